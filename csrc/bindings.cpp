@@ -1,0 +1,121 @@
+// The only pybind11 file: converts between Python and the native core. Every entry point is
+// [GIL] (pybind11 holds it); stop() releases it internally while flushing CUPTI.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+
+#include "controller.h"
+#include "context/thread_state.h"
+
+namespace py = pybind11;
+
+namespace dlpt {
+namespace {
+
+const char* kMemcpyKinds[] = {"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+const char* kMemoryKinds[] = {"", "pageable", "pinned", "device", "array", "managed", "device_static", "managed_static"};
+
+/// Name, file, line and extras of one node, by kind.
+py::tuple export_node(Session& s, NodeId id) {
+  const Node& n = s.tree.node(id);
+  std::string name, file;
+  int line = 0;
+  py::dict x;
+  switch (n.kind) {
+    case NodeKind::Root: name = "<root>"; break;
+    case NodeKind::Thread: name = n.a == 0 ? "<unknown>" : "<thread " + std::to_string(n.a) + ">"; break;
+    case NodeKind::Frame:
+      if (!s.codes.describe(reinterpret_cast<PyObject*>(n.a), static_cast<int>(n.b), &file, &name, &line)) {
+        name = "<code freed during profiling>";
+        s.counters.code_lost.fetch_add(1);
+      }
+      break;
+    case NodeKind::Scope:
+    case NodeKind::Op: name = s.tree.strings.get(static_cast<uint32_t>(n.a)); break;
+    case NodeKind::Phase: name = n.a ? "<backward>" : "<forward>"; break;
+    case NodeKind::Kernel:
+      name = s.tree.strings.get(static_cast<uint32_t>(n.a));
+      x["device"] = n.b;
+      x["grid"] = py::make_tuple(n.cfg.grid[0], n.cfg.grid[1], n.cfg.grid[2]);
+      x["block"] = py::make_tuple(n.cfg.block[0], n.cfg.block[1], n.cfg.block[2]);
+      x["regs"] = n.cfg.regs;
+      x["smem_static"] = n.cfg.smem_static;
+      x["smem_dynamic"] = n.cfg.smem_dynamic;
+      break;
+    case NodeKind::Memcpy: {
+      const char* dir = n.a < 11 ? kMemcpyKinds[n.a] : "?";
+      const uint64_t mem = n.b & 0xFF;
+      name = std::string("[memcpy ") + dir + "]";
+      x["direction"] = dir;
+      if (mem > 0 && mem < 8) x["host_mem"] = kMemoryKinds[mem];
+      x["device"] = n.b >> 8;
+      break;
+    }
+    case NodeKind::Memset: name = "[memset]"; x["device"] = n.a; break;
+    case NodeKind::Sync: name = "[sync " + sync_api_name(n.a) + "]"; break;
+  }
+  const Metrics& m = n.m;
+  uint64_t min_ns = m.min_ns.load();
+  py::tuple metrics = py::make_tuple(m.calls.load(), m.cpu_ns.load(), m.gpu_ns.load(), m.count.load(), m.bytes.load(),
+                                     m.sync_ns.load(), m.api_ns.load(), min_ns == UINT64_MAX ? 0 : min_ns, m.max_ns.load());
+  return py::make_tuple(id, n.parent == kNoNode ? -1 : static_cast<int64_t>(n.parent), node_kind_name(n.kind), name,
+                        file, line, metrics, x);
+}
+
+py::dict stop() {
+  StopResult r = stop_capture();
+  Session& s = *r.session;
+  py::list nodes;
+  const size_t count = s.tree.size();
+  for (size_t i = 0; i < count; ++i) nodes.append(export_node(s, static_cast<NodeId>(i)));
+  py::list api;
+  for (const ApiStat& a : r.api) api.append(py::make_tuple(a.name, a.calls, a.total_ns, a.min_ns, a.max_ns));
+  py::dict busy;
+  for (const auto& [dev, ns] : r.busy_ns) busy[py::str(std::to_string(dev))] = ns;
+  const Counters& c = s.counters;
+  py::dict counters;
+  counters["activity_records"] = c.activity_records.load();
+  counters["dropped_records"] = c.dropped_records.load();
+  counters["unknown_correlation"] = c.unknown_correlation.load();
+  counters["unknown_gpu_ns"] = c.unknown_gpu_ns.load();
+  counters["submitted"] = r.tracer.submitted;
+  counters["completed"] = r.tracer.completed;
+  counters["outside_window"] = c.outside_window.load();
+  counters["backward_unresolved"] = c.backward_unresolved.load();
+  counters["code_lost"] = c.code_lost.load();
+  counters["tree_overflow"] = s.tree.overflowed();
+  s.codes.release_all();
+  py::dict out;
+  out["nodes"] = nodes;
+  out["api"] = api;
+  out["gpu_busy_ns"] = busy;
+  out["counters"] = counters;
+  out["gpu"] = s.gpu.load();
+  out["flush_s"] = r.tracer.flush_s;
+  return out;
+}
+
+}  // namespace
+}  // namespace dlpt
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "dlpt native core: aten-op and CUPTI capture into an online calling-context tree";
+  m.def(
+      "start",
+      [](bool gpu, const std::vector<std::string>& cupti_candidates, bool collecting) {
+        dlpt::StartResult r = dlpt::start_capture(gpu, cupti_candidates, collecting);
+        py::dict out;
+        out["gpu"] = r.gpu;
+        out["reason"] = r.gpu_reason.empty() ? py::object(py::none()) : py::object(py::str(r.gpu_reason));
+        out["cupti_path"] = r.cupti_path;
+        return out;
+      },
+      py::arg("gpu"), py::arg("cupti_candidates"), py::arg("collecting") = true);
+  m.def("stop", &dlpt::stop);
+  m.def("set_collecting", &dlpt::set_collecting);
+  m.def("drain_code_refs", &dlpt::drain_code_refs);
+  m.def("running", &dlpt::capture_running);
+  m.def("scope_push", &dlpt::push_scope, py::arg("name"), py::arg("skip_frames"));
+  m.def("scope_pop", &dlpt::pop_scope);
+}

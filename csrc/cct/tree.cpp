@@ -1,0 +1,84 @@
+#include "tree.h"
+
+namespace dlpt {
+
+const char* node_kind_name(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::Root: return "root";
+    case NodeKind::Thread: return "thread";
+    case NodeKind::Frame: return "frame";
+    case NodeKind::Scope: return "scope";
+    case NodeKind::Op: return "op";
+    case NodeKind::Phase: return "phase";
+    case NodeKind::Kernel: return "kernel";
+    case NodeKind::Memcpy: return "memcpy";
+    case NodeKind::Memset: return "memset";
+    case NodeKind::Sync: return "sync";
+  }
+  return "unknown";
+}
+
+void Metrics::add_duration(uint64_t ns) {
+  gpu_ns.fetch_add(ns, std::memory_order_relaxed);
+  count.fetch_add(1, std::memory_order_relaxed);
+  uint64_t cur = min_ns.load(std::memory_order_relaxed);
+  while (ns < cur && !min_ns.compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {
+  }
+  cur = max_ns.load(std::memory_order_relaxed);
+  while (ns > cur && !max_ns.compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {
+  }
+}
+
+uint32_t StringTable::intern(std::string_view s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ids_.find(std::string(s));
+  if (it != ids_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(strings_.size());
+  strings_.emplace_back(s);
+  ids_.emplace(strings_.back(), id);
+  return id;
+}
+
+std::string StringTable::get(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return id < strings_.size() ? strings_[id] : std::string("?");
+}
+
+size_t StringTable::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return strings_.size();
+}
+
+Tree::Tree() {
+  chunks_[0].reset(new Node[kChunkSize]);
+  chunks_[0][0].kind = NodeKind::Root;
+  size_.store(1, std::memory_order_release);
+}
+
+Tree::~Tree() = default;
+
+NodeId Tree::child(const NodeKey& key, const KernelConfig* cfg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = children_.find(key);
+  if (it != children_.end()) return it->second;
+  size_t id = size_.load(std::memory_order_relaxed);
+  if (id >= static_cast<size_t>(kMaxChunks) * kChunkSize) {
+    // Out of room: charge the cost to the parent rather than lose it.
+    overflow_.fetch_add(1, std::memory_order_relaxed);
+    return key.parent;
+  }
+  uint32_t chunk = static_cast<uint32_t>(id >> kChunkBits);
+  if (!chunks_[chunk]) chunks_[chunk].reset(new Node[kChunkSize]);
+  Node& n = chunks_[chunk][id & kChunkMask];
+  n.parent = key.parent;
+  n.kind = key.kind;
+  n.a = key.a;
+  n.b = key.b;
+  if (cfg) n.cfg = *cfg;
+  children_.emplace(key, static_cast<NodeId>(id));
+  // Publish after the node is fully written: readers iterate up to size().
+  size_.store(id + 1, std::memory_order_release);
+  return static_cast<NodeId>(id);
+}
+
+}  // namespace dlpt

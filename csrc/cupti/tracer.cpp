@@ -1,0 +1,340 @@
+#include "tracer.h"
+
+#include <cxxabi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "../common.h"
+#include "../context/thread_state.h"
+
+namespace dlpt {
+
+namespace {
+
+// ---- API classification -------------------------------------------------------------------
+
+enum ApiClass : uint8_t { kNone = 0, kWork = 1, kSync = 2 };
+constexpr uint32_t kMaxCbid = 1024;
+constexpr int kDomains = 2;  // 0 runtime, 1 driver
+
+struct ApiTable {
+  uint8_t cls[kDomains][kMaxCbid] = {};
+  std::string names[kDomains][kMaxCbid];
+  std::atomic<uint64_t> calls[kDomains][kMaxCbid];
+  std::atomic<uint64_t> total[kDomains][kMaxCbid];
+  std::atomic<uint64_t> min[kDomains][kMaxCbid];
+  std::atomic<uint64_t> max[kDomains][kMaxCbid];
+  void reset_stats() {
+    for (int d = 0; d < kDomains; ++d)
+      for (uint32_t i = 0; i < kMaxCbid; ++i) {
+        calls[d][i] = 0; total[d][i] = 0; min[d][i] = UINT64_MAX; max[d][i] = 0;
+      }
+  }
+};
+ApiTable g_apis;
+
+const CuptiApi* g_api = nullptr;
+CUpti_SubscriberHandle g_subscriber = nullptr;
+// The session activity is delivered to. Separate from current_session(): records keep arriving
+// after stop() unpublishes the session, until the final flush.
+std::atomic<Session*> g_trace_session{nullptr};
+
+int domain_index(CUpti_CallbackDomain d) { return d == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1; }
+
+bool has(const char* s, const char* part) { return std::strstr(s, part) != nullptr; }
+bool starts(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+
+/// Which API calls we watch, decided by name so that every variant (_ptsz, _v2, Ex, cooperative,
+/// graph launches) is covered without listing ids that differ between CUDA versions.
+uint8_t classify(const char* name) {
+  if (has(name, "HostFunc")) return kNone;  // host callbacks: no GPU activity to match
+  if (starts(name, "cudaLaunch") || starts(name, "cuLaunch") || starts(name, "cudaGraphLaunch") ||
+      starts(name, "cuGraphLaunch"))
+    return kWork;
+  if (has(name, "Memcpy")) return has(name, "Async") ? kWork : (kWork | kSync);
+  if (has(name, "Memset")) return kWork;
+  if (starts(name, "cudaDeviceSynchronize") || starts(name, "cudaStreamSynchronize") ||
+      starts(name, "cudaEventSynchronize") || starts(name, "cuCtxSynchronize") ||
+      starts(name, "cuStreamSynchronize") || starts(name, "cuEventSynchronize"))
+    return kSync;
+  return kNone;
+}
+
+void record_stat(int d, uint32_t cbid, uint64_t ns) {
+  g_apis.calls[d][cbid].fetch_add(1, std::memory_order_relaxed);
+  g_apis.total[d][cbid].fetch_add(ns, std::memory_order_relaxed);
+  uint64_t cur = g_apis.min[d][cbid].load(std::memory_order_relaxed);
+  while (ns < cur && !g_apis.min[d][cbid].compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {}
+  cur = g_apis.max[d][cbid].load(std::memory_order_relaxed);
+  while (ns > cur && !g_apis.max[d][cbid].compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {}
+}
+
+// ---- API callback ([MT]: the calling thread, with or without the GIL) ---------------------
+
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || cbid >= kMaxCbid) return;
+  Session* s = current_session();
+  if (s == nullptr) return;
+  const int d = domain_index(domain);
+  const uint8_t cls = g_apis.cls[d][cbid];
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  ThreadState& ts = ThreadState::get(*s);
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    // The runtime implements its calls with the driver: the nested driver call gets its own
+    // correlation id. Both are mapped (activity carries one of them); only the outer one counts.
+    const bool outer = ts.api_depth++ == 0;
+    if (outer) {
+      ts.api_context = s->collecting.load(std::memory_order_relaxed) ? ts.launch_context() : kNoNode;
+      ts.api_start_ns = now_ns();
+    }
+    if (cls & kWork) {
+      NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
+      s->correlations.put(cb->correlationId, node);
+      if (outer && ts.api_context != kNoNode) s->counters.submitted.fetch_add(1, std::memory_order_relaxed);
+    }
+    return;
+  }
+  // Exit.
+  if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
+    const uint64_t ns = now_ns() - ts.api_start_ns;
+    record_stat(d, cbid, ns);
+    Tree& tree = s->tree;
+    tree.node(ts.api_context).m.api_ns.fetch_add(ns, std::memory_order_relaxed);
+    if (cls & kSync) {
+      NodeId leaf = ts.child(ts.api_context, NodeKind::Sync, (static_cast<uint64_t>(d) << 16) | cbid);
+      tree.node(leaf).m.sync_ns.fetch_add(ns, std::memory_order_relaxed);
+      tree.node(leaf).m.count.fetch_add(1, std::memory_order_relaxed);
+    }
+    ts.api_context = kNoNode;
+  }
+}
+
+// ---- Activity buffers (CUPTI's worker thread, or the flushing thread) ---------------------
+
+constexpr size_t kBufferSize = 8u << 20;
+std::mutex g_buffer_mu;  // serialises record processing (worker thread vs. flush caller)
+std::unordered_map<const char*, uint32_t> g_kernel_names;  // CUPTI-owned name -> interned id
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferSize));
+  *size = *buffer ? kBufferSize : 0;
+  *max_records = 0;
+}
+
+uint32_t kernel_name_id(Tree& tree, const char* name) {
+  auto it = g_kernel_names.find(name);
+  if (it != g_kernel_names.end()) return it->second;
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  uint32_t id = tree.strings.intern(status == 0 && demangled ? demangled : name);
+  std::free(demangled);
+  g_kernel_names.emplace(name, id);
+  return id;
+}
+
+/// Resolves a correlation id; nullopt-like kNoNode for activity outside the window.
+NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
+  NodeId node = kNoNode;
+  bool first = false;
+  switch (s.correlations.get(corr, &node, &first)) {
+    case CorrelationTable::Lookup::OutsideWindow:
+      s.counters.outside_window.fetch_add(1, std::memory_order_relaxed);
+      return kNoNode;
+    case CorrelationTable::Lookup::Found:
+      if (first) s.counters.completed.fetch_add(1, std::memory_order_relaxed);
+      return node;
+    case CorrelationTable::Lookup::Unknown:
+      break;
+  }
+  s.counters.unknown_correlation.fetch_add(1, std::memory_order_relaxed);
+  s.counters.unknown_gpu_ns.fetch_add(ns, std::memory_order_relaxed);
+  // Thread node keyed 0 = "<unknown>": never lost, always shown.
+  return s.tree.child(NodeKey{kRootNode, NodeKind::Thread, 0, 0});
+}
+
+void process_record(Session& s, const CUpti_Activity* rec) {
+  Tree& tree = s.tree;
+  s.counters.activity_records.fetch_add(1, std::memory_order_relaxed);
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+      const uint64_t ns = k->end > k->start ? k->end - k->start : 0;
+      NodeId ctx = resolve(s, k->correlationId, ns);
+      if (ctx == kNoNode) return;
+      s.busy.add(k->deviceId, k->start, k->end);
+      KernelConfig cfg;
+      cfg.grid[0] = k->gridX; cfg.grid[1] = k->gridY; cfg.grid[2] = k->gridZ;
+      cfg.block[0] = k->blockX; cfg.block[1] = k->blockY; cfg.block[2] = k->blockZ;
+      cfg.regs = k->registersPerThread;
+      cfg.smem_static = k->staticSharedMemory;
+      cfg.smem_dynamic = k->dynamicSharedMemory;
+      NodeId leaf = tree.child(NodeKey{ctx, NodeKind::Kernel, kernel_name_id(tree, k->name), k->deviceId}, &cfg);
+      tree.node(leaf).m.add_duration(ns);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* c = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      const uint64_t ns = c->end > c->start ? c->end - c->start : 0;
+      NodeId ctx = resolve(s, c->correlationId, ns);
+      if (ctx == kNoNode) return;
+      s.busy.add(c->deviceId, c->start, c->end);
+      // Host side of the copy: the source for host-to-*, the destination for *-to-host.
+      uint8_t host_kind = 0;
+      if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA) host_kind = c->srcKind;
+      if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH) host_kind = c->dstKind;
+      NodeId leaf = tree.child(NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
+      tree.node(leaf).m.add_duration(ns);
+      tree.node(leaf).m.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+      const uint64_t ns = m->end > m->start ? m->end - m->start : 0;
+      NodeId ctx = resolve(s, m->correlationId, ns);
+      if (ctx == kNoNode) return;
+      s.busy.add(m->deviceId, m->start, m->end);
+      NodeId leaf = tree.child(NodeKey{ctx, NodeKind::Memset, m->deviceId, 0});
+      tree.node(leaf).m.add_duration(ns);
+      tree.node(leaf).m.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  Session* s = g_trace_session.load(std::memory_order_acquire);
+  if (s != nullptr && g_api != nullptr && valid > 0) {
+    std::lock_guard<std::mutex> lock(g_buffer_mu);
+    CUpti_Activity* rec = nullptr;
+    while (g_api->cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) process_record(*s, rec);
+    size_t dropped = 0;
+    if (g_api->cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+      s->counters.dropped_records.fetch_add(dropped, std::memory_order_relaxed);
+    }
+  }
+  std::free(buffer);
+}
+
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMSET};
+
+}  // namespace
+
+bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error) {
+  g_api = &api;
+  CUptiResult r;
+  if (api.cuptiSubscribe_v2) {
+    char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "dlpt";
+    params.oldSubscriberName = old_name;
+    params.oldSubscriberSize = sizeof(old_name);
+    r = api.cuptiSubscribe_v2(&g_subscriber, on_api, nullptr, &params);
+    if (r != CUPTI_SUCCESS) {
+      *error = std::string("CUPTI is already in use") + (old_name[0] ? std::string(" by '") + old_name + "'" : std::string()) +
+               " (" + api.error_string(r) + "); another profiler (torch.profiler, nsys, ncu, Proton) holds it";
+      g_subscriber = nullptr;
+      return false;
+    }
+  } else {
+    r = api.cuptiSubscribe(&g_subscriber, on_api, nullptr);
+    if (r != CUPTI_SUCCESS) {
+      *error = std::string("CUPTI is already in use (") + api.error_string(r) +
+               "); another profiler (torch.profiler, nsys, ncu, Proton) holds it";
+      g_subscriber = nullptr;
+      return false;
+    }
+  }
+  g_apis.reset_stats();
+  g_kernel_names.clear();
+  const CUpti_CallbackDomain domains[kDomains] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
+  for (int d = 0; d < kDomains; ++d) {
+    for (uint32_t cbid = 1; cbid < kMaxCbid; ++cbid) {
+      const char* name = nullptr;
+      if (api.cuptiGetCallbackName(domains[d], cbid, &name) != CUPTI_SUCCESS || name == nullptr) {
+        g_apis.cls[d][cbid] = kNone;
+        continue;
+      }
+      g_apis.names[d][cbid] = name;
+      g_apis.cls[d][cbid] = classify(name);
+      if (g_apis.cls[d][cbid] != kNone) api.cuptiEnableCallback(1, g_subscriber, domains[d], cbid);
+    }
+  }
+  g_trace_session.store(&session, std::memory_order_release);
+  r = api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  for (CUpti_ActivityKind kind : kKinds) {
+    if (r == CUPTI_SUCCESS) r = api.cuptiActivityEnable(kind);
+  }
+  if (r != CUPTI_SUCCESS) {
+    *error = std::string("CUPTI activity tracing could not be enabled: ") + api.error_string(r);
+    for (CUpti_ActivityKind kind : kKinds) api.cuptiActivityDisable(kind);
+    api.cuptiUnsubscribe(g_subscriber);
+    g_subscriber = nullptr;
+    g_trace_session.store(nullptr);
+    return false;
+  }
+  session.gpu.store(true);
+  return true;
+}
+
+TracerStopReport stop_gpu_tracing() {
+  TracerStopReport rep;
+  Session* s = g_trace_session.load(std::memory_order_acquire);
+  if (s == nullptr || g_api == nullptr) return rep;
+  const auto t0 = std::chrono::steady_clock::now();
+  // Disable callbacks first: nothing new gets mapped while we drain.
+  g_api->cuptiUnsubscribe(g_subscriber);
+  g_subscriber = nullptr;
+  uint64_t last_completed = UINT64_MAX;
+  for (int i = 0; i < 200; ++i) {
+    g_api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    const uint64_t done = s->counters.completed.load();
+    if (done >= s->counters.submitted.load()) break;
+    // A forced flush after the caller synchronised the devices delivers everything finished;
+    // a flush that brings nothing new means the rest never produces activity (failed launch,
+    // empty copy), so stop waiting instead of hanging the user's program.
+    if (done == last_completed) break;
+    last_completed = done;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (CUpti_ActivityKind kind : kKinds) g_api->cuptiActivityDisable(kind);
+  g_api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  {
+    std::lock_guard<std::mutex> lock(g_buffer_mu);
+    g_trace_session.store(nullptr, std::memory_order_release);
+  }
+  rep.submitted = s->counters.submitted.load();
+  rep.completed = s->counters.completed.load();
+  rep.flush_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+std::vector<ApiStat> api_stats() {
+  std::vector<ApiStat> out;
+  for (int d = 0; d < kDomains; ++d)
+    for (uint32_t i = 0; i < kMaxCbid; ++i) {
+      uint64_t calls = g_apis.calls[d][i].load();
+      if (calls == 0) continue;
+      out.push_back({g_apis.names[d][i], calls, g_apis.total[d][i].load(), g_apis.min[d][i].load(), g_apis.max[d][i].load()});
+    }
+  return out;
+}
+
+std::string sync_api_name(uint64_t key) {
+  int d = static_cast<int>(key >> 16);
+  uint32_t cbid = static_cast<uint32_t>(key & 0xFFFF);
+  if (d < kDomains && cbid < kMaxCbid && !g_apis.names[d][cbid].empty()) return g_apis.names[d][cbid];
+  return "sync";
+}
+
+}  // namespace dlpt

@@ -1,0 +1,21 @@
+"""dlpt: which line of your PyTorch model costs how much GPU time, and why.
+
+    import dlpt
+    with dlpt.profile() as prof:
+        train_steps()
+    prof.print()
+
+Or from the shell: ``python -m dlpt train.py args…``. See README.md.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from dlpt.errors import DlptError, NativeUnavailableError, ProfilerBusyError, SessionFormatError, UsageError
+from dlpt.profiler import profile
+from dlpt.scope import scope
+from dlpt.session import Session
+
+__all__ = ["profile", "scope", "Session", "DlptError", "NativeUnavailableError", "ProfilerBusyError",
+           "SessionFormatError", "UsageError", "__version__"]

@@ -1,0 +1,236 @@
+"""``dlpt.profile``: start and stop capture, and turn what the native core collected into a
+:class:`~dlpt.session.Session`.
+
+Thread contract: start/stop/step are called from the profiled program's thread with the GIL held.
+Capture itself happens in the native core on every thread (see csrc/).
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+import platform
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from dlpt import _native
+from dlpt.errors import ProfilerBusyError, UsageError
+from dlpt.session import Session
+from dlpt.steps import StepWindow, install_optimizer_hook
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_running_lock = threading.Lock()
+_running: "profile | None" = None
+
+
+def _dlpt_version() -> str:
+    from dlpt import __version__
+
+    return __version__
+
+
+def _check_count(name: str, value: Any, allow_none: bool) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (name == "active" and value == 0):
+        raise UsageError(f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}")
+
+
+def _cuda_devices() -> list[dict[str, Any]]:
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    out = []
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        out.append({"index": i, "name": p.name, "capability": f"{p.major}.{p.minor}"})
+    return out
+
+
+def _synchronize_all() -> None:
+    """Wait for all GPU work, so the window holds exactly what was launched inside it."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        for i in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(i)
+
+
+class profile:
+    """Profile the code inside: ``with dlpt.profile() as prof: ...`` or ``@dlpt.profile()``.
+
+    Args:
+        skip_first: steps to leave out before recording (warm-up, torch.compile).
+        active: steps to record after those (default: all the rest).
+        gpu: capture GPU kernels, copies, memsets and syncs through CUPTI. Without a GPU, or if
+            another profiler holds CUPTI, dlpt says so and records CPU-side attribution only.
+
+    After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
+    ``prof.save(path)`` writes it for ``python -m dlpt --load``.
+    """
+
+    def __init__(self, skip_first: int = 0, active: int | None = None, gpu: bool = True) -> None:
+        _check_count("skip_first", skip_first, allow_none=False)
+        _check_count("active", active, allow_none=True)
+        self.skip_first = skip_first
+        self.active = active
+        self.gpu = gpu
+        self._session: Session | None = None
+        self._window: StepWindow | None = None
+        self._hook: Any = None
+        self._start_info: dict[str, Any] = {}
+        self._meta: dict[str, Any] = {}
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> "profile":
+        global _running
+        with _running_lock:
+            if _running is not None:
+                raise ProfilerBusyError(
+                    "a dlpt profile is already running in this process; stop it before starting another")
+            _running = self
+        try:
+            self._start()
+        except BaseException:
+            with _running_lock:
+                _running = None
+            raise
+        return self
+
+    def _start(self) -> None:
+        import torch
+
+        C = _native.native()
+        self._session = None
+        devices = _cuda_devices() if self.gpu else []
+        want_gpu = bool(self.gpu and devices)
+        _synchronize_all()
+        self._meta = {
+            "argv": list(sys.argv),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "dlpt": _dlpt_version(),
+            "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "devices": devices,
+        }
+        self._window = StepWindow(self.skip_first, self.active, C.set_collecting)
+        self._start_info = C.start(want_gpu, _native.cupti_candidates() if want_gpu else [],
+                                   self._window.collecting)
+        if not self.gpu:
+            reason = "GPU capture disabled (gpu=False / --no-gpu)"
+        elif not devices:
+            reason = "no CUDA GPU available"
+        else:
+            reason = self._start_info["reason"]
+            if reason:
+                warnings.warn(f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
+                              RuntimeWarning, stacklevel=3)
+        self._meta["gpu"] = {"enabled": bool(self._start_info["gpu"]), "reason": reason,
+                             "cupti": self._start_info.get("cupti_path") or None}
+        self._hook = install_optimizer_hook(lambda: self._on_step("optimizer"))
+
+    def step(self) -> None:
+        """Mark the end of a training step (optional: optimizer steps are detected anyway)."""
+        if _running is self:
+            self._on_step("manual")
+
+    def _on_step(self, source: str) -> None:
+        _native.native().drain_code_refs()
+        if self._window is not None:
+            self._window.on_step(source)
+
+    def stop(self) -> Session:
+        """Stop capture, flush all GPU activity and build the session."""
+        global _running
+        if _running is not self:
+            raise UsageError("this dlpt profile is not running")
+        t0 = time.perf_counter()
+        try:
+            if self._hook is not None:
+                self._hook.remove()
+                self._hook = None
+            try:
+                _synchronize_all()
+            except Exception as e:  # a broken CUDA context must not lose the CPU-side profile
+                warnings.warn(f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning)
+            assert self._window is not None
+            wall_ns = self._window.close()
+            raw = _native.native().stop()
+        finally:
+            with _running_lock:
+                _running = None
+        self._session = self._build_session(raw, wall_ns, time.perf_counter() - t0)
+        return self._session
+
+    def _build_session(self, raw: dict[str, Any], wall_ns: int, stop_s: float) -> Session:
+        assert self._window is not None
+        c = raw["counters"]
+        meta = dict(self._meta)
+        meta.update({
+            "wall_ns": wall_ns,
+            "steps": self._window.meta(),
+            "step_wall_ns": list(self._window.step_wall_ns),
+            "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
+            "api": _native.api_table(raw["api"]),
+            "dropped": {"activity_records": c["dropped_records"],
+                        "correlations_missing": max(0, c["submitted"] - c["completed"]),
+                        "tree_overflow": c["tree_overflow"]},
+            "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
+            "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid()),
+            "compile": [],
+        })
+        return Session(_native.to_nodes(raw["nodes"]), meta)
+
+    # -- context manager / decorator --------------------------------------------------------
+
+    def __enter__(self) -> "profile":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __call__(self, fn: F) -> F:
+        """``@dlpt.profile(...)``: profile each call of ``fn`` and print the report after it."""
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.start()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.stop()
+                self.print()
+
+        return wrapper  # type: ignore[return-value]
+
+    # -- results -----------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """The recorded session (available once the profile stopped)."""
+        if self._session is None:
+            raise UsageError("the profile has no session yet: it is still running or never ran")
+        return self._session
+
+    def print(self, view: str = "tree", **options: Any) -> None:
+        """Print the report (see :func:`dlpt.report.print_report` for ``options``)."""
+        from dlpt.report import print_report
+
+        print_report(self.session, view=view, **options)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the session as JSON; re-render later with ``python -m dlpt --load PATH``."""
+        self.session.save(path)
+
+
+def running() -> "profile | None":
+    """The profile running in this process, if any."""
+    return _running

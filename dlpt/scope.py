@@ -1,0 +1,57 @@
+"""``dlpt.scope("name")``: a user-named node in the profile, as a context manager or decorator.
+
+The scope's node is placed in the calling-context path just above the frame that entered it, so
+the lines inside the block keep their own nodes beneath it. Outside a running profile it costs a
+function call and does nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class scope:
+    """Group everything run inside under ``name``.
+
+    >>> with dlpt.scope("data"):
+    ...     batch = next(loader)
+    >>> @dlpt.scope("loss")
+    ... def compute_loss(out, y): ...
+    """
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError("dlpt.scope needs a non-empty name (str)")
+        self.name = name
+
+    def __enter__(self) -> "scope":
+        from dlpt._native import native
+
+        # skip_frames=1: the innermost Python frame is this __enter__; the user's frame is next.
+        native().scope_push(self.name, 1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from dlpt._native import native
+
+        native().scope_pop()
+
+    def __call__(self, fn: F) -> F:
+        name = self.name
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from dlpt._native import native
+
+            # skip_frames=0: this wrapper's frame enters the scope; fn's frames go beneath it.
+            native().scope_push(name, 0)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                native().scope_pop()
+
+        return wrapper  # type: ignore[return-value]
