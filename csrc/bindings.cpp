@@ -76,6 +76,7 @@ py::dict stop() {
   const Counters& c = s.counters;
   py::dict counters;
   counters["activity_records"] = c.activity_records.load();
+  counters["delivered_gpu_ns"] = c.delivered_gpu_ns.load();
   counters["dropped_records"] = c.dropped_records.load();
   counters["unknown_correlation"] = c.unknown_correlation.load();
   counters["unknown_gpu_ns"] = c.unknown_gpu_ns.load();

@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include <pthread.h>
+
 #include <vector>
 
 namespace dlpt {
@@ -26,7 +28,16 @@ SeqRanges* Session::find_seq_ranges(uint64_t tid) {
 
 Session* current_session() { return g_current.load(std::memory_order_acquire); }
 
+namespace {
+/// A forked child (DataLoader workers) inherits the parent's callbacks but not its other threads:
+/// a lock one of them held at fork() would never be released. Capture is the parent's business,
+/// so the child simply stops capturing.
+void stop_capture_in_child() { g_current.store(nullptr, std::memory_order_relaxed); }
+}  // namespace
+
 Session* begin_session() {
+  static const int atfork_registered = pthread_atfork(nullptr, nullptr, stop_capture_in_child);
+  (void)atfork_registered;
   std::lock_guard<std::mutex> lock(g_park_mu);
   // Keep only the last finished session parked: a callback that raced with its stop() could
   // still hold it, but nothing can still hold the one before it (a whole session has passed).

@@ -22,11 +22,14 @@ namespace dlpt {
 
 struct Counters {
   std::atomic<uint64_t> activity_records{0};     // activity records processed
+  std::atomic<uint64_t> delivered_gpu_ns{0};     // kernel+copy+memset time CUPTI delivered in the window
   std::atomic<uint64_t> dropped_records{0};      // CUPTI reported dropped records
   std::atomic<uint64_t> unknown_correlation{0};  // activity whose launch context was unknown
   std::atomic<uint64_t> unknown_gpu_ns{0};
-  std::atomic<uint64_t> submitted{0};            // launches/copies/memsets mapped in the window
-  std::atomic<uint64_t> completed{0};            // distinct correlation ids seen in activity
+  // Incremented on every launch by the launching thread: kept off the cache line the buffer
+  // thread hammers with the counters above.
+  alignas(64) std::atomic<uint64_t> submitted{0};  // launches/copies/memsets mapped in the window
+  alignas(64) std::atomic<uint64_t> completed{0};            // distinct correlation ids seen in activity
   std::atomic<uint64_t> outside_window{0};       // activity of launches made while paused
   std::atomic<uint64_t> backward_unresolved{0};  // backward ops whose forward op was not found
   std::atomic<uint64_t> code_lost{0};

@@ -22,11 +22,17 @@ class SeqRanges {
  public:
   static constexpr size_t kMaxEntries = 1u << 17;
 
-  /// [MT] Forward thread, at each outermost op with a sequence number. First wins: an op that
-  /// reuses the number of the previous entry (no autograd node created in between) is ignored.
+  /// [MT] Forward thread, at each outermost op with a sequence number (the number the next
+  /// autograd node will get). Ops that create no node (no input requires grad) leave the counter
+  /// where it was, so several outermost ops can share a number: only the last of them can have
+  /// created that node, so the last one wins. (Nested ops never get here: the outermost op
+  /// stands for them.)
   void add(int64_t seq, NodeId op_node) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!entries_.empty() && entries_.back().seq >= seq) return;
+    if (!entries_.empty() && entries_.back().seq >= seq) {
+      if (entries_.back().seq == seq) entries_.back().node = op_node;
+      return;
+    }
     entries_.push_back({seq, op_node});
     if (entries_.size() > kMaxEntries) entries_.pop_front();
   }

@@ -86,7 +86,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
     e.op_node = op;
     e.ctx_node = ts.child(op, NodeKind::Phase, 0);
     if (rf.seqNr() >= 0) {
-      s->seq_ranges(ts.rf_thread_id).add(rf.seqNr(), op);
+      if (ts.seq_ranges == nullptr) ts.seq_ranges = &s->seq_ranges(ts.rf_thread_id);
+      ts.seq_ranges->add(rf.seqNr(), op);
       s->last_forward_thread.store(ts.rf_thread_id, std::memory_order_relaxed);
     }
   } else {

@@ -27,6 +27,7 @@ void ThreadState::reset(Session& s) {
   ops.clear();
   scopes.clear();
   last_backward_anchor = kNoNode;
+  seq_ranges = nullptr;
   api_depth = 0;
   path_cache_.clear();
   cached_scopes_version_ = ~0ull;
@@ -135,22 +136,26 @@ void pop_scope() {
 namespace dlpt {
 
 namespace {
-/// [MT] Whether a code object's file is inside torch's package. Reads the filename's bytes
+/// [MT] Whether a code object belongs to torch's record_function plumbing (the frames between
+/// the code that opened a USER_SCOPE region and the RecordFunction). Reads the filename's bytes
 /// directly (compact ASCII strings store them inline): no allocation, no Python call.
-bool is_torch_file(PyObject* code) {
+bool is_record_function_plumbing(PyObject* code) {
   PyObject* fn = reinterpret_cast<PyCodeObject*>(code)->co_filename;
   if (fn == nullptr || !PyUnicode_Check(fn) || !PyUnicode_IS_COMPACT_ASCII(fn)) return false;
   const char* s = static_cast<const char*>(PyUnicode_DATA(fn));
-  return std::strstr(s, "/torch/") != nullptr;
+  return std::strstr(s, "/torch/autograd/profiler") != nullptr || std::strstr(s, "/torch/_ops.py") != nullptr ||
+         std::strstr(s, "/torch/profiler/") != nullptr;
 }
 }  // namespace
 
 void push_user_scope(ThreadState& ts, const char* name, uint64_t handle) {
+  // The scope goes above the frame that opened it: the user's `with record_function(...)` line,
+  // or, for regions torch opens itself (Optimizer.step), torch's frame under the user's call.
   RawFrame frames[kMaxFrames];
   size_t n = capture_python_frames(frames, kMaxFrames);
   const void* entry = nullptr;
   for (size_t i = 0; i < n && entry == nullptr; ++i) {
-    if (!is_torch_file(frames[i].code)) entry = frames[i].frame;
+    if (!is_record_function_plumbing(frames[i].code)) entry = frames[i].frame;
   }
   ts.scopes.push_back(ScopeEntry{entry, ts.name_id(name), handle});
   ++ts.scopes_version_;

@@ -61,6 +61,7 @@ class ThreadState {
   std::vector<OpEntry> ops;
   std::vector<ScopeEntry> scopes;
   NodeId last_backward_anchor = kNoNode;  // last forward op a backward op was grafted under
+  SeqRanges* seq_ranges = nullptr;        // this thread's forward ranges (owned by the session)
 
   // CUPTI API nesting (runtime calls wrap driver calls): only the outermost call is timed.
   int api_depth = 0;

@@ -35,6 +35,7 @@ bool bind_all(void* lib, std::string* missing) {
   DLPT_BIND(cuptiActivityGetNumDroppedRecords)
 #undef DLPT_BIND
   bind(lib, "cuptiSubscribe_v2", &g_api.cuptiSubscribe_v2, nullptr);
+  bind(lib, "cuptiActivityFlushPeriod", &g_api.cuptiActivityFlushPeriod, nullptr);
   return ok;
 }
 

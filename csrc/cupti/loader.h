@@ -25,6 +25,8 @@ struct CuptiApi {
   DLPT_CUPTI_FN(cuptiActivityGetNextRecord)
   DLPT_CUPTI_FN(cuptiActivityGetNumDroppedRecords)
 #undef DLPT_CUPTI_FN
+  // Optional: the worker thread's flush period (CUDA 11.1+).
+  decltype(&::cuptiActivityFlushPeriod) cuptiActivityFlushPeriod = nullptr;
   // Optional (CUDA 13+): tells who already holds the subscriber slot.
   decltype(&::cuptiSubscribe_v2) cuptiSubscribe_v2 = nullptr;
 

@@ -1,0 +1,274 @@
+"""Small functions over the tree (dlpt.tree): metric choice, library-frame collapse, pruning,
+depth limit, bottom-up inversion and flat profiles.
+
+Each function returns a new tree (or rows) and leaves its input untouched, so a render can apply
+them in any order. All of them are iterative (deep trees must not hit the recursion limit).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import sysconfig
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dlpt.errors import UsageError
+from dlpt.tree import Node, add_metrics, compute_inclusive, merge_child, walk
+
+__all__ = [
+    "Metric", "METRICS", "get_metric", "default_metric", "is_library_file", "is_user_frame",
+    "lift", "collapse_library", "collapse_lone_forward", "prune", "limit_depth", "invert",
+    "FlatRow", "flatten", "flatten_by_line", "flatten_by_kind",
+]
+
+
+# -- metrics --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Metric:
+    """A value derived from a node's metrics dict. ``unit`` is "ns", "count" or "bytes"."""
+
+    name: str
+    label: str
+    unit: str
+    fn: Callable[[Mapping[str, int]], int]
+
+    def __call__(self, m: Mapping[str, int]) -> int:
+        return self.fn(m)
+
+
+def _key(k: str) -> Callable[[Mapping[str, int]], int]:
+    return lambda m: m.get(k, 0)
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("gpu", "GPU time (kernels + copies + memsets)", "ns",
+               lambda m: m.get("gpu_ns", 0) + m.get("copy_ns", 0) + m.get("memset_ns", 0)),
+        Metric("cpu", "CPU time of aten ops", "ns", _key("cpu_ns")),
+        Metric("sync", "host time blocked in CUDA synchronisation", "ns", _key("sync_ns")),
+        Metric("api", "CUDA API host time", "ns", _key("api_ns")),
+        Metric("kernel", "GPU kernel time", "ns", _key("gpu_ns")),
+        Metric("copy", "GPU copy time", "ns", _key("copy_ns")),
+        Metric("memset", "GPU memset time", "ns", _key("memset_ns")),
+        Metric("kernels", "kernel launches", "count", _key("kernels")),
+        Metric("calls", "op calls", "count", _key("calls")),
+        Metric("bytes", "bytes copied", "bytes", _key("copy_bytes")),
+    )
+}
+
+
+def get_metric(name: str | Metric) -> Metric:
+    """Look a metric up by name; raise UsageError naming the valid choices."""
+    if isinstance(name, Metric):
+        return name
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise UsageError(
+            f"unknown metric {name!r}; choose one of: {', '.join(METRICS)}"
+        ) from None
+
+
+def default_metric(root: Node) -> Metric:
+    """"gpu" when the tree holds any GPU time, "cpu" otherwise (root inclusive must be set)."""
+    return METRICS["gpu"] if METRICS["gpu"](root.inclusive) > 0 else METRICS["cpu"]
+
+
+# -- library frames -------------------------------------------------------------------------
+
+# Patterns for sessions recorded elsewhere (--load on another machine), where the local
+# sysconfig/torch paths do not apply.
+_FOREIGN_LIB = re.compile(r"[\\/](site-packages|dist-packages)[\\/]|[\\/]lib[\\/]python\d+(\.\d+)?t?[\\/]")
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    roots: set[str] = set()
+    paths = sysconfig.get_paths()
+    for k in ("stdlib", "platstdlib", "purelib", "platlib"):
+        if paths.get(k):
+            roots.add(paths[k])
+    try:
+        # find_spec on a top-level name locates the package without importing it (torch's
+        # import takes seconds; rendering a loaded session must not pay for it).
+        spec = importlib.util.find_spec("torch")
+        if spec is not None and spec.submodule_search_locations:
+            roots.update(spec.submodule_search_locations)
+    except (ImportError, ValueError):
+        pass
+    roots.add(str(Path(__file__).resolve().parent))  # dlpt's own frames (CLI, runpy glue)
+    out: set[str] = set()
+    for r in roots:
+        for p in (r, os.path.realpath(r)):
+            out.add(os.path.normcase(p).rstrip("\\/") + os.sep)
+    return tuple(sorted(out))
+
+
+@functools.lru_cache(maxsize=8192)
+def is_library_file(path: str) -> bool:
+    """True for files of torch, site-/dist-packages, the Python stdlib, ``<frozen ...>`` modules
+    and dlpt itself: frames the user did not write."""
+    if path.startswith("<frozen "):
+        return True
+    if _FOREIGN_LIB.search(path):
+        return True
+    p = os.path.normcase(path)
+    return any(p.startswith(r) for r in _library_roots())
+
+
+def is_user_frame(node: Node) -> bool:
+    """A frame node whose file is not a library file."""
+    return node.kind == "frame" and not is_library_file(node.file)
+
+
+# -- structural transforms ------------------------------------------------------------------
+
+def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
+    """Return a copy of the tree without the nodes for which ``drop`` is true: their exclusive
+    metrics fold into their nearest kept ancestor and their children are re-parented there,
+    merging with equal siblings. Inclusive metrics are recomputed."""
+    new_root = Node(root.kind, root.name, root.file, root.line, root.metrics, root.extras)
+    stack: list[tuple[Node, Node]] = [(c, new_root) for c in reversed(root.children)]
+    while stack:
+        src, dst_parent = stack.pop()
+        if drop(src):
+            add_metrics(dst_parent.metrics, src.metrics)
+            dst = dst_parent
+        else:
+            dst = merge_child(dst_parent, src.kind, src.name, src.file, src.line,
+                              src.metrics, src.extras)
+        stack.extend((c, dst) for c in reversed(src.children))
+    compute_inclusive(new_root)
+    return new_root
+
+
+def collapse_library(root: Node) -> Node:
+    """Remove library frames (see is_library_file), lifting their children into the nearest
+    kept ancestor, so that user lines call user lines and ops directly."""
+    return lift(root, lambda n: n.kind == "frame" and is_library_file(n.file))
+
+
+def collapse_lone_forward(root: Node) -> Node:
+    """Drop a ``<forward>`` phase that is its op's only phase (no backward was grafted there):
+    it carries no information, and lifting its children saves an indentation level."""
+    def drop(n: Node) -> bool:
+        if n.kind != "phase" or n.name != "<forward>" or n.parent is None:
+            return False
+        if n.parent.kind != "op":
+            return False
+        return not any(c.kind == "phase" and c is not n for c in n.parent.children)
+    return lift(root, drop)
+
+
+def _copy_filtered(root: Node, keep: Callable[[Node, int], bool]) -> Node:
+    """Copy the tree, keeping a node (and considering its subtree) only if keep(node, depth).
+    Inclusive metrics are copied, not recomputed: a parent still accounts for what is hidden."""
+    def clone(n: Node) -> Node:
+        c = Node(n.kind, n.name, n.file, n.line, n.metrics, n.extras)
+        c.inclusive = dict(n.inclusive)
+        return c
+    new_root = clone(root)
+    stack: list[tuple[Node, Node, int]] = [(c, new_root, 1) for c in reversed(root.children)]
+    while stack:
+        src, dst_parent, depth = stack.pop()
+        if not keep(src, depth):
+            continue
+        dst = clone(src)
+        dst.parent = dst_parent
+        dst_parent.children.append(dst)
+        dst_parent._by_key[dst.key] = dst
+        stack.extend((c, dst, depth + 1) for c in reversed(src.children))
+    return new_root
+
+
+def prune(root: Node, metric: Metric, threshold: float = 0.01) -> Node:
+    """Drop subtrees whose inclusive ``metric`` is below ``threshold`` × the root's total."""
+    limit = threshold * metric(root.inclusive)
+    return _copy_filtered(root, lambda n, _d: metric(n.inclusive) >= limit)
+
+
+def limit_depth(root: Node, depth: int | None) -> Node:
+    """Keep nodes at most ``depth`` levels below the root (root's children are depth 1)."""
+    if depth is None:
+        return root
+    return _copy_filtered(root, lambda _n, d: d <= depth)
+
+
+def invert(root: Node, metric: Metric) -> Node:
+    """Bottom-up tree: every node with a self ``metric`` value becomes a top-level node (merged
+    by key), and its callers hang below it, each carrying the self value of that node through
+    this caller chain in ``inclusive``. Top-level nodes keep their exclusive metrics; caller
+    nodes have none. The sum over top-level nodes equals the total of ``metric``."""
+    out = Node("root", root.name)
+    for node, _ in walk(root):
+        if metric(node.metrics) <= 0:
+            continue
+        dst = merge_child(out, node.kind, node.name, node.file, node.line,
+                          node.metrics, node.extras)
+        add_metrics(dst.inclusive, node.metrics)
+        src = node.parent
+        while src is not None and src.parent is not None:  # stop below the root
+            dst = merge_child(dst, src.kind, src.name, src.file, src.line, {}, src.extras)
+            add_metrics(dst.inclusive, node.metrics)
+            src = src.parent
+        add_metrics(out.inclusive, node.metrics)
+    return out
+
+
+# -- flat profiles --------------------------------------------------------------------------
+
+@dataclass
+class FlatRow:
+    """One row of a flat profile. ``node`` is the first node seen with this key (for display);
+    ``inclusive`` counts each path once even under recursion; ``self`` sums the exclusive
+    metrics of nodes whose nearest keyed ancestor-or-self has this key."""
+
+    key: Hashable
+    node: Node
+    inclusive: dict[str, int] = field(default_factory=dict)
+    self: dict[str, int] = field(default_factory=dict)
+
+
+def flatten(root: Node, key_fn: Callable[[Node], Hashable | None]) -> list[FlatRow]:
+    """Group nodes by ``key_fn`` (None: not grouped). Needs an unpruned tree with inclusive
+    metrics; rows come in first-seen order."""
+    rows: dict[Hashable, FlatRow] = {}
+    on_path: dict[Hashable, int] = {}  # how often each key occurs on the current path
+    # Entries: (node, key of nearest keyed ancestor, leaving?) - leaving entries pop the path.
+    stack: list[tuple[Node, Hashable | None, bool]] = [(root, None, False)]
+    while stack:
+        node, near, leaving = stack.pop()
+        k = key_fn(node)
+        if leaving:
+            on_path[k] -= 1
+            continue
+        if k is not None:
+            row = rows.get(k)
+            if row is None:
+                row = rows[k] = FlatRow(k, node)
+            if not on_path.get(k):  # outermost occurrence on this path: count subtree once
+                add_metrics(row.inclusive, node.inclusive)
+            on_path[k] = on_path.get(k, 0) + 1
+            stack.append((node, near, True))
+            near = k
+        if near is not None:
+            add_metrics(rows[near].self, node.metrics)
+        stack.extend((c, near, False) for c in reversed(node.children))
+    return list(rows.values())
+
+
+def flatten_by_line(root: Node) -> list[FlatRow]:
+    """Flat profile by source line of the frames in the tree (collapse library frames first to
+    get user lines only)."""
+    return flatten(root, lambda n: (n.file, n.line) if n.kind == "frame" else None)
+
+
+def flatten_by_kind(root: Node, kind: str) -> list[FlatRow]:
+    """Flat profile by name of the nodes of ``kind`` ("op", "kernel", ...)."""
+    return flatten(root, lambda n: n.name if n.kind == kind else None)

@@ -1,0 +1,192 @@
+"""Number formatting, styles and node labels shared by all console renderers.
+
+Values are scaled per profiled step here (one place), so every view agrees on what it shows.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+from dataclasses import dataclass
+
+from rich import box
+from rich.text import Text
+
+from dlpt.processors import Metric
+from dlpt.tree import Node
+
+# A header rule only, like box.SIMPLE_HEAD, but made of ASCII so that it survives a console
+# whose encoding is not UTF-8 (rich would otherwise substitute a fully bordered ASCII box).
+ASCII_SIMPLE_HEAD = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+
+STYLES: dict[str, str] = {
+    "root": "bold",
+    "thread": "dim",
+    "frame": "bold",
+    "scope": "bold magenta",
+    "op": "yellow",
+    "phase": "italic magenta",
+    "kernel": "green",
+    "memcpy": "blue",
+    "memset": "blue",
+    "sync": "red",
+}
+LOCATION_STYLE = "cyan"
+DETAIL_STYLE = "dim"
+
+# The metric key counting a node's own events, shown in the "calls" column.
+COUNT_KEY: dict[str, str] = {
+    "op": "calls", "scope": "calls", "kernel": "kernels", "memcpy": "copies",
+    "memset": "memsets", "sync": "syncs",
+}
+
+
+@dataclass(frozen=True)
+class Fmt:
+    """How to print numbers: ``steps`` > 0 divides totals by the number of profiled steps;
+    ``ascii`` avoids non-ASCII characters (``us`` instead of ``µs``)."""
+
+    steps: int = 0
+    ascii: bool = False
+
+    def scale(self, v: float) -> float:
+        return v / self.steps if self.steps > 0 else v
+
+    def time(self, ns: float, per_step: bool = True) -> str:
+        """Nanoseconds as ``1.23s``, ``12.35ms``, ``123.4µs`` or ``850ns``."""
+        v = self.scale(ns) if per_step else ns
+        a = abs(v)
+        if a >= 1e9:
+            return f"{v / 1e9:.2f}s"
+        if a >= 1e6:
+            return f"{v / 1e6:.2f}ms"
+        if a >= 1e3:
+            return f"{v / 1e3:.1f}{'us' if self.ascii else 'µs'}"
+        if a == 0:
+            return "0"
+        return f"{v:.0f}ns"
+
+    def count(self, n: float, per_step: bool = True) -> str:
+        """An event count; per step it may be fractional (one decimal)."""
+        v = self.scale(n) if per_step else n
+        if v == int(v):
+            return f"{int(v):,}"
+        return f"{v:,.1f}"
+
+    def bytes(self, b: float, per_step: bool = True) -> str:
+        """Bytes in binary units: ``512 B``, ``12.0 KiB``, ``3.50 GiB``."""
+        v = self.scale(b) if per_step else b
+        for unit in ("B", "KiB", "MiB", "GiB"):
+            if abs(v) < 1024 or unit == "GiB":
+                return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+            v /= 1024
+        return f"{v:.1f} TiB"  # pragma: no cover - loop always returns
+
+    def value(self, metric: Metric, v: float) -> str:
+        """``v`` formatted in ``metric``'s unit."""
+        if metric.unit == "ns":
+            return self.time(v)
+        if metric.unit == "bytes":
+            return self.bytes(v)
+        return self.count(v)
+
+    @staticmethod
+    def pct(part: float, total: float) -> str:
+        return f"{100.0 * part / total:.1f}%" if total > 0 else "-"
+
+    def clean(self, s: str) -> str:
+        """Make ``s`` printable on an ASCII console (source lines may hold any character)."""
+        return s.encode("ascii", "replace").decode("ascii") if self.ascii else s
+
+
+def _dims(v: object) -> str:
+    """``[128, 4, 1]`` -> ``128x4``: trailing 1s say nothing."""
+    if not isinstance(v, (list, tuple)):
+        return str(v)
+    dims = [str(d) for d in v]
+    while len(dims) > 1 and dims[-1] == "1":
+        dims.pop()
+    return "x".join(dims)
+
+
+def source_line(file: str, line: int) -> str:
+    """The stripped text of ``file:line``, or "" if the file cannot be read (e.g. gone)."""
+    if not file or line <= 0 or file.startswith("<"):
+        return ""
+    # Tabs and other control characters would change the printed width after fitting.
+    return "".join(c if c.isprintable() else " " for c in linecache.getline(file, line).strip())
+
+
+def kernel_config(x: dict) -> str:
+    """Compact launch configuration in CUDA's own notation: ``<<<(66,2),384>>> regs 168 smem
+    227K`` (grid, block; trailing 1s dropped)."""
+    parts = []
+    if "grid" in x or "block" in x:
+        g, b = _dims(x.get("grid", "?")), _dims(x.get("block", "?"))
+        g = f"({g.replace('x', ',')})" if "x" in g else g
+        b = f"({b.replace('x', ',')})" if "x" in b else b
+        parts.append(f"<<<{g},{b}>>>")
+    if x.get("regs"):
+        parts.append(f"regs {x['regs']}")
+    smem = sum(v for v in (x.get("smem_static"), x.get("smem_dynamic"))
+               if isinstance(v, int) and v > 0)
+    if smem:
+        parts.append(f"smem {smem / 1024:.0f}K" if smem >= 1024 else f"smem {smem}B")
+    return " ".join(parts)
+
+
+def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> tuple[Text, str]:
+    """(main text, detail) of a node's label. The detail (source text, launch config, bytes) is
+    printed dimmed after the main text and is the first thing dropped when space runs out.
+    ``metrics`` supplies byte counts for copies (defaults to the node's inclusive metrics)."""
+    kind = node.kind
+    style = STYLES.get(kind, "")
+    m = node.inclusive if metrics is None else metrics
+    if kind == "frame":
+        main = Text(f"{os.path.basename(node.file) or node.file}:{node.line} ", LOCATION_STYLE)
+        main.append(fmt.clean(node.name), style)
+        return main, fmt.clean(source_line(node.file, node.line))
+    if kind == "root":
+        return Text("total", style), ""
+    if kind == "scope":
+        return Text(f'scope "{fmt.clean(node.name)}"', style), ""
+    if kind == "kernel":
+        return Text(fmt.clean(node.name), style), kernel_config(node.extras)
+    if kind == "memcpy":
+        detail = " ".join(
+            p for p in (str(node.extras.get("host_mem") or ""),
+                        fmt.bytes(m.get("copy_bytes", 0)) if m.get("copy_bytes") else "") if p
+        )
+        return Text(node.name, style), detail
+    return Text(fmt.clean(node.name), style), ""
+
+
+def truncate(text: Text, width: int, ascii: bool) -> Text:
+    """Cut ``text`` to ``width`` cells, marking the cut with an ellipsis (``...`` in ASCII)."""
+    if text.cell_len <= width:
+        return text
+    mark = "..." if ascii else "…"
+    text = text.copy()
+    text.truncate(max(width - len(mark), 0))
+    text.append(mark[: max(width, 0)], DETAIL_STYLE)
+    return text
+
+
+def fit_label(prefix: str, main: Text, detail: str, width: int, keep_detail: bool,
+              ascii: bool) -> Text:
+    """Assemble ``prefix + main + "  " + detail`` within ``width`` cells, never wrapping.
+
+    With ``keep_detail`` (kernels: the launch config matters more than the name's tail) the
+    main text is shortened first; otherwise the detail goes first, then the main text is cut.
+    """
+    out = Text(prefix, DETAIL_STYLE)
+    room = width - len(prefix)
+    if detail and keep_detail:
+        short = room - 2 - len(detail)
+        if main.cell_len > short >= 20:
+            main = truncate(main, short, ascii)
+    out.append_text(main)
+    if detail:
+        out.append("  ")
+        out.append(detail, DETAIL_STYLE)
+    return truncate(out, max(width, 1), ascii)

@@ -1,0 +1,135 @@
+"""The header panel: what was profiled, for how long, how busy the GPU was, and anything that
+limits trust in the numbers (GPU capture off, dropped or unattributed records) - never hidden."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+
+from rich import box
+from rich.console import RenderableType
+from rich.panel import Panel
+from rich.text import Text
+
+from dlpt.processors import Metric
+from dlpt.renderers.base import View
+from dlpt.renderers.format import Fmt
+from dlpt.tree import Node
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+class Header(View):
+    """Header panel of a report. ``root`` is the tree before pruning (for totals)."""
+
+    gap_before = False
+
+    def __init__(self, meta: dict, root: Node, metric: Metric, fmt: Fmt, notes: list[str]) -> None:
+        super().__init__(fmt)
+        self.meta, self.root, self.metric, self.notes = meta, root, metric, notes
+
+    def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
+        meta, inc = self.meta, self.root.inclusive
+        sep = " - " if fmt.ascii else " \u00b7 "
+        lines: list[Text] = []
+        argv = meta.get("argv") or []
+        title = Text("dlpt  ", "bold")
+        title.append(fmt.clean(shlex.join(str(a) for a in argv)) if argv else "(no argv)", "bold cyan")
+        lines.append(title)
+
+        wall = _int(meta.get("wall_ns"))
+        steps = meta.get("steps") if isinstance(meta.get("steps"), dict) else {}
+        t = Text(f"wall {fmt.time(wall, per_step=False)}")
+        profiled = _int(steps.get("profiled"))
+        if profiled:
+            t.append(f"{sep}{profiled} step{'s' if profiled != 1 else ''} profiled")
+            why = [f"{steps['source']} steps"] if steps.get("source") else []
+            if _int(steps.get("seen")):
+                why.append(f"{steps['seen']} seen, first {_int(steps.get('skip_first'))} skipped")
+            if why:
+                t.append(f" ({'; '.join(why)})")
+        lines.append(t)
+        step_walls = [s for s in meta.get("step_wall_ns") or [] if isinstance(s, int)]
+        if step_walls:
+            mean = sum(step_walls) / len(step_walls)
+            lines.append(Text(f"step wall: mean {fmt.time(mean, per_step=False)}, "
+                              f"min {fmt.time(min(step_walls), per_step=False)}, "
+                              f"max {fmt.time(max(step_walls), per_step=False)}"))
+
+        lines.append(self._totals(fmt, inc, sep))
+        lines.extend(self._gpu_lines(fmt, wall))
+
+        for key, label, style in (("dropped", "dropped", "bold red"),
+                                  ("unattributed", "unattributed", "bold yellow")):
+            d = meta.get(key) if isinstance(meta.get(key), dict) else {}
+            # Counts first, then times: "3 records, 30.0µs GPU time".
+            items = sorted(d.items(), key=lambda kv: kv[0].endswith("_ns"))
+            parts = [self._fmt_count(fmt, k, v) for k, v in items if _int(v)]
+            if parts:
+                note = " (shown under <unknown>)" if key == "unattributed" else ""
+                lines.append(Text(f"{label}: {', '.join(parts)}{note}", style))
+        versions = [f"{k} {meta[k]}" for k in ("python", "torch", "dlpt") if meta.get(k)]
+        if meta.get("started_at"):
+            versions.append(f"started {meta['started_at']}")
+        if versions:
+            lines.append(Text(sep.join(versions), "dim"))
+        for n in self.notes:
+            lines.append(Text(n, "dim"))
+        yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED,
+                    expand=True)
+
+    def _totals(self, fmt: Fmt, inc: dict[str, int], sep: str) -> Text:
+        per = f"per step (/{fmt.steps}): " if fmt.steps > 0 else "totals: "
+        parts = []
+        gpu = inc.get("gpu_ns", 0) + inc.get("copy_ns", 0) + inc.get("memset_ns", 0)
+        if gpu:
+            parts.append(f"GPU {fmt.time(gpu)}")
+        if inc.get("kernels"):
+            parts.append(f"{fmt.count(inc['kernels'])} kernels")
+        if inc.get("copies"):
+            parts.append(f"{fmt.count(inc['copies'])} copies ({fmt.bytes(inc.get('copy_bytes', 0))})")
+        if inc.get("sync_ns"):
+            parts.append(f"sync wait {fmt.time(inc['sync_ns'])}")
+        if inc.get("cpu_ns"):
+            parts.append(f"CPU ops {fmt.time(inc['cpu_ns'])}")
+        if inc.get("api_ns"):
+            parts.append(f"CUDA API {fmt.time(inc['api_ns'])}")
+        return Text(per + (sep.join(parts) if parts else "nothing recorded"))
+
+    def _gpu_lines(self, fmt: Fmt, wall: int) -> list[Text]:
+        meta = self.meta
+        gpu = meta.get("gpu") if isinstance(meta.get("gpu"), dict) else {}
+        lines = []
+        if gpu.get("enabled") is False:
+            reason = fmt.clean(str(gpu.get("reason") or "reason unknown"))
+            lines.append(Text(f"GPU capture: off - {reason}; CPU-side attribution only",
+                              "bold yellow"))
+        elif gpu.get("enabled"):
+            lines.append(Text("GPU capture: on", "dim"))
+        names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
+        busy = meta.get("gpu_busy_ns") if isinstance(meta.get("gpu_busy_ns"), dict) else {}
+        for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
+            d = names.get(dev, {})
+            name = f"GPU {dev} {d.get('name', '')}".rstrip()
+            if d.get("capability"):
+                name += f" (sm {d['capability']})"
+            b = _int(busy.get(dev))
+            if dev not in busy:
+                lines.append(Text(f"{name}: no busy time recorded", "dim"))
+                continue
+            frac = b / wall if wall else 0.0
+            t = Text(f"{name}: busy {fmt.time(b)} of {fmt.time(wall)} wall ({100 * frac:.1f}%), ")
+            t.append(f"idle {100 * (1 - frac):.1f}%", "bold red" if frac < 0.5 else "")
+            lines.append(t)
+        return lines
+
+    @staticmethod
+    def _fmt_count(fmt: Fmt, key: str, v: int) -> str:
+        # Keys ending in _ns are times; everything else counts records.
+        if key.endswith("_ns"):
+            what = key[:-3].replace("_", " ")
+            what = "GPU" if what == "gpu" else what
+            return f"{fmt.time(v)} {what} time" + (" per step" if fmt.steps else "")
+        return f"{v:,} {key.replace('_', ' ')}"

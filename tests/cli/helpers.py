@@ -1,0 +1,65 @@
+"""Helpers for the CLI tests: run ``python -m dlpt`` and plain ``python`` as subprocesses.
+
+Every dlpt subprocess imports torch (~2 s), so tests start their subprocesses in batches that run
+in parallel (:func:`run_many`) instead of one after another.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 180
+
+
+@dataclass
+class Result:
+    rc: int
+    out: str  # stdout, or stdout and stderr interleaved when merged
+    err: str
+
+
+@dataclass
+class Job:
+    args: Sequence[str]  # after `python` (plain) or after `python -m dlpt`
+    cwd: Path
+    dlpt: bool = True
+    merged: bool = False  # stderr into stdout, to check what comes before what
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    # An existing PYTHONPATH goes first so a development stub can override; the repo makes the
+    # in-tree dlpt importable from any working directory when it is not installed.
+    e["PYTHONPATH"] = os.pathsep.join(p for p in (e.get("PYTHONPATH"), str(REPO)) if p)
+    e.update(COLUMNS="120", NO_COLOR="1")
+    e.pop("PYTHONSAFEPATH", None)
+    return e
+
+
+def run(job: Job) -> Result:
+    cmd = [sys.executable, *(["-m", "dlpt"] if job.dlpt else []), *job.args]
+    p = subprocess.run(cmd, cwd=job.cwd, env=env(), capture_output=not job.merged,
+                       stdout=subprocess.PIPE if job.merged else None,
+                       stderr=subprocess.STDOUT if job.merged else None,
+                       text=True, timeout=TIMEOUT_S)
+    return Result(p.returncode, p.stdout, p.stderr or "")
+
+
+def run_many(jobs: dict[str, Job]) -> dict[str, Result]:
+    workers = max(2, min(len(jobs), os.cpu_count() or 2))
+    with ThreadPoolExecutor(workers) as pool:
+        futures = {k: pool.submit(run, j) for k, j in jobs.items()}
+        return {k: f.result() for k, f in futures.items()}
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path

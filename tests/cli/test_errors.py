@@ -1,0 +1,71 @@
+"""Bad input gets one clear line from dlpt and exit status 2, never a dlpt traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .helpers import Job, Result, run_many, write
+
+GOOD = {"format": "dlpt-session", "version": 1, "meta": {"argv": ["x.py"]},
+        "nodes": [{"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "",
+                   "line": 0, "m": {}}]}
+
+# name: (dlpt arguments, text the message must contain)
+CASES: dict[str, tuple[list[str], str]] = {
+    "missing script": (["nope.py", "a"], "nope.py"),
+    "missing module": (["-m", "no_such_module_dlpt", "a"], "no_such_module_dlpt"),
+    "package without __main__": (["-m", "plainpkg"], "plainpkg"),
+    "unknown option": (["--bogus", "marker.py"], "--bogus"),
+    "bad option value": (["--view", "sideways", "marker.py"], "sideways"),
+    "no program": (["--threshold", "5"], "program"),
+    "-m without module": (["-m"], "-m"),
+    "output dir missing": (["-o", "no/such/dir/p.json", "marker.py"], "no/such/dir"),
+    "load missing": (["--load", "missing.json"], "missing.json"),
+    "load not json": (["--load", "garbage.json"], "garbage.json"),
+    "load truncated": (["--load", "truncated.json"], "truncated.json"),
+    "load foreign json": (["--load", "foreign.json"], "foreign.json"),
+    "load with program": (["--load", "good.json", "marker.py"], "--load"),
+}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("errors")
+    write(root / "marker.py", "open('marker.ran', 'w').write('ran')\n")
+    write(root / "plainpkg" / "__init__.py", "")
+    write(root / "garbage.json", "this is not json at all\n")
+    good = json.dumps(GOOD, indent=1)
+    write(root / "good.json", good)
+    write(root / "truncated.json", good[: len(good) // 2])
+    write(root / "foreign.json", json.dumps({"traceEvents": [], "displayTimeUnit": "ms"}))
+    jobs = {name: Job(args, root) for name, (args, _) in CASES.items()}
+    jobs["version"] = Job(["--version"], root)
+    jobs["load render options"] = Job(
+        ["--load", "good.json", "--view", "bottom-up", "--metric", "cpu", "--threshold", "0",
+         "--depth", "3", "--show-all", "--ascii"], root)
+    return {"root": root, "results": run_many(jobs)}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_bad_input_one_line_exit_2(env: dict, name: str) -> None:
+    r: Result = env["results"][name]
+    lines = r.err.strip().splitlines()
+    assert r.rc == 2, r.err
+    assert len(lines) == 1 and lines[0].startswith("dlpt: "), r.err
+    assert CASES[name][1] in lines[0]
+    assert "Traceback" not in r.err + r.out
+    assert not (env["root"] / "marker.ran").exists(), "the program ran despite bad input"
+
+
+def test_version(env: dict) -> None:
+    r: Result = env["results"]["version"]
+    assert r.rc == 0 and r.out.startswith("dlpt "), r.err
+
+
+def test_load_accepts_render_options(env: dict) -> None:
+    r: Result = env["results"]["load render options"]
+    assert r.rc == 0 and r.err == "", r.err
+    assert r.out.strip() and r.out.isascii()

@@ -1,0 +1,189 @@
+"""Processors: metrics, pruning, depth limit, library collapse, lone <forward>, bottom-up, flat."""
+
+from __future__ import annotations
+
+import sysconfig
+
+import pytest
+
+from dlpt.errors import UsageError
+from dlpt.processors import (
+    METRICS, collapse_library, collapse_lone_forward, default_metric, flatten_by_kind,
+    flatten_by_line, get_metric, invert, is_library_file, limit_depth, prune,
+)
+from dlpt.tree import Node, build_tree, walk
+
+GPU = METRICS["gpu"]
+
+
+def _names(root: Node) -> list[str]:
+    return [f"{'  ' * (d - 1)}{n.name}" for n, d in walk(root)][1:]
+
+
+def test_metric_table() -> None:
+    m = {"gpu_ns": 1, "copy_ns": 2, "memset_ns": 4, "cpu_ns": 8, "sync_ns": 16}
+    assert METRICS["gpu"](m) == 7
+    assert METRICS["cpu"](m) == 8
+    assert METRICS["sync"](m) == 16
+    assert METRICS["kernels"]({}) == 0
+    assert get_metric("sync") is METRICS["sync"]
+    with pytest.raises(UsageError, match="unknown metric 'bogus'"):
+        get_metric("bogus")
+
+
+def test_default_metric(h) -> None:
+    assert default_metric(build_tree(h.build_gpu().session())).name == "gpu"
+    b = h.Builder()
+    b.op(0, "aten::mm", cpu_ns=5)
+    assert default_metric(build_tree(b.session())).name == "cpu"
+
+
+@pytest.mark.parametrize("path, lib", [
+    ("/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", True),
+    ("/usr/lib/python3/dist-packages/numpy/core/fromnumeric.py", True),
+    ("/usr/lib/python3.12/threading.py", True),
+    ("<frozen runpy>", True),
+    (sysconfig.get_paths()["stdlib"] + "/json/__init__.py", True),
+    ("/home/user/proj/train.py", False),
+    ("/home/user/proj/lib/model.py", False),
+    ("<string>", False),
+])
+def test_is_library_file(path: str, lib: bool) -> None:
+    assert is_library_file(path) is lib
+
+
+def test_dlpt_itself_is_library() -> None:
+    import dlpt.processors as p
+    assert is_library_file(p.__file__)
+
+
+def test_collapse_library_vs_show_all(h) -> None:
+    root = build_tree(h.build_gpu(steps=1).session())
+    raw = _names(root)
+    assert "_wrapped_call_impl" in {n.strip() for n in raw}
+    col = collapse_library(root)
+    names = [n.strip() for n in _names(col)]
+    files = {n.file for n, _ in walk(col) if n.kind == "frame"}
+    assert not any(is_library_file(f) for f in files)
+    assert files == {h.TRAIN, h.MODEL}
+    # <frozen runpy> at the top is gone: the user's module is a child of the root now.
+    assert col.children[0].name == "<module>"
+    # model.py:20 forward now calls aten::linear directly (through linear.py/module.py before).
+    fwd = next(n for n, _ in walk(col) if n.file == h.MODEL and n.line == 20)
+    assert [c.name for c in fwd.children] == ["aten::linear"]
+    # Totals are conserved and the input tree is untouched.
+    assert col.inclusive == root.inclusive
+    assert _names(root) == raw
+    assert "_call_impl" not in names
+
+
+def test_collapse_library_merges_siblings(h) -> None:
+    b = h.Builder()
+    u = b.frame(0, h.TRAIN, 10, "main")
+    for lib_line in (100, 200):  # two different library frames under the same user line
+        lib = b.frame(u, h.MODULE, lib_line, "_call_impl", api_ns=1)
+        b.kernel(b.op(b.frame(lib, h.MODEL, 5, "forward"), "aten::mm"), "gemm", 1, 10)
+    col = collapse_library(build_tree(b.session()))
+    (main,) = col.children
+    assert main.metrics == {"api_ns": 2}  # library self metrics fold into the user parent
+    (fwd,) = main.children
+    (mm,) = fwd.children
+    assert mm.metrics["calls"] == 2 and mm.children[0].metrics["gpu_ns"] == 20
+    assert fwd.inclusive["gpu_ns"] == 20
+
+
+def test_collapse_lone_forward(h) -> None:
+    b = h.Builder()
+    relu = b.op(0, "aten::relu")
+    b.op(b.phase(relu, "<forward>"), "aten::clamp_min")
+    lin = b.op(0, "aten::linear")
+    b.op(b.phase(lin, "<forward>"), "aten::addmm")
+    b.op(b.phase(lin, "<backward>"), "AddmmBackward0")
+    out = collapse_lone_forward(build_tree(b.session()))
+    assert _names(out) == ["aten::relu", "  aten::clamp_min", "aten::linear", "  <forward>",
+                           "    aten::addmm", "  <backward>", "    AddmmBackward0"]
+
+
+def test_prune_threshold(h) -> None:
+    b = h.Builder()
+    b.kernel(0, "big", 1, 980)
+    b.kernel(0, "small", 1, 11)
+    b.kernel(0, "tiny", 1, 9)
+    root = build_tree(b.session())
+    assert [n.name for n in prune(root, GPU, 0.01).children] == ["big", "small"]
+    assert [n.name for n in prune(root, GPU, 0.0).children] == ["big", "small", "tiny"]
+    assert [n.name for n in prune(root, GPU, 0.5).children] == ["big"]
+    p = prune(root, GPU, 0.5)
+    assert GPU(p.inclusive) == 1000  # the root still accounts for what is hidden
+    assert len(root.children) == 3  # input untouched
+
+
+def test_limit_depth(h) -> None:
+    root = build_tree(h.build_gpu().session())
+    assert max(d for _, d in walk(limit_depth(root, 2))) == 2
+    assert max(d for _, d in walk(limit_depth(root, 1))) == 1
+    assert limit_depth(root, None) is root
+
+
+def _totals_by_metric(root: Node) -> dict[str, int]:
+    return {name: m(root.inclusive) for name, m in METRICS.items()}
+
+
+@pytest.mark.parametrize("metric", ["gpu", "cpu", "sync", "kernels", "api"])
+def test_bottom_up_conserves_totals(h, metric: str) -> None:
+    m = METRICS[metric]
+    root = collapse_library(build_tree(h.build_gpu().session()))
+    inv = invert(root, m)
+    assert m(inv.inclusive) == m(root.inclusive) > 0
+    assert sum(m(c.inclusive) for c in inv.children) == m(root.inclusive)
+    for top in inv.children:
+        assert m(top.metrics) == m(top.inclusive)  # top-level nodes carry their self value
+        # Along every caller chain the value does not grow; siblings split it.
+        for node, _ in walk(top):
+            if node.children:
+                assert sum(m(c.inclusive) for c in node.children) <= m(node.inclusive)
+
+
+def test_bottom_up_callers(h) -> None:
+    root = collapse_lone_forward(collapse_library(build_tree(h.build_gpu().session())))
+    inv = invert(root, GPU)
+    gemm = next(c for c in inv.children if c.name.startswith("sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt"))
+    assert gemm.metrics["gpu_ns"] == 2 * 9_000_000 * 4
+    chain = [gemm.children[0]]
+    while chain[-1].children:
+        chain.append(chain[-1].children[0])
+    assert [n.name for n in chain[:4]] == ["aten::mm", "AddmmBackward0", "<backward>",
+                                           "aten::linear"]
+    assert {c.line for c in chain[3].children} == {20, 22}  # both call sites, split
+    assert sum(GPU(c.inclusive) for c in chain[3].children) == GPU(gemm.inclusive)
+
+
+def test_flat_by_line_recursion_counted_once(h) -> None:
+    b = h.Builder()
+    a1 = b.frame(0, h.MODEL, 30, "recurse")
+    a2 = b.frame(a1, h.MODEL, 31, "recurse")
+    a3 = b.frame(a2, h.MODEL, 30, "recurse")  # line 30 again, deeper on the same path
+    b.kernel(b.op(a3, "aten::add"), "k1", 1, 100)
+    b.kernel(b.op(a1, "aten::mul"), "k2", 1, 10)
+    rows = {r.key: r for r in flatten_by_line(build_tree(b.session()))}
+    r30, r31 = rows[(h.MODEL, 30)], rows[(h.MODEL, 31)]
+    assert GPU(r30.inclusive) == 110  # not 210: the recursive occurrence counts once
+    assert GPU(r31.inclusive) == 100
+    assert GPU(r30.self) == 110  # k1 (nearest frame: the inner line-30 frame) and k2
+    assert GPU(r31.self) == 0
+
+
+def test_flat_by_op_and_kernel(h) -> None:
+    root = collapse_library(build_tree(h.build_gpu(steps=1).session()))
+    ops = {r.key: r for r in flatten_by_kind(root, "op")}
+    assert GPU(ops["aten::linear"].inclusive) == 2 * 15_000_000
+    assert GPU(ops["aten::linear"].self) == 0  # its kernels land on inner ops
+    assert GPU(ops["aten::mm"].self) == 2 * 9_000_000
+    assert ops["aten::mm"].self["calls"] == 4
+    kernels = flatten_by_kind(root, "kernel")
+    assert sum(GPU(r.inclusive) for r in kernels) == root.inclusive["gpu_ns"]
+    lines = flatten_by_line(root)
+    # Every GPU cost under a frame lands on exactly one line's self.
+    assert sum(GPU(r.self) for r in lines) == GPU(root.inclusive) - 120_000
+    by_line = {r.key: r for r in lines}
+    assert GPU(by_line[(h.TRAIN, 60)].inclusive) == GPU(root.inclusive) - 120_000  # not <unknown>

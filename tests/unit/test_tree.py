@@ -1,0 +1,71 @@
+"""Tree building: sibling merge, inclusive/exclusive sums, deep trees."""
+
+from __future__ import annotations
+
+import sys
+
+from dlpt.tree import build_tree, walk
+
+
+def test_merge_duplicate_siblings(h) -> None:
+    b = h.Builder()
+    f1 = b.frame(0, h.TRAIN, 43, "train_step", api_ns=5)
+    f2 = b.frame(0, h.TRAIN, 43, "train_step", api_ns=7)
+    b.kernel(b.op(f1, "aten::mm", calls=1), "gemm", 1, 100, grid=(8, 1, 1))
+    b.kernel(b.op(f2, "aten::mm", calls=2), "gemm", 3, 300, grid=(16, 1, 1))
+    b.op(f2, "aten::add", calls=1)
+    b.frame(0, h.TRAIN, 44, "train_step")  # other line: not merged
+    root = build_tree(b.session())
+    assert [c.line for c in root.children] == [43, 44]
+    frame = root.children[0]
+    assert frame.metrics == {"api_ns": 12}
+    assert [c.name for c in frame.children] == ["aten::mm", "aten::add"]
+    mm = frame.children[0]
+    assert mm.metrics["calls"] == 3
+    (kernel,) = mm.children  # the kernels under the merged ops merged too
+    assert kernel.metrics["kernels"] == 4 and kernel.metrics["gpu_ns"] == 400
+    assert kernel.extras["grid"] == [8, 1, 1]  # extras of the first
+    # min/max combine as min/max, not as sums
+    assert kernel.metrics["min_ns"] == 90 and kernel.metrics["max_ns"] == 120
+
+
+def test_kinds_differ_no_merge(h) -> None:
+    b = h.Builder()
+    b.op(0, "x")
+    b.add(0, "scope", "x")
+    root = build_tree(b.session())
+    assert len(root.children) == 2
+
+
+def test_inclusive_exclusive(h) -> None:
+    root = build_tree(h.build_gpu(steps=1).session())
+    # Exclusive metrics sum to the root's inclusive ones (nothing lost or double counted).
+    totals: dict[str, int] = {}
+    for node, _ in walk(root):
+        for k, v in node.metrics.items():
+            if k not in ("min_ns", "max_ns"):
+                totals[k] = totals.get(k, 0) + v
+    assert {k: root.inclusive[k] for k in totals} == totals
+    assert root.inclusive["gpu_ns"] == 2 * (6_000_000 + 9_000_000) + 400_000 + 2_000_000 + 120_000
+    for node, _ in walk(root):
+        expect = node.metrics.get("gpu_ns", 0) + sum(c.inclusive.get("gpu_ns", 0)
+                                                     for c in node.children)
+        assert node.inclusive.get("gpu_ns", 0) == expect
+    assert root.metrics == {}
+
+
+def _chain(h, depth: int):
+    b = h.Builder()
+    parent = 0
+    for i in range(depth):
+        parent = b.frame(parent, h.MODEL, 30 + i % 2, "recurse")
+    b.kernel(b.op(parent, "aten::add"), "add_kernel", 1, 1000)
+    return b.session()
+
+
+def test_deep_tree_builds_iteratively(h) -> None:
+    assert sys.getrecursionlimit() < 10_000
+    root = build_tree(_chain(h, 10_000))
+    assert root.inclusive["gpu_ns"] == 1000
+    depth = max(d for _, d in walk(root))
+    assert depth == 10_002

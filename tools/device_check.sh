@@ -1,0 +1,28 @@
+#!/bin/bash
+# Build dlpt on the GPU machine against its torch, then run the GPU tests and (optionally) the
+# benchmark. Logs go to $OUT (the device tool brings them back). Usage:
+#   [BENCH_ARGS='--workloads gpt2'] bash tools/device_check.sh [tests|bench|all|smoke|build] [extra pytest args...]
+set -o pipefail
+what=${1:-all}; shift || true
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/dlpt-out}; mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then  # cupti-python travels as a wheel (no network there)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+nvidia-smi -L | tee "$OUT/gpu.txt"
+python3 -c "import torch,sys;print('python',sys.version.split()[0],'torch',torch.__version__)" | tee -a "$OUT/gpu.txt"
+t0=$(date +%s)
+if ! python3 -m pip install --no-build-isolation --no-deps -e . >"$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"; exit 1
+fi
+echo "build: $(( $(date +%s) - t0 )) s"
+if [ "$what" = smoke ] || [ "$what" = all ]; then
+  python3 -m dlpt examples/gpu_gpt.py --steps 6 2>&1 | tee "$OUT/example_gpt.txt" | tail -80
+fi
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  python3 -m pytest -m gpu -q -rs tests/gpu "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  python3 bench/run.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -40
+fi
