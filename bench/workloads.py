@@ -80,8 +80,8 @@ def _example(name):
 
 
 def cpu_example():
-    """examples/cpu_train.py's training step, always on the CPU (the dlpt-without-GPU case)."""
-    return "cpu_example_mlp", _example("cpu_train").make_step()
+    """examples/mlp_train.py's training step, always on the CPU (the dlpt-without-GPU case)."""
+    return "cpu_example_mlp", _example("mlp_train").make_step()
 
 
 def ex_cnn():

@@ -18,7 +18,8 @@ if ! python3 -m pip install --no-build-isolation --no-deps -e . >"$OUT/build.log
 fi
 echo "build: $(( $(date +%s) - t0 )) s"
 if [ "$what" = smoke ] || [ "$what" = all ]; then
-  python3 -m dlpt examples/gpu_gpt.py --steps 6 2>&1 | tee "$OUT/example_gpt.txt" | tail -80
+  COLUMNS=100 python3 -m dlpt --skip-first 3 examples/mlp_train.py 2>&1 | tee "$OUT/example_mlp.txt" | tail -30
+  COLUMNS=120 python3 -m dlpt --skip-first 3 -o "$OUT/gpt.json" examples/gpu_gpt.py --steps 10 >"$OUT/example_gpt.txt" 2>&1
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -m gpu -q -rs tests/gpu "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -60

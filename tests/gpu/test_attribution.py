@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import dlpt
-from tests.gpu.query import Q, line_of
+from tests.query import Q, line_of
 
 pytestmark = pytest.mark.gpu
 HERE = __file__

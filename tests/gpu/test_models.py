@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import dlpt
-from tests.gpu.query import Q
+from tests.query import Q
 
 pytestmark = pytest.mark.gpu
 HERE = __file__

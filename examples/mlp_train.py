@@ -1,12 +1,14 @@
-"""A small MLP training loop that runs on the CPU anywhere in a few seconds.
+"""A small MLP training loop: on the GPU when there is one, else on the CPU, in a few seconds.
 
-It is dlpt's smallest end-to-end example and the model behind the `cpu_example` benchmark
-workload. Each distinct operation sits on its own source line on purpose: dlpt attributes
-cost to lines, so tests and readers can check that, e.g., the `x @ self.w1` line holds the
-matmul and the `torch.relu` line holds the elementwise activation.
+It is dlpt's smallest end-to-end example (the README's first command) and the model behind the
+`cpu_example` benchmark workload. Each distinct operation sits on its own source line on
+purpose: dlpt attributes cost to lines, so tests and readers can check that, e.g., the
+`x @ self.w1` line holds the matmul (forward and backward) and the `torch.relu` line holds the
+elementwise activation. Each step copies its batch from (pageable) host memory, and every
+`--log-every` steps `loss.item()` waits for the GPU: the copy and the wait show on their lines.
 
-    python examples/cpu_train.py [--steps 20]
-    python -m dlpt examples/cpu_train.py
+    python examples/mlp_train.py [--steps 20] [--device cpu|cuda]
+    python -m dlpt --skip-first 3 examples/mlp_train.py
 """
 import argparse
 import time
@@ -45,19 +47,21 @@ def train_step(model: MLP, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch
 
 
 def make_step(batch: int = 128, d_in: int = 512, hidden: int = 1024, classes: int = 10,
-              seed: int = 0):
-    """Build model, optimizer and a fixed batch on the CPU; return a zero-argument step().
+              seed: int = 0, device: str = "cpu"):
+    """Build model and optimizer on `device` and a fixed batch in host memory; return a
+    zero-argument step().
 
-    The benchmark (bench/workloads.py) times exactly this step, so it and `main` profile the
-    same lines.
+    The benchmark (bench/workloads.py) times exactly this step on the CPU, so it and `main`
+    profile the same lines.
     """
     torch.manual_seed(seed)
-    model = MLP(d_in, hidden, classes)
+    model = MLP(d_in, hidden, classes).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(batch, d_in)
-    y = torch.randint(0, classes, (batch,))
+    x_host = torch.randn(batch, d_in)
+    y = torch.randint(0, classes, (batch,), device=device)
 
     def step():
+        x = x_host.to(device)
         return train_step(model, opt, x, y)
     return step
 
@@ -67,14 +71,17 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--log-every", type=int, default=5)
     args = ap.parse_args(argv)
-    # Always the CPU, even where a GPU exists: this example exists to show CPU-only profiling.
-    step = make_step(batch=args.batch, hidden=args.hidden)
+    step = make_step(batch=args.batch, hidden=args.hidden, device=args.device)
     t0 = time.perf_counter()
-    for _ in range(args.steps):
+    for i in range(args.steps):
         loss = step()
+        if (i + 1) % args.log_every == 0:
+            last = loss.item()  # waits for the GPU: shows as a sync on this line
     dt = (time.perf_counter() - t0) / max(args.steps, 1)
-    print(f"cpu_train: {args.steps} steps, loss {loss.item():.4f}, {dt * 1e3:.1f} ms/step")
+    print(f"mlp_train: {args.steps} steps on {args.device}, loss {last:.4f}, {dt * 1e3:.1f} ms/step")
 
 
 if __name__ == "__main__":

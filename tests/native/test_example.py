@@ -1,0 +1,36 @@
+"""The README's main job: profiling the bundled example puts the matmul's time on the example's
+matmul line, with its backward under that same line, and the saved profile re-renders."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from dlpt.session import Session
+from tests.query import Q
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "mlp_train.py")
+
+
+def test_example_matmul_line_holds_forward_and_backward(tmp_path):
+    out = tmp_path / "p.json"
+    run = subprocess.run([sys.executable, "-m", "dlpt", "--skip-first", "2", "-o", str(out), EXAMPLE,
+                          "--steps", "6", "--device", "cpu"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "mlp_train.py" in run.stdout and "aten::matmul" in run.stdout
+    session = Session.load(out)
+    assert session.meta["steps"]["profiled"] == 4
+    line = next(i for i, text in enumerate(open(EXAMPLE), 1) if "h = x @ self.w1" in text)
+    q = Q(session)
+    under = q.under_line(os.path.abspath(EXAMPLE), line)
+    ops = {(n["name"], q.phase_of(n["id"])) for n in under if n["kind"] == "op"}
+    assert ("aten::mm", "<forward>") in ops
+    assert ("MmBackward0", "<backward>") in ops
+    assert q.total("cpu_ns", under) > 0.2 * q.total("cpu_ns")  # the biggest line by far
+
+    again = subprocess.run([sys.executable, "-m", "dlpt", "--load", str(out), "--view", "flat"],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"mlp_train.py:{line}" in again.stdout
