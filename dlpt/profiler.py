@@ -157,6 +157,8 @@ class profile:
             if self._hook is not None:
                 self._hook.remove()
                 self._hook = None
+            # Stop recording first: our own synchronisation below is not the program's.
+            _native.native().set_collecting(False)
             try:
                 _synchronize_all()
             except Exception as e:  # a broken CUDA context must not lose the CPU-side profile
