@@ -34,6 +34,7 @@ void ThreadState::reset(Session& s) {
   thread_node_ = kNoNode;
   child_cache_.clear();
   name_cache_.clear();
+  ids_by_text_.clear();
 }
 
 NodeId ThreadState::child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b) {
@@ -46,12 +47,18 @@ NodeId ThreadState::child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b) 
 }
 
 uint32_t ThreadState::name_id(const char* name) {
-  // Dispatcher op names live as long as the op; autograd node names are fresh strings each time,
-  // so a pointer hit is confirmed by comparing the text.
+  // Dispatcher op names live as long as the op: a pointer hit (confirmed by the text) is the fast
+  // path. Autograd node names are fresh strings on every call, so their pointers never repeat;
+  // they are found by content, and their pointers are not cached (that map would grow forever).
   auto it = name_cache_.find(name);
   if (it != name_cache_.end() && it->second.text == name) return it->second.id;
-  uint32_t id = session->tree.strings.intern(name);
-  name_cache_[name] = NameCacheEntry{id, name};
+  std::string text(name);
+  auto by_text = ids_by_text_.find(text);
+  if (by_text != ids_by_text_.end()) return by_text->second;
+  uint32_t id = session->tree.strings.intern(text);
+  ids_by_text_.emplace(text, id);
+  // First sighting of this text: remember the pointer too, in case it is a stable one.
+  if (name_cache_.size() < kMaxNameCache) name_cache_[name] = NameCacheEntry{id, std::move(text)};
   return id;
 }
 

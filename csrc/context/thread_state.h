@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -81,7 +82,9 @@ class ThreadState {
     uint32_t id;
     std::string text;
   };
+  static constexpr size_t kMaxNameCache = 1u << 14;
   std::unordered_map<const char*, NameCacheEntry> name_cache_;
+  std::unordered_map<std::string, uint32_t> ids_by_text_;
 
   friend void push_scope(const char* name, size_t skip_frames);
   friend void pop_scope();
