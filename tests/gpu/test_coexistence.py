@@ -2,22 +2,15 @@
 waits; nobody crashes and nobody's data is silently broken."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
+from tests.gpu.fresh_process import run_json
+
 pytestmark = pytest.mark.gpu
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def scenario(name: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "tests.gpu.coexist_run", name], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_json("tests.gpu.coexist_run", name)
 
 
 def test_dlpt_degrades_when_torch_profiler_holds_cupti():

@@ -2,22 +2,15 @@
 NVIDIA's cupti-python (count exact, time within 2%) and torch.profiler (within 3%)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
+from tests.gpu.fresh_process import run_json
+
 pytestmark = pytest.mark.gpu
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def measure(tool: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "tests.gpu.reference_run", tool], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_json("tests.gpu.reference_run", tool)
 
 
 def test_matches_cupti_python():
