@@ -150,6 +150,7 @@ void recycle_buffer(uint8_t* buffer) {
 }
 
 uint32_t kernel_name_id(Tree& tree, const char* name) {
+  if (name == nullptr) name = "<unnamed kernel>";
   auto it = g_kernel_names.find(name);
   if (it != g_kernel_names.end()) return it->second;
   int status = 0;
