@@ -84,7 +84,10 @@ def default_metric(root: Node) -> Metric:
 
 # Patterns for sessions recorded elsewhere (--load on another machine), where the local
 # sysconfig/torch paths do not apply.
-_FOREIGN_LIB = re.compile(r"[\\/](site-packages|dist-packages)[\\/]|[\\/]lib[\\/]python\d+(\.\d+)?t?[\\/]")
+# Also generated code: Inductor's cache (torchinductor_<user>/) and AOTAutograd's codegen'd
+# functions (filenames like "...py:codegen(runtime_wrapper_orchestration)").
+_FOREIGN_LIB = re.compile(r"[\\/](site-packages|dist-packages)[\\/]|[\\/]lib[\\/]python\d+(\.\d+)?t?[\\/]"
+                         r"|[\\/]torchinductor_[^\\/]*[\\/]|:codegen\(")
 
 
 @functools.cache

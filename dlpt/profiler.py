@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from dlpt import _native
+from dlpt.compile_events import CompileEvents
+from dlpt.inductor_lines import map_generated_frames
 from dlpt.errors import ProfilerBusyError, UsageError
 from dlpt.session import Session
 from dlpt.steps import StepWindow, install_optimizer_hook
@@ -86,6 +88,7 @@ class profile:
         self._window: StepWindow | None = None
         self._hook: Any = None
         self._start_info: dict[str, Any] = {}
+        self._compile_events = CompileEvents()
         self._meta: dict[str, Any] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -136,6 +139,7 @@ class profile:
         self._meta["gpu"] = {"enabled": bool(self._start_info["gpu"]), "reason": reason,
                              "cupti": self._start_info.get("cupti_path") or None}
         self._hook = install_optimizer_hook(lambda: self._on_step("optimizer"))
+        self._compile_events.start()
 
     def step(self) -> None:
         """Mark the end of a training step (optional: optimizer steps are detected anyway)."""
@@ -166,6 +170,7 @@ class profile:
             assert self._window is not None
             wall_ns = self._window.close()
             raw = _native.native().stop()
+            self._meta["compile"] = self._compile_events.stop()
         finally:
             with _running_lock:
                 _running = None
@@ -187,9 +192,8 @@ class profile:
                         "tree_overflow": c["tree_overflow"]},
             "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
             "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid()),
-            "compile": [],
         })
-        return Session(_native.to_nodes(raw["nodes"]), meta)
+        return Session(map_generated_frames(_native.to_nodes(raw["nodes"])), meta)
 
     # -- context manager / decorator --------------------------------------------------------
 

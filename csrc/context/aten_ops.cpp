@@ -54,6 +54,20 @@ bool is_engine_wrapper(const char* name) {
   return std::strncmp(name, kEvaluatePrefix, kEvaluatePrefixLen) == 0;
 }
 
+/// torch.compile's regions run Inductor's generated Python (the wrapper that launches fused
+/// kernels and extern ops). Under them, ops and launches keep the Python frames entered since
+/// the region started, so the generated lines can be mapped back to the model's own lines.
+bool is_compiled_region(const char* name) {
+  return std::strncmp(name, "Torch-Compiled Region", 21) == 0 || std::strcmp(name, "CompiledFunction") == 0 ||
+         std::strcmp(name, "CompiledFunctionBackward") == 0;
+}
+
+/// The number of Python frames on this thread now (capped like every capture).
+int python_depth() {
+  RawFrame frames[256];
+  return static_cast<int>(capture_python_frames(frames, 256));
+}
+
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   Session* s = current_session();
   if (s == nullptr || !s->collecting.load(std::memory_order_relaxed)) return nullptr;
@@ -67,7 +81,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
     return nullptr;
   }
 
-  OpEntry e{rf.handle(), kNoNode, kNoNode, 0, 0, false};
+  OpEntry e{rf.handle(), kNoNode, kNoNode, 0, 0, false, -1};
+  const bool compiled = is_compiled_region(name);
   if (scope == at::RecordScope::BACKWARD_FUNCTION && (ts.ops.empty() || ts.ops.back().pending_graft)) {
     // A backward node: graft it (and the engine wrapper around it, if any) under its forward op.
     NodeId phase = backward_phase(*s, ts, rf);
@@ -76,25 +91,37 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
       ts.ops.back().pending_graft = false;
     }
     e.op_node = e.ctx_node = ts.child(phase, NodeKind::Op, ts.name_id(name));
+    if (compiled) e.py_depth = python_depth();
   } else if (ts.ops.empty() && is_engine_wrapper(name)) {
     e.pending_graft = true;  // ctx_node is set by the node's record, right after
   } else if (ts.ops.empty()) {
     // Outermost forward op: capture the Python path once; nested ops and launches reuse it.
     if (std::strncmp(name, "profiler::", 10) == 0) return nullptr;  // record_function plumbing
-    NodeId py = ts.python_context();
+    size_t depth = 0;
+    NodeId py = ts.python_context(&depth);
     NodeId op = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, ts.name_id(name));
     e.op_node = op;
     e.ctx_node = ts.child(op, NodeKind::Phase, 0);
+    if (compiled) e.py_depth = static_cast<int>(depth);
     if (rf.seqNr() >= 0) {
       if (ts.seq_ranges == nullptr) ts.seq_ranges = &s->seq_ranges(ts.rf_thread_id);
       ts.seq_ranges->add(rf.seqNr(), op);
       s->last_forward_thread.store(ts.rf_thread_id, std::memory_order_relaxed);
     }
   } else {
-    const OpEntry& top = ts.ops.back();
-    NodeId parent = top.ctx_node != kNoNode ? top.ctx_node : ts.launch_context();
+    NodeId parent = ts.launch_context();  // the enclosing op (or the frames under a compiled region)
     NodeKind kind = scope == at::RecordScope::USER_SCOPE ? NodeKind::Scope : NodeKind::Op;
     e.op_node = e.ctx_node = ts.child(parent, kind, ts.name_id(name));
+    if (compiled) {
+      // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
+      // its CompiledFunctionBackward is grafted under.
+      e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
+      e.py_depth = python_depth();
+      if (rf.seqNr() >= 0) {
+        if (ts.seq_ranges == nullptr) ts.seq_ranges = &s->seq_ranges(ts.rf_thread_id);
+        ts.seq_ranges->add(rf.seqNr(), e.op_node);
+      }
+    }
   }
   e.start_ns = now_ns();
   ts.ops.push_back(e);

@@ -69,11 +69,30 @@ NodeId ThreadState::thread_node() {
   return thread_node_;
 }
 
-NodeId ThreadState::python_context() {
+NodeId ThreadState::python_context(size_t* depth) {
   RawFrame frames[kMaxFrames];
   size_t n = capture_python_frames(frames, kMaxFrames);
+  if (depth) *depth = n;
   if (n == 0) return kNoNode;
   return build_path(frames, n);
+}
+
+NodeId ThreadState::python_subpath(NodeId base, size_t depth) {
+  RawFrame frames[kMaxFrames];
+  size_t n = capture_python_frames(frames, kMaxFrames);
+  NodeId parent = base;
+  for (size_t i = n > depth ? n - depth : 0; i-- > 0;) parent = frame_child(parent, frames[i]);
+  return parent;
+}
+
+NodeId ThreadState::frame_child(NodeId parent, const RawFrame& f) {
+  NodeKey key{parent, NodeKind::Frame, reinterpret_cast<uint64_t>(f.code), static_cast<uint64_t>(f.lasti)};
+  auto it = child_cache_.find(key);
+  if (it != child_cache_.end()) return it->second;
+  NodeId id = session->tree.child(key);
+  child_cache_.emplace(key, id);
+  session->codes.note(f.code);
+  return id;
 }
 
 NodeId ThreadState::build_path(const RawFrame* frames, size_t n) {
@@ -98,16 +117,7 @@ NodeId ThreadState::build_path(const RawFrame* frames, size_t n) {
     for (const ScopeEntry& sc : scopes) {
       if (sc.entry_frame == f.frame) parent = child(parent, NodeKind::Scope, sc.name_id);
     }
-    NodeKey key{parent, NodeKind::Frame, reinterpret_cast<uint64_t>(f.code), static_cast<uint64_t>(f.lasti)};
-    auto it = child_cache_.find(key);
-    NodeId id;
-    if (it != child_cache_.end()) {
-      id = it->second;
-    } else {
-      id = session->tree.child(key);
-      child_cache_.emplace(key, id);
-      session->codes.note(f.code);
-    }
+    NodeId id = frame_child(parent, f);
     path_cache_.push_back(CachedFrame{f.frame, f.code, f.lasti, id});
     parent = id;
   }
@@ -115,7 +125,10 @@ NodeId ThreadState::build_path(const RawFrame* frames, size_t n) {
 }
 
 NodeId ThreadState::launch_context() {
-  if (!ops.empty() && ops.back().ctx_node != kNoNode) return ops.back().ctx_node;
+  if (!ops.empty() && ops.back().ctx_node != kNoNode) {
+    const OpEntry& top = ops.back();
+    return top.py_depth >= 0 ? python_subpath(top.ctx_node, static_cast<size_t>(top.py_depth)) : top.ctx_node;
+  }
   NodeId py = python_context();
   if (py != kNoNode) return py;
   if (last_backward_anchor != kNoNode) return child(last_backward_anchor, NodeKind::Phase, 1);

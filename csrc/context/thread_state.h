@@ -24,6 +24,8 @@ struct OpEntry {
   uint64_t start_ns;
   uint64_t child_ns;    // wall time of child ops, subtracted to get self time
   bool pending_graft;   // engine wrapper waiting for its node's record to say where it goes
+  int py_depth;         // >= 0: a torch.compile region; Python frames deeper than this many
+                        // (Inductor's generated code) are captured beneath it. -1 otherwise.
 };
 
 struct ScopeEntry {
@@ -48,7 +50,11 @@ class ThreadState {
   NodeId child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b = 0);
 
   /// Innermost node of the current Python path (frames and scopes), or kNoNode without frames.
-  NodeId python_context();
+  /// `depth` receives the number of frames seen.
+  NodeId python_context(size_t* depth = nullptr);
+  /// The frames deeper than `depth` (those entered since a compiled region started), as a path
+  /// under `base`; `base` itself when there are none.
+  NodeId python_subpath(NodeId base, size_t depth);
   /// Where a GPU launch / sync made now belongs: the running op, else the Python path, else
   /// this thread's own node.
   NodeId launch_context();
@@ -72,6 +78,7 @@ class ThreadState {
  private:
   void reset(Session& s);
   NodeId build_path(const RawFrame* frames, size_t n);
+  NodeId frame_child(NodeId parent, const RawFrame& f);
 
   uint64_t scopes_version_ = 0;     // bumped on scope push/pop; invalidates path_cache_
   uint64_t cached_scopes_version_ = ~0ull;

@@ -19,6 +19,7 @@ from dlpt.processors import (
     METRICS, Metric, collapse_library, collapse_lone_forward, default_metric, flatten_by_kind,
     flatten_by_line, get_metric, invert, limit_depth, prune,
 )
+from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import Header
 from dlpt.renderers.summary import ApiTable, CopyTable, KernelTable, SyncTable
@@ -115,6 +116,9 @@ def _render(session: Session, view: str, metric: str | Metric | None, threshold:
     wall = session.meta.get("wall_ns")
     syncs = SyncTable(root, fmt, wall if isinstance(wall, int) else 0)
     gpu_tables: list[RenderableType] = [KernelTable(session, fmt), CopyTable(session, fmt)]
+    compiled = session.meta.get("compile")
+    if isinstance(compiled, list) and compiled and view in ("tree", "summary", "all"):
+        parts.append(CompileView(compiled, fmt))
     if view == "tree":
         parts.append(tree())
         parts.extend([*gpu_tables, syncs] if gpu else [syncs])

@@ -1,0 +1,155 @@
+"""torch.compile events during a profile: compile time per compiled frame, graph breaks (with
+their reason, at the user line where they happen) and recompilations (with the guard that failed).
+
+Read from Dynamo's own compilation metrics (``torch._dynamo.utils.get_compilation_metrics``),
+collected at the end of every compilation through Dynamo's compile-end callback, because the
+metrics queue keeps only the most recent entries. A graph break's line comes from the resume
+function Dynamo compiles after it (``torch_dynamo_resume_in_<function>_at_<line>``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+_MAX_TEXT = 2000
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _first_lines(text: str) -> str:
+    """The headline of a Dynamo reason: its first line and, if present, its 'Explanation:'."""
+    lines = [_squeeze(ln) for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    head = lines[0]
+    expl = next((ln for ln in lines[1:] if ln.startswith("Explanation:")), None)
+    return f"{head} ({expl.removeprefix('Explanation:').strip()})" if expl else head
+
+
+class CompileEvents:
+    """Collects compile events between :meth:`start` and :meth:`stop`. Never raises: without
+    Dynamo (or with an incompatible one) the list is simply empty."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple] = set()
+        self._metrics: list[Any] = []
+        self._callback: Any = None
+        self._handler: Any = None
+
+    @staticmethod
+    def _key(m: Any) -> tuple:
+        return (getattr(m, "compile_id", None), getattr(m, "frame_key", None), getattr(m, "start_time", None))
+
+    def _collect(self, *_args: Any) -> None:
+        try:
+            from torch._dynamo.utils import get_compilation_metrics
+
+            for m in get_compilation_metrics():
+                k = self._key(m)
+                if k not in self._seen:
+                    self._seen.add(k)
+                    self._metrics.append(m)
+        except Exception:  # a profiler must not break the program over bookkeeping
+            pass
+
+    def start(self) -> None:
+        try:
+            from torch._dynamo.callback import callback_handler
+            from torch._dynamo.utils import get_compilation_metrics
+        except Exception:
+            return
+        self._seen = {self._key(m) for m in get_compilation_metrics()}  # earlier compiles are not ours
+        self._callback = self._collect
+        callback_handler.register_end_callback(self._callback)
+        self._handler = callback_handler
+        self._t0 = time.time()
+
+    def stop(self) -> list[dict[str, Any]]:
+        if self._handler is None:
+            return []
+        self._collect()
+        try:
+            self._handler.remove_end_callback(self._callback)
+        except Exception:
+            pass
+        self._handler = None
+        return events_from_metrics(self._metrics)
+
+
+def _get(m: Any, name: str, default: Any = None) -> Any:
+    v = getattr(m, name, default)
+    return default if v is None else v
+
+
+def events_from_metrics(metrics: list[Any]) -> list[dict[str, Any]]:
+    """One event per compilation, in order, with graph breaks located where Dynamo resumed."""
+    events: list[dict[str, Any]] = []
+    for m in metrics:
+        restart = _get(m, "restart_reasons", set())
+        recompile = _get(m, "recompile_reason", "")
+        ev: dict[str, Any] = {
+            "compile_id": str(_get(m, "compile_id", "")),
+            "function": str(_get(m, "co_name", "")),
+            "file": str(_get(m, "co_filename", "")),
+            "line": int(_get(m, "co_firstlineno", 0)),
+            "compile_s": float(_get(m, "entire_frame_compile_time_s", 0.0)),
+            "backend_s": float(_get(m, "backend_compile_time_s", 0.0)),
+            "inductor_s": float(_get(m, "inductor_compile_time_s", 0.0)),
+            "graph_ops": int(_get(m, "graph_op_count", 0)),
+            "break_reasons": sorted(str(r)[:_MAX_TEXT] for r in restart),
+            "recompile_reason": str(recompile)[:_MAX_TEXT] or None,
+            "fail": (f"{_get(m, 'fail_type', '')}: {_get(m, 'fail_reason', '')}"[:_MAX_TEXT]
+                     if _get(m, "fail_type", "") else None),
+        }
+        resume = _RESUME.match(ev["function"])
+        if resume:
+            ev["resume_of"] = {"function": resume.group(1), "line": int(resume.group(2))}
+        events.append(ev)
+    return events
+
+
+def graph_breaks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Distinct graph breaks: file, line (where Dynamo resumed), function, reason headline."""
+    reasons: dict[tuple[str, str], list[str]] = {}
+    for ev in events:
+        if ev["break_reasons"]:
+            fn = ev.get("resume_of", {}).get("function", ev["function"]) if "resume_of" in ev else ev["function"]
+            reasons.setdefault((ev["file"], fn), []).extend(ev["break_reasons"])
+    out: dict[tuple, dict[str, Any]] = {}
+    for ev in events:
+        r = ev.get("resume_of")
+        if not r:
+            continue
+        texts = reasons.get((ev["file"], r["function"]), [])
+        key = (ev["file"], r["line"])
+        out.setdefault(key, {"file": ev["file"], "line": r["line"], "function": r["function"],
+                             "reason": _first_lines(texts[0]) if texts else "graph break"})
+    # Breaks whose resume was never compiled in the window: shown at the compiled frame.
+    located = {(b["file"], b["function"]) for b in out.values()}
+    for (file, fn), texts in reasons.items():
+        if (file, fn) not in located:
+            line = next((ev["line"] for ev in events if ev["file"] == file and ev["function"] == fn), 0)
+            out.setdefault((file, line, fn), {"file": file, "line": line, "function": fn,
+                                              "reason": _first_lines(texts[0])})
+    return list(out.values())
+
+
+def recompilations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Compilations caused by a failed guard: where, and the guard's text (first line)."""
+    out = []
+    for ev in events:
+        if not ev.get("recompile_reason"):
+            continue
+        r = ev.get("resume_of")
+        fn = f"{r['function']} (after the graph break at line {r['line']})" if r else ev["function"]
+        out.append({"file": ev["file"], "line": ev["line"], "function": fn,
+                    "reason": _squeeze(ev["recompile_reason"].strip().splitlines()[0])})
+    return out
+
+
+__all__ = ["CompileEvents", "events_from_metrics", "graph_breaks", "recompilations"]

@@ -1,0 +1,51 @@
+"""The torch.compile section: compile time, graph breaks at their lines, recompilations."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from dlpt.compile_events import graph_breaks, recompilations
+from dlpt.renderers.base import View
+from dlpt.renderers.format import Fmt
+from dlpt.renderers.summary import _add_rows, _table
+
+
+def _where(file: str, line: int, function: str) -> str:
+    return f"{os.path.basename(file)}:{line} {function}"
+
+
+class CompileView(View):
+    """Shown when the session holds compile events (``meta.compile``)."""
+
+    def __init__(self, events: list[dict[str, Any]], fmt: Fmt) -> None:
+        super().__init__(fmt)
+        self.events = events
+
+    def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
+        if not self.events:
+            return
+        total = sum(ev.get("compile_s", 0.0) for ev in self.events)
+        inductor = sum(ev.get("inductor_s", 0.0) for ev in self.events)
+        breaks, recompiles = graph_breaks(self.events), recompilations(self.events)
+        yield Text.assemble(("torch.compile", "bold"), (
+            f"  {len(self.events)} compilations, {total:.2f} s compiling (Inductor {inductor:.2f} s), "
+            f"{len(breaks)} graph breaks, {len(recompiles)} recompilations", "dim"))
+        if breaks:
+            t = _table("Graph breaks", fmt)
+            t.add_column("where", no_wrap=True)
+            t.add_column("reason", no_wrap=True, overflow="ellipsis")
+            _add_rows(t, [(_where(b["file"], b["line"], b["function"]), b["reason"]) for b in breaks],
+                      width, fmt.ascii)
+            yield t
+        if recompiles:
+            t = _table("Recompilations (the guard that failed)", fmt)
+            t.add_column("where", no_wrap=True)
+            t.add_column("guard", no_wrap=True, overflow="ellipsis")
+            _add_rows(t, [(_where(r["file"], r["line"], r["function"]), r["reason"]) for r in recompiles],
+                      width, fmt.ascii)
+            yield t

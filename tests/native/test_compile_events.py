@@ -1,0 +1,61 @@
+"""torch.compile events in the profile: graph breaks at their line with their reason,
+recompilations with the guard that failed, compile time; shown in the report and saved."""
+from __future__ import annotations
+
+import io
+import os
+
+import torch
+from rich.console import Console
+
+import dlpt
+import dlpt.report
+from dlpt.compile_events import graph_breaks, recompilations
+from dlpt.session import Session
+from tests.query import line_of
+
+HERE = os.path.abspath(__file__)
+
+
+def breaks_here(x, n):
+    y = x * 2
+    print("dlpt-test: graph break")  # @break
+    return y + n  # @after
+
+
+def test_graph_break_and_recompilation_are_recorded_at_their_lines(tmp_path, capsys):
+    torch._dynamo.reset()
+    fn = torch.compile(breaks_here, backend="eager")
+    with dlpt.profile() as prof:
+        fn(torch.randn(3), 1)
+        fn(torch.randn(3), 2)  # the int is specialised: a guard fails, the resumed frame recompiles
+    events = prof.session.meta["compile"]
+    assert events and all(ev["compile_s"] > 0 for ev in events)
+
+    (brk,) = graph_breaks(events)
+    assert (brk["file"], brk["line"], brk["function"]) == (HERE, line_of("break", breaks_here), "breaks_here")
+    assert "print" in brk["reason"]
+
+    rec = recompilations(events)
+    assert rec and "n == 1" in rec[0]["reason"]
+    assert rec[0]["function"].startswith("breaks_here (after the graph break")
+
+    # Saved with the session and shown in the report.
+    path = tmp_path / "p.json"
+    prof.save(path)
+    loaded = Session.load(path)
+    assert loaded.meta["compile"] == events
+    out = io.StringIO()
+    dlpt.report.print_report(loaded, Console(file=out, width=140, color_system=None))
+    text = out.getvalue()
+    assert f"test_compile_events.py:{line_of('break', breaks_here)} breaks_here" in text
+    assert "Recompilations" in text
+
+
+def test_compiles_before_the_profile_are_not_reported():
+    torch._dynamo.reset()
+    fn = torch.compile(lambda x: x.sin() + 1, backend="eager")
+    fn(torch.randn(4))
+    with dlpt.profile() as prof:
+        fn(torch.randn(4))  # cached: no compilation inside the profile
+    assert prof.session.meta["compile"] == []
