@@ -36,16 +36,15 @@ class CompileView(View):
             f"  {len(self.events)} compilations, {total:.2f} s compiling (Inductor {inductor:.2f} s), "
             f"{len(breaks)} graph breaks, {len(recompiles)} recompilations", "dim"))
         if breaks:
-            t = _table("Graph breaks", fmt)
-            t.add_column("where", no_wrap=True)
-            t.add_column("reason", no_wrap=True, overflow="ellipsis")
-            _add_rows(t, [(_where(b["file"], b["line"], b["function"]), b["reason"]) for b in breaks],
-                      width, fmt.ascii)
-            yield t
+            yield self._located("Graph breaks", "reason", breaks, fmt, width)
         if recompiles:
-            t = _table("Recompilations (the guard that failed)", fmt)
-            t.add_column("where", no_wrap=True)
-            t.add_column("guard", no_wrap=True, overflow="ellipsis")
-            _add_rows(t, [(_where(r["file"], r["line"], r["function"]), r["reason"]) for r in recompiles],
-                      width, fmt.ascii)
-            yield t
+            yield self._located("Recompilations (the guard that failed)", "guard", recompiles, fmt, width)
+
+    @staticmethod
+    def _located(title: str, what: str, rows: list[dict[str, Any]], fmt: Fmt, width: int) -> RenderableType:
+        """A table of events at source locations: where, and the reason/guard text."""
+        t = _table(title, fmt)
+        t.add_column("where", no_wrap=True)
+        t.add_column(what, no_wrap=True, overflow="ellipsis")
+        _add_rows(t, [(_where(r["file"], r["line"], r["function"]), r["reason"]) for r in rows], width, fmt.ascii)
+        return t
