@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import torch
+import torch._functorch.config
+import torch._inductor.config
 
 import dlpt
 from tests.query import Q, line_of
@@ -18,13 +20,17 @@ def mm_model(x, w):
 
 def test_compiled_matmul_forward_and_backward_on_the_model_line():
     torch._dynamo.reset()
-    compiled = torch.compile(mm_model)  # Inductor; a lone matmul is an extern aten::mm (no C++ build)
-    x = torch.randn(32, 32)
-    w = torch.randn(32, 32, requires_grad=True)
-    compiled(x, w).sum().backward()  # compile outside the profile
-    with dlpt.profile() as prof:
-        for _ in range(3):
-            compiled(x, w).sum().backward()
+    # No on-disk caches: a graph cached by another checkout of this file carries that
+    # checkout's paths in its line map.
+    no_cache = {"fx_graph_cache": False}
+    with torch._inductor.config.patch(no_cache), torch._functorch.config.patch(enable_autograd_cache=False):
+        compiled = torch.compile(mm_model)  # Inductor; a lone matmul is an extern aten::mm (no C++ build)
+        x = torch.randn(32, 32)
+        w = torch.randn(32, 32, requires_grad=True)
+        compiled(x, w).sum().backward()  # compile outside the profile
+        with dlpt.profile() as prof:
+            for _ in range(3):
+                compiled(x, w).sum().backward()
     q = Q(prof.session)
     under = q.under_line(HERE, line_of("mm", mm_model))
     mms = [n for n in under if n["kind"] == "op" and n["name"] == "aten::mm"]
