@@ -153,3 +153,19 @@ def recompilations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 __all__ = ["CompileEvents", "events_from_metrics", "graph_breaks", "recompilations"]
+
+
+def line_markers(events: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    """Short markers for tree rows at (file, line): graph breaks at their line, recompilations
+    at the compiled function's first line (the row Dynamo's frame shows)."""
+    marks: dict[tuple[str, int], list[str]] = {}
+    for b in graph_breaks(events):
+        marks.setdefault((b["file"], b["line"]), []).append("graph break")
+    recompiled: dict[tuple[str, int], int] = {}
+    for ev in events:
+        if ev.get("recompile_reason"):
+            key = (ev["file"], ev["line"])
+            recompiled[key] = recompiled.get(key, 0) + 1
+    for key, n in recompiled.items():
+        marks.setdefault(key, []).append(f"recompiled x{n}")
+    return {k: ", ".join(v) for k, v in marks.items()}

@@ -117,7 +117,7 @@ def _library_roots() -> tuple[str, ...]:
 def is_library_file(path: str) -> bool:
     """True for files of torch, site-/dist-packages, the Python stdlib, ``<frozen ...>`` modules
     and dlpt itself: frames the user did not write."""
-    if path.startswith("<frozen "):
+    if path.startswith(("<frozen ", "<eval_with_key>")):  # stdlib; FX-generated forward()
         return True
     if _FOREIGN_LIB.search(path):
         return True
@@ -275,3 +275,16 @@ def flatten_by_line(root: Node) -> list[FlatRow]:
 def flatten_by_kind(root: Node, kind: str) -> list[FlatRow]:
     """Flat profile by name of the nodes of ``kind`` ("op", "kernel", ...)."""
     return flatten(root, lambda n: n.name if n.kind == kind else None)
+
+
+def mark_lines(root: Node, markers: Mapping[tuple[str, int], str]) -> Node:
+    """Attach ``markers[(file, line)]`` to matching frame nodes as ``extras["marker"]`` (shown
+    after the frame's label). Annotates ``root`` in place (every render builds a fresh tree)
+    and returns it."""
+    if markers:
+        for node, _ in walk(root):
+            if node.kind == "frame":
+                mark = markers.get((node.file, node.line))
+                if mark:
+                    node.extras = dict(node.extras, marker=mark)
+    return root

@@ -17,8 +17,9 @@ from rich.text import Text
 from dlpt.errors import UsageError
 from dlpt.processors import (
     METRICS, Metric, collapse_library, collapse_lone_forward, default_metric, flatten_by_kind,
-    flatten_by_line, get_metric, invert, limit_depth, prune,
+    flatten_by_line, get_metric, invert, limit_depth, mark_lines, prune,
 )
+from dlpt.compile_events import line_markers
 from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import Header
@@ -84,6 +85,9 @@ def _render(session: Session, view: str, metric: str | Metric | None, threshold:
         root = collapse_library(root)
     # After library collapse: merging can give an op both phases, which must then stay.
     root = collapse_lone_forward(root)
+    compiled = session.meta.get("compile")
+    if isinstance(compiled, list) and compiled:
+        root = mark_lines(root, line_markers(compiled))
     m = get_metric(metric) if metric is not None else default_metric(root)
     steps = session.meta.get("steps")
     n_steps = steps.get("profiled", 0) if isinstance(steps, dict) else 0
@@ -116,7 +120,6 @@ def _render(session: Session, view: str, metric: str | Metric | None, threshold:
     wall = session.meta.get("wall_ns")
     syncs = SyncTable(root, fmt, wall if isinstance(wall, int) else 0)
     gpu_tables: list[RenderableType] = [KernelTable(session, fmt), CopyTable(session, fmt)]
-    compiled = session.meta.get("compile")
     if isinstance(compiled, list) and compiled and view in ("tree", "summary", "all"):
         parts.append(CompileView(compiled, fmt))
     if view == "tree":

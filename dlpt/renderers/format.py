@@ -145,6 +145,9 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
     if kind == "frame":
         main = Text(f"{os.path.basename(node.file) or node.file}:{node.line} ", LOCATION_STYLE)
         main.append(fmt.clean(node.name), style)
+        marker = node.extras.get("marker")
+        if marker:  # torch.compile events at this line (graph break, recompilations)
+            main.append(f" {'!!' if fmt.ascii else '⚠'} {marker}", "bold red")
         return main, fmt.clean(source_line(node.file, node.line))
     if kind == "root":
         return Text("total", style), ""

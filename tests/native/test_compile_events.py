@@ -59,3 +59,22 @@ def test_compiles_before_the_profile_are_not_reported():
     with dlpt.profile() as prof:
         fn(torch.randn(4))  # cached: no compilation inside the profile
     assert prof.session.meta["compile"] == []
+
+
+def item_break(x, n):
+    y = torch.sin(x) * 2
+    z = y.sum().item()  # @item_break
+    return y + n + z
+
+
+def test_tree_rows_carry_compile_markers():
+    torch._dynamo.reset()
+    fn = torch.compile(item_break, backend="eager")
+    with dlpt.profile() as prof:
+        fn(torch.randn(3), 1)
+        fn(torch.randn(3), 2)
+    out = io.StringIO()
+    dlpt.report.print_report(prof.session, Console(file=out, width=160, color_system=None), threshold=0)
+    line = line_of("item_break", item_break)
+    rows = [r for r in out.getvalue().splitlines() if f"test_compile_events.py:{line} " in r]
+    assert rows and any("⚠ graph break" in r for r in rows), rows
