@@ -62,10 +62,13 @@ bool is_compiled_region(const char* name) {
          std::strcmp(name, "CompiledFunctionBackward") == 0;
 }
 
-/// The number of Python frames on this thread now (capped like every capture).
-int python_depth() {
-  RawFrame frames[256];
-  return static_cast<int>(capture_python_frames(frames, 256));
+/// Remembers that forward sequence numbers from `seq` on were created inside `op` (see
+/// SeqRanges), so backward ops can be grafted under it.
+void record_forward_op(Session& s, ThreadState& ts, int64_t seq, NodeId op) {
+  if (seq < 0) return;
+  if (ts.seq_ranges == nullptr) ts.seq_ranges = &s.seq_ranges(ts.rf_thread_id);
+  ts.seq_ranges->add(seq, op);
+  s.last_forward_thread.store(ts.rf_thread_id, std::memory_order_relaxed);
 }
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
@@ -91,7 +94,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
       ts.ops.back().pending_graft = false;
     }
     e.op_node = e.ctx_node = ts.child(phase, NodeKind::Op, ts.name_id(name));
-    if (compiled) e.py_depth = python_depth();
+    if (compiled) e.py_depth = static_cast<int>(python_frame_count());
   } else if (ts.ops.empty() && is_engine_wrapper(name)) {
     e.pending_graft = true;  // ctx_node is set by the node's record, right after
   } else if (ts.ops.empty()) {
@@ -103,11 +106,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
     e.op_node = op;
     e.ctx_node = ts.child(op, NodeKind::Phase, 0);
     if (compiled) e.py_depth = static_cast<int>(depth);
-    if (rf.seqNr() >= 0) {
-      if (ts.seq_ranges == nullptr) ts.seq_ranges = &s->seq_ranges(ts.rf_thread_id);
-      ts.seq_ranges->add(rf.seqNr(), op);
-      s->last_forward_thread.store(ts.rf_thread_id, std::memory_order_relaxed);
-    }
+    record_forward_op(*s, ts, rf.seqNr(), op);
   } else {
     NodeId parent = ts.launch_context();  // the enclosing op (or the frames under a compiled region)
     NodeKind kind = scope == at::RecordScope::USER_SCOPE ? NodeKind::Scope : NodeKind::Op;
@@ -116,11 +115,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
       // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
       // its CompiledFunctionBackward is grafted under.
       e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
-      e.py_depth = python_depth();
-      if (rf.seqNr() >= 0) {
-        if (ts.seq_ranges == nullptr) ts.seq_ranges = &s->seq_ranges(ts.rf_thread_id);
-        ts.seq_ranges->add(rf.seqNr(), e.op_node);
-      }
+      e.py_depth = static_cast<int>(python_frame_count());
+      record_forward_op(*s, ts, rf.seqNr(), e.op_node);
     }
   }
   e.start_ns = now_ns();

@@ -105,9 +105,14 @@ size_t capture_python_frames(RawFrame* out, size_t max) {
   return n;
 }
 
+size_t python_frame_count() {
+  RawFrame frames[kMaxPythonFrames];
+  return capture_python_frames(frames, kMaxPythonFrames);
+}
+
 const void* python_frame_at(size_t skip) {
-  RawFrame frames[64];
-  size_t n = capture_python_frames(frames, 64);
+  RawFrame frames[kMaxPythonFrames];
+  size_t n = capture_python_frames(frames, kMaxPythonFrames);
   return skip < n ? frames[skip].frame : nullptr;
 }
 

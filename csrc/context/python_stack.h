@@ -19,9 +19,16 @@ struct RawFrame {
   int lasti;           // byte offset of the current instruction, for PyCode_Addr2Line
 };
 
+/// Every capture keeps at most this many frames, the innermost ones. One cap for all callers:
+/// compiled regions compare frame counts taken at different moments.
+constexpr size_t kMaxPythonFrames = 256;
+
 /// [MT] Fills `out` with the calling thread's Python frames, innermost first; returns how many.
 /// Returns 0 on a thread that has no Python thread state. Never takes the GIL.
 size_t capture_python_frames(RawFrame* out, size_t max);
+
+/// [MT] How many Python frames the calling thread has now (at most kMaxPythonFrames).
+size_t python_frame_count();
 
 /// [GIL] The frame `skip` levels above the innermost one (0 = innermost), or nullptr.
 const void* python_frame_at(size_t skip);

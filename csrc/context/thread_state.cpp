@@ -9,9 +9,6 @@
 
 namespace dlpt {
 
-namespace {
-constexpr size_t kMaxFrames = 256;  // deeper stacks keep their innermost 256 frames
-}
 
 ThreadState& ThreadState::get(Session& s) {
   // Owned by the thread; destroyed at thread exit. Only this thread reads or writes it.
@@ -70,16 +67,16 @@ NodeId ThreadState::thread_node() {
 }
 
 NodeId ThreadState::python_context(size_t* depth) {
-  RawFrame frames[kMaxFrames];
-  size_t n = capture_python_frames(frames, kMaxFrames);
+  RawFrame frames[kMaxPythonFrames];
+  size_t n = capture_python_frames(frames, kMaxPythonFrames);
   if (depth) *depth = n;
   if (n == 0) return kNoNode;
   return build_path(frames, n);
 }
 
 NodeId ThreadState::python_subpath(NodeId base, size_t depth) {
-  RawFrame frames[kMaxFrames];
-  size_t n = capture_python_frames(frames, kMaxFrames);
+  RawFrame frames[kMaxPythonFrames];
+  size_t n = capture_python_frames(frames, kMaxPythonFrames);
   NodeId parent = base;
   for (size_t i = n > depth ? n - depth : 0; i-- > 0;) parent = frame_child(parent, frames[i]);
   return parent;
@@ -171,8 +168,8 @@ bool is_record_function_plumbing(PyObject* code) {
 void push_user_scope(ThreadState& ts, const char* name, uint64_t handle) {
   // The scope goes above the frame that opened it: the user's `with record_function(...)` line,
   // or, for regions torch opens itself (Optimizer.step), torch's frame under the user's call.
-  RawFrame frames[kMaxFrames];
-  size_t n = capture_python_frames(frames, kMaxFrames);
+  RawFrame frames[kMaxPythonFrames];
+  size_t n = capture_python_frames(frames, kMaxPythonFrames);
   const void* entry = nullptr;
   for (size_t i = 0; i < n && entry == nullptr; ++i) {
     if (!is_record_function_plumbing(frames[i].code)) entry = frames[i].frame;
