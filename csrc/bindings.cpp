@@ -33,7 +33,7 @@ py::tuple export_node(Session& s, NodeId id) {
       break;
     case NodeKind::Scope:
     case NodeKind::Op: name = s.tree.strings.get(static_cast<uint32_t>(n.a)); break;
-    case NodeKind::Phase: name = n.a ? "<backward>" : "<forward>"; break;
+    case NodeKind::Phase: name = n.a == 0 ? "<forward>" : n.a == 1 ? "<backward>" : "<cuda graph replay>"; break;
     case NodeKind::Kernel:
       name = s.tree.strings.get(static_cast<uint32_t>(n.a));
       x["device"] = n.b;
@@ -85,6 +85,9 @@ py::dict stop() {
   counters["outside_window"] = c.outside_window.load();
   counters["backward_unresolved"] = c.backward_unresolved.load();
   counters["code_lost"] = c.code_lost.load();
+  counters["graph_nodes_captured"] = c.graph_nodes_captured.load();
+  counters["graph_replay_ns"] = c.graph_replay_ns.load();
+  counters["graph_unmapped_ns"] = c.graph_unmapped_ns.load();
   counters["tree_overflow"] = s.tree.overflowed();
   s.codes.release_all();
   py::dict out;

@@ -14,6 +14,7 @@
 
 #include "cct/busy.h"
 #include "cct/correlation.h"
+#include "cct/graph_nodes.h"
 #include "cct/seq_ranges.h"
 #include "cct/tree.h"
 #include "context/code_registry.h"
@@ -33,6 +34,9 @@ struct Counters {
   std::atomic<uint64_t> outside_window{0};       // activity of launches made while paused
   std::atomic<uint64_t> backward_unresolved{0};  // backward ops whose forward op was not found
   std::atomic<uint64_t> code_lost{0};
+  std::atomic<uint64_t> graph_nodes_captured{0};  // CUDA graph nodes whose capture context is known
+  std::atomic<uint64_t> graph_replay_ns{0};       // GPU time of replayed graph kernels/copies/memsets
+  std::atomic<uint64_t> graph_unmapped_ns{0};     // ... of those captured before profiling started
 };
 
 class Session {
@@ -44,6 +48,7 @@ class Session {
   CorrelationTable correlations;
   BusyTracker busy;
   CodeRegistry codes;
+  GraphNodeContexts graph_nodes;
   Counters counters;
 
   /// Whether costs are recorded now (false during skip-first steps and after the active steps).

@@ -7,13 +7,71 @@ Inductor keeps, per generated module, a map from wrapper lines to the FX nodes' 
 of a generated module gets the user's frames for its line inserted beneath it; the generated
 frame itself is a library frame and folds away in reports, so the costs land on model lines.
 
+Kernels launched beneath a generated frame are labelled with what the wrapper says about them:
+the graph they belong to (``# AOT ID: ['0_forward']``, so the same kernel name in the forward
+and the backward graph, or in two compiled functions, stays apart) and the ATen ops each fused
+kernel was made from (Inductor's ``# Topologically Sorted Source Nodes: [...], Original ATen:
+[...]`` comments, at the kernel's definition and at its call).
+
 Needs no Inductor config change. Sessions loaded later are already mapped.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import defaultdict
 from typing import Any
+
+_AOT_ID = re.compile(r"#\s*AOT ID:\s*\[\s*'([^']+)'")
+_ORIGIN = re.compile(r"#.*Original ATen:\s*\[([^\]]*)\]")
+_DEFINED = re.compile(r"^(\w+)\s*=\s*async_compile\.\w+\(")
+_CALLED = re.compile(r"^\s*(\w+)\.run\(")
+# A call-site comment applies to the kernel launched within this many lines after it (Inductor
+# puts the stream lookup between the two).
+_CALL_WINDOW = 3
+
+
+@functools.lru_cache(maxsize=256)
+def wrapper_info(path: str) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """(graph id, kernel name -> ATen ops it fuses) from one generated wrapper module."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return "", {}
+    graph = ""
+    fused: dict[str, tuple[str, ...]] = {}
+    pending: tuple[str, ...] = ()
+    pending_left = 0
+    for text in lines:
+        if not graph and (m := _AOT_ID.search(text)):
+            graph = m.group(1)
+        if m := _ORIGIN.search(text):
+            pending = tuple(op.strip() for op in m.group(1).split(",") if op.strip())
+            pending_left = _CALL_WINDOW
+            continue
+        kernel = (_DEFINED.match(text) or _CALLED.match(text) or [None, None])[1]
+        if kernel and pending_left > 0 and pending:
+            fused.setdefault(kernel, pending)
+            pending_left = 0
+        elif text.strip() and not text.lstrip().startswith("#"):
+            pending_left -= 1
+    return graph, fused
+
+
+def _label_kernel(node: dict[str, Any], module: str) -> None:
+    """Name a kernel launched from generated module ``module`` with its graph and fused ops."""
+    graph, fused = wrapper_info(module)
+    x = dict(node.get("x") or {})
+    raw = str(x.get("full_name") or node["name"])
+    ops = fused.get(raw)
+    if ops:
+        x["fuses"] = list(ops)
+    if graph:
+        x["graph"] = graph
+        node["name"] = f"{node['name']} [{graph}]"
+    node["x"] = x
 
 
 def _mapper() -> Any:
@@ -50,13 +108,17 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if n["parent"] >= 0:
             children[n["parent"]].append(n["id"])
     out: list[dict[str, Any]] = []
-    stack: list[tuple[int, int]] = [(0, -1)]
+    # (old id, new parent, generated module the node runs under or "")
+    stack: list[tuple[int, int, str]] = [(0, -1, "")]
     while stack:  # iterative: generated code can be called from very deep stacks
-        old, parent = stack.pop()
+        old, parent, module = stack.pop()
         node = dict(nodes[old], id=len(out), parent=parent)
         out.append(node)
         attach = node["id"]
+        if node["kind"] == "kernel" and module:
+            _label_kernel(node, module)
         if old in chains:
+            module = node["file"]
             node["x"] = dict(node.get("x") or {}, generated="inductor")
             for f in chains[old]:
                 out.append({"id": len(out), "parent": attach, "kind": "frame", "name": str(f["name"]),
@@ -64,5 +126,5 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
                             "x": {"mapped_from": "inductor"}})
                 attach = out[-1]["id"]
         for c in reversed(children[old]):
-            stack.append((c, attach))
+            stack.append((c, attach, module))
     return out

@@ -191,6 +191,9 @@ class profile:
                         "correlations_missing": max(0, c["submitted"] - c["completed"]),
                         "tree_overflow": c["tree_overflow"]},
             "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
+            "cuda_graphs": {"replay_gpu_ns": c.get("graph_replay_ns", 0),
+                            "uncaptured_gpu_ns": c.get("graph_unmapped_ns", 0),
+                            "nodes_captured": c.get("graph_nodes_captured", 0)},
             "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid()),
         })
         return Session(map_generated_frames(_native.to_nodes(raw["nodes"])), meta)

@@ -78,6 +78,12 @@ class StepWindow:
 
 def install_optimizer_hook(callback: Callable[[], None]) -> Any:
     """Calls ``callback`` after every ``torch.optim`` optimizer step; returns a removable handle."""
+    import torch
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    return register_optimizer_step_post_hook(lambda *_args, **_kw: callback())
+    def on_optimizer_step(*_args: Any, **_kw: Any) -> None:
+        callback()
+
+    # Under torch.compile(opt.step) Dynamo would otherwise trace into the hook (and warn about
+    # our native calls); disabled, it is called as plain Python after the compiled step.
+    return register_optimizer_step_post_hook(torch.compiler.disable(on_optimizer_step))

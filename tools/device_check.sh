@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build dlpt on the GPU machine against its torch, then run the GPU tests and (optionally) the
 # benchmark. Logs go to $OUT (the device tool brings them back). Usage:
-#   [BENCH_ARGS='--workloads gpt2'] bash tools/device_check.sh [tests|bench|all|smoke|build] [extra pytest args...]
+#   [BENCH_ARGS='--workloads gpt2'] bash tools/device_check.sh [tests|bench|compiled|all|smoke|build] [extra pytest args...]
 set -o pipefail
 what=${1:-all}; shift || true
 export PYTHONUNBUFFERED=1
@@ -20,6 +20,11 @@ echo "build: $(( $(date +%s) - t0 )) s"
 if [ "$what" = smoke ] || [ "$what" = all ]; then
   COLUMNS=100 python3 -m dlpt --skip-first 3 examples/mlp_train.py 2>&1 | tee "$OUT/example_mlp.txt" | tail -30
   COLUMNS=120 python3 -m dlpt --skip-first 3 -o "$OUT/gpt.json" examples/gpu_gpt.py --steps 10 >"$OUT/example_gpt.txt" 2>&1
+fi
+if [ "$what" = compiled ] || [ "$what" = all ]; then  # the compiled example, as a user runs it
+  COLUMNS=140 python3 -m dlpt --skip-first 6 -o "$OUT/compiled.json" examples/compiled_gpt.py --steps 12 >"$OUT/example_compiled.txt" 2>&1
+  COLUMNS=140 python3 -m dlpt --skip-first 6 -o "$OUT/compiled_ro.json" examples/compiled_gpt.py --steps 12 --mode reduce-overhead >"$OUT/example_compiled_ro.txt" 2>&1
+  tail -5 "$OUT/example_compiled.txt" "$OUT/example_compiled_ro.txt"
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -m gpu -q -rs tests/gpu "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -60

@@ -25,7 +25,7 @@ const char* node_kind_name(NodeKind kind);
 
 /// Identity of a node among its siblings. `a`/`b` depend on the kind:
 ///   Frame: code object pointer, bytecode offset   Op/Scope: interned name id
-///   Phase: 0 forward / 1 backward                 Kernel: name id, device
+///   Phase: 0 forward / 1 backward / 2 CUDA graph replay   Kernel: name id, device
 ///   Memcpy: copy kind, host-memory kind | device << 8   Memset: device   Sync: API (domain << 16 | cbid)
 ///   Thread: thread id
 struct NodeKey {

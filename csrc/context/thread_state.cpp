@@ -26,6 +26,7 @@ void ThreadState::reset(Session& s) {
   last_backward_anchor = kNoNode;
   seq_ranges = nullptr;
   api_depth = 0;
+  api_submitted = false;
   path_cache_.clear();
   cached_scopes_version_ = ~0ull;
   thread_node_ = kNoNode;

@@ -74,6 +74,7 @@ class ThreadState {
   int api_depth = 0;
   uint64_t api_start_ns = 0;
   NodeId api_context = kNoNode;
+  bool api_submitted = false;  // the outermost call was counted as a launch awaiting activity
 
  private:
   void reset(Session& s);

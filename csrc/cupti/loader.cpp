@@ -33,6 +33,7 @@ bool bind_all(void* lib, std::string* missing) {
   DLPT_BIND(cuptiActivityFlushAll)
   DLPT_BIND(cuptiActivityGetNextRecord)
   DLPT_BIND(cuptiActivityGetNumDroppedRecords)
+  DLPT_BIND(cuptiGetGraphNodeId)
 #undef DLPT_BIND
   bind(lib, "cuptiSubscribe_v2", &g_api.cuptiSubscribe_v2, nullptr);
   bind(lib, "cuptiActivityFlushPeriod", &g_api.cuptiActivityFlushPeriod, nullptr);

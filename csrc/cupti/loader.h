@@ -24,6 +24,7 @@ struct CuptiApi {
   DLPT_CUPTI_FN(cuptiActivityFlushAll)
   DLPT_CUPTI_FN(cuptiActivityGetNextRecord)
   DLPT_CUPTI_FN(cuptiActivityGetNumDroppedRecords)
+  DLPT_CUPTI_FN(cuptiGetGraphNodeId)
 #undef DLPT_CUPTI_FN
   // Optional: the worker thread's flush period (CUDA 11.1+).
   decltype(&::cuptiActivityFlushPeriod) cuptiActivityFlushPeriod = nullptr;

@@ -75,9 +75,43 @@ void record_stat(int d, uint32_t cbid, uint64_t ns) {
   while (ns > cur && !g_apis.max[d][cbid].compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {}
 }
 
+// ---- CUDA graph nodes ([MT]: the capturing thread, inside its launch call) ----------------
+
+/// Remembers where each captured graph node was launched from (see GraphNodeContexts).
+void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
+  const auto* g = rd ? static_cast<const CUpti_GraphData*>(rd->resourceDescriptor) : nullptr;
+  uint64_t id = 0;
+  if (g == nullptr || g_api->cuptiGetGraphNodeId(g->node, &id) != CUPTI_SUCCESS) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    uint64_t original = 0;
+    if (g_api->cuptiGetGraphNodeId(g->originalNode, &original) == CUPTI_SUCCESS) s.graph_nodes.clone(original, id);
+    return;
+  }
+  ThreadState& ts = ThreadState::get(s);
+  // Only nodes made by a launch/copy/memset we watch, i.e. stream capture. Nodes created inside
+  // cuGraphInstantiate are internal (their clones are reported separately).
+  if (ts.api_depth == 0) return;
+  // Captured while collection is paused (warm-up steps, where torch.compile's reduce-overhead
+  // records its graphs): no op stack was kept, but the Python path still names the line, and
+  // Inductor's generated frames still map to model lines.
+  NodeId ctx = ts.api_context != kNoNode ? ts.api_context : ts.launch_context();
+  s.graph_nodes.put(id, ctx);
+  s.counters.graph_nodes_captured.fetch_add(1, std::memory_order_relaxed);
+  // A captured launch runs nothing now: its activity comes with each replay, under the replay's
+  // correlation id. Stop must not wait for it.
+  if (ts.api_submitted) {
+    s.counters.submitted.fetch_sub(1, std::memory_order_relaxed);
+    ts.api_submitted = false;
+  }
+}
+
 // ---- API callback ([MT]: the calling thread, with or without the GIL) ---------------------
 
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (Session* s = current_session()) on_graph_node(*s, cbid, static_cast<const CUpti_ResourceData*>(data));
+    return;
+  }
   if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || cbid >= kMaxCbid) return;
   Session* s = current_session();
   if (s == nullptr) return;
@@ -92,11 +126,15 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
     if (outer) {
       ts.api_context = s->collecting.load(std::memory_order_relaxed) ? ts.launch_context() : kNoNode;
       ts.api_start_ns = now_ns();
+      ts.api_submitted = false;
     }
     if (cls & kWork) {
       NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
       s->correlations.put(cb->correlationId, node);
-      if (outer && ts.api_context != kNoNode) s->counters.submitted.fetch_add(1, std::memory_order_relaxed);
+      if (outer && ts.api_context != kNoNode) {
+        s->counters.submitted.fetch_add(1, std::memory_order_relaxed);
+        ts.api_submitted = true;
+      }
     }
     return;
   }
@@ -161,6 +199,19 @@ uint32_t kernel_name_id(Tree& tree, const char* name) {
   return id;
 }
 
+/// Where a replayed graph's kernel/copy/memset goes: the `<cuda graph replay>` phase of the
+/// context its node was captured in, or of the replay call's context `launch` when the capture
+/// happened before profiling started.
+NodeId replay_context(Session& s, NodeId launch, uint64_t graph_node_id, uint64_t ns) {
+  s.counters.graph_replay_ns.fetch_add(ns, std::memory_order_relaxed);
+  NodeId captured = s.graph_nodes.find(graph_node_id);
+  if (captured == kNoNode) {
+    s.counters.graph_unmapped_ns.fetch_add(ns, std::memory_order_relaxed);
+    captured = launch;
+  }
+  return s.tree.child(NodeKey{captured, NodeKind::Phase, 2, 0});
+}
+
 /// Resolves a correlation id; nullopt-like kNoNode for activity outside the window.
 NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
   NodeId node = kNoNode;
@@ -193,6 +244,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       const uint64_t ns = k->end > k->start ? k->end - k->start : 0;
       NodeId ctx = resolve(s, k->correlationId, ns);
       if (ctx == kNoNode) return;
+      if (k->graphNodeId != 0) ctx = replay_context(s, ctx, k->graphNodeId, ns);
       s.busy.add(k->deviceId, k->start, k->end);
       KernelConfig cfg;
       cfg.grid[0] = k->gridX; cfg.grid[1] = k->gridY; cfg.grid[2] = k->gridZ;
@@ -209,6 +261,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       const uint64_t ns = c->end > c->start ? c->end - c->start : 0;
       NodeId ctx = resolve(s, c->correlationId, ns);
       if (ctx == kNoNode) return;
+      if (c->graphNodeId != 0) ctx = replay_context(s, ctx, c->graphNodeId, ns);
       s.busy.add(c->deviceId, c->start, c->end);
       // Host side of the copy: the source for host-to-*, the destination for *-to-host.
       uint8_t host_kind = 0;
@@ -224,6 +277,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       const uint64_t ns = m->end > m->start ? m->end - m->start : 0;
       NodeId ctx = resolve(s, m->correlationId, ns);
       if (ctx == kNoNode) return;
+      if (m->graphNodeId != 0) ctx = replay_context(s, ctx, m->graphNodeId, ns);
       s.busy.add(m->deviceId, m->start, m->end);
       NodeId leaf = tree.child(NodeKey{ctx, NodeKind::Memset, m->deviceId, 0});
       tree.node(leaf).m.add_duration(ns);
@@ -300,6 +354,9 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error
       if (g_apis.cls[d][cbid] != kNone) api.cuptiEnableCallback(1, g_subscriber, domains[d], cbid);
     }
   }
+  // Graph node creation and cloning: where replayed kernels were captured.
+  api.cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  api.cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
   g_trace_session.store(&session, std::memory_order_release);
   r = api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   // Hand back filled buffers often, so the records in flight (host memory) stay small however

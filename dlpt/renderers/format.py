@@ -154,7 +154,12 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
     if kind == "scope":
         return Text(f'scope "{fmt.clean(node.name)}"', style), ""
     if kind == "kernel":
-        return Text(fmt.clean(node.name), style), kernel_config(node.extras)
+        # Inductor's fused kernels: the ATen ops they were made from, before the launch config.
+        fuses = node.extras.get("fuses")
+        detail = kernel_config(node.extras)
+        if isinstance(fuses, list) and fuses:
+            detail = f"fuses {'+'.join(str(f) for f in fuses)}  {detail}".rstrip()
+        return Text(fmt.clean(node.name), style), detail
     if kind == "memcpy":
         detail = " ".join(
             p for p in (str(node.extras.get("host_mem") or ""),

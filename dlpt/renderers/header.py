@@ -60,6 +60,7 @@ class Header(View):
 
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
+        lines.extend(self._graph_lines(fmt))
 
         for key, label, style in (("dropped", "dropped", "bold red"),
                                   ("unattributed", "unattributed", "bold yellow")):
@@ -123,6 +124,23 @@ class Header(View):
             t = Text(f"{name}: busy {fmt.time(b)} of {fmt.time(wall)} wall ({100 * frac:.1f}%), ")
             t.append(f"idle {100 * (1 - frac):.1f}%", "bold red" if frac < 0.5 else "")
             lines.append(t)
+        return lines
+
+    def _graph_lines(self, fmt: Fmt) -> list[Text]:
+        """CUDA graph replays: how much GPU time they are, and whether any could not be traced
+        back to where they were captured."""
+        g = self.meta.get("cuda_graphs") if isinstance(self.meta.get("cuda_graphs"), dict) else {}
+        replay = _int(g.get("replay_gpu_ns"))
+        if not replay:
+            return []
+        per = " per step" if fmt.steps else ""
+        lines = [Text(f"CUDA graph replays: {fmt.time(replay)} GPU time{per}, shown under "
+                      f"<cuda graph replay> at the lines that captured them")]
+        lost = _int(g.get("uncaptured_gpu_ns"))
+        if lost:
+            lines.append(Text(f"{fmt.time(lost)}{per} of it was captured before profiling started: "
+                              "shown at the replay call instead (start dlpt before the graphs are "
+                              "captured; --skip-first keeps warm-up out of the numbers)", "bold yellow"))
         return lines
 
     @staticmethod

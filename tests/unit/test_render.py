@@ -222,3 +222,21 @@ def test_source_text_with_tabs_keeps_width(h, tmp_path: Path) -> None:
     text = h.render_text(render(b.session()), width=80)
     assert "tabs.py:1 main  x = 1" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_cuda_graph_replays_and_fused_kernels_shown(h) -> None:
+    b = h.Builder()
+    line = b.frame(0, h.MODEL, 21, "forward")
+    replay = b.phase(line, "<cuda graph replay>")
+    k = b.kernel(replay, "triton_poi_fused_relu_0 [0_forward]", 4, 4_000)
+    b.nodes[k]["x"]["fuses"] = ["aten.relu", "aten.add"]
+    meta = h.gpu_meta(steps=4)
+    meta["cuda_graphs"] = {"replay_gpu_ns": 4_000, "uncaptured_gpu_ns": 1_000, "nodes_captured": 3}
+    text = h.render_text(render(b.session(meta)), width=160)
+    assert "CUDA graph replays: 1.0µs GPU time per step" in text
+    assert "250ns per step of it was captured before profiling started" in text
+    assert "<cuda graph replay>" in text
+    row = next(ln for ln in text.splitlines() if "triton_poi_fused_relu_0 [0_forward]" in ln)
+    assert "fuses aten.relu+aten.add" in row
+    plain = h.render_text(render(h.build_gpu().session(h.gpu_meta())))
+    assert "CUDA graph" not in plain
