@@ -39,6 +39,7 @@ class CompileEvents:
         self._seen: set[tuple] = set()
         self._metrics: list[Any] = []
         self._callback: Any = None
+        self._start_callback: Any = None
         self._handler: Any = None
 
     @staticmethod
@@ -66,8 +67,17 @@ class CompileEvents:
         self._seen = {self._key(m) for m in get_compilation_metrics()}  # earlier compiles are not ours
         self._callback = self._collect
         callback_handler.register_end_callback(self._callback)
+        self._start_callback = self._on_compile_start
+        callback_handler.register_start_callback(self._start_callback)
         self._handler = callback_handler
         self._t0 = time.time()
+
+    @staticmethod
+    def _on_compile_start(*_args: Any) -> None:
+        # Inductor is being used: make sure its graph partitions keep their line maps.
+        from dlpt import inductor_partitions
+
+        inductor_partitions.install()
 
     def stop(self) -> list[dict[str, Any]]:
         if self._handler is None:
@@ -75,6 +85,7 @@ class CompileEvents:
         self._collect()
         try:
             self._handler.remove_end_callback(self._callback)
+            self._handler.remove_start_callback(self._start_callback)
         except Exception:
             pass
         self._handler = None

@@ -92,6 +92,8 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     cache = _mapper()
     if cache is None:
         return nodes
+    # Generated frames, with the model frames of their line (outermost first; empty when the
+    # line has no entry, e.g. the wrapper's own bookkeeping).
     chains: dict[int, list[dict[str, Any]]] = {}
     for n in nodes:
         if n["kind"] == "frame" and n["file"] in cache.linemaps:
@@ -99,8 +101,7 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 frames = cache.stack_frames_for_code(n["file"], n["line"])
             except Exception:  # a profiler must not fail over a line map
                 frames = None
-            if frames:
-                chains[n["id"]] = list(reversed(frames))  # outermost first
+            chains[n["id"]] = list(reversed(frames or []))
     if not chains:
         return nodes
     children: dict[int, list[int]] = defaultdict(list)

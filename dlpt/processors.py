@@ -20,7 +20,7 @@ from dlpt.errors import UsageError
 from dlpt.tree import Node, add_metrics, compute_inclusive, merge_child, walk
 
 __all__ = [
-    "Metric", "METRICS", "get_metric", "default_metric", "is_library_file", "is_user_frame",
+    "Metric", "METRICS", "get_metric", "default_metric", "is_library_file", "is_library_frame", "is_user_frame",
     "lift", "collapse_library", "collapse_lone_forward", "prune", "limit_depth", "invert",
     "FlatRow", "flatten", "flatten_by_line", "flatten_by_kind",
 ]
@@ -125,9 +125,14 @@ def is_library_file(path: str) -> bool:
     return any(p.startswith(r) for r in _library_roots())
 
 
+def is_library_frame(node: Node) -> bool:
+    """A frame node of library code: a library file, or code a library exec'd (``x.library``)."""
+    return node.kind == "frame" and (is_library_file(node.file) or bool(node.extras.get("library")))
+
+
 def is_user_frame(node: Node) -> bool:
-    """A frame node whose file is not a library file."""
-    return node.kind == "frame" and not is_library_file(node.file)
+    """A frame node of the user's own code."""
+    return node.kind == "frame" and not is_library_frame(node)
 
 
 # -- structural transforms ------------------------------------------------------------------
@@ -154,7 +159,7 @@ def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
 def collapse_library(root: Node) -> Node:
     """Remove library frames (see is_library_file), lifting their children into the nearest
     kept ancestor, so that user lines call user lines and ops directly."""
-    return lift(root, lambda n: n.kind == "frame" and is_library_file(n.file))
+    return lift(root, is_library_frame)
 
 
 def collapse_lone_forward(root: Node) -> Node:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from dlpt import _native
 from dlpt.compile_events import CompileEvents
+from dlpt.exec_frames import mark_library_exec_frames
 from dlpt.inductor_lines import map_generated_frames
 from dlpt.errors import ProfilerBusyError, UsageError
 from dlpt.session import Session
@@ -196,7 +197,8 @@ class profile:
                             "nodes_captured": c.get("graph_nodes_captured", 0)},
             "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid()),
         })
-        return Session(map_generated_frames(_native.to_nodes(raw["nodes"])), meta)
+        nodes = mark_library_exec_frames(map_generated_frames(_native.to_nodes(raw["nodes"])))
+        return Session(nodes, meta)
 
     # -- context manager / decorator --------------------------------------------------------
 

@@ -88,16 +88,46 @@ def fresh_dynamo(monkeypatch):
     torch._dynamo.reset()
 
 
+def keep(session, name: str) -> Q:
+    """Save the session where DLPT_KEEP_SESSIONS points (for looking at failures offline)."""
+    import os
+
+    where = os.environ.get("DLPT_KEEP_SESSIONS")
+    if where:
+        os.makedirs(where, exist_ok=True)
+        session.save(os.path.join(where, f"{name}.json"))
+    return Q(session)
+
+
 def user_frame(q: Q, nid: int) -> dict | None:
     """Innermost frame above `nid` that is the user's: not library, not generated code."""
     for a in q.ancestors(nid):
-        if a["kind"] == "frame" and not (a.get("x") or {}).get("generated") and not is_library_file(a["file"]):
+        x = a.get("x") or {}
+        if a["kind"] == "frame" and not x.get("generated") and not x.get("library") and not is_library_file(a["file"]):
             return a
     return None
 
 
-def on_model_lines(q: Q, nodes) -> float:
+class Share(float):
+    """A fraction whose repr lists the biggest misses, so a failing assertion says where the
+    time went instead."""
+
+    misses: list[str]
+
+    def __repr__(self) -> str:
+        return f"{float(self):.3f}; biggest misses:\n" + "\n".join(self.misses)
+
+
+def describe(q: Q, n: dict) -> str:
+    chain = [n] + list(q.ancestors(n["id"]))
+    parts = [f"{a['kind']}:{a['name']}" + (f"@{a['file'].rsplit('/', 1)[-1]}:{a['line']}" if a["file"] else "")
+             for a in reversed(chain[:14])]
+    return f"  {sum(n['m'].get(k, 0) for k in GPU_KEYS) / 1e3:.0f}us " + " > ".join(parts)
+
+
+def on_model_lines(q: Q, nodes) -> Share:
     total = hit = 0
+    missed = []
     for n in nodes:
         ns = sum(n["m"].get(k, 0) for k in GPU_KEYS)
         if not ns:
@@ -106,8 +136,12 @@ def on_model_lines(q: Q, nodes) -> float:
         f = user_frame(q, n["id"])
         if f is not None and f["file"] == HERE and any(f["line"] in r for r in MODEL_LINES):
             hit += ns
+        else:
+            missed.append((ns, n))
     assert total > 0
-    return hit / total
+    share = Share(hit / total)
+    share.misses = [describe(q, n) for _, n in sorted(missed, key=lambda t: -t[0])[:6]]
+    return share
 
 
 def gpu_leaves(q: Q) -> list[dict]:
@@ -142,7 +176,7 @@ def test_compiled_training_step_fused_kernels_on_model_lines():
     step = make_training()
     with dlpt.profile(skip_first=3) as prof:
         run_steps(step, 6)
-    q = Q(prof.session)
+    q = keep(prof.session, "compiled_training_step_fused_kernels_on_model_lines")
     opt_line = line_of("opt_step", make_training)
     model_nodes = [n for n in gpu_leaves(q)
                    if not any(a["kind"] == "frame" and a["line"] == opt_line and a["file"] == HERE
@@ -171,7 +205,7 @@ def test_reduce_overhead_replays_on_capture_lines():
     # Graphs are recorded in the skipped warm-up steps; the profiled steps only replay them.
     with dlpt.profile(skip_first=4) as prof:
         run_steps(step, 7)
-    q = Q(prof.session)
+    q = keep(prof.session, "reduce_overhead_replays_on_capture_lines")
     graphs = prof.session.meta["cuda_graphs"]
     model = [n for n in gpu_leaves(q) if q.phase_of(n["id"]) == "<cuda graph replay>"]
     assert graphs["nodes_captured"] > 0
@@ -209,12 +243,13 @@ def capture_and_replay(replays: int, profile_capture: bool):
 
 def test_manual_cuda_graph_replays_on_capture_lines():
     session = capture_and_replay(5, profile_capture=True)
-    q = Q(session)
+    q = keep(session, "manual_cuda_graph_replays_on_capture_lines")
     cap, cap2, rep = (line_of(t, capture_and_replay) for t in ("capture", "capture2", "replay"))
     mm = [n for n in q.kernels(q.under_line(HERE, cap)) if q.phase_of(n["id"]) == "<cuda graph replay>"]
     relu = [n for n in q.kernels(q.under_line(HERE, cap2)) if q.phase_of(n["id"]) == "<cuda graph replay>"]
-    assert sum(n["m"]["kernels"] for n in mm) == 5
-    assert sum(n["m"]["kernels"] for n in relu) == 5
+    # Each kernel of the graph (cuBLAS may use two for the GEMM) ran once per replay.
+    assert mm and all(n["m"]["kernels"] == 5 for n in mm)
+    assert relu and all(n["m"]["kernels"] == 5 for n in relu)
     assert q.kernels(q.under_line(HERE, rep)) == []
     # The replay call itself is host work at its own line.
     assert sum(n["m"].get("api_ns", 0) for n in q.under_line(HERE, rep)) > 0
@@ -223,10 +258,10 @@ def test_manual_cuda_graph_replays_on_capture_lines():
 
 def test_graph_captured_before_profiling_falls_back_to_replay_line():
     session = capture_and_replay(4, profile_capture=False)
-    q = Q(session)
+    q = keep(session, "graph_captured_before_profiling_falls_back_to_replay_line")
     rep = line_of("replay", capture_and_replay)
     replayed = [n for n in q.kernels(q.under_line(HERE, rep)) if q.phase_of(n["id"]) == "<cuda graph replay>"]
-    assert sum(n["m"]["kernels"] for n in replayed) == 8
+    assert len(replayed) >= 2 and all(n["m"]["kernels"] == 4 for n in replayed)
     g = session.meta["cuda_graphs"]
     assert g["uncaptured_gpu_ns"] == g["replay_gpu_ns"] > 0
 
@@ -252,7 +287,7 @@ def test_user_triton_kernel_on_calling_line_with_launch_config():
     with dlpt.profile() as prof:
         for _ in range(3):
             launch(x, y, out)
-    q = Q(prof.session)
+    q = keep(prof.session, "user_triton_kernel_on_calling_line_with_launch_config")
     ks = [n for n in q.kernels(q.under_line(HERE, line_of("launch", launch))) if n["name"] == "scaled_add_kernel"]
     assert sum(n["m"]["kernels"] for n in ks) == 3
     assert ks[0]["x"]["grid"] == [1024, 1, 1] and ks[0]["x"]["block"] == [128, 1, 1]
@@ -263,7 +298,7 @@ def test_compiled_optimizer_on_step_line():
     step = make_training(compile_optimizer=True)
     with dlpt.profile(skip_first=3) as prof:
         run_steps(step, 5)
-    q = Q(prof.session)
+    q = keep(prof.session, "compiled_optimizer_on_step_line")
     opt_line = line_of("opt_step", make_training)
     under_step = [n for n in gpu_leaves(q) if any(
         a["kind"] == "frame" and a["file"] == HERE and a["line"] == opt_line for a in q.ancestors(n["id"]))]
@@ -297,7 +332,7 @@ def test_compiled_example_report_names_breaks_recompiles_and_model_lines(tmp_pat
     data = json.loads(out.read_text())
     from dlpt.session import Session
 
-    q = Q(Session.from_dict(data))
+    q = keep(Session.from_dict(data), "compiled_example")
     triton = [n for n in q.kernels(q.nodes) if n["name"].startswith("triton_")]
     model_file = os.path.join(root, "examples", "gpu_gpt.py")
     example = os.path.join(root, "examples", "compiled_gpt.py")

@@ -187,3 +187,28 @@ def test_flat_by_op_and_kernel(h) -> None:
     assert sum(GPU(r.self) for r in lines) == GPU(root.inclusive) - 120_000
     by_line = {r.key: r for r in lines}
     assert GPU(by_line[(h.TRAIN, 60)].inclusive) == GPU(root.inclusive) - 120_000  # not <unknown>
+
+
+def test_exec_frames_called_from_library_fold_like_library() -> None:
+    from dlpt.exec_frames import mark_library_exec_frames
+    from dlpt.processors import collapse_library
+    from dlpt.session import Session
+    from dlpt.tree import build_tree
+
+    site = "/opt/venv/lib/python3.12/site-packages/triton/runtime/jit.py"
+    nodes = [
+        {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
+        {"id": 1, "parent": 0, "kind": "frame", "name": "forward", "file": "/src/model.py", "line": 3, "m": {}},
+        {"id": 2, "parent": 1, "kind": "frame", "name": "run", "file": site, "line": 9, "m": {}},
+        {"id": 3, "parent": 2, "kind": "frame", "name": "launcher", "file": "<string>", "line": 5, "m": {}},
+        {"id": 4, "parent": 3, "kind": "kernel", "name": "k", "file": "", "line": 0, "m": {"gpu_ns": 7, "kernels": 1}},
+        # exec'd by the user's own code (python -c): stays the user's
+        {"id": 5, "parent": 1, "kind": "frame", "name": "<module>", "file": "<string>", "line": 1, "m": {}},
+        {"id": 6, "parent": 5, "kind": "kernel", "name": "k2", "file": "", "line": 0, "m": {"gpu_ns": 3, "kernels": 1}},
+    ]
+    mark_library_exec_frames(nodes)
+    assert nodes[3]["x"]["library"] is True and "x" not in nodes[5]
+    s = Session.from_dict({"format": "dlpt-session", "version": 1, "meta": {}, "nodes": nodes})
+    model = collapse_library(build_tree(s)).children[0]
+    assert model.name == "forward"
+    assert sorted((c.kind, c.name) for c in model.children) == [("frame", "<module>"), ("kernel", "k")]
