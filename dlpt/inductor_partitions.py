@@ -22,11 +22,12 @@ from typing import Any
 
 _EXPECTED = "subgraph_definitions.splice(subgraph_code.value)"
 _installed = False
+_original: Any = None  # Inductor's own method, kept for the patched one to fall back on
 
 
 def install() -> bool:
     """Patch Inductor once; True if the patch is (now) in place."""
-    global _installed
+    global _installed, _original
     if _installed:
         return True
     try:
@@ -63,5 +64,6 @@ def install() -> bool:
         self.subgraph_definitions.splice(buf)
 
     PythonWrapperCodegen.define_subgraph_launcher_fn = define_subgraph_launcher_fn  # type: ignore[method-assign]
+    _original = original
     _installed = True
     return True

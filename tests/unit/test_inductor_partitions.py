@@ -34,14 +34,10 @@ def splice(fn) -> utils.ValueWithLineMap:
 
 
 def test_partition_line_map_survives_the_splice():
-    original = wrapper.PythonWrapperCodegen.define_subgraph_launcher_fn
+    # Installed for the rest of the process (as a profile does on its first compilation).
     assert inductor_partitions.install()
-    try:
-        patched = splice(wrapper.PythonWrapperCodegen.define_subgraph_launcher_fn)
-        plain = splice(original)
-    finally:
-        wrapper.PythonWrapperCodegen.define_subgraph_launcher_fn = original
-        inductor_partitions._installed = False
+    patched = splice(wrapper.PythonWrapperCodegen.define_subgraph_launcher_fn)
+    plain = splice(inductor_partitions._original)
     assert patched.value == plain.value  # the generated code is unchanged
     assert plain.line_map == []  # what Inductor does by itself: the map is lost
     lines = patched.value.split("\n")
