@@ -84,7 +84,7 @@ def session_stats(session) -> dict:
         if meta is None and isinstance(session, dict):
             meta = session.get("meta")
         if isinstance(meta, dict):
-            for k in ("gpu", "dropped", "unattributed"):
+            for k in ("gpu", "dropped", "unattributed", "cuda_graphs"):
                 if k in meta:
                     out[k] = meta[k]
     except Exception as e:  # stats are extra; a format change must not lose the timing

@@ -96,10 +96,25 @@ def ex_gpt():
     return "example_gpu_gpt", step
 
 
-BUILDERS.update(cpu_example=cpu_example, ex_cnn=ex_cnn, ex_gpt=ex_gpt)
+def gpt2_compiled_reduce_overhead():
+    """gpt2(compiled=True) under mode="reduce-overhead" (CUDA graphs). torch.compile is wrapped
+    for the call rather than the builder copied, so the model stays the shared one."""
+    import functools
+
+    compile_ = torch.compile
+    torch.compile = functools.partial(compile_, mode="reduce-overhead")
+    try:
+        name, step = gpt2(compiled=True)
+    finally:
+        torch.compile = compile_
+    return name + "_reduce_overhead", step
+
+
+BUILDERS.update(cpu_example=cpu_example, ex_cnn=ex_cnn, ex_gpt=ex_gpt,
+                gpt2_compiled_ro=gpt2_compiled_reduce_overhead)
 
 # Workloads that never touch the GPU: overhead.py must not call torch.cuda there.
 CPU_ONLY = {"cpu_example"}
 # Workloads whose steps are short enough that the default step count would time only a few
 # hundred ms; overhead.py multiplies STEPS by this so the timed window is not mostly noise.
-STEPS_SCALE = {"cpu_example": 10}
+STEPS_SCALE = {"cpu_example": 10, "gpt2_compiled": 3, "gpt2_compiled_ro": 3}

@@ -240,3 +240,10 @@ def test_cuda_graph_replays_and_fused_kernels_shown(h) -> None:
     assert "fuses aten.relu+aten.add" in row
     plain = h.render_text(render(h.build_gpu().session(h.gpu_meta())))
     assert "CUDA graph" not in plain
+
+
+def test_dynamo_resume_functions_read_as_the_function_they_continue(h) -> None:
+    b = h.Builder()
+    b.kernel(b.frame(0, h.MODEL, 22, "Net.torch_dynamo_resume_in_forward_at_21"), "k", 1, 100)
+    text = h.render_text(render(b.session()), width=140)
+    assert "model.py:22 Net.forward (resumed after line 21)" in text
