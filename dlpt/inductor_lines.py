@@ -108,6 +108,15 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for n in nodes:
         if n["parent"] >= 0:
             children[n["parent"]].append(n["id"])
+    # A generated frame that calls generated code (the wrapper's `call()` running a graph
+    # partition, `self.partitions[0](args)`) has no model line of its own: the line map gives
+    # such a line whatever context came before it. Only the innermost generated frame maps.
+    calls_generated: set[int] = set()
+    for n in reversed(nodes):  # children come after their parents
+        if (n["id"] in chains or n["id"] in calls_generated) and n["parent"] >= 0:
+            calls_generated.add(n["parent"])
+    for nid in calls_generated & chains.keys():
+        chains[nid] = []
     out: list[dict[str, Any]] = []
     # (old id, new parent, generated module the node runs under or "")
     stack: list[tuple[int, int, str]] = [(0, -1, "")]

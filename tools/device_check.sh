@@ -24,7 +24,7 @@ fi
 if [ "$what" = compiled ] || [ "$what" = all ]; then  # the compiled example, as a user runs it
   COLUMNS=140 python3 -m dlpt --skip-first 6 -o "$OUT/compiled.json" examples/compiled_gpt.py --steps 12 >"$OUT/example_compiled.txt" 2>&1
   COLUMNS=140 python3 -m dlpt --skip-first 6 -o "$OUT/compiled_ro.json" examples/compiled_gpt.py --steps 12 --mode reduce-overhead >"$OUT/example_compiled_ro.txt" 2>&1
-  tail -5 "$OUT/example_compiled.txt" "$OUT/example_compiled_ro.txt"
+  tail -n 5 "$OUT/example_compiled.txt" "$OUT/example_compiled_ro.txt"
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -m gpu -q -rs tests/gpu "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -60

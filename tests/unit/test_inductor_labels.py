@@ -97,3 +97,29 @@ def test_kernels_under_generated_frames_are_labelled_and_mapped(wrapper, monkeyp
     plain = next(n for n in out if n["kind"] == "kernel" and by_parent[n["parent"]]["kind"] == "root")
     assert plain["name"] == "triton_poi_fused_gelu_1" and "graph" not in plain.get("x", {})
     assert sum(n["m"].get("gpu_ns", 0) for n in out) == 7
+
+
+class NestedCache(FakeCache):
+    """`call()` at line 30 runs partition_0, whose line 23 launches a kernel. Line 30 maps to a
+    stale context (model.py:3), as Inductor's map gives the partition call line."""
+
+    def stack_frames_for_code(self, path, line):
+        return {23: [{"name": "forward", "filename": "/src/model.py", "line": 7}],
+                30: [{"name": "forward", "filename": "/src/model.py", "line": 3}]}.get(line)
+
+
+def test_only_the_innermost_generated_frame_maps(wrapper, monkeypatch):
+    monkeypatch.setattr(inductor_lines, "_mapper", lambda: NestedCache(wrapper))
+    nodes = [
+        {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
+        {"id": 1, "parent": 0, "kind": "frame", "name": "call", "file": wrapper, "line": 30, "m": {}},
+        {"id": 2, "parent": 1, "kind": "frame", "name": "partition_0", "file": wrapper, "line": 23, "m": {}},
+        {"id": 3, "parent": 2, "kind": "kernel", "name": "triton_poi_fused_gelu_1", "file": "", "line": 0,
+         "m": {"gpu_ns": 5}, "x": {"full_name": "triton_poi_fused_gelu_1"}},
+    ]
+    out = inductor_lines.map_generated_frames(nodes)
+    user = [n for n in out if n["file"] == "/src/model.py"]
+    assert [(n["line"]) for n in user] == [7]
+    assert all((n.get("x") or {}).get("generated") == "inductor" for n in out if n["file"] == wrapper)
+    kernel = next(n for n in out if n["kind"] == "kernel")
+    assert kernel["parent"] == user[0]["id"] and kernel["name"].endswith("[1_backward]")
