@@ -51,9 +51,9 @@ def wrapper_info(path: str) -> tuple[str, dict[str, tuple[str, ...]]]:
             pending = tuple(op.strip() for op in m.group(1).split(",") if op.strip())
             pending_left = _CALL_WINDOW
             continue
-        kernel = (_DEFINED.match(text) or _CALLED.match(text) or [None, None])[1]
-        if kernel and pending_left > 0 and pending:
-            fused.setdefault(kernel, pending)
+        launch = _DEFINED.match(text) or _CALLED.match(text)
+        if launch and pending_left > 0 and pending:
+            fused.setdefault(launch.group(1), pending)
             pending_left = 0
         elif text.strip() and not text.lstrip().startswith("#"):
             pending_left -= 1

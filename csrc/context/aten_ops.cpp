@@ -74,15 +74,15 @@ void record_forward_op(Session& s, ThreadState& ts, int64_t seq, NodeId op) {
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   Session* s = current_session();
   if (s == nullptr) return nullptr;
-  const char* name = rf.name();
-  const bool compiled = is_compiled_region(name);
   // While paused (warm-up steps) only compiled regions are followed, and only with GPU capture:
   // that is when reduce-overhead records its CUDA graphs, and a graph's kernels are attributed to
   // the context they were captured in (see GraphNodeContexts), which needs the region's place
   // (its call line, its backward grafted under its forward). A handful of ops per step.
-  if (!s->collecting.load(std::memory_order_relaxed) && !(compiled && s->gpu.load(std::memory_order_relaxed))) {
-    return nullptr;
-  }
+  const bool collecting = s->collecting.load(std::memory_order_relaxed);
+  if (!collecting && !s->gpu.load(std::memory_order_relaxed)) return nullptr;
+  const char* name = rf.name();
+  const bool compiled = is_compiled_region(name);
+  if (!collecting && !compiled) return nullptr;
   ThreadState& ts = ThreadState::get(*s);
   ts.rf_thread_id = rf.threadId();
   const at::RecordScope scope = rf.scope();

@@ -136,7 +136,7 @@ def kernel_config(x: dict) -> str:
     return " ".join(parts)
 
 
-_RESUME = re.compile(r"(?:^|\.)torch_dynamo_resume_in_(\w+?)_at_(\d+)$")
+_RESUME = re.compile(r"(?:^|(?<=\.))torch_dynamo_resume_in_(\w+?)_at_(\d+)$")
 
 
 def frame_name(name: str) -> str:
@@ -146,7 +146,7 @@ def frame_name(name: str) -> str:
     m = _RESUME.search(name)
     if m is None:
         return name
-    return f"{name[:m.start()] + ('.' if m.group(0).startswith('.') else '')}{m.group(1)} (resumed after line {m.group(2)})"
+    return f"{name[:m.start()]}{m.group(1)} (resumed after line {m.group(2)})"
 
 
 def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> tuple[Text, str]:
