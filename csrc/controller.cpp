@@ -2,6 +2,7 @@
 
 #include <Python.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "context/aten_ops.h"
@@ -9,8 +10,10 @@
 
 namespace dlpt {
 
-StartResult start_capture(const CaptureOptions& opts) {
+StartResult start_capture(const CaptureOptions& options) {
   if (current_session() != nullptr) throw std::runtime_error("a dlpt profile is already running");
+  CaptureOptions opts = options;
+  if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED")) opts.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   StartResult res;
   Session* s = begin_session(opts);
   const bool floor = opts.floor != Floor::None;

@@ -12,10 +12,12 @@
 // lines: the outermost op already names the line, and kernels launched inside it land under it.
 // So by default (CaptureOptions::nested_ops false) RecordFunction is switched off on the thread
 // for the duration of each outermost op that is known to make nested records ("a window"), and
-// back on at its end. Switching costs torch a rebuild of its thread-local callback cache (about
-// two nested records' worth), so each op name is first watched for kLearnCalls calls (its
-// nested records are counted, not recorded) and only ops that made at least kWindowMinNested
-// get a window. With nested_ops on, every record is recorded as an op node (aten::mm under
+// back on at its end. Switching costs torch a rebuild of its thread-local callback cache: a
+// mutex, a copy of the global callback list and a rebuild of every scope's cache, about 6,000
+// instructions for the pair, as much as 6-7 records of its machinery (~940 instructions each;
+// callgrind, torch 2.13 CPU). So each op name is first watched for kLearnCalls calls (its nested
+// records are counted, not recorded) and only ops that made at least
+// CaptureOptions::window_min_nested get a window. With nested_ops on, every record is recorded as an op node (aten::mm under
 // aten::matmul), at the full cost.
 #include "aten_ops.h"
 
@@ -35,7 +37,6 @@ at::CallbackHandle g_handle = 0;
 at::CallbackHandle g_floor_handle = 0;
 
 constexpr uint8_t kLearnCalls = 3;
-constexpr uint16_t kWindowMinNested = 2;
 
 /// The RecordFunction whose end must switch RecordFunction back on for this thread. At most one:
 /// inside a window no record starts on the thread. Kept outside ThreadState so that the switch
@@ -106,7 +107,7 @@ void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::Rec
     return;
   }
   // Another profiler's thread-local callbacks (torch.profiler) would lose the nested ops too.
-  if (info.max_nested < kWindowMinNested || t_window_owner != nullptr || at::hasThreadLocalCallbacks()) return;
+  if (info.max_nested < s.opts.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks()) return;
   at::enableRecordFunction(false);
   t_window_owner = &rf;
   s.counters.rf_windows.fetch_add(1, std::memory_order_relaxed);

@@ -75,39 +75,11 @@ NodeId ThreadState::frame_child(NodeId parent, const RawFrame& f) {
   return id;
 }
 
-NodeId ThreadState::build_path(const RawFrame* raw, size_t n) {
-  // raw[] is innermost first; the cached path runs outermost first. Frames are compared by
-  // (frame address, instruction pointer) only: the outer frames (main loop, train step, module
-  // calls) rarely change between two ops, and only frames that differ are decoded and looked up.
-  if (!path_cache_valid_) {
-    path_cache_.clear();
-    path_cache_valid_ = true;
+NodeId ThreadState::frame_node(NodeId parent, const RawFrame& f) {
+  for (const ScopeEntry& sc : scopes_) {
+    if (sc.entry_frame == f.frame) parent = child(parent, NodeKind::Scope, sc.name_id);
   }
-  size_t common = 0;
-  const size_t cached = path_cache_.size();
-  while (common < n && common < cached) {
-    const RawFrame& f = raw[n - 1 - common];
-    const RawFrame& c = path_cache_[common].raw;
-    if (f.frame != c.frame || f.instr != c.instr) break;
-    ++common;
-  }
-  path_cache_.resize(common);
-  NodeId parent = common ? path_cache_.back().node : kRootNode;
-  uint32_t usable = common ? path_cache_.back().usable : 0;
-  for (size_t i = common; i < n; ++i) {
-    RawFrame f = raw[n - 1 - i];
-    decode_frame(f);
-    if (f.code != nullptr) {
-      // A scope entered by this frame sits above it.
-      for (const ScopeEntry& sc : scopes_) {
-        if (sc.entry_frame == f.frame) parent = child(parent, NodeKind::Scope, sc.name_id);
-      }
-      parent = frame_child(parent, f);
-      ++usable;
-    }
-    path_cache_.push_back(CachedFrame{f, parent, usable});
-  }
-  return parent;
+  return frame_child(parent, f);
 }
 
 NodeId ThreadState::python_context(size_t* depth) {
@@ -115,20 +87,17 @@ NodeId ThreadState::python_context(size_t* depth) {
   if (!session.opts.python_frames) return kNoNode;
   RawFrame raw[kMaxPythonFrames];
   const size_t n = walk_python_frames(raw, kMaxPythonFrames);
-  if (n == 0) return kNoNode;
-  const NodeId node = build_path(raw, n);
-  const uint32_t usable = path_cache_.back().usable;
+  uint32_t usable = 0;
+  const NodeId node = n ? root_path_.build(*this, raw, n, 0, kRootNode, &usable) : kNoNode;
   if (depth) *depth = usable;
   return usable ? node : kNoNode;
 }
 
 NodeId ThreadState::python_subpath(NodeId base, size_t depth) {
-  // Not through the path cache: these frames go under `base`, not under the root.
-  RawFrame frames[kMaxPythonFrames];
-  const size_t n = capture_python_frames(frames, kMaxPythonFrames);  // innermost first
-  NodeId parent = base;
-  for (size_t i = n > depth ? n - depth : 0; i-- > 0;) parent = frame_child(parent, frames[i]);
-  return parent;
+  if (!session.opts.python_frames) return base;
+  RawFrame raw[kMaxPythonFrames];
+  const size_t n = walk_python_frames(raw, kMaxPythonFrames);
+  return n ? region_path_.build(*this, raw, n, depth, base, nullptr) : base;
 }
 
 NodeId ThreadState::launch_context() {
@@ -144,12 +113,14 @@ NodeId ThreadState::launch_context() {
 
 void ThreadState::push_scope(const void* entry_frame, uint32_t name_id) {
   scopes_.push_back(ScopeEntry{entry_frame, name_id});
-  path_cache_valid_ = false;
+  root_path_.invalidate();
+  region_path_.invalidate();
 }
 
 void ThreadState::pop_scope() {
   if (!scopes_.empty()) scopes_.pop_back();
-  path_cache_valid_ = false;
+  root_path_.invalidate();
+  region_path_.invalidate();
 }
 
 namespace {

@@ -19,6 +19,7 @@
 #include "../session.h"
 #include "child_cache.h"
 #include "op_names.h"
+#include "path_cache.h"
 #include "python_stack.h"
 
 namespace dlpt {
@@ -49,13 +50,6 @@ struct OpEntry {
 struct ScopeEntry {
   const void* entry_frame;  // the frame that entered the scope; the scope node goes above it
   uint32_t name_id;
-};
-
-/// One frame of the cached Python path, outermost first.
-struct CachedFrame {
-  RawFrame raw;     // decoded (raw.code == nullptr: not user code, no node of its own)
-  NodeId node;      // tree node of the path up to and including this frame
-  uint32_t usable;  // user-visible frames up to and including this one
 };
 
 /// Per-thread statistics of one watched CUDA API function. Single writer: relaxed atomics
@@ -123,6 +117,8 @@ class ThreadState {
   /// this thread's own node.
   NodeId launch_context();
   NodeId thread_node();
+  /// The node of frame `f` under `parent`, with any scope entered by that frame in between.
+  NodeId frame_node(NodeId parent, const RawFrame& f);
 
   // -- scopes (dlpt.scope and top-level record_function regions) ---------------------------
   void push_scope(const void* entry_frame, uint32_t name_id);
@@ -154,7 +150,6 @@ class ThreadState {
   uint32_t self_countdown = 1;
 
  private:
-  NodeId build_path(const RawFrame* raw, size_t n);
   NodeId frame_child(NodeId parent, const RawFrame& f);
 
   std::array<OpEntry, kMaxDepth> stack_;
@@ -162,8 +157,8 @@ class ThreadState {
   int open_ops_ = 0;
   int learner_ = -1;
   std::vector<ScopeEntry> scopes_;
-  std::vector<CachedFrame> path_cache_;  // the last Python path, outermost first
-  bool path_cache_valid_ = false;        // false after a scope change
+  PathCache root_path_;    // the Python path from the root
+  PathCache region_path_;  // frames under the innermost torch.compile region
   NodeId thread_node_ = kNoNode;
   ChildCache children_;
   OpNames names_;
