@@ -11,13 +11,16 @@ from tests.query import Q
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "mlp_train.py")
+# The checkout's dlpt, not whatever `pip install -e` last pointed at (the subprocess runs from a
+# temporary directory, so nothing else puts this checkout on its path).
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
 
 
 def test_example_matmul_line_holds_forward_and_backward(tmp_path):
     out = tmp_path / "p.json"
     run = subprocess.run([sys.executable, "-m", "dlpt", "--skip-first", "2", "-o", str(out), EXAMPLE,
-                          "--steps", "6", "--device", "cpu"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300)
+                          "--steps", "6", "--device", "cpu"], cwd=tmp_path, env=ENV, capture_output=True,
+                         text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "mlp_train.py" in run.stdout and "aten::matmul" in run.stdout
     session = Session.load(out)
@@ -31,6 +34,6 @@ def test_example_matmul_line_holds_forward_and_backward(tmp_path):
     assert q.total("cpu_ns", under) > 0.2 * q.total("cpu_ns")  # the biggest line by far
 
     again = subprocess.run([sys.executable, "-m", "dlpt", "--load", str(out), "--view", "flat"],
-                           capture_output=True, text=True, timeout=120)
+                           env=ENV, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert f"mlp_train.py:{line}" in again.stdout
