@@ -7,20 +7,15 @@ them in any order. All of them are iterative (deep trees must not hit the recurs
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import os
-import re
-import sysconfig
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from dlpt.errors import UsageError
+from dlpt.source_files import is_library_file
 from dlpt.tree import Node, add_metrics, compute_inclusive, merge_child, walk
 
 __all__ = [
-    "Metric", "METRICS", "get_metric", "default_metric", "is_library_file", "is_library_frame", "is_user_frame",
+    "Metric", "METRICS", "get_metric", "default_metric", "is_library_frame", "is_user_frame",
     "lift", "collapse_library", "collapse_lone_forward", "prune", "limit_depth", "invert",
     "FlatRow", "flatten", "flatten_by_line", "flatten_by_kind",
 ]
@@ -82,49 +77,6 @@ def default_metric(root: Node) -> Metric:
 
 # -- library frames -------------------------------------------------------------------------
 
-# Patterns for sessions recorded elsewhere (--load on another machine), where the local
-# sysconfig/torch paths do not apply.
-# Also generated code: Inductor's cache (torchinductor_<user>/) and AOTAutograd's codegen'd
-# functions (filenames like "...py:codegen(runtime_wrapper_orchestration)").
-_FOREIGN_LIB = re.compile(r"[\\/](site-packages|dist-packages)[\\/]|[\\/]lib[\\/]python\d+(\.\d+)?t?[\\/]"
-                         r"|[\\/]torchinductor_[^\\/]*[\\/]|:codegen\(")
-
-
-@functools.cache
-def _library_roots() -> tuple[str, ...]:
-    roots: set[str] = set()
-    paths = sysconfig.get_paths()
-    for k in ("stdlib", "platstdlib", "purelib", "platlib"):
-        if paths.get(k):
-            roots.add(paths[k])
-    try:
-        # find_spec on a top-level name locates the package without importing it (torch's
-        # import takes seconds; rendering a loaded session must not pay for it).
-        spec = importlib.util.find_spec("torch")
-        if spec is not None and spec.submodule_search_locations:
-            roots.update(spec.submodule_search_locations)
-    except (ImportError, ValueError):
-        pass
-    roots.add(str(Path(__file__).resolve().parent))  # dlpt's own frames (CLI, runpy glue)
-    out: set[str] = set()
-    for r in roots:
-        for p in (r, os.path.realpath(r)):
-            out.add(os.path.normcase(p).rstrip("\\/") + os.sep)
-    return tuple(sorted(out))
-
-
-@functools.lru_cache(maxsize=8192)
-def is_library_file(path: str) -> bool:
-    """True for files of torch, site-/dist-packages, the Python stdlib, ``<frozen ...>`` modules
-    and dlpt itself: frames the user did not write."""
-    if path.startswith(("<frozen ", "<eval_with_key>")):  # stdlib; FX-generated forward()
-        return True
-    if _FOREIGN_LIB.search(path):
-        return True
-    p = os.path.normcase(path)
-    return any(p.startswith(r) for r in _library_roots())
-
-
 def is_library_frame(node: Node) -> bool:
     """A frame node of library code: a library file, or code a library exec'd (``x.library``)."""
     return node.kind == "frame" and (is_library_file(node.file) or bool(node.extras.get("library")))
@@ -157,8 +109,8 @@ def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
 
 
 def collapse_library(root: Node) -> Node:
-    """Remove library frames (see is_library_file), lifting their children into the nearest
-    kept ancestor, so that user lines call user lines and ops directly."""
+    """Remove library frames (see :func:`is_library_frame`), lifting their children into the
+    nearest kept ancestor, so that user lines call user lines and ops directly."""
     return lift(root, is_library_frame)
 
 

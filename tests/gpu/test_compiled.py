@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import dlpt
-from dlpt.processors import is_library_file
+from dlpt.source_files import is_library_file
 from tests.query import GPU_KEYS, Q, line_of
 
 pytestmark = pytest.mark.gpu

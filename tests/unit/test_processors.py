@@ -9,8 +9,9 @@ import pytest
 from dlpt.errors import UsageError
 from dlpt.processors import (
     METRICS, collapse_library, collapse_lone_forward, default_metric, flatten_by_kind,
-    flatten_by_line, get_metric, invert, is_library_file, limit_depth, prune,
+    flatten_by_line, get_metric, invert, limit_depth, prune,
 )
+from dlpt.source_files import is_library_file
 from dlpt.tree import Node, build_tree, walk
 
 GPU = METRICS["gpu"]
