@@ -18,9 +18,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from dlpt import _native
+from dlpt.capture import native
 from dlpt.compile_events import CompileEvents
-from dlpt.exec_frames import mark_library_exec_frames
+from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.inductor_lines import map_generated_frames
 from dlpt.errors import ProfilerBusyError, UsageError
 from dlpt.session import Session
@@ -112,7 +112,7 @@ class profile:
     def _start(self) -> None:
         import torch
 
-        C = _native.native()
+        C = native.core()
         self._session = None
         devices = _cuda_devices() if self.gpu else []
         want_gpu = bool(self.gpu and devices)
@@ -126,7 +126,7 @@ class profile:
             "devices": devices,
         }
         self._window = StepWindow(self.skip_first, self.active, C.set_collecting)
-        self._start_info = C.start(want_gpu, _native.cupti_candidates() if want_gpu else [],
+        self._start_info = C.start(want_gpu, native.cupti_candidates() if want_gpu else [],
                                    self._window.collecting)
         if not self.gpu:
             reason = "GPU capture disabled (gpu=False / --no-gpu)"
@@ -148,7 +148,7 @@ class profile:
             self._on_step("manual")
 
     def _on_step(self, source: str) -> None:
-        _native.native().drain_code_refs()
+        native.core().drain_code_refs()
         if self._window is not None:
             self._window.on_step(source)
 
@@ -163,14 +163,14 @@ class profile:
                 self._hook.remove()
                 self._hook = None
             # Stop recording first: our own synchronisation below is not the program's.
-            _native.native().set_collecting(False)
+            native.core().set_collecting(False)
             try:
                 _synchronize_all()
             except Exception as e:  # a broken CUDA context must not lose the CPU-side profile
                 warnings.warn(f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning)
             assert self._window is not None
             wall_ns = self._window.close()
-            raw = _native.native().stop()
+            raw = native.core().stop()
             self._meta["compile"] = self._compile_events.stop()
         finally:
             with _running_lock:
@@ -187,7 +187,7 @@ class profile:
             "steps": self._window.meta(),
             "step_wall_ns": list(self._window.step_wall_ns),
             "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
-            "api": _native.api_table(raw["api"]),
+            "api": native.api_table(raw["api"]),
             "dropped": {"activity_records": c["dropped_records"],
                         "correlations_missing": max(0, c["submitted"] - c["completed"]),
                         "tree_overflow": c["tree_overflow"]},
@@ -197,7 +197,7 @@ class profile:
                             "nodes_captured": c.get("graph_nodes_captured", 0)},
             "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid()),
         })
-        nodes = mark_library_exec_frames(map_generated_frames(_native.to_nodes(raw["nodes"])))
+        nodes = mark_library_exec_frames(map_generated_frames(native.to_nodes(raw["nodes"])))
         return Session(nodes, meta)
 
     # -- context manager / decorator --------------------------------------------------------

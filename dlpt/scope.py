@@ -29,29 +29,29 @@ class scope:
         self.name = name
 
     def __enter__(self) -> "scope":
-        from dlpt._native import native
+        from dlpt.capture.native import core
 
         # skip_frames=1: the innermost Python frame is this __enter__; the user's frame is next.
-        native().scope_push(self.name, 1)
+        core().scope_push(self.name, 1)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from dlpt._native import native
+        from dlpt.capture.native import core
 
-        native().scope_pop()
+        core().scope_pop()
 
     def __call__(self, fn: F) -> F:
         name = self.name
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            from dlpt._native import native
+            from dlpt.capture.native import core
 
             # skip_frames=0: this wrapper's frame enters the scope; fn's frames go beneath it.
-            native().scope_push(name, 0)
+            core().scope_push(name, 0)
             try:
                 return fn(*args, **kwargs)
             finally:
-                native().scope_pop()
+                core().scope_pop()
 
         return wrapper  # type: ignore[return-value]

@@ -191,7 +191,7 @@ def test_flat_by_op_and_kernel(h) -> None:
 
 
 def test_exec_frames_called_from_library_fold_like_library() -> None:
-    from dlpt.exec_frames import mark_library_exec_frames
+    from dlpt.capture.exec_frames import mark_library_exec_frames
     from dlpt.processors import collapse_library
     from dlpt.session import Session
     from dlpt.tree import build_tree

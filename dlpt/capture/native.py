@@ -16,12 +16,12 @@ from types import ModuleType
 from typing import Any
 
 from dlpt.errors import NativeUnavailableError
-from dlpt.kernel_names import shorten_kernel_name
+from dlpt.capture.kernel_names import shorten_kernel_name
 
 _module: ModuleType | None = None
 
 
-def native() -> ModuleType:
+def core() -> ModuleType:
     """Return ``dlpt._C``, importing torch first (the extension links against its libraries)."""
     global _module
     if _module is None:
