@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from dlpt.capture import native
-from dlpt.compile_events import CompileEvents
 from dlpt.capture.exec_frames import mark_library_exec_frames
-from dlpt.inductor_lines import map_generated_frames
+from dlpt.compile.dynamo import CompileEvents
+from dlpt.compile.inductor_lines import map_generated_frames
 from dlpt.errors import ProfilerBusyError, UsageError
 from dlpt.session import Session
 from dlpt.steps import StepWindow, install_optimizer_hook

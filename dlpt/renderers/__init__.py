@@ -19,7 +19,7 @@ from dlpt.processors import (
     METRICS, Metric, collapse_library, collapse_lone_forward, default_metric, flatten_by_kind,
     flatten_by_line, get_metric, invert, limit_depth, mark_lines, prune,
 )
-from dlpt.compile_events import line_markers
+from dlpt.compile.events import line_markers
 from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import Header

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.compile_events import graph_breaks, recompilations
+from dlpt.compile.events import graph_breaks, recompilations
 from dlpt.renderers.base import View
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.summary import _add_rows, _table

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import linecache
 import os
-import re
 from dataclasses import dataclass
 
 from rich import box
 from rich.text import Text
 
+from dlpt.compile.resume import display_name
 from dlpt.processors import Metric
 from dlpt.tree import Node
 
@@ -136,19 +136,6 @@ def kernel_config(x: dict) -> str:
     return " ".join(parts)
 
 
-_RESUME = re.compile(r"(?:^|(?<=\.))torch_dynamo_resume_in_(\w+?)_at_(\d+)$")
-
-
-def frame_name(name: str) -> str:
-    """A function's display name. Dynamo's resume functions (the rest of a function after a
-    graph break, ``torch_dynamo_resume_in_forward_at_44``) read as the function they continue:
-    ``forward (resumed after line 44)``."""
-    m = _RESUME.search(name)
-    if m is None:
-        return name
-    return f"{name[:m.start()]}{m.group(1)} (resumed after line {m.group(2)})"
-
-
 def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> tuple[Text, str]:
     """(main text, detail) of a node's label. The detail (source text, launch config, bytes) is
     printed dimmed after the main text and is the first thing dropped when space runs out.
@@ -158,7 +145,7 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
     m = node.inclusive if metrics is None else metrics
     if kind == "frame":
         main = Text(f"{os.path.basename(node.file) or node.file}:{node.line} ", LOCATION_STYLE)
-        main.append(fmt.clean(frame_name(node.name)), style)
+        main.append(fmt.clean(display_name(node.name)), style)
         marker = node.extras.get("marker")
         if marker:  # torch.compile events at this line (graph break, recompilations)
             main.append(f" {'!!' if fmt.ascii else '⚠'} {marker}", "bold red")

@@ -10,7 +10,7 @@ from rich.console import Console
 
 import dlpt
 import dlpt.report
-from dlpt.compile_events import graph_breaks, recompilations
+from dlpt.compile.events import graph_breaks, recompilations
 from dlpt.session import Session
 from tests.query import line_of
 

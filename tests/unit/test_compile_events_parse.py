@@ -1,7 +1,7 @@
 """Compile events from Dynamo's compilation metrics (synthetic records, no compiler needed)."""
 from types import SimpleNamespace
 
-from dlpt.compile_events import events_from_metrics, graph_breaks, recompilations
+from dlpt.compile.events import events_from_metrics, graph_breaks, recompilations
 
 REASON = ("Failed to trace builtin operator\n  Explanation: Dynamo does not know how to trace builtin "
           "operator `print`\n  Hint: ...")

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from dlpt import inductor_lines
+from dlpt.compile import inductor_lines
 
 # Shaped like a CUDA wrapper written by Inductor (torch 2.11): definition-site comments above
 # each kernel, call-site comments above each launch.

@@ -6,7 +6,7 @@ import pytest
 wrapper = pytest.importorskip("torch._inductor.codegen.wrapper")
 utils = pytest.importorskip("torch._inductor.utils")
 
-from dlpt import inductor_partitions  # noqa: E402
+from dlpt.compile import inductor_partitions  # noqa: E402
 
 PARTITION = (
     "def partition_0(args):\n"

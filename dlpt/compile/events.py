@@ -1,19 +1,21 @@
-"""torch.compile events during a profile: compile time per compiled frame, graph breaks (with
-their reason, at the user line where they happen) and recompilations (with the guard that failed).
+"""The session's torch.compile events (``meta.compile``): one per compilation, with its compile
+time, the graph breaks Dynamo restarted for and the guard whose failure caused a recompilation.
 
-Read from Dynamo's own compilation metrics (``torch._dynamo.utils.get_compilation_metrics``),
-collected at the end of every compilation through Dynamo's compile-end callback, because the
-metrics queue keeps only the most recent entries. A graph break's line comes from the resume
-function Dynamo compiles after it (``torch_dynamo_resume_in_<function>_at_<line>``).
+Built at capture time from Dynamo's compilation metrics records (collected by
+:mod:`dlpt.compile.dynamo`), and read back for reports: graph breaks at their line (located
+through the resume function Dynamo compiles after a break), recompilations, and short markers
+for tree rows. Plain data in, plain data out: nothing here imports torch.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
-_RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+from dlpt.compile.resume import parse_resume_name
+
+__all__ = ["events_from_metrics", "graph_breaks", "recompilations", "line_markers"]
+
 _MAX_TEXT = 2000
 
 
@@ -29,67 +31,6 @@ def _first_lines(text: str) -> str:
     head = lines[0]
     expl = next((ln for ln in lines[1:] if ln.startswith("Explanation:")), None)
     return f"{head} ({expl.removeprefix('Explanation:').strip()})" if expl else head
-
-
-class CompileEvents:
-    """Collects compile events between :meth:`start` and :meth:`stop`. Never raises: without
-    Dynamo (or with an incompatible one) the list is simply empty."""
-
-    def __init__(self) -> None:
-        self._seen: set[tuple] = set()
-        self._metrics: list[Any] = []
-        self._callback: Any = None
-        self._start_callback: Any = None
-        self._handler: Any = None
-
-    @staticmethod
-    def _key(m: Any) -> tuple:
-        return (getattr(m, "compile_id", None), getattr(m, "frame_key", None), getattr(m, "start_time", None))
-
-    def _collect(self, *_args: Any) -> None:
-        try:
-            from torch._dynamo.utils import get_compilation_metrics
-
-            for m in get_compilation_metrics():
-                k = self._key(m)
-                if k not in self._seen:
-                    self._seen.add(k)
-                    self._metrics.append(m)
-        except Exception:  # a profiler must not break the program over bookkeeping
-            pass
-
-    def start(self) -> None:
-        try:
-            from torch._dynamo.callback import callback_handler
-            from torch._dynamo.utils import get_compilation_metrics
-        except Exception:
-            return
-        self._seen = {self._key(m) for m in get_compilation_metrics()}  # earlier compiles are not ours
-        self._callback = self._collect
-        callback_handler.register_end_callback(self._callback)
-        self._start_callback = self._on_compile_start
-        callback_handler.register_start_callback(self._start_callback)
-        self._handler = callback_handler
-        self._t0 = time.time()
-
-    @staticmethod
-    def _on_compile_start(*_args: Any) -> None:
-        # Inductor is being used: make sure its graph partitions keep their line maps.
-        from dlpt import inductor_partitions
-
-        inductor_partitions.install()
-
-    def stop(self) -> list[dict[str, Any]]:
-        if self._handler is None:
-            return []
-        self._collect()
-        try:
-            self._handler.remove_end_callback(self._callback)
-            self._handler.remove_start_callback(self._start_callback)
-        except Exception:
-            pass
-        self._handler = None
-        return events_from_metrics(self._metrics)
 
 
 def _get(m: Any, name: str, default: Any = None) -> Any:
@@ -117,9 +58,9 @@ def events_from_metrics(metrics: list[Any]) -> list[dict[str, Any]]:
             "fail": (f"{_get(m, 'fail_type', '')}: {_get(m, 'fail_reason', '')}"[:_MAX_TEXT]
                      if _get(m, "fail_type", "") else None),
         }
-        resume = _RESUME.match(ev["function"])
+        resume = parse_resume_name(ev["function"])
         if resume:
-            ev["resume_of"] = {"function": resume.group(1), "line": int(resume.group(2))}
+            ev["resume_of"] = {"function": resume[0], "line": resume[1]}
         events.append(ev)
     return events
 
@@ -161,9 +102,6 @@ def recompilations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"file": ev["file"], "line": ev["line"], "function": fn,
                     "reason": _squeeze(ev["recompile_reason"].strip().splitlines()[0])})
     return out
-
-
-__all__ = ["CompileEvents", "events_from_metrics", "graph_breaks", "recompilations"]
 
 
 def line_markers(events: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
