@@ -12,7 +12,7 @@ from rich.text import Text
 from dlpt.compile.events import graph_breaks, recompilations
 from dlpt.renderers.base import View
 from dlpt.renderers.format import Fmt
-from dlpt.renderers.summary import _add_rows, _table
+from dlpt.renderers.tables import Row, add_rows, make_table
 
 
 def _where(file: str, line: int, function: str) -> str:
@@ -43,8 +43,8 @@ class CompileView(View):
     @staticmethod
     def _located(title: str, what: str, rows: list[dict[str, Any]], fmt: Fmt, width: int) -> RenderableType:
         """A table of events at source locations: where, and the reason/guard text."""
-        t = _table(title, fmt)
+        t = make_table(title, fmt)
         t.add_column("where", no_wrap=True)
         t.add_column(what, no_wrap=True, overflow="ellipsis")
-        _add_rows(t, [(_where(r["file"], r["line"], r["function"]), r["reason"]) for r in rows], width, fmt.ascii)
+        add_rows(t, [Row((_where(r["file"], r["line"], r["function"]),), r["reason"]) for r in rows], width, fmt.ascii)
         return t

@@ -10,15 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rich import box
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
-from dlpt.renderers.format import (
-    ASCII_SIMPLE_HEAD, STYLES, Fmt, fit_label, kernel_config, label_parts, truncate,
-)
 from dlpt.renderers.base import View
+from dlpt.renderers.format import STYLES, Fmt, kernel_config, label_parts
+from dlpt.renderers.tables import Row, add_rows, make_table
 from dlpt.session import Session
 from dlpt.tree import Node, walk
 
@@ -44,33 +41,6 @@ class _Agg:
 def _gpu_total(session: Session) -> int:
     return sum(n["m"].get("gpu_ns", 0) + n["m"].get("copy_ns", 0) + n["m"].get("memset_ns", 0)
                for n in session.nodes)
-
-
-def _add_rows(t: Table, rows: list[tuple], width: int, ascii: bool) -> None:
-    """Add ``rows`` with the value columns pinned to their content width and the last (name)
-    column cut to what is left, so a long name is ellipsised instead of rich squeezing or
-    dropping numbers (and with ``...`` on an ASCII console)."""
-    used = 0
-    for i, col in enumerate(t.columns[:-1]):
-        col.min_width = max([len(str(col.header)), *(Text(r[i]).cell_len if isinstance(r[i], str)
-                                                      else r[i].cell_len for r in rows)])
-        used += col.min_width + 3  # a cell's padding on both sides plus the column divider
-    last = max(width - used, 8)
-    t.columns[-1].max_width = last
-    for r in rows:
-        name = r[-1]
-        if isinstance(name, tuple):  # (main, detail): the name matters more here
-            t.add_row(*r[:-1], fit_label("", name[0], name[1], last, False, ascii))
-            continue
-        name = name if isinstance(name, Text) else Text(str(name))
-        t.add_row(*r[:-1], truncate(name, last, ascii))
-
-
-def _table(title: str, fmt: Fmt, note: str = "") -> Table:
-    t = Table(title=Text(title, "bold") + Text(note, "dim"), title_justify="left",
-              box=ASCII_SIMPLE_HEAD if fmt.ascii else box.SIMPLE_HEAD, show_edge=False,
-              pad_edge=False, header_style="bold")
-    return t
 
 
 def _per_step(fmt: Fmt) -> str:
@@ -105,25 +75,25 @@ class KernelTable(View):
         if not aggs:
             return
         gpu_total = _gpu_total(self.session)
-        t = _table("GPU kernels", fmt, _per_step(fmt))
+        t = make_table("GPU kernels", fmt, _per_step(fmt))
         for col in ("calls", "total", "avg", "min", "max", "%"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("kernel", no_wrap=True, overflow="ellipsis", style=STYLES["kernel"])
         ranked = sorted(aggs.items(), key=lambda kv: (-kv[1].total, kv[0]))
-        rows: list[tuple] = []
+        rows: list[Row] = []
         for name, a in ranked[: self.limit]:
             avg = a.total / a.count if a.count else 0
-            rows.append((fmt.count(a.count), fmt.time(a.total), fmt.time(avg, per_step=False),
-                         fmt.time(a.min or 0, per_step=False), fmt.time(a.max, per_step=False),
-                         Fmt.pct(a.total, gpu_total),
-                         (Text(fmt.clean(name), STYLES["kernel"]), a.extra["config"])))
+            rows.append(Row((fmt.count(a.count), fmt.time(a.total), fmt.time(avg, per_step=False),
+                             fmt.time(a.min or 0, per_step=False), fmt.time(a.max, per_step=False),
+                             Fmt.pct(a.total, gpu_total)),
+                            (Text(fmt.clean(name), STYLES["kernel"]), a.extra["config"])))
         rest = ranked[self.limit:]
         if rest:
-            rows.append((fmt.count(sum(a.count for _, a in rest)),
-                         fmt.time(sum(a.total for _, a in rest)), "", "", "",
-                         Fmt.pct(sum(a.total for _, a in rest), gpu_total),
-                         Text(f"... {len(rest)} more kernels", "dim")))
-        _add_rows(t, rows, width, fmt.ascii)
+            rows.append(Row((fmt.count(sum(a.count for _, a in rest)),
+                             fmt.time(sum(a.total for _, a in rest)), "", "", "",
+                             Fmt.pct(sum(a.total for _, a in rest), gpu_total)),
+                            Text(f"... {len(rest)} more kernels", "dim")))
+        add_rows(t, rows, width, fmt.ascii)
         yield t
 
 
@@ -147,7 +117,7 @@ class CopyTable(View):
                                                              m.get("memset_ns", 0), 0, None, 0)
         if not aggs:
             return
-        t = _table("GPU copies and memsets", fmt, _per_step(fmt))
+        t = make_table("GPU copies and memsets", fmt, _per_step(fmt))
         for col, just in (("direction", "left"), ("host mem", "left"), ("count", "right"),
                           ("bytes", "right"), ("time", "right"), ("bandwidth", "right")):
             t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
@@ -171,22 +141,22 @@ class ApiTable(View):
         api = [a for a in self.session.meta.get("api") or [] if isinstance(a, dict)]
         if not api:
             return
-        t = _table("CUDA API calls (host time)", fmt, _per_step(fmt))
+        t = make_table("CUDA API calls (host time)", fmt, _per_step(fmt))
         for col in ("calls", "total", "avg", "min", "max"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("function", no_wrap=True, overflow="ellipsis")
         ranked = sorted(api, key=lambda a: (-int(a.get("total_ns", 0)), str(a.get("name"))))
-        rows: list[tuple] = []
+        rows: list[Row] = []
         for a in ranked[: self.limit]:
             calls, total = int(a.get("calls", 0)), int(a.get("total_ns", 0))
-            rows.append((fmt.count(calls), fmt.time(total),
-                         fmt.time(total / calls if calls else 0, per_step=False),
-                         fmt.time(int(a.get("min_ns", 0)), per_step=False),
-                         fmt.time(int(a.get("max_ns", 0)), per_step=False),
-                         fmt.clean(str(a.get("name", "?")))))
+            rows.append(Row((fmt.count(calls), fmt.time(total),
+                             fmt.time(total / calls if calls else 0, per_step=False),
+                             fmt.time(int(a.get("min_ns", 0)), per_step=False),
+                             fmt.time(int(a.get("max_ns", 0)), per_step=False)),
+                            fmt.clean(str(a.get("name", "?")))))
         if len(ranked) > self.limit:
-            rows.append(("", "", "", "", "", Text(f"... {len(ranked) - self.limit} more", "dim")))
-        _add_rows(t, rows, width, fmt.ascii)
+            rows.append(Row(("", "", "", "", ""), Text(f"... {len(ranked) - self.limit} more", "dim")))
+        add_rows(t, rows, width, fmt.ascii)
         yield t
 
 
@@ -211,12 +181,12 @@ class SyncTable(View):
             agg.add(node.metrics.get("syncs", 0), node.metrics.get("sync_ns", 0), 0, None, 0)
         if not aggs:
             return
-        t = _table("Host waiting on the GPU (synchronisation)", fmt, _per_step(fmt))
+        t = make_table("Host waiting on the GPU (synchronisation)", fmt, _per_step(fmt))
         for col in ("syncs", "wait", "avg", "% wall"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("call  <-  nearest frame", no_wrap=True, overflow="ellipsis")
         ranked = sorted(aggs.values(), key=lambda v: -v[0].total)
-        rows: list[tuple] = []
+        rows: list[Row] = []
         for a, site, name in ranked[: self.limit]:
             where = Text(name.strip("[]").removeprefix("sync "), STYLES["sync"])
             if site is not None:
@@ -225,8 +195,8 @@ class SyncTable(View):
                 where.append_text(main)
                 if detail:
                     where.append("  " + detail, "dim")
-            rows.append((fmt.count(a.count), fmt.time(a.total),
-                         fmt.time(a.total / a.count if a.count else 0, per_step=False),
-                         Fmt.pct(a.total, self.wall_ns), where))
-        _add_rows(t, rows, width, fmt.ascii)
+            rows.append(Row((fmt.count(a.count), fmt.time(a.total),
+                             fmt.time(a.total / a.count if a.count else 0, per_step=False),
+                             Fmt.pct(a.total, self.wall_ns)), where))
+        add_rows(t, rows, width, fmt.ascii)
         yield t
