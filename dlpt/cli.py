@@ -25,7 +25,7 @@ from typing import Any, NoReturn, Sequence
 
 from dlpt.errors import DlptError
 from dlpt.processors import METRICS
-from dlpt.renderers import VIEWS  # imported now: the program's sys.path[0] replaces ours later
+from dlpt.report import VIEWS  # imported now: the program's sys.path[0] replaces ours later
 
 __all__ = ["main"]
 

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from dlpt.errors import UsageError
-from dlpt.renderers import VIEWS, print_report, render
+from dlpt.report import VIEWS, print_report, render
 from dlpt.session import Session
 
 
