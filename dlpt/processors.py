@@ -17,7 +17,7 @@ from dlpt.tree import Node, add_metrics, compute_inclusive, merge_child, walk
 __all__ = [
     "Metric", "METRICS", "get_metric", "default_metric", "is_library_frame", "is_user_frame",
     "lift", "collapse_library", "collapse_lone_forward", "prune", "limit_depth", "invert",
-    "FlatRow", "flatten", "flatten_by_line", "flatten_by_kind",
+    "FlatRow", "flatten", "flatten_by_line", "flatten_by_kind", "mark_lines",
 ]
 
 
@@ -140,9 +140,7 @@ def _copy_filtered(root: Node, keep: Callable[[Node, int], bool]) -> Node:
         if not keep(src, depth):
             continue
         dst = clone(src)
-        dst.parent = dst_parent
-        dst_parent.children.append(dst)
-        dst_parent._by_key[dst.key] = dst
+        dst_parent.add_child(dst)
         stack.extend((c, dst, depth + 1) for c in reversed(src.children))
     return new_root
 
@@ -235,13 +233,13 @@ def flatten_by_kind(root: Node, kind: str) -> list[FlatRow]:
 
 
 def mark_lines(root: Node, markers: Mapping[tuple[str, int], str]) -> Node:
-    """Attach ``markers[(file, line)]`` to matching frame nodes as ``extras["marker"]`` (shown
-    after the frame's label). Annotates ``root`` in place (every render builds a fresh tree)
-    and returns it."""
-    if markers:
-        for node, _ in walk(root):
-            if node.kind == "frame":
-                mark = markers.get((node.file, node.line))
-                if mark:
-                    node.extras = dict(node.extras, marker=mark)
-    return root
+    """Return a copy of the tree whose frame nodes at a ``(file, line)`` of ``markers`` carry
+    that marker as ``extras["marker"]`` (shown after the frame's label)."""
+    if not markers:
+        return root
+    marked = _copy_filtered(root, lambda _n, _d: True)
+    for node, _ in walk(marked):
+        mark = markers.get((node.file, node.line)) if node.kind == "frame" else None
+        if mark:
+            node.extras["marker"] = mark  # the copy's own extras dict
+    return marked

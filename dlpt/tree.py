@@ -53,6 +53,13 @@ class Node:
         """The child with ``key``, if any."""
         return self._by_key.get(key)
 
+    def add_child(self, child: "Node") -> None:
+        """Append ``child`` as a new child. Its key must be new among the children (copying a
+        tree keeps that true); :func:`merge_child` is the way to add where keys may repeat."""
+        child.parent = self
+        self.children.append(child)
+        self._by_key[child.key] = child
+
     def __repr__(self) -> str:
         where = f" {self.file}:{self.line}" if self.file else ""
         return f"Node({self.kind} {self.name!r}{where}, children={len(self.children)})"

@@ -9,7 +9,7 @@ import pytest
 from dlpt.errors import UsageError
 from dlpt.processors import (
     METRICS, collapse_library, collapse_lone_forward, default_metric, flatten_by_kind,
-    flatten_by_line, get_metric, invert, limit_depth, prune,
+    flatten_by_line, get_metric, invert, limit_depth, mark_lines, prune,
 )
 from dlpt.source_files import is_library_file
 from dlpt.tree import Node, build_tree, walk
@@ -188,6 +188,17 @@ def test_flat_by_op_and_kernel(h) -> None:
     assert sum(GPU(r.self) for r in lines) == GPU(root.inclusive) - 120_000
     by_line = {r.key: r for r in lines}
     assert GPU(by_line[(h.TRAIN, 60)].inclusive) == GPU(root.inclusive) - 120_000  # not <unknown>
+
+
+def test_mark_lines_marks_a_copy_and_leaves_its_input_alone(h) -> None:
+    root = collapse_library(build_tree(h.build_gpu(steps=1).session()))
+    before = [(n.key, dict(n.extras), dict(n.inclusive)) for n, _ in walk(root)]
+    marked = mark_lines(root, {(h.TRAIN, 43): "graph break"})
+    assert [(n.key, dict(n.extras), dict(n.inclusive)) for n, _ in walk(root)] == before
+    flagged = [n for n, _ in walk(marked) if n.extras.get("marker")]
+    assert {(n.file, n.line, n.extras["marker"]) for n in flagged} == {(h.TRAIN, 43, "graph break")}
+    # Apart from the marker, the copy is the same tree.
+    assert [(n.key, dict(n.inclusive)) for n, _ in walk(marked)] == [(k, inc) for k, _, inc in before]
 
 
 def test_exec_frames_called_from_library_fold_like_library() -> None:
