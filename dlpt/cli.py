@@ -23,7 +23,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Sequence
 
-from dlpt.errors import DlptError
+from dlpt.errors import DlptError, UsageError
 from dlpt.processors import METRICS
 from dlpt.report import VIEWS  # imported now: the program's sys.path[0] replaces ours later
 
@@ -37,13 +37,9 @@ EXIT_SIGINT = 128 + 2  # what a shell reports for a program killed by Ctrl-C
 _launcher_main: Any = None
 
 
-class _Usage(Exception):
-    """A user error detected by the CLI: shown as one line, exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one clear line instead of usage + error
-        raise _Usage(message)
+        raise UsageError(message)
 
 
 @dataclass
@@ -117,25 +113,25 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     opts = parser.parse_args(opts_part)
     if opts.load is not None:
         if program:
-            raise _Usage("--load re-renders a saved session and runs no program")
+            raise UsageError("--load re-renders a saved session and runs no program")
         for flag, bad in (("-o", opts.output is not None), ("--no-report", opts.no_report),
                           ("--skip-first", opts.skip_first != 0),
                           ("--active", opts.active is not None), ("--no-gpu", opts.no_gpu)):
             if bad:
-                raise _Usage(f"{flag} applies when running a program, not with --load")
+                raise UsageError(f"{flag} applies when running a program, not with --load")
     elif not program:
-        raise _Usage("no program given: expected script.py, -m module or -c code (see --help)")
+        raise UsageError("no program given: expected script.py, -m module or -c code (see --help)")
     # Checked here, as the renderer would, so a bad value fails before a long run, not after it.
     if not 0.0 <= opts.threshold < 100.0:
-        raise _Usage(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
+        raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
     if opts.depth is not None and opts.depth < 1:
-        raise _Usage("--depth must be >= 1")
+        raise UsageError("--depth must be >= 1")
     if opts.skip_first < 0:
-        raise _Usage("--skip-first must be >= 0")
+        raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
-        raise _Usage("--active must be >= 1")
+        raise UsageError("--active must be >= 1")
     if opts.no_report and opts.output is None:
-        raise _Usage("--no-report without -o FILE would throw the profile away")
+        raise UsageError("--no-report without -o FILE would throw the profile away")
     if opts.output is not None:
         _check_writable(opts.output)
         # The program may chdir; the file goes where the user meant when typing the command.
@@ -147,11 +143,11 @@ def _check_writable(path: str) -> None:
     # Fail before a possibly hour-long run rather than lose its profile at the end.
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise _Usage(f"-o {path}: is a directory")
+        raise UsageError(f"-o {path}: is a directory")
     if not os.path.isdir(parent):
-        raise _Usage(f"-o {path}: directory {parent} does not exist")
+        raise UsageError(f"-o {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
-        raise _Usage(f"-o {path}: directory {parent} is not writable")
+        raise UsageError(f"-o {path}: directory {parent} is not writable")
 
 
 def _set_path0(entry: str) -> None:
@@ -195,9 +191,9 @@ def _from_main_dir(path: str, args: list[str]) -> _Program:
     try:
         # runpy's private helpers are what python's own -m and directory runs use; they give
         # python's exact lookup semantics and error messages.
-        _, spec, code = runpy._get_module_details("__main__", _Usage)  # type: ignore[attr-defined]
-    except _Usage:
-        raise _Usage(f"can't find '__main__' module in {path!r}") from None
+        _, spec, code = runpy._get_module_details("__main__", UsageError)  # type: ignore[attr-defined]
+    except UsageError:
+        raise UsageError(f"can't find '__main__' module in {path!r}") from None
     finally:
         if saved is not None:
             sys.modules["__main__"] = saved
@@ -208,7 +204,7 @@ def _from_main_dir(path: str, args: list[str]) -> _Program:
 
 def _from_module(name: str, args: list[str]) -> _Program:
     _set_path0(os.getcwd())  # python -m: the working directory, absolute
-    _, spec, code = runpy._get_module_details(name, _Usage)  # type: ignore[attr-defined]
+    _, spec, code = runpy._get_module_details(name, UsageError)  # type: ignore[attr-defined]
     prog = _Program(code, [spec.origin, *args], os.getcwd())
     _module_attrs(prog, spec)
     return prog
@@ -232,15 +228,15 @@ def _resolve(program: list[str]) -> _Program:
         if head.startswith(flag):
             if head == flag:
                 if not rest:
-                    raise _Usage(f"argument {flag} needs a value")
+                    raise UsageError(f"argument {flag} needs a value")
                 head, rest = flag + rest[0], rest[1:]
             return make(head[2:], rest)
     if head == "-":
-        raise _Usage("reading the program from stdin is not supported; pass a file")
+        raise UsageError("reading the program from stdin is not supported; pass a file")
     try:
         return _from_script(head, rest)
     except OSError as e:
-        raise _Usage(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}") from None
+        raise UsageError(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}") from None
 
 
 def _install(prog: _Program) -> None:
@@ -331,7 +327,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
 
     try:
         prog = _resolve(program)
-    except _Usage as e:
+    except UsageError as e:
         _say(str(e))
         return EXIT_USAGE
     except BaseException as e:  # the program's package failed to import, or a SyntaxError
@@ -368,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         opts, program = _parse(args)
-    except _Usage as e:
+    except UsageError as e:
         _say(f"error: {e}")
         return EXIT_USAGE
     except SystemExit as e:  # --help and --version print and "exit"
