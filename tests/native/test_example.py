@@ -12,8 +12,11 @@ from tests.query import Q
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "mlp_train.py")
 # The checkout's dlpt, not whatever `pip install -e` last pointed at (the subprocess runs from a
-# temporary directory, so nothing else puts this checkout on its path).
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+# temporary directory, so nothing else puts this checkout on its path). One intra-op thread: on a
+# busy 2-core machine every op otherwise waits ~20 ms for the pool's second thread, and those
+# waits, not the matmul, decide which line is biggest (measured: 138 ms vs 4 ms per step).
+ENV = dict(os.environ, OMP_NUM_THREADS="1",
+           PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
 
 
 def test_example_matmul_line_holds_forward_and_backward(tmp_path):
