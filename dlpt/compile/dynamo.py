@@ -45,6 +45,7 @@ class CompileEvents:
             pass
 
     def start(self) -> None:
+        self._metrics = []  # a profile may run again (``@dlpt.profile()`` runs at every call)
         try:
             from torch._dynamo.callback import callback_handler
             from torch._dynamo.utils import get_compilation_metrics
