@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from dlpt.capture import native
 from dlpt.capture.exec_frames import mark_library_exec_frames
+from dlpt.compile import failures
 from dlpt.compile.dynamo import CompileEvents
 from dlpt.compile.inductor_lines import map_generated_frames
 from dlpt.errors import ProfilerBusyError, UsageError
@@ -90,6 +91,7 @@ class profile:
         self._hook: Any = None
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
+        self._failures_before: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -140,6 +142,7 @@ class profile:
         self._meta["gpu"] = {"enabled": bool(self._start_info["gpu"]), "reason": reason,
                              "cupti": self._start_info.get("cupti_path") or None}
         self._hook = install_optimizer_hook(lambda: self._on_step("optimizer"))
+        self._failures_before = failures.snapshot()
         self._compile_events.start()
 
     def step(self) -> None:
@@ -181,6 +184,8 @@ class profile:
     def _build_session(self, raw: dict[str, Any], wall_ns: int, stop_s: float) -> Session:
         assert self._window is not None
         c = raw["counters"]
+        mapped = map_generated_frames(native.to_nodes(raw["nodes"]))
+        nodes = mark_library_exec_frames(mapped.nodes)
         meta = dict(self._meta)
         meta.update({
             "wall_ns": wall_ns,
@@ -195,9 +200,11 @@ class profile:
             "cuda_graphs": {"replay_gpu_ns": c.get("graph_replay_ns", 0),
                             "uncaptured_gpu_ns": c.get("graph_unmapped_ns", 0),
                             "nodes_captured": c.get("graph_nodes_captured", 0)},
-            "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid()),
+            "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid(),
+                            compile_failures=failures.since(self._failures_before),
+                            inductor_unmapped_frames=mapped.unmapped_frames,
+                            inductor_unmapped_kernels=mapped.unmapped_kernels),
         })
-        nodes = mark_library_exec_frames(map_generated_frames(native.to_nodes(raw["nodes"])))
         return Session(nodes, meta)
 
     # -- context manager / decorator --------------------------------------------------------

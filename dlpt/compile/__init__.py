@@ -29,4 +29,14 @@ Private APIs and conventions used, by module:
 Outside this package, only naming conventions: :mod:`dlpt.source_files` treats Inductor's cache
 directory (``torchinductor_<user>``), AOTAutograd's ``<file>:codegen(...)`` and FX's
 ``<eval_with_key>`` file names as library code.
+
+Nothing here may break the profiled program, and nothing fails silently either: every exception
+caught here is logged at debug on the ``dlpt`` logger (``DLPT_LOG=debug``) and counted by reason
+(:mod:`.failures`); a profile stores the counts in ``meta.capture.compile_failures``, the
+generated lines left without a model line in ``meta.capture.inductor_unmapped_frames`` and
+``inductor_unmapped_kernels``, and the report header says when either is non-zero.
+
+After a torch upgrade: run ``tests/unit/test_inductor_*.py``, ``tests/native/test_compile*.py``
+(CPU) and ``tests/gpu/test_compiled.py`` (GPU machine), profile ``examples/compiled_gpt.py``
+with ``DLPT_LOG=debug`` in both modes, and update the version line above.
 """

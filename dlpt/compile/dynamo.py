@@ -9,27 +9,27 @@ line-map patch (:mod:`dlpt.compile.inductor_partitions`) goes in.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from dlpt.compile import inductor_partitions
+from dlpt.compile import failures, inductor_partitions
 from dlpt.compile.events import events_from_metrics
 
 __all__ = ["CompileEvents"]
 
 
 class CompileEvents:
-    """Collects compile events between :meth:`start` and :meth:`stop`. Never raises: without
-    Dynamo (or with an incompatible one) the list is simply empty."""
+    """Collects compile events between :meth:`start` and :meth:`stop`. Never raises: what fails
+    is counted (:mod:`dlpt.compile.failures`) and the events seen so far are kept."""
 
     def __init__(self) -> None:
-        self._seen: set[tuple] = set()
+        self._seen: set[tuple[Any, ...]] = set()
         self._metrics: list[Any] = []
-        self._callback: Any = None
-        self._start_callback: Any = None
-        self._handler: Any = None
+        # (Dynamo's remove function, our callback) for each callback registered, to undo at stop
+        self._registered: list[tuple[Callable[[Any], None], Callable[..., None]]] = []
 
     @staticmethod
-    def _key(m: Any) -> tuple:
+    def _key(m: Any) -> tuple[Any, ...]:
         return (getattr(m, "compile_id", None), getattr(m, "frame_key", None), getattr(m, "start_time", None))
 
     def _collect(self, *_args: Any) -> None:
@@ -41,22 +41,23 @@ class CompileEvents:
                 if k not in self._seen:
                     self._seen.add(k)
                     self._metrics.append(m)
-        except Exception:  # a profiler must not break the program over bookkeeping
-            pass
+        except Exception as e:  # a profiler must not break the program over bookkeeping
+            failures.record("compile_metrics", e)
 
     def start(self) -> None:
+        """Register Dynamo callbacks; compilations that end from now on are collected."""
         self._metrics = []  # a profile may run again (``@dlpt.profile()`` runs at every call)
         try:
             from torch._dynamo.callback import callback_handler
             from torch._dynamo.utils import get_compilation_metrics
-        except Exception:
-            return
-        self._seen = {self._key(m) for m in get_compilation_metrics()}  # earlier compiles are not ours
-        self._callback = self._collect
-        callback_handler.register_end_callback(self._callback)
-        self._start_callback = self._on_compile_start
-        callback_handler.register_start_callback(self._start_callback)
-        self._handler = callback_handler
+
+            self._seen = {self._key(m) for m in get_compilation_metrics()}  # earlier compiles are not ours
+            callback_handler.register_end_callback(self._collect)
+            self._registered.append((callback_handler.remove_end_callback, self._collect))
+            callback_handler.register_start_callback(self._on_compile_start)
+            self._registered.append((callback_handler.remove_start_callback, self._on_compile_start))
+        except Exception as e:
+            failures.record("dynamo_callbacks", e)
 
     @staticmethod
     def _on_compile_start(*_args: Any) -> None:
@@ -64,13 +65,14 @@ class CompileEvents:
         inductor_partitions.install()
 
     def stop(self) -> list[dict[str, Any]]:
-        if self._handler is None:
+        """Unregister and return the events of the compilations that ended since :meth:`start`."""
+        if not self._registered:
             return []
         self._collect()
-        try:
-            self._handler.remove_end_callback(self._callback)
-            self._handler.remove_start_callback(self._start_callback)
-        except Exception:
-            pass
-        self._handler = None
+        for remove, callback in self._registered:
+            try:
+                remove(callback)
+            except Exception as e:
+                failures.record("dynamo_callbacks", e)
+        self._registered.clear()
         return events_from_metrics(self._metrics)

@@ -1,5 +1,6 @@
 """The header panel: what was profiled, for how long, how busy the GPU was, and anything that
-limits trust in the numbers (GPU capture off, dropped or unattributed records) - never hidden."""
+limits trust in the numbers (GPU capture off, dropped or unattributed records, torch.compile
+attribution that failed) - never hidden."""
 
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ class Header(View):
             if parts:
                 note = " (shown under <unknown>)" if key == "unattributed" else ""
                 lines.append(Text(f"{label}: {', '.join(parts)}{note}", style))
+        lines.extend(self._compile_lines())
         versions = [f"{k} {meta[k]}" for k in ("python", "torch", "dlpt") if meta.get(k)]
         if meta.get("started_at"):
             versions.append(f"started {meta['started_at']}")
@@ -141,6 +143,26 @@ class Header(View):
             lines.append(Text(f"{fmt.time(lost)}{per} of it was captured before profiling started: "
                               "shown at the replay call instead (start dlpt before the graphs are "
                               "captured; --skip-first keeps warm-up out of the numbers)", "bold yellow"))
+        return lines
+
+    def _compile_lines(self) -> list[Text]:
+        """What dlpt's torch.compile integration could not do (``meta.capture``, see
+        :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason."""
+        c = self.meta.get("capture") if isinstance(self.meta.get("capture"), dict) else {}
+        lines = []
+        frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
+        if kernels:
+            lines.append(Text(f"{kernels:,} Inductor kernel launches could not be mapped to model lines "
+                              f"(from {frames:,} generated lines; they stay with the compiled call)",
+                              "bold yellow"))
+        elif frames:
+            lines.append(Text(f"{frames:,} lines of Inductor's generated code could not be mapped to "
+                              "model lines (their costs stay with the compiled call)", "bold yellow"))
+        failed = c.get("compile_failures") if isinstance(c.get("compile_failures"), dict) else {}
+        parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
+        if parts:
+            lines.append(Text(f"torch.compile attribution incomplete: {', '.join(parts)} failed "
+                              "(details: DLPT_LOG=debug)", "bold yellow"))
         return lines
 
     @staticmethod

@@ -124,6 +124,24 @@ def test_trust_lines_never_hidden(h) -> None:
     assert "busy 31.00ms of 40.00ms wall (77.5%), idle 22.5%" in gpu
 
 
+def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
+    meta = h.gpu_meta()
+    meta["capture"] = {"compile_failures": {"line_map": 3, "compile_metrics": 1},
+                       "inductor_unmapped_frames": 2, "inductor_unmapped_kernels": 12}
+    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    assert ("12 Inductor kernel launches could not be mapped to model lines (from 2 generated lines; "
+            "they stay with the compiled call)") in text
+    assert ("torch.compile attribution incomplete: compile_metrics x1, line_map x3 failed "
+            "(details: DLPT_LOG=debug)") in text
+    meta["capture"] = {"inductor_unmapped_frames": 2, "inductor_unmapped_kernels": 0}  # CPU: ops only
+    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    assert "2 lines of Inductor's generated code could not be mapped to model lines" in text
+    assert "attribution incomplete" not in text
+    meta["capture"] = {"compile_failures": {}, "inductor_unmapped_frames": 0, "inductor_unmapped_kernels": 0}
+    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    assert "Inductor" not in text and "attribution incomplete" not in text
+
+
 def test_source_text_present_and_absent(h, tmp_path: Path) -> None:
     src = tmp_path / "real.py"
     src.write_text("import torch\ny = torch.ones(3).cuda()  # make it\n")
