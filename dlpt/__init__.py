@@ -18,5 +18,14 @@ from dlpt.profiler import profile
 from dlpt.scope import scope
 from dlpt.session import Session
 
-__all__ = ["profile", "scope", "Session", "DlptError", "NativeUnavailableError", "ProfilerBusyError",
-           "SessionFormatError", "UsageError", "__version__"]
+__all__ = [
+    "profile",
+    "scope",
+    "Session",
+    "DlptError",
+    "NativeUnavailableError",
+    "ProfilerBusyError",
+    "SessionFormatError",
+    "UsageError",
+    "__version__",
+]

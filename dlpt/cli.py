@@ -63,16 +63,23 @@ def _build_parser() -> _Parser:
     p.add_argument("-o", "--output", metavar="FILE", help="save the session (JSON) to FILE")
     p.add_argument("--load", metavar="FILE", help="re-render a saved session; runs nothing")
     p.add_argument("--view", choices=VIEWS, default="tree", help="report view (default: tree)")
-    p.add_argument("--metric", choices=list(METRICS),
-                   help="metric to rank and prune by (default: gpu if there is GPU time, else cpu)")
-    p.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
-                   help="hide nodes below PCT percent of the total (default: 1)")
+    p.add_argument(
+        "--metric",
+        choices=list(METRICS),
+        help="metric to rank and prune by (default: gpu if there is GPU time, else cpu)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=1.0,
+        metavar="PCT",
+        help="hide nodes below PCT percent of the total (default: 1)",
+    )
     p.add_argument("--depth", type=int, metavar="N", help="show at most N levels below the root")
     p.add_argument("--show-all", action="store_true", help="show library frames too")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
-    p.add_argument("--skip-first", type=int, default=0, metavar="N",
-                   help="do not profile the first N steps")
+    p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
     p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
     p.add_argument("--no-gpu", action="store_true", help="CPU-side attribution only")
     p.add_argument("--version", action="version", version=f"dlpt {_version()}")
@@ -92,7 +99,7 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
     while i < len(argv):
         tok = argv[i]
         if tok == "--":
-            return argv[:i], argv[i + 1:]
+            return argv[:i], argv[i + 1 :]
         if not tok.startswith("-") or tok == "-":
             return argv[:i], argv[i:]
         if not tok.startswith("--") and tok[1] in "mc":
@@ -114,9 +121,13 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if opts.load is not None:
         if program:
             raise UsageError("--load re-renders a saved session and runs no program")
-        for flag, bad in (("-o", opts.output is not None), ("--no-report", opts.no_report),
-                          ("--skip-first", opts.skip_first != 0),
-                          ("--active", opts.active is not None), ("--no-gpu", opts.no_gpu)):
+        for flag, bad in (
+            ("-o", opts.output is not None),
+            ("--no-report", opts.no_report),
+            ("--skip-first", opts.skip_first != 0),
+            ("--active", opts.active is not None),
+            ("--no-gpu", opts.no_gpu),
+        ):
             if bad:
                 raise UsageError(f"{flag} applies when running a program, not with --load")
     elif not program:
@@ -172,8 +183,14 @@ def _from_script(path: str, args: list[str]) -> _Program:
     filename = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
     code = compile(source, filename, "exec", dont_inherit=True)
     prog = _Program(code, [path, *args], os.path.dirname(os.path.realpath(path)))
-    _main_module(prog, __file__=filename, __cached__=None, __package__=None, __spec__=None,
-                 __loader__=importlib.machinery.SourceFileLoader("__main__", filename))
+    _main_module(
+        prog,
+        __file__=filename,
+        __cached__=None,
+        __package__=None,
+        __spec__=None,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", filename),
+    )
     return prog
 
 
@@ -211,14 +228,19 @@ def _from_module(name: str, args: list[str]) -> _Program:
 
 
 def _module_attrs(prog: _Program, spec: Any) -> None:
-    _main_module(prog, __file__=spec.origin, __cached__=spec.cached, __loader__=spec.loader,
-                 __package__=spec.parent, __spec__=spec)
+    _main_module(
+        prog,
+        __file__=spec.origin,
+        __cached__=spec.cached,
+        __loader__=spec.loader,
+        __package__=spec.parent,
+        __spec__=spec,
+    )
 
 
 def _from_code(source: str, args: list[str]) -> _Program:
     prog = _Program(compile(source, "<string>", "exec", dont_inherit=True), ["-c", *args], "")
-    _main_module(prog, __package__=None, __spec__=None,
-                 __loader__=importlib.machinery.BuiltinImporter)
+    _main_module(prog, __package__=None, __spec__=None, __loader__=importlib.machinery.BuiltinImporter)
     return prog
 
 
@@ -283,8 +305,14 @@ def _finish(prof: Any, opts: argparse.Namespace) -> bool:
 
 
 def _render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
-    return dict(view=opts.view, metric=opts.metric, threshold=opts.threshold / 100.0,
-                depth=opts.depth, show_all=opts.show_all, ascii=opts.ascii)
+    return dict(
+        view=opts.view,
+        metric=opts.metric,
+        threshold=opts.threshold / 100.0,
+        depth=opts.depth,
+        show_all=opts.show_all,
+        ascii=opts.ascii,
+    )
 
 
 def _say(msg: str) -> None:

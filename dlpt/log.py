@@ -37,8 +37,12 @@ def configure(level_name: str | None) -> logging.Handler | None:
         return None
     level = logging.getLevelNamesMapping().get(level_name.strip().upper())
     if level is None:
-        warnings.warn(f"dlpt: {ENV_VAR}={level_name!r} is not a log level (debug, info, warning, "
-                      "error); dlpt's logging stays off", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"dlpt: {ENV_VAR}={level_name!r} is not a log level (debug, info, warning, "
+            "error); dlpt's logging stays off",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     if _handler is not None:
         logger.removeHandler(_handler)

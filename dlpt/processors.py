@@ -15,13 +15,28 @@ from dlpt.source_files import is_library_file
 from dlpt.tree import Node, add_metrics, compute_inclusive, merge_child, walk
 
 __all__ = [
-    "Metric", "METRICS", "get_metric", "default_metric", "is_library_frame", "is_user_frame",
-    "lift", "collapse_library", "collapse_lone_forward", "prune", "limit_depth", "invert",
-    "FlatRow", "flatten", "flatten_by_line", "flatten_by_kind", "mark_lines",
+    "Metric",
+    "METRICS",
+    "get_metric",
+    "default_metric",
+    "is_library_frame",
+    "is_user_frame",
+    "lift",
+    "collapse_library",
+    "collapse_lone_forward",
+    "prune",
+    "limit_depth",
+    "invert",
+    "FlatRow",
+    "flatten",
+    "flatten_by_line",
+    "flatten_by_kind",
+    "mark_lines",
 ]
 
 
 # -- metrics --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -43,8 +58,12 @@ def _key(k: str) -> Callable[[Mapping[str, int]], int]:
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric("gpu", "GPU time (kernels + copies + memsets)", "ns",
-               lambda m: m.get("gpu_ns", 0) + m.get("copy_ns", 0) + m.get("memset_ns", 0)),
+        Metric(
+            "gpu",
+            "GPU time (kernels + copies + memsets)",
+            "ns",
+            lambda m: m.get("gpu_ns", 0) + m.get("copy_ns", 0) + m.get("memset_ns", 0),
+        ),
         Metric("cpu", "CPU time of aten ops", "ns", _key("cpu_ns")),
         Metric("sync", "host time blocked in CUDA synchronisation", "ns", _key("sync_ns")),
         Metric("api", "CUDA API host time", "ns", _key("api_ns")),
@@ -65,17 +84,16 @@ def get_metric(name: str | Metric) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        raise UsageError(
-            f"unknown metric {name!r}; choose one of: {', '.join(METRICS)}"
-        ) from None
+        raise UsageError(f"unknown metric {name!r}; choose one of: {', '.join(METRICS)}") from None
 
 
 def default_metric(root: Node) -> Metric:
-    """"gpu" when the tree holds any GPU time, "cpu" otherwise (root inclusive must be set)."""
+    """ "gpu" when the tree holds any GPU time, "cpu" otherwise (root inclusive must be set)."""
     return METRICS["gpu"] if METRICS["gpu"](root.inclusive) > 0 else METRICS["cpu"]
 
 
 # -- library frames -------------------------------------------------------------------------
+
 
 def is_library_frame(node: Node) -> bool:
     """A frame node of library code: a library file, or code a library exec'd (``x.library``)."""
@@ -89,6 +107,7 @@ def is_user_frame(node: Node) -> bool:
 
 # -- structural transforms ------------------------------------------------------------------
 
+
 def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
     """Return a copy of the tree without the nodes for which ``drop`` is true: their exclusive
     metrics fold into their nearest kept ancestor and their children are re-parented there,
@@ -101,8 +120,7 @@ def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
             add_metrics(dst_parent.metrics, src.metrics)
             dst = dst_parent
         else:
-            dst = merge_child(dst_parent, src.kind, src.name, src.file, src.line,
-                              src.metrics, src.extras)
+            dst = merge_child(dst_parent, src.kind, src.name, src.file, src.line, src.metrics, src.extras)
         stack.extend((c, dst) for c in reversed(src.children))
     compute_inclusive(new_root)
     return new_root
@@ -117,22 +135,26 @@ def collapse_library(root: Node) -> Node:
 def collapse_lone_forward(root: Node) -> Node:
     """Drop a ``<forward>`` phase that is its op's only phase (no backward was grafted there):
     it carries no information, and lifting its children saves an indentation level."""
+
     def drop(n: Node) -> bool:
         if n.kind != "phase" or n.name != "<forward>" or n.parent is None:
             return False
         if n.parent.kind != "op":
             return False
         return not any(c.kind == "phase" and c is not n for c in n.parent.children)
+
     return lift(root, drop)
 
 
 def _copy_filtered(root: Node, keep: Callable[[Node, int], bool]) -> Node:
     """Copy the tree, keeping a node (and considering its subtree) only if keep(node, depth).
     Inclusive metrics are copied, not recomputed: a parent still accounts for what is hidden."""
+
     def clone(n: Node) -> Node:
         c = Node(n.kind, n.name, n.file, n.line, n.metrics, n.extras)
         c.inclusive = dict(n.inclusive)
         return c
+
     new_root = clone(root)
     stack: list[tuple[Node, Node, int]] = [(c, new_root, 1) for c in reversed(root.children)]
     while stack:
@@ -167,8 +189,7 @@ def invert(root: Node, metric: Metric) -> Node:
     for node, _ in walk(root):
         if metric(node.metrics) <= 0:
             continue
-        dst = merge_child(out, node.kind, node.name, node.file, node.line,
-                          node.metrics, node.extras)
+        dst = merge_child(out, node.kind, node.name, node.file, node.line, node.metrics, node.extras)
         add_metrics(dst.inclusive, node.metrics)
         src = node.parent
         while src is not None and src.parent is not None:  # stop below the root
@@ -180,6 +201,7 @@ def invert(root: Node, metric: Metric) -> Node:
 
 
 # -- flat profiles --------------------------------------------------------------------------
+
 
 @dataclass
 class FlatRow:

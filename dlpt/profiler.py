@@ -42,8 +42,15 @@ def _dlpt_version() -> str:
 def _check_count(name: str, value: Any, allow_none: bool) -> None:
     if value is None and allow_none:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (name == "active" and value == 0):
-        raise UsageError(f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}")
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or value < 0
+        or (name == "active" and value == 0)
+    ):
+        raise UsageError(
+            f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}"
+        )
 
 
 def _cuda_devices() -> list[dict[str, Any]]:
@@ -101,7 +108,8 @@ class profile:
         with _running_lock:
             if _running is not None:
                 raise ProfilerBusyError(
-                    "a dlpt profile is already running in this process; stop it before starting another")
+                    "a dlpt profile is already running in this process; stop it before starting another"
+                )
             _running = self
         try:
             self._start()
@@ -128,8 +136,9 @@ class profile:
             "devices": devices,
         }
         self._window = StepWindow(self.skip_first, self.active, C.set_collecting)
-        self._start_info = C.start(want_gpu, native.cupti_candidates() if want_gpu else [],
-                                   self._window.collecting)
+        self._start_info = C.start(
+            want_gpu, native.cupti_candidates() if want_gpu else [], self._window.collecting
+        )
         if not self.gpu:
             reason = "GPU capture disabled (gpu=False / --no-gpu)"
         elif not devices:
@@ -137,10 +146,16 @@ class profile:
         else:
             reason = self._start_info["reason"]
             if reason:
-                warnings.warn(f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
-                              RuntimeWarning, stacklevel=3)
-        self._meta["gpu"] = {"enabled": bool(self._start_info["gpu"]), "reason": reason,
-                             "cupti": self._start_info.get("cupti_path") or None}
+                warnings.warn(
+                    f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+        self._meta["gpu"] = {
+            "enabled": bool(self._start_info["gpu"]),
+            "reason": reason,
+            "cupti": self._start_info.get("cupti_path") or None,
+        }
         self._hook = install_optimizer_hook(lambda: self._on_step("optimizer"))
         self._failures_before = failures.snapshot()
         self._compile_events.start()
@@ -187,24 +202,35 @@ class profile:
         mapped = map_generated_frames(native.to_nodes(raw["nodes"]))
         nodes = mark_library_exec_frames(mapped.nodes)
         meta = dict(self._meta)
-        meta.update({
-            "wall_ns": wall_ns,
-            "steps": self._window.meta(),
-            "step_wall_ns": list(self._window.step_wall_ns),
-            "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
-            "api": native.api_table(raw["api"]),
-            "dropped": {"activity_records": c["dropped_records"],
-                        "correlations_missing": max(0, c["submitted"] - c["completed"]),
-                        "tree_overflow": c["tree_overflow"]},
-            "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
-            "cuda_graphs": {"replay_gpu_ns": c.get("graph_replay_ns", 0),
-                            "uncaptured_gpu_ns": c.get("graph_unmapped_ns", 0),
-                            "nodes_captured": c.get("graph_nodes_captured", 0)},
-            "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid(),
-                            compile_failures=failures.since(self._failures_before),
-                            inductor_unmapped_frames=mapped.unmapped_frames,
-                            inductor_unmapped_kernels=mapped.unmapped_kernels),
-        })
+        meta.update(
+            {
+                "wall_ns": wall_ns,
+                "steps": self._window.meta(),
+                "step_wall_ns": list(self._window.step_wall_ns),
+                "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
+                "api": native.api_table(raw["api"]),
+                "dropped": {
+                    "activity_records": c["dropped_records"],
+                    "correlations_missing": max(0, c["submitted"] - c["completed"]),
+                    "tree_overflow": c["tree_overflow"],
+                },
+                "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
+                "cuda_graphs": {
+                    "replay_gpu_ns": c.get("graph_replay_ns", 0),
+                    "uncaptured_gpu_ns": c.get("graph_unmapped_ns", 0),
+                    "nodes_captured": c.get("graph_nodes_captured", 0),
+                },
+                "capture": dict(
+                    c,
+                    flush_s=raw["flush_s"],
+                    stop_s=stop_s,
+                    pid=os.getpid(),
+                    compile_failures=failures.since(self._failures_before),
+                    inductor_unmapped_frames=mapped.unmapped_frames,
+                    inductor_unmapped_kernels=mapped.unmapped_kernels,
+                ),
+            }
+        )
         return Session(nodes, meta)
 
     # -- context manager / decorator --------------------------------------------------------

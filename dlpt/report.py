@@ -18,8 +18,18 @@ from rich.text import Text
 from dlpt.compile.events import line_markers
 from dlpt.errors import UsageError
 from dlpt.processors import (
-    METRICS, Metric, collapse_library, collapse_lone_forward, default_metric, flatten_by_kind,
-    flatten_by_line, get_metric, invert, limit_depth, mark_lines, prune,
+    METRICS,
+    Metric,
+    collapse_library,
+    collapse_lone_forward,
+    default_metric,
+    flatten_by_kind,
+    flatten_by_line,
+    get_metric,
+    invert,
+    limit_depth,
+    mark_lines,
+    prune,
 )
 from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
@@ -51,16 +61,21 @@ def _gc_paused() -> Iterator[None]:
 def _check(view: str, threshold: float, depth: int | None) -> None:
     if view not in VIEWS:
         raise UsageError(f"unknown view {view!r}; choose one of: {', '.join(VIEWS)}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
-            or not 0 <= threshold < 1:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
         raise UsageError(f"threshold must be a fraction in [0, 1), got {threshold!r}")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise UsageError(f"depth must be a positive integer, got {depth!r}")
 
 
-def render(session: Session, view: str = "tree", metric: str | Metric | None = None,
-           threshold: float = 0.01, depth: int | None = None, show_all: bool = False,
-           ascii: bool = False) -> RenderableType:
+def render(
+    session: Session,
+    view: str = "tree",
+    metric: str | Metric | None = None,
+    threshold: float = 0.01,
+    depth: int | None = None,
+    show_all: bool = False,
+    ascii: bool = False,
+) -> RenderableType:
     """Render ``session`` as a rich renderable.
 
     view: "tree" (header, top-down tree and, with GPU data, kernel and copy summaries),
@@ -79,8 +94,15 @@ def render(session: Session, view: str = "tree", metric: str | Metric | None = N
         return _render(session, view, metric, threshold, depth, show_all, ascii)
 
 
-def _render(session: Session, view: str, metric: str | Metric | None, threshold: float,
-            depth: int | None, show_all: bool, ascii: bool) -> RenderableType:
+def _render(
+    session: Session,
+    view: str,
+    metric: str | Metric | None,
+    threshold: float,
+    depth: int | None,
+    show_all: bool,
+    ascii: bool,
+) -> RenderableType:
     root = build_tree(session)
     if not show_all:
         root = collapse_library(root)
@@ -97,16 +119,23 @@ def _render(session: Session, view: str, metric: str | Metric | None, threshold:
     total = m(root.inclusive)
 
     parts: list[RenderableType] = [
-        Header(session.meta, root, m, fmt, [_note(m, fmt, threshold, depth, show_all)])]
+        Header(session.meta, root, m, fmt, [_note(m, fmt, threshold, depth, show_all)])
+    ]
 
     def tree() -> RenderableType:
-        return TreeView(limit_depth(prune(root, m, threshold), depth), m, fmt,
-                        "Top-down (callees below their callers)", gpu)
+        return TreeView(
+            limit_depth(prune(root, m, threshold), depth),
+            m,
+            fmt,
+            "Top-down (callees below their callers)",
+            gpu,
+        )
 
     def bottom_up() -> RenderableType:
         inv = invert(root, m)
-        return TreeView(limit_depth(prune(inv, m, threshold), depth), m, fmt,
-                        "Bottom-up (callers below)", gpu)
+        return TreeView(
+            limit_depth(prune(inv, m, threshold), depth), m, fmt, "Bottom-up (callers below)", gpu
+        )
 
     def flat() -> list[RenderableType]:
         out: list[RenderableType] = [
@@ -114,8 +143,7 @@ def _render(session: Session, view: str, metric: str | Metric | None, threshold:
             FlatView(flatten_by_kind(root, "op"), m, fmt, "By op", gpu, total, threshold),
         ]
         if gpu:
-            out.append(FlatView(flatten_by_kind(root, "kernel"), m, fmt, "By kernel", gpu,
-                                total, threshold))
+            out.append(FlatView(flatten_by_kind(root, "kernel"), m, fmt, "By kernel", gpu, total, threshold))
         return out
 
     wall = session.meta.get("wall_ns")
@@ -154,11 +182,20 @@ def _no_gpu(session: Session) -> Text:
     return Text("\nNo GPU activity recorded" + (f" ({reason})." if reason else "."), "yellow")
 
 
-def print_report(session: Session, console: Console | None = None, *, view: str = "tree",
-                 metric: str | Metric | None = None, threshold: float = 0.01,
-                 depth: int | None = None, show_all: bool = False, ascii: bool = False) -> None:
+def print_report(
+    session: Session,
+    console: Console | None = None,
+    *,
+    view: str = "tree",
+    metric: str | Metric | None = None,
+    threshold: float = 0.01,
+    depth: int | None = None,
+    show_all: bool = False,
+    ascii: bool = False,
+) -> None:
     """Print :func:`render`'s report to ``console`` (a default rich Console if None)."""
-    renderable = render(session, view=view, metric=metric, threshold=threshold, depth=depth,
-                        show_all=show_all, ascii=ascii)
+    renderable = render(
+        session, view=view, metric=metric, threshold=threshold, depth=depth, show_all=show_all, ascii=ascii
+    )
     with _gc_paused():  # the views lay out their rows while printing
         (console or Console()).print(renderable)

@@ -22,9 +22,7 @@ __all__ = ["Session", "FORMAT", "VERSION", "KINDS"]
 
 FORMAT = "dlpt-session"
 VERSION = 1
-KINDS = frozenset(
-    {"root", "thread", "frame", "scope", "op", "phase", "kernel", "memcpy", "memset", "sync"}
-)
+KINDS = frozenset({"root", "thread", "frame", "scope", "op", "phase", "kernel", "memcpy", "memset", "sync"})
 
 # Meta keys whose type the renderers rely on; others are passed through untouched so that
 # producers can add information without a format bump.
@@ -59,8 +57,7 @@ class Session:
         self.nodes: list[dict] = (
             nodes
             if nodes is not None
-            else [{"id": 0, "parent": -1, "kind": "root", "name": "<root>",
-                   "file": "", "line": 0, "m": {}}]
+            else [{"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}]
         )
         self.meta: dict = meta if meta is not None else {}
 
@@ -86,9 +83,7 @@ class Session:
             )
         fmt = d.get("format")
         if fmt != FORMAT:
-            raise SessionFormatError(
-                f"{source}: not a dlpt session (format is {fmt!r}, expected {FORMAT!r})"
-            )
+            raise SessionFormatError(f"{source}: not a dlpt session (format is {fmt!r}, expected {FORMAT!r})")
         version = d.get("version")
         if not _is_int(version) or version < 1:
             raise SessionFormatError(f"{source}: invalid session version {version!r}")
@@ -167,8 +162,7 @@ class Session:
                     f"{len(raw)} bytes, inside an unclosed object, list or string)"
                 ) from None
             raise SessionFormatError(
-                f"{name}: not a dlpt session (invalid JSON at line {e.lineno} column {e.colno}: "
-                f"{e.msg})"
+                f"{name}: not a dlpt session (invalid JSON at line {e.lineno} column {e.colno}: {e.msg})"
             ) from None
         return cls.from_dict(data, source=name)
 
@@ -235,8 +229,7 @@ def _check_node(n: Any, i: int, source: str) -> dict:
             raise SessionFormatError(
                 f"{where} has an invalid metric {k!r}: {v!r} (metrics are non-negative integers)"
             )
-    out = {"id": nid, "parent": parent, "kind": kind, "name": name,
-           "file": file, "line": line, "m": dict(m)}
+    out = {"id": nid, "parent": parent, "kind": kind, "name": name, "file": file, "line": line, "m": dict(m)}
     if "x" in n:
         x = n["x"]
         if not isinstance(x, Mapping):

@@ -3,6 +3,7 @@ N, 4N and 10N steps. Bounded memory means the later readings stay put.
 
 usage: python tools/mem_plateau.py WORKLOAD [N]      (workloads: bench/workloads.py)
 """
+
 import json
 import os
 import sys
@@ -36,9 +37,18 @@ def main() -> None:
             if cuda:
                 torch.cuda.synchronize()
             readings[target] = round(rss_mb(), 1)
-    print("MEM", json.dumps({"workload": wl, "rss_mb_after_steps": readings,
-                             "growth_4n_to_10n_mb": round(readings[10 * n] - readings[4 * n], 1),
-                             "nodes": len(prof.session.nodes)}), flush=True)
+    print(
+        "MEM",
+        json.dumps(
+            {
+                "workload": wl,
+                "rss_mb_after_steps": readings,
+                "growth_4n_to_10n_mb": round(readings[10 * n] - readings[4 * n], 1),
+                "nodes": len(prof.session.nodes),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -87,14 +87,21 @@ def to_nodes(raw: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """Convert the core's node tuples into session nodes."""
     nodes: list[dict[str, Any]] = []
     for nid, parent, kind, name, file, line, metrics, extras in raw:
-        node: dict[str, Any] = {"id": nid, "parent": parent, "kind": kind, "name": name,
-                                "file": file, "line": line, "m": _metrics(kind, metrics)}
+        node: dict[str, Any] = {
+            "id": nid,
+            "parent": parent,
+            "kind": kind,
+            "name": name,
+            "file": file,
+            "line": line,
+            "m": _metrics(kind, metrics),
+        }
         x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()}
         if kind == "kernel":
             x["full_name"] = name
             node["name"] = shorten_kernel_name(name)
         elif kind == "sync":
-            node["name"] = "[sync " + api_display_name(name[len("[sync "):-1]) + "]"
+            node["name"] = "[sync " + api_display_name(name[len("[sync ") : -1]) + "]"
         if x:
             node["x"] = x
         nodes.append(node)

@@ -55,8 +55,11 @@ def events_from_metrics(metrics: list[Any]) -> list[dict[str, Any]]:
             "graph_ops": int(_get(m, "graph_op_count", 0)),
             "break_reasons": sorted(str(r)[:_MAX_TEXT] for r in restart),
             "recompile_reason": str(recompile)[:_MAX_TEXT] or None,
-            "fail": (f"{_get(m, 'fail_type', '')}: {_get(m, 'fail_reason', '')}"[:_MAX_TEXT]
-                     if _get(m, "fail_type", "") else None),
+            "fail": (
+                f"{_get(m, 'fail_type', '')}: {_get(m, 'fail_reason', '')}"[:_MAX_TEXT]
+                if _get(m, "fail_type", "")
+                else None
+            ),
         }
         resume = parse_resume_name(ev["function"])
         if resume:
@@ -70,7 +73,11 @@ def graph_breaks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     reasons: dict[tuple[str, str], list[str]] = {}
     for ev in events:
         if ev["break_reasons"]:
-            fn = ev.get("resume_of", {}).get("function", ev["function"]) if "resume_of" in ev else ev["function"]
+            fn = (
+                ev.get("resume_of", {}).get("function", ev["function"])
+                if "resume_of" in ev
+                else ev["function"]
+            )
             reasons.setdefault((ev["file"], fn), []).extend(ev["break_reasons"])
     out: dict[tuple, dict[str, Any]] = {}
     for ev in events:
@@ -79,15 +86,24 @@ def graph_breaks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         texts = reasons.get((ev["file"], r["function"]), [])
         key = (ev["file"], r["line"])
-        out.setdefault(key, {"file": ev["file"], "line": r["line"], "function": r["function"],
-                             "reason": _first_lines(texts[0]) if texts else "graph break"})
+        out.setdefault(
+            key,
+            {
+                "file": ev["file"],
+                "line": r["line"],
+                "function": r["function"],
+                "reason": _first_lines(texts[0]) if texts else "graph break",
+            },
+        )
     # Breaks whose resume was never compiled in the window: shown at the compiled frame.
     located = {(b["file"], b["function"]) for b in out.values()}
     for (file, fn), texts in reasons.items():
         if (file, fn) not in located:
             line = next((ev["line"] for ev in events if ev["file"] == file and ev["function"] == fn), 0)
-            out.setdefault((file, line, fn), {"file": file, "line": line, "function": fn,
-                                              "reason": _first_lines(texts[0])})
+            out.setdefault(
+                (file, line, fn),
+                {"file": file, "line": line, "function": fn, "reason": _first_lines(texts[0])},
+            )
     return list(out.values())
 
 
@@ -99,8 +115,14 @@ def recompilations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         r = ev.get("resume_of")
         fn = f"{r['function']} (after the graph break at line {r['line']})" if r else ev["function"]
-        out.append({"file": ev["file"], "line": ev["line"], "function": fn,
-                    "reason": _squeeze(ev["recompile_reason"].strip().splitlines()[0])})
+        out.append(
+            {
+                "file": ev["file"],
+                "line": ev["line"],
+                "function": fn,
+                "reason": _squeeze(ev["recompile_reason"].strip().splitlines()[0]),
+            }
+        )
     return out
 
 

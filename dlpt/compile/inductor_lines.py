@@ -96,7 +96,9 @@ def _mapper() -> Any:
         return None
     cache: Any = getattr(codecache, "PyCodeCache", None)
     if not isinstance(getattr(cache, "linemaps", None), dict) or not hasattr(cache, "stack_frames_for_code"):
-        failures.record("line_map", detail="torch._inductor.codecache.PyCodeCache has no linemaps/stack_frames_for_code")
+        failures.record(
+            "line_map", detail="torch._inductor.codecache.PyCodeCache has no linemaps/stack_frames_for_code"
+        )
         return None
     return cache if cache.linemaps else None
 
@@ -151,8 +153,11 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
         chains[nid] = []
     unmapped = [nid for nid, chain in chains.items() if not chain and nid not in calls_generated]
     if unmapped:
-        _log.debug("Inductor line map: %d generated lines have no model line, e.g. %s", len(unmapped),
-                   ", ".join(f"{nodes[i]['file']}:{nodes[i]['line']}" for i in unmapped[:5]))
+        _log.debug(
+            "Inductor line map: %d generated lines have no model line, e.g. %s",
+            len(unmapped),
+            ", ".join(f"{nodes[i]['file']}:{nodes[i]['line']}" for i in unmapped[:5]),
+        )
     out: list[dict[str, Any]] = []
     # (old id, new parent, generated module the node runs under or "")
     stack: list[tuple[int, int, str]] = [(0, -1, "")]
@@ -167,9 +172,18 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
             module = node["file"]
             node["x"] = dict(node.get("x") or {}, generated="inductor")
             for f in chains[old]:
-                out.append({"id": len(out), "parent": attach, "kind": "frame", "name": str(f["name"]),
-                            "file": str(f["filename"]), "line": int(f["line"]), "m": {},
-                            "x": {"mapped_from": "inductor"}})
+                out.append(
+                    {
+                        "id": len(out),
+                        "parent": attach,
+                        "kind": "frame",
+                        "name": str(f["name"]),
+                        "file": str(f["filename"]),
+                        "line": int(f["line"]),
+                        "m": {},
+                        "x": {"mapped_from": "inductor"},
+                    }
+                )
                 attach = out[-1]["id"]
         for c in reversed(children[old]):
             stack.append((c, attach, module))

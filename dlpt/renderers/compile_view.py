@@ -32,9 +32,14 @@ class CompileView(View):
         total = sum(ev.get("compile_s", 0.0) for ev in self.events)
         inductor = sum(ev.get("inductor_s", 0.0) for ev in self.events)
         breaks, recompiles = graph_breaks(self.events), recompilations(self.events)
-        yield Text.assemble(("torch.compile", "bold"), (
-            f"  {len(self.events)} compilations, {total:.2f} s compiling (Inductor {inductor:.2f} s), "
-            f"{len(breaks)} graph breaks, {len(recompiles)} recompilations", "dim"))
+        yield Text.assemble(
+            ("torch.compile", "bold"),
+            (
+                f"  {len(self.events)} compilations, {total:.2f} s compiling (Inductor {inductor:.2f} s), "
+                f"{len(breaks)} graph breaks, {len(recompiles)} recompilations",
+                "dim",
+            ),
+        )
         if breaks:
             yield self._located("Graph breaks", "reason", breaks, fmt, width)
         if recompiles:
@@ -46,5 +51,10 @@ class CompileView(View):
         t = make_table(title, fmt)
         t.add_column("where", no_wrap=True)
         t.add_column(what, no_wrap=True, overflow="ellipsis")
-        add_rows(t, [Row((_where(r["file"], r["line"], r["function"]),), r["reason"]) for r in rows], width, fmt.ascii)
+        add_rows(
+            t,
+            [Row((_where(r["file"], r["line"], r["function"]),), r["reason"]) for r in rows],
+            width,
+            fmt.ascii,
+        )
         return t

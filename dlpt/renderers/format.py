@@ -37,8 +37,12 @@ DETAIL_STYLE = "dim"
 
 # The metric key counting a node's own events, shown in the "calls" column.
 COUNT_KEY: dict[str, str] = {
-    "op": "calls", "scope": "calls", "kernel": "kernels", "memcpy": "copies",
-    "memset": "memsets", "sync": "syncs",
+    "op": "calls",
+    "scope": "calls",
+    "kernel": "kernels",
+    "memcpy": "copies",
+    "memset": "memsets",
+    "sync": "syncs",
 }
 
 
@@ -129,8 +133,7 @@ def kernel_config(x: dict) -> str:
         parts.append(f"<<<{g},{b}>>>")
     if x.get("regs"):
         parts.append(f"regs {x['regs']}")
-    smem = sum(v for v in (x.get("smem_static"), x.get("smem_dynamic"))
-               if isinstance(v, int) and v > 0)
+    smem = sum(v for v in (x.get("smem_static"), x.get("smem_dynamic")) if isinstance(v, int) and v > 0)
     if smem:
         parts.append(f"smem {smem / 1024:.0f}K" if smem >= 1024 else f"smem {smem}B")
     return " ".join(parts)
@@ -163,8 +166,12 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
         return Text(fmt.clean(node.name), style), detail
     if kind == "memcpy":
         detail = " ".join(
-            p for p in (str(node.extras.get("host_mem") or ""),
-                        fmt.bytes(m.get("copy_bytes", 0)) if m.get("copy_bytes") else "") if p
+            p
+            for p in (
+                str(node.extras.get("host_mem") or ""),
+                fmt.bytes(m.get("copy_bytes", 0)) if m.get("copy_bytes") else "",
+            )
+            if p
         )
         return Text(node.name, style), detail
     return Text(fmt.clean(node.name), style), ""
@@ -181,8 +188,7 @@ def truncate(text: Text, width: int, ascii: bool) -> Text:
     return text
 
 
-def fit_label(prefix: str, main: Text, detail: str, width: int, keep_detail: bool,
-              ascii: bool) -> Text:
+def fit_label(prefix: str, main: Text, detail: str, width: int, keep_detail: bool, ascii: bool) -> Text:
     """Assemble ``prefix + main + "  " + detail`` within ``width`` cells, never wrapping.
 
     With ``keep_detail`` (kernels: the launch config matters more than the name's tail) the

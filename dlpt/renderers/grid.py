@@ -20,8 +20,7 @@ from dlpt.renderers.format import DETAIL_STYLE, fit_label, truncate
 # A linked list, so a row costs O(visible levels) however deep the node is.
 Chain = tuple[bool, "Chain | None", int]
 
-_GUIDES = {False: ("\u2502  ", "   ", "\u251c\u2500 ", "\u2514\u2500 "),
-           True: ("|  ", "   ", "|- ", "`- ")}
+_GUIDES = {False: ("\u2502  ", "   ", "\u251c\u2500 ", "\u2514\u2500 "), True: ("|  ", "   ", "|- ", "`- ")}
 
 
 @dataclass
@@ -54,8 +53,9 @@ def guide_prefix(chain: Chain | None, cap: int, ascii: bool) -> str:
     return "".join(parts)
 
 
-def render_grid(headers: Sequence[str], label_header: str, rows: Sequence[GridRow],
-                width: int, ascii: bool) -> Group:
+def render_grid(
+    headers: Sequence[str], label_header: str, rows: Sequence[GridRow], width: int, ascii: bool
+) -> Group:
     """Lay the rows out in ``width`` cells: a header, a rule, then one Text line per row (one
     Text per line keeps rich's line splitting linear in the number of rows)."""
     ncol = len(headers)

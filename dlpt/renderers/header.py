@@ -55,16 +55,22 @@ class Header(View):
         step_walls = [s for s in meta.get("step_wall_ns") or [] if isinstance(s, int)]
         if step_walls:
             mean = sum(step_walls) / len(step_walls)
-            lines.append(Text(f"step wall: mean {fmt.time(mean, per_step=False)}, "
-                              f"min {fmt.time(min(step_walls), per_step=False)}, "
-                              f"max {fmt.time(max(step_walls), per_step=False)}"))
+            lines.append(
+                Text(
+                    f"step wall: mean {fmt.time(mean, per_step=False)}, "
+                    f"min {fmt.time(min(step_walls), per_step=False)}, "
+                    f"max {fmt.time(max(step_walls), per_step=False)}"
+                )
+            )
 
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
         lines.extend(self._graph_lines(fmt))
 
-        for key, label, style in (("dropped", "dropped", "bold red"),
-                                  ("unattributed", "unattributed", "bold yellow")):
+        for key, label, style in (
+            ("dropped", "dropped", "bold red"),
+            ("unattributed", "unattributed", "bold yellow"),
+        ):
             d = meta.get(key) if isinstance(meta.get(key), dict) else {}
             # Counts first, then times: "3 records, 30.0µs GPU time".
             items = sorted(d.items(), key=lambda kv: kv[0].endswith("_ns"))
@@ -80,8 +86,7 @@ class Header(View):
             lines.append(Text(sep.join(versions), "dim"))
         for n in self.notes:
             lines.append(Text(n, "dim"))
-        yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED,
-                    expand=True)
+        yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED, expand=True)
 
     def _totals(self, fmt: Fmt, inc: dict[str, int], sep: str) -> Text:
         per = f"per step (/{fmt.steps}): " if fmt.steps > 0 else "totals: "
@@ -107,8 +112,7 @@ class Header(View):
         lines = []
         if gpu.get("enabled") is False:
             reason = fmt.clean(str(gpu.get("reason") or "reason unknown"))
-            lines.append(Text(f"GPU capture: off - {reason}; CPU-side attribution only",
-                              "bold yellow"))
+            lines.append(Text(f"GPU capture: off - {reason}; CPU-side attribution only", "bold yellow"))
         elif gpu.get("enabled"):
             lines.append(Text("GPU capture: on", "dim"))
         names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
@@ -136,13 +140,22 @@ class Header(View):
         if not replay:
             return []
         per = " per step" if fmt.steps else ""
-        lines = [Text(f"CUDA graph replays: {fmt.time(replay)} GPU time{per}, shown under "
-                      f"<cuda graph replay> at the lines that captured them")]
+        lines = [
+            Text(
+                f"CUDA graph replays: {fmt.time(replay)} GPU time{per}, shown under "
+                f"<cuda graph replay> at the lines that captured them"
+            )
+        ]
         lost = _int(g.get("uncaptured_gpu_ns"))
         if lost:
-            lines.append(Text(f"{fmt.time(lost)}{per} of it was captured before profiling started: "
-                              "shown at the replay call instead (start dlpt before the graphs are "
-                              "captured; --skip-first keeps warm-up out of the numbers)", "bold yellow"))
+            lines.append(
+                Text(
+                    f"{fmt.time(lost)}{per} of it was captured before profiling started: "
+                    "shown at the replay call instead (start dlpt before the graphs are "
+                    "captured; --skip-first keeps warm-up out of the numbers)",
+                    "bold yellow",
+                )
+            )
         return lines
 
     def _compile_lines(self) -> list[Text]:
@@ -152,17 +165,31 @@ class Header(View):
         lines = []
         frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
         if kernels:
-            lines.append(Text(f"{kernels:,} Inductor kernel launches could not be mapped to model lines "
-                              f"(from {frames:,} generated lines; they stay with the compiled call)",
-                              "bold yellow"))
+            lines.append(
+                Text(
+                    f"{kernels:,} Inductor kernel launches could not be mapped to model lines "
+                    f"(from {frames:,} generated lines; they stay with the compiled call)",
+                    "bold yellow",
+                )
+            )
         elif frames:
-            lines.append(Text(f"{frames:,} lines of Inductor's generated code could not be mapped to "
-                              "model lines (their costs stay with the compiled call)", "bold yellow"))
+            lines.append(
+                Text(
+                    f"{frames:,} lines of Inductor's generated code could not be mapped to "
+                    "model lines (their costs stay with the compiled call)",
+                    "bold yellow",
+                )
+            )
         failed = c.get("compile_failures") if isinstance(c.get("compile_failures"), dict) else {}
         parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
         if parts:
-            lines.append(Text(f"torch.compile attribution incomplete: {', '.join(parts)} failed "
-                              "(details: DLPT_LOG=debug)", "bold yellow"))
+            lines.append(
+                Text(
+                    f"torch.compile attribution incomplete: {', '.join(parts)} failed "
+                    "(details: DLPT_LOG=debug)",
+                    "bold yellow",
+                )
+            )
         return lines
 
     @staticmethod

@@ -39,8 +39,9 @@ class _Agg:
 
 
 def _gpu_total(session: Session) -> int:
-    return sum(n["m"].get("gpu_ns", 0) + n["m"].get("copy_ns", 0) + n["m"].get("memset_ns", 0)
-               for n in session.nodes)
+    return sum(
+        n["m"].get("gpu_ns", 0) + n["m"].get("copy_ns", 0) + n["m"].get("memset_ns", 0) for n in session.nodes
+    )
 
 
 def _per_step(fmt: Fmt) -> str:
@@ -70,8 +71,7 @@ class KernelTable(View):
                 agg = aggs.get(n["name"])
                 if agg is None:  # the first launch config seen stands for the name
                     agg = aggs[n["name"]] = _Agg(extra={"config": kernel_config(n.get("x", {}))})
-                agg.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"),
-                        m.get("max_ns", 0))
+                agg.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"), m.get("max_ns", 0))
         if not aggs:
             return
         gpu_total = _gpu_total(self.session)
@@ -83,16 +83,34 @@ class KernelTable(View):
         rows: list[Row] = []
         for name, a in ranked[: self.limit]:
             avg = a.total / a.count if a.count else 0
-            rows.append(Row((fmt.count(a.count), fmt.time(a.total), fmt.time(avg, per_step=False),
-                             fmt.time(a.min or 0, per_step=False), fmt.time(a.max, per_step=False),
-                             Fmt.pct(a.total, gpu_total)),
-                            (Text(fmt.clean(name), STYLES["kernel"]), a.extra["config"])))
-        rest = ranked[self.limit:]
+            rows.append(
+                Row(
+                    (
+                        fmt.count(a.count),
+                        fmt.time(a.total),
+                        fmt.time(avg, per_step=False),
+                        fmt.time(a.min or 0, per_step=False),
+                        fmt.time(a.max, per_step=False),
+                        Fmt.pct(a.total, gpu_total),
+                    ),
+                    (Text(fmt.clean(name), STYLES["kernel"]), a.extra["config"]),
+                )
+            )
+        rest = ranked[self.limit :]
         if rest:
-            rows.append(Row((fmt.count(sum(a.count for _, a in rest)),
-                             fmt.time(sum(a.total for _, a in rest)), "", "", "",
-                             Fmt.pct(sum(a.total for _, a in rest), gpu_total)),
-                            Text(f"... {len(rest)} more kernels", "dim")))
+            rows.append(
+                Row(
+                    (
+                        fmt.count(sum(a.count for _, a in rest)),
+                        fmt.time(sum(a.total for _, a in rest)),
+                        "",
+                        "",
+                        "",
+                        Fmt.pct(sum(a.total for _, a in rest), gpu_total),
+                    ),
+                    Text(f"... {len(rest)} more kernels", "dim"),
+                )
+            )
         add_rows(t, rows, width, fmt.ascii)
         yield t
 
@@ -110,23 +128,36 @@ class CopyTable(View):
             m, x = n["m"], n.get("x", {})
             if n["kind"] == "memcpy":
                 key = (str(x.get("direction") or n["name"]), str(x.get("host_mem") or ""))
-                aggs.setdefault(key, _Agg()).add(m.get("copies", 0), m.get("copy_ns", 0),
-                                                 m.get("copy_bytes", 0), None, 0)
+                aggs.setdefault(key, _Agg()).add(
+                    m.get("copies", 0), m.get("copy_ns", 0), m.get("copy_bytes", 0), None, 0
+                )
             elif n["kind"] == "memset":
-                aggs.setdefault(("memset", ""), _Agg()).add(m.get("memsets", 0),
-                                                             m.get("memset_ns", 0), 0, None, 0)
+                aggs.setdefault(("memset", ""), _Agg()).add(
+                    m.get("memsets", 0), m.get("memset_ns", 0), 0, None, 0
+                )
         if not aggs:
             return
         t = make_table("GPU copies and memsets", fmt, _per_step(fmt))
-        for col, just in (("direction", "left"), ("host mem", "left"), ("count", "right"),
-                          ("bytes", "right"), ("time", "right"), ("bandwidth", "right")):
+        for col, just in (
+            ("direction", "left"),
+            ("host mem", "left"),
+            ("count", "right"),
+            ("bytes", "right"),
+            ("time", "right"),
+            ("bandwidth", "right"),
+        ):
             t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
         for (direction, host), a in sorted(aggs.items(), key=lambda kv: -kv[1].total):
             is_memset = direction == "memset"
             bw = _bandwidth(a.bytes, a.total)
-            t.add_row(Text(direction, STYLES["memset" if is_memset else "memcpy"]), host,
-                      fmt.count(a.count), "" if is_memset else fmt.bytes(a.bytes),
-                      fmt.time(a.total), bw)
+            t.add_row(
+                Text(direction, STYLES["memset" if is_memset else "memcpy"]),
+                host,
+                fmt.count(a.count),
+                "" if is_memset else fmt.bytes(a.bytes),
+                fmt.time(a.total),
+                bw,
+            )
         yield t
 
 
@@ -149,11 +180,18 @@ class ApiTable(View):
         rows: list[Row] = []
         for a in ranked[: self.limit]:
             calls, total = int(a.get("calls", 0)), int(a.get("total_ns", 0))
-            rows.append(Row((fmt.count(calls), fmt.time(total),
-                             fmt.time(total / calls if calls else 0, per_step=False),
-                             fmt.time(int(a.get("min_ns", 0)), per_step=False),
-                             fmt.time(int(a.get("max_ns", 0)), per_step=False)),
-                            fmt.clean(str(a.get("name", "?")))))
+            rows.append(
+                Row(
+                    (
+                        fmt.count(calls),
+                        fmt.time(total),
+                        fmt.time(total / calls if calls else 0, per_step=False),
+                        fmt.time(int(a.get("min_ns", 0)), per_step=False),
+                        fmt.time(int(a.get("max_ns", 0)), per_step=False),
+                    ),
+                    fmt.clean(str(a.get("name", "?"))),
+                )
+            )
         if len(ranked) > self.limit:
             rows.append(Row(("", "", "", "", ""), Text(f"... {len(ranked) - self.limit} more", "dim")))
         add_rows(t, rows, width, fmt.ascii)
@@ -195,8 +233,16 @@ class SyncTable(View):
                 where.append_text(main)
                 if detail:
                     where.append("  " + detail, "dim")
-            rows.append(Row((fmt.count(a.count), fmt.time(a.total),
-                             fmt.time(a.total / a.count if a.count else 0, per_step=False),
-                             Fmt.pct(a.total, self.wall_ns)), where))
+            rows.append(
+                Row(
+                    (
+                        fmt.count(a.count),
+                        fmt.time(a.total),
+                        fmt.time(a.total / a.count if a.count else 0, per_step=False),
+                        Fmt.pct(a.total, self.wall_ns),
+                    ),
+                    where,
+                )
+            )
         add_rows(t, rows, width, fmt.ascii)
         yield t

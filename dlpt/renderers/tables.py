@@ -31,9 +31,14 @@ class Row(NamedTuple):
 def make_table(title: str, fmt: Fmt, note: str = "") -> Table:
     """An empty table with a bold left-aligned title (``note`` dimmed after it) and a header rule
     only (ASCII on an ASCII console)."""
-    return Table(title=Text(title, "bold") + Text(note, "dim"), title_justify="left",
-                 box=ASCII_SIMPLE_HEAD if fmt.ascii else box.SIMPLE_HEAD, show_edge=False,
-                 pad_edge=False, header_style="bold")
+    return Table(
+        title=Text(title, "bold") + Text(note, "dim"),
+        title_justify="left",
+        box=ASCII_SIMPLE_HEAD if fmt.ascii else box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+    )
 
 
 def add_rows(t: Table, rows: Sequence[Row], width: int, ascii: bool) -> None:
@@ -42,9 +47,12 @@ def add_rows(t: Table, rows: Sequence[Row], width: int, ascii: bool) -> None:
     dropping numbers (and with ``...`` on an ASCII console)."""
     used = 0
     for i, col in enumerate(t.columns[:-1]):
-        col.min_width = max([len(str(col.header)),
-                             *((Text(c) if isinstance(c, str) else c).cell_len
-                               for c in (r.cells[i] for r in rows))])
+        col.min_width = max(
+            [
+                len(str(col.header)),
+                *((Text(c) if isinstance(c, str) else c).cell_len for c in (r.cells[i] for r in rows)),
+            ]
+        )
         used += col.min_width + 3  # a cell's padding on both sides plus the column divider
     last = max(width - used, 8)
     t.columns[-1].max_width = last

@@ -45,10 +45,16 @@ def env() -> dict[str, str]:
 
 def run(job: Job) -> Result:
     cmd = [sys.executable, *(["-m", "dlpt"] if job.dlpt else []), *job.args]
-    p = subprocess.run(cmd, cwd=job.cwd, env=env(), capture_output=not job.merged,
-                       stdout=subprocess.PIPE if job.merged else None,
-                       stderr=subprocess.STDOUT if job.merged else None,
-                       text=True, timeout=TIMEOUT_S)
+    p = subprocess.run(
+        cmd,
+        cwd=job.cwd,
+        env=env(),
+        capture_output=not job.merged,
+        stdout=subprocess.PIPE if job.merged else None,
+        stderr=subprocess.STDOUT if job.merged else None,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     return Result(p.returncode, p.stdout, p.stderr or "")
 
 

@@ -1,6 +1,7 @@
 """Capture in less common situations: generators and coroutines (frames owned by generator
 objects), ops that raise, nested profiles of threads that outlive nothing. The profiler must
 attribute correctly and never crash or hang."""
+
 from __future__ import annotations
 
 import asyncio

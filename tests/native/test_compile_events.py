@@ -1,5 +1,6 @@
 """torch.compile events in the profile: graph breaks at their line with their reason,
 recompilations with the guard that failed, compile time; shown in the report and saved."""
+
 from __future__ import annotations
 
 import io

@@ -1,5 +1,6 @@
 """When a torch internal that the compile integration relies on fails (as after a torch upgrade),
 the profile still completes, the failure is counted in ``meta.capture`` and the report says so."""
+
 from __future__ import annotations
 
 import io
@@ -33,8 +34,10 @@ def compiled():
     """An Inductor-compiled matmul (an extern aten::mm: no C++ build), compiled before profiling,
     without on-disk caches (a cached graph's line map names another checkout's files)."""
     torch._dynamo.reset()
-    with torch._inductor.config.patch({"fx_graph_cache": False}), \
-            torch._functorch.config.patch(enable_autograd_cache=False):
+    with (
+        torch._inductor.config.patch({"fx_graph_cache": False}),
+        torch._functorch.config.patch(enable_autograd_cache=False),
+    ):
         fn = torch.compile(mm_model)
         x, w = torch.randn(16, 16), torch.randn(16, 16, requires_grad=True)
         fn(x, w).sum().backward()
@@ -59,8 +62,14 @@ def test_a_failing_inductor_line_map_is_counted_and_reported(compiled, monkeypat
     assert capture["inductor_unmapped_frames"] == capture["compile_failures"]["line_map"]
     assert not any((n.get("x") or {}).get("mapped_from") for n in prof.session.nodes)
     text = header(prof.session)
-    assert f"{capture['inductor_unmapped_frames']} lines of Inductor's generated code could not be mapped" in text
-    assert f"torch.compile attribution incomplete: line_map x{capture['compile_failures']['line_map']} failed" in text
+    assert (
+        f"{capture['inductor_unmapped_frames']} lines of Inductor's generated code could not be mapped"
+        in text
+    )
+    assert (
+        f"torch.compile attribution incomplete: line_map x{capture['compile_failures']['line_map']} failed"
+        in text
+    )
 
 
 def test_unreadable_compile_metrics_are_counted_and_reported(monkeypatch):
@@ -70,7 +79,9 @@ def test_unreadable_compile_metrics_are_counted_and_reported(monkeypatch):
         monkeypatch.setattr(torch._dynamo.utils, "get_compilation_metrics", lambda: 1 / 0)
         fn(torch.randn(4))  # compiles: the compile-end callback cannot read the metrics
     assert prof.session.meta["compile"] == []
-    assert prof.session.meta["capture"]["compile_failures"] == {"compile_metrics": 2}  # at compile end, at stop
+    assert prof.session.meta["capture"]["compile_failures"] == {
+        "compile_metrics": 2
+    }  # at compile end, at stop
     assert "torch.compile attribution incomplete: compile_metrics x2 failed" in header(prof.session)
 
 

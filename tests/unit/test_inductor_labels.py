@@ -1,5 +1,6 @@
 """Kernels launched from Inductor's generated wrapper: graph id and fused ATen ops read from the
 wrapper's comments, kernel names told apart per graph, user frames inserted from the line map."""
+
 from __future__ import annotations
 
 import logging
@@ -12,7 +13,7 @@ from dlpt.compile import failures, inductor_lines
 
 # Shaped like a CUDA wrapper written by Inductor (torch 2.11): definition-site comments above
 # each kernel, call-site comments above each launch.
-WRAPPER = textwrap.dedent('''\
+WRAPPER = textwrap.dedent("""\
     # AOT ID: ['1_backward']
     from ctypes import c_void_p
     async_compile = AsyncCompile()
@@ -39,7 +40,7 @@ WRAPPER = textwrap.dedent('''\
         triton_poi_fused_gelu_1.run(buf0, 128, stream=stream0)
         triton_per_fused_native_layer_norm_0.run(buf0, 8, stream=stream0)
         return (buf0, )
-    ''')
+    """)
 
 
 @pytest.fixture
@@ -54,7 +55,10 @@ def wrapper(tmp_path):
 def test_wrapper_info_reads_graph_and_fused_ops(wrapper):
     graph, fused = inductor_lines.wrapper_info(wrapper)
     assert graph == "1_backward"
-    assert fused["triton_per_fused_native_layer_norm_0"] == ("aten.native_layer_norm", "aten.native_layer_norm_backward")
+    assert fused["triton_per_fused_native_layer_norm_0"] == (
+        "aten.native_layer_norm",
+        "aten.native_layer_norm_backward",
+    )
     # From the call-site comment (the stream lookup sits in between).
     assert fused["triton_poi_fused_gelu_1"] == ("aten.gelu", "aten.gelu_backward")
 
@@ -80,10 +84,26 @@ def test_kernels_under_generated_frames_are_labelled_and_mapped(wrapper, monkeyp
     nodes = [
         {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
         {"id": 1, "parent": 0, "kind": "frame", "name": "call", "file": wrapper, "line": 23, "m": {}},
-        {"id": 2, "parent": 1, "kind": "kernel", "name": "triton_poi_fused_gelu_1", "file": "", "line": 0,
-         "m": {"gpu_ns": 5}, "x": {"full_name": "triton_poi_fused_gelu_1"}},
-        {"id": 3, "parent": 0, "kind": "kernel", "name": "triton_poi_fused_gelu_1", "file": "", "line": 0,
-         "m": {"gpu_ns": 2}, "x": {"full_name": "triton_poi_fused_gelu_1"}},
+        {
+            "id": 2,
+            "parent": 1,
+            "kind": "kernel",
+            "name": "triton_poi_fused_gelu_1",
+            "file": "",
+            "line": 0,
+            "m": {"gpu_ns": 5},
+            "x": {"full_name": "triton_poi_fused_gelu_1"},
+        },
+        {
+            "id": 3,
+            "parent": 0,
+            "kind": "kernel",
+            "name": "triton_poi_fused_gelu_1",
+            "file": "",
+            "line": 0,
+            "m": {"gpu_ns": 2},
+            "x": {"full_name": "triton_poi_fused_gelu_1"},
+        },
     ]
     out = inductor_lines.map_generated_frames(nodes).nodes
     by_parent = {n["id"]: n for n in out}
@@ -106,8 +126,10 @@ class NestedCache(FakeCache):
     stale context (model.py:3), as Inductor's map gives the partition call line."""
 
     def stack_frames_for_code(self, path, line):
-        return {23: [{"name": "forward", "filename": "/src/model.py", "line": 7}],
-                30: [{"name": "forward", "filename": "/src/model.py", "line": 3}]}.get(line)
+        return {
+            23: [{"name": "forward", "filename": "/src/model.py", "line": 7}],
+            30: [{"name": "forward", "filename": "/src/model.py", "line": 3}],
+        }.get(line)
 
 
 def test_only_the_innermost_generated_frame_maps(wrapper, monkeypatch):
@@ -116,8 +138,16 @@ def test_only_the_innermost_generated_frame_maps(wrapper, monkeypatch):
         {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
         {"id": 1, "parent": 0, "kind": "frame", "name": "call", "file": wrapper, "line": 30, "m": {}},
         {"id": 2, "parent": 1, "kind": "frame", "name": "partition_0", "file": wrapper, "line": 23, "m": {}},
-        {"id": 3, "parent": 2, "kind": "kernel", "name": "triton_poi_fused_gelu_1", "file": "", "line": 0,
-         "m": {"gpu_ns": 5}, "x": {"full_name": "triton_poi_fused_gelu_1"}},
+        {
+            "id": 3,
+            "parent": 2,
+            "kind": "kernel",
+            "name": "triton_poi_fused_gelu_1",
+            "file": "",
+            "line": 0,
+            "m": {"gpu_ns": 5},
+            "x": {"full_name": "triton_poi_fused_gelu_1"},
+        },
     ]
     out = inductor_lines.map_generated_frames(nodes).nodes
     user = [n for n in out if n["file"] == "/src/model.py"]
@@ -145,10 +175,26 @@ def generated_launches(wrapper):
     return [
         {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
         {"id": 1, "parent": 0, "kind": "frame", "name": "call", "file": wrapper, "line": 23, "m": {}},
-        {"id": 2, "parent": 1, "kind": "kernel", "name": "k1", "file": "", "line": 0, "m": {"gpu_ns": 5, "kernels": 2}},
+        {
+            "id": 2,
+            "parent": 1,
+            "kind": "kernel",
+            "name": "k1",
+            "file": "",
+            "line": 0,
+            "m": {"gpu_ns": 5, "kernels": 2},
+        },
         {"id": 3, "parent": 0, "kind": "frame", "name": "call", "file": wrapper, "line": 40, "m": {}},
         {"id": 4, "parent": 3, "kind": "op", "name": "aten::mm", "file": "", "line": 0, "m": {"calls": 1}},
-        {"id": 5, "parent": 4, "kind": "kernel", "name": "k2", "file": "", "line": 0, "m": {"gpu_ns": 3, "kernels": 3}},
+        {
+            "id": 5,
+            "parent": 4,
+            "kind": "kernel",
+            "name": "k2",
+            "file": "",
+            "line": 0,
+            "m": {"gpu_ns": 3, "kernels": 3},
+        },
     ]
 
 

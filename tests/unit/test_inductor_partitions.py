@@ -1,4 +1,5 @@
 """Graph partitions keep their line maps: same generated text, contexts at the right lines."""
+
 from __future__ import annotations
 
 import pytest
@@ -55,7 +56,9 @@ def test_a_method_that_no_longer_fits_is_left_alone_and_counted(monkeypatch):
         self.subgraph_definitions.writeline(subgraph_code.value)
 
     monkeypatch.setattr(inductor_partitions, "_installed", False)
-    monkeypatch.setattr(wrapper.PythonWrapperCodegen, "define_subgraph_launcher_fn", define_subgraph_launcher_fn)
+    monkeypatch.setattr(
+        wrapper.PythonWrapperCodegen, "define_subgraph_launcher_fn", define_subgraph_launcher_fn
+    )
     before = failures.snapshot()
     assert not inductor_partitions.install()
     assert wrapper.PythonWrapperCodegen.define_subgraph_launcher_fn is define_subgraph_launcher_fn
