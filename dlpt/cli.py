@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import contextlib
 import importlib.machinery
 import io
 import os
 import runpy
 import sys
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Sequence
+from typing import Any, NoReturn
 
 from dlpt.errors import DlptError, UsageError
 from dlpt.processors import METRICS
@@ -274,7 +276,7 @@ def _run_program(prog: _Program) -> BaseException | None:
     """Execute the program; return how it ended (None for a normal end)."""
     try:
         exec(prog.code, prog.module.__dict__)
-    except BaseException as e:  # every way out, including SystemExit and KeyboardInterrupt
+    except BaseException as e:  # noqa: BLE001 - every way out (SystemExit, Ctrl-C) is the outcome
         return e
     return None
 
@@ -332,10 +334,10 @@ def _exit_status(outcome: BaseException | None) -> int:
     """Translate how the program ended into python's exit status, printing what python prints."""
     if outcome is None:
         return 0
-    try:
-        sys.stdout.flush()  # the report and program output come before the traceback
-    except Exception:  # noqa: BLE001 - the program may have closed stdout
-        pass
+    # The report and program output come before the traceback. The program may have closed
+    # stdout or replaced it (even with None): a failing flush must not hide its outcome.
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
     if isinstance(outcome, SystemExit):
         code = outcome.code
         if code is None:
@@ -358,7 +360,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     except UsageError as e:
         _say(str(e))
         return EXIT_USAGE
-    except BaseException as e:  # the program's package failed to import, or a SyntaxError
+    except BaseException as e:  # noqa: BLE001 - the program's package failed to import, or a SyntaxError
         return _exit_status(e)
     _install(prog)
     prof = dlpt.profile(skip_first=opts.skip_first, active=opts.active, gpu=not opts.no_gpu)

@@ -88,7 +88,7 @@ def get_metric(name: str | Metric) -> Metric:
 
 
 def default_metric(root: Node) -> Metric:
-    """ "gpu" when the tree holds any GPU time, "cpu" otherwise (root inclusive must be set)."""
+    """The "gpu" metric when the tree holds any GPU time, else "cpu" (root inclusive must be set)."""
     return METRICS["gpu"] if METRICS["gpu"](root.inclusive) > 0 else METRICS["cpu"]
 
 
@@ -168,7 +168,7 @@ def _copy_filtered(root: Node, keep: Callable[[Node, int], bool]) -> Node:
 
 
 def prune(root: Node, metric: Metric, threshold: float = 0.01) -> Node:
-    """Drop subtrees whose inclusive ``metric`` is below ``threshold`` × the root's total."""
+    """Drop subtrees whose inclusive ``metric`` is below ``threshold`` times the root's total."""
     limit = threshold * metric(root.inclusive)
     return _copy_filtered(root, lambda n, _d: metric(n.inclusive) >= limit)
 

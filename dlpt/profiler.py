@@ -30,7 +30,7 @@ from dlpt.steps import StepWindow, install_optimizer_hook
 F = TypeVar("F", bound=Callable[..., Any])
 
 _running_lock = threading.Lock()
-_running: "profile | None" = None
+_running: profile | None = None
 
 
 def _dlpt_version() -> str:
@@ -103,7 +103,7 @@ class profile:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> "profile":
+    def start(self) -> profile:
         global _running
         with _running_lock:
             if _running is not None:
@@ -184,8 +184,10 @@ class profile:
             native.core().set_collecting(False)
             try:
                 _synchronize_all()
-            except Exception as e:  # a broken CUDA context must not lose the CPU-side profile
-                warnings.warn(f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning)
+            except Exception as e:  # noqa: BLE001 - a broken CUDA context must not lose the CPU-side profile
+                warnings.warn(
+                    f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning, stacklevel=1
+                )
             assert self._window is not None
             wall_ns = self._window.close()
             raw = native.core().stop()
@@ -235,7 +237,7 @@ class profile:
 
     # -- context manager / decorator --------------------------------------------------------
 
-    def __enter__(self) -> "profile":
+    def __enter__(self) -> profile:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -275,6 +277,6 @@ class profile:
         self.session.save(path)
 
 
-def running() -> "profile | None":
+def running() -> profile | None:
     """The profile running in this process, if any."""
     return _running

@@ -28,7 +28,7 @@ class scope:
             raise TypeError("dlpt.scope needs a non-empty name (str)")
         self.name = name
 
-    def __enter__(self) -> "scope":
+    def __enter__(self) -> scope:
         from dlpt.capture.native import core
 
         # skip_frames=1: the innermost Python frame is this __enter__; the user's frame is next.

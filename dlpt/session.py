@@ -9,6 +9,7 @@ problem.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -71,7 +72,7 @@ class Session:
         return {"format": FORMAT, "version": VERSION, "meta": self.meta, "nodes": self.nodes}
 
     @classmethod
-    def from_dict(cls, d: Any, source: str = "<dict>") -> "Session":
+    def from_dict(cls, d: Any, source: str = "<dict>") -> Session:
         """Validate ``d`` (a parsed session) and return a Session with normalised nodes.
 
         ``source`` names where ``d`` came from in error messages. Missing optional node fields
@@ -128,14 +129,12 @@ class Session:
             os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "Session":
+    def load(cls, path: str | os.PathLike[str]) -> Session:
         """Read and validate a session file; raise SessionFormatError if it is missing,
         unreadable, not JSON, truncated, not a dlpt session or of an unsupported version."""
         name = os.fspath(path)

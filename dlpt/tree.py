@@ -64,11 +64,11 @@ class Node:
         """Identity among siblings: nodes with equal keys under one parent are merged."""
         return (self.kind, self.name, self.file, self.line)
 
-    def child(self, key: Key) -> "Node | None":
+    def child(self, key: Key) -> Node | None:
         """The child with ``key``, if any."""
         return self._by_key.get(key)
 
-    def add_child(self, child: "Node") -> None:
+    def add_child(self, child: Node) -> None:
         """Append ``child`` as a new child. Its key must be new among the children (copying a
         tree keeps that true); :func:`merge_child` is the way to add where keys may repeat."""
         child.parent = self

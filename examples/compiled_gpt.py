@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from gpu_gpt import GPT, GPU_CFG, CPU_CFG
+from gpu_gpt import CPU_CFG, GPT, GPU_CFG
 
 
 def log_norm(x: torch.Tensor, enabled: bool) -> torch.Tensor:

@@ -50,7 +50,7 @@ class ResNet(nn.Module):
         self.stem = nn.Conv2d(3, widths[0], 7, stride=2, padding=3, bias=False)
         self.stem_bn = nn.BatchNorm2d(widths[0])
         stages, c_in = [], widths[0]
-        for i, (w, n) in enumerate(zip(widths, blocks)):
+        for i, (w, n) in enumerate(zip(widths, blocks, strict=True)):
             for j in range(n):
                 stages.append(BasicBlock(c_in, w, stride=2 if (j == 0 and i > 0) else 1))
                 c_in = w

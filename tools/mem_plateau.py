@@ -9,10 +9,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-import torch  # noqa: E402
-from workloads import BUILDERS  # noqa: E402
+import torch
 
-import dlpt  # noqa: E402
+import dlpt
+
+from workloads import BUILDERS
 
 
 def rss_mb() -> float:

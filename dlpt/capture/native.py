@@ -15,8 +15,8 @@ import site
 from types import ModuleType
 from typing import Any
 
-from dlpt.errors import NativeUnavailableError
 from dlpt.capture.kernel_names import shorten_kernel_name
+from dlpt.errors import NativeUnavailableError
 
 _module: ModuleType | None = None
 
@@ -27,6 +27,7 @@ def core() -> ModuleType:
     if _module is None:
         try:
             import torch  # noqa: F401  (loads libtorch_cpu/libc10 that _C needs)
+
             from dlpt import _C  # type: ignore[attr-defined]
         except ImportError as e:
             raise NativeUnavailableError(
@@ -47,7 +48,7 @@ def cupti_candidates() -> list[str]:
     override = os.environ.get("DLPT_CUPTI_PATH")
     if override:
         out.append(override)
-    roots = list(site.getsitepackages()) + [site.getusersitepackages()]
+    roots = [*site.getsitepackages(), site.getusersitepackages()]
     for root in roots:
         for sub in ("cu13", "cu12", "cuda_cupti"):
             out += sorted(glob.glob(os.path.join(root, "nvidia", sub, "lib", "libcupti.so*")))

@@ -41,7 +41,7 @@ class CompileEvents:
                 if k not in self._seen:
                     self._seen.add(k)
                     self._metrics.append(m)
-        except Exception as e:  # a profiler must not break the program over bookkeeping
+        except Exception as e:  # noqa: BLE001 - never break the program over bookkeeping; counted
             failures.record("compile_metrics", e)
 
     def start(self) -> None:
@@ -56,7 +56,7 @@ class CompileEvents:
             self._registered.append((callback_handler.remove_end_callback, self._collect))
             callback_handler.register_start_callback(self._on_compile_start)
             self._registered.append((callback_handler.remove_start_callback, self._on_compile_start))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - another Dynamo: no compile events; counted
             failures.record("dynamo_callbacks", e)
 
     @staticmethod
@@ -72,7 +72,7 @@ class CompileEvents:
         for remove, callback in self._registered:
             try:
                 remove(callback)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - stop must finish; counted
                 failures.record("dynamo_callbacks", e)
         self._registered.clear()
         return events_from_metrics(self._metrics)

@@ -10,6 +10,7 @@ Inductor's generated wrapper is a line inside TinyGPT's classes.
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 import torch
@@ -125,7 +126,7 @@ class Share(float):
 
 
 def describe(q: Q, n: dict) -> str:
-    chain = [n] + list(q.ancestors(n["id"]))
+    chain = [n, *q.ancestors(n["id"])]
     parts = [
         f"{a['kind']}:{a['name']}" + (f"@{a['file'].rsplit('/', 1)[-1]}:{a['line']}" if a["file"] else "")
         for a in reversed(chain[:14])
@@ -390,7 +391,7 @@ def test_compiled_example_report_names_breaks_recompiles_and_model_lines(tmp_pat
     # break), not the training loop.
     import ast
 
-    tree = ast.parse(open(example).read())
+    tree = ast.parse(Path(example).read_text())
     logged = next(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "LoggedGPT")
     in_model = range(logged.lineno, logged.end_lineno + 1)
     on_model = sum(

@@ -174,9 +174,8 @@ def test_manual_steps_take_over_from_optimizer_detection():
 
 
 def test_second_profile_while_one_runs_is_refused():
-    with dlpt.profile():
-        with pytest.raises(ProfilerBusyError, match="already running"):
-            dlpt.profile().start()
+    with dlpt.profile(), pytest.raises(ProfilerBusyError, match="already running"):
+        dlpt.profile().start()
     with dlpt.profile() as prof:  # and the first one's stop freed the slot
         torch.ones(2) + 1
     assert prof.session.nodes

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from dlpt.session import Session
 from tests.query import Q
@@ -50,7 +51,9 @@ def test_example_matmul_line_holds_forward_and_backward(tmp_path):
     assert "mlp_train.py" in run.stdout and "aten::matmul" in run.stdout
     session = Session.load(out)
     assert session.meta["steps"]["profiled"] == 4
-    line = next(i for i, text in enumerate(open(EXAMPLE), 1) if "h = x @ self.w1" in text)
+    line = next(
+        i for i, text in enumerate(Path(EXAMPLE).read_text().splitlines(), 1) if "h = x @ self.w1" in text
+    )
     q = Q(session)
     under = q.under_line(os.path.abspath(EXAMPLE), line)
     ops = {(n["name"], q.phase_of(n["id"])) for n in under if n["kind"] == "op"}
