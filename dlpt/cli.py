@@ -209,7 +209,7 @@ def _from_main_dir(path: str, args: list[str]) -> _Program:
     saved = sys.modules.pop("__main__", None)  # so the lookup finds the program's __main__
     try:
         # runpy's private helpers are what python's own -m and directory runs use; they give
-        # python's exact lookup semantics and error messages.
+        # python's exact lookup semantics and error messages (private: not in typeshed).
         _, spec, code = runpy._get_module_details("__main__", UsageError)  # type: ignore[attr-defined]
     except UsageError:
         raise UsageError(f"can't find '__main__' module in {path!r}") from None
@@ -223,6 +223,7 @@ def _from_main_dir(path: str, args: list[str]) -> _Program:
 
 def _from_module(name: str, args: list[str]) -> _Program:
     _set_path0(os.getcwd())  # python -m: the working directory, absolute
+    # The helper python -m itself uses (see _from_main_dir); private, hence not in typeshed.
     _, spec, code = runpy._get_module_details(name, UsageError)  # type: ignore[attr-defined]
     prog = _Program(code, [spec.origin, *args], os.getcwd())
     _module_attrs(prog, spec)

@@ -16,7 +16,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from dlpt.capture import native
 from dlpt.capture.exec_frames import mark_library_exec_frames
@@ -27,7 +27,8 @@ from dlpt.errors import ProfilerBusyError, UsageError
 from dlpt.session import Session
 from dlpt.steps import StepWindow, install_optimizer_hook
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _running_lock = threading.Lock()
 _running: profile | None = None
@@ -243,11 +244,11 @@ class profile:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def __call__(self, fn: F) -> F:
+    def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         """``@dlpt.profile(...)``: profile each call of ``fn`` and print the report after it."""
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             self.start()
             try:
                 return fn(*args, **kwargs)
@@ -255,7 +256,7 @@ class profile:
                 self.stop()
                 self.print()
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper
 
     # -- results -----------------------------------------------------------------------------
 

@@ -177,8 +177,8 @@ def _note(m: Metric, fmt: Fmt, threshold: float, depth: int | None, show_all: bo
 
 
 def _no_gpu(session: Session) -> Text:
-    gpu = session.meta.get("gpu") if isinstance(session.meta.get("gpu"), dict) else {}
-    reason = gpu.get("reason")
+    gpu = session.meta.get("gpu")
+    reason = gpu.get("reason") if isinstance(gpu, dict) else None
     return Text("\nNo GPU activity recorded" + (f" ({reason})." if reason else "."), "yellow")
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class scope:
@@ -40,11 +41,11 @@ class scope:
 
         core().scope_pop()
 
-    def __call__(self, fn: F) -> F:
+    def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         name = self.name
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             from dlpt.capture.native import core
 
             # skip_frames=0: this wrapper's frame enters the scope; fn's frames go beneath it.
@@ -54,4 +55,4 @@ class scope:
             finally:
                 core().scope_pop()
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper

@@ -15,7 +15,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from dlpt.errors import SessionFormatError
 
@@ -42,7 +42,7 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     # bool is an int subclass; a True where a count belongs is corruption, not a 1.
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -54,20 +54,20 @@ class Session:
     its arguments (it is what the capture path uses on data it produced itself).
     """
 
-    def __init__(self, nodes: list[dict] | None = None, meta: dict | None = None) -> None:
-        self.nodes: list[dict] = (
+    def __init__(self, nodes: list[dict[str, Any]] | None = None, meta: dict[str, Any] | None = None) -> None:
+        self.nodes: list[dict[str, Any]] = (
             nodes
             if nodes is not None
             else [{"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}]
         )
-        self.meta: dict = meta if meta is not None else {}
+        self.meta: dict[str, Any] = meta if meta is not None else {}
 
     def __repr__(self) -> str:
         return f"Session(nodes={len(self.nodes)}, argv={self.meta.get('argv')!r})"
 
     # -- conversion -----------------------------------------------------------------------
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dict of this session (format v1)."""
         return {"format": FORMAT, "version": VERSION, "meta": self.meta, "nodes": self.nodes}
 
@@ -188,7 +188,7 @@ def _looks_truncated(text: str) -> bool:
     return in_string or depth > 0
 
 
-def _check_node(n: Any, i: int, source: str) -> dict:
+def _check_node(n: Any, i: int, source: str) -> dict[str, Any]:
     """Validate table entry ``i`` and return a normalised copy."""
     where = f"{source}: node {i}"
     if not isinstance(n, Mapping):
@@ -228,7 +228,15 @@ def _check_node(n: Any, i: int, source: str) -> dict:
             raise SessionFormatError(
                 f"{where} has an invalid metric {k!r}: {v!r} (metrics are non-negative integers)"
             )
-    out = {"id": nid, "parent": parent, "kind": kind, "name": name, "file": file, "line": line, "m": dict(m)}
+    out: dict[str, Any] = {
+        "id": nid,
+        "parent": parent,
+        "kind": kind,
+        "name": name,
+        "file": file,
+        "line": line,
+        "m": dict(m),
+    }
     if "x" in n:
         x = n["x"]
         if not isinstance(x, Mapping):

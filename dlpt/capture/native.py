@@ -28,7 +28,7 @@ def core() -> ModuleType:
         try:
             import torch  # noqa: F401  (loads libtorch_cpu/libc10 that _C needs)
 
-            from dlpt import _C  # type: ignore[attr-defined]
+            from dlpt import _C  # type: ignore[attr-defined]  # a compiled module, no stub
         except ImportError as e:
             raise NativeUnavailableError(
                 f"dlpt's native extension is not built or does not match this torch ({e}).\n"
@@ -55,8 +55,7 @@ def cupti_candidates() -> list[str]:
     for home in filter(None, [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]):
         for sub in ("extras/CUPTI/lib64", "lib64", "lib"):
             out += sorted(glob.glob(os.path.join(home, sub, "libcupti.so*")))
-    seen: set[str] = set()
-    return [p for p in out if not (p in seen or seen.add(p))]
+    return list(dict.fromkeys(out))  # first occurrence of each, in order
 
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")

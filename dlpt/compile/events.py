@@ -79,7 +79,7 @@ def graph_breaks(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 else ev["function"]
             )
             reasons.setdefault((ev["file"], fn), []).extend(ev["break_reasons"])
-    out: dict[tuple, dict[str, Any]] = {}
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
     for ev in events:
         r = ev.get("resume_of")
         if not r:

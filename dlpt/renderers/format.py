@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import linecache
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rich import box
 from rich.text import Text
@@ -122,7 +124,7 @@ def source_line(file: str, line: int) -> str:
     return "".join(c if c.isprintable() else " " for c in linecache.getline(file, line).strip())
 
 
-def kernel_config(x: dict) -> str:
+def kernel_config(x: Mapping[str, Any]) -> str:
     """Compact launch configuration in CUDA's own notation: ``<<<(66,2),384>>> regs 168 smem
     227K`` (grid, block; trailing 1s dropped)."""
     parts = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
+from typing import Any
 
 from rich import box
 from rich.console import RenderableType
@@ -22,12 +23,17 @@ def _int(v: object) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
+def _obj(v: object) -> dict[str, Any]:
+    """A meta value that should be an object; {} if it is absent or not one (old sessions)."""
+    return v if isinstance(v, dict) else {}
+
+
 class Header(View):
     """Header panel of a report. ``root`` is the tree before pruning (for totals)."""
 
     gap_before = False
 
-    def __init__(self, meta: dict, root: Node, metric: Metric, fmt: Fmt, notes: list[str]) -> None:
+    def __init__(self, meta: dict[str, Any], root: Node, metric: Metric, fmt: Fmt, notes: list[str]) -> None:
         super().__init__(fmt)
         self.meta, self.root, self.metric, self.notes = meta, root, metric, notes
 
@@ -41,7 +47,7 @@ class Header(View):
         lines.append(title)
 
         wall = _int(meta.get("wall_ns"))
-        steps = meta.get("steps") if isinstance(meta.get("steps"), dict) else {}
+        steps = _obj(meta.get("steps"))
         t = Text(f"wall {fmt.time(wall, per_step=False)}")
         profiled = _int(steps.get("profiled"))
         if profiled:
@@ -71,7 +77,7 @@ class Header(View):
             ("dropped", "dropped", "bold red"),
             ("unattributed", "unattributed", "bold yellow"),
         ):
-            d = meta.get(key) if isinstance(meta.get(key), dict) else {}
+            d = _obj(meta.get(key))
             # Counts first, then times: "3 records, 30.0µs GPU time".
             items = sorted(d.items(), key=lambda kv: kv[0].endswith("_ns"))
             parts = [self._fmt_count(fmt, k, v) for k, v in items if _int(v)]
@@ -108,7 +114,7 @@ class Header(View):
 
     def _gpu_lines(self, fmt: Fmt, wall: int) -> list[Text]:
         meta = self.meta
-        gpu = meta.get("gpu") if isinstance(meta.get("gpu"), dict) else {}
+        gpu = _obj(meta.get("gpu"))
         lines = []
         if gpu.get("enabled") is False:
             reason = fmt.clean(str(gpu.get("reason") or "reason unknown"))
@@ -116,7 +122,7 @@ class Header(View):
         elif gpu.get("enabled"):
             lines.append(Text("GPU capture: on", "dim"))
         names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
-        busy = meta.get("gpu_busy_ns") if isinstance(meta.get("gpu_busy_ns"), dict) else {}
+        busy = _obj(meta.get("gpu_busy_ns"))
         for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
             d = names.get(dev, {})
             name = f"GPU {dev} {d.get('name', '')}".rstrip()
@@ -135,7 +141,7 @@ class Header(View):
     def _graph_lines(self, fmt: Fmt) -> list[Text]:
         """CUDA graph replays: how much GPU time they are, and whether any could not be traced
         back to where they were captured."""
-        g = self.meta.get("cuda_graphs") if isinstance(self.meta.get("cuda_graphs"), dict) else {}
+        g = _obj(self.meta.get("cuda_graphs"))
         replay = _int(g.get("replay_gpu_ns"))
         if not replay:
             return []
@@ -161,7 +167,7 @@ class Header(View):
     def _compile_lines(self) -> list[Text]:
         """What dlpt's torch.compile integration could not do (``meta.capture``, see
         :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason."""
-        c = self.meta.get("capture") if isinstance(self.meta.get("capture"), dict) else {}
+        c = _obj(self.meta.get("capture"))
         lines = []
         frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
         if kernels:
@@ -180,7 +186,7 @@ class Header(View):
                     "bold yellow",
                 )
             )
-        failed = c.get("compile_failures") if isinstance(c.get("compile_failures"), dict) else {}
+        failed = _obj(c.get("compile_failures"))
         parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
         if parts:
             lines.append(

@@ -8,9 +8,9 @@ need their true min/max.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from rich.console import RenderableType
+from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
 from dlpt.renderers.base import View
@@ -27,7 +27,7 @@ class _Agg:
     bytes: int = 0
     min: int | None = None
     max: int = 0
-    extra: dict = field(default_factory=dict)
+    config: str = ""  # kernels: the launch configuration of the first launch seen
 
     def add(self, count: int, total: int, nbytes: int, mn: int | None, mx: int) -> None:
         self.count += count
@@ -70,7 +70,7 @@ class KernelTable(View):
                 m = n["m"]
                 agg = aggs.get(n["name"])
                 if agg is None:  # the first launch config seen stands for the name
-                    agg = aggs[n["name"]] = _Agg(extra={"config": kernel_config(n.get("x", {}))})
+                    agg = aggs[n["name"]] = _Agg(config=kernel_config(n.get("x", {})))
                 agg.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"), m.get("max_ns", 0))
         if not aggs:
             return
@@ -93,7 +93,7 @@ class KernelTable(View):
                         fmt.time(a.max, per_step=False),
                         Fmt.pct(a.total, gpu_total),
                     ),
-                    (Text(fmt.clean(name), STYLES["kernel"]), a.extra["config"]),
+                    (Text(fmt.clean(name), STYLES["kernel"]), a.config),
                 )
             )
         rest = ranked[self.limit :]
@@ -138,15 +138,16 @@ class CopyTable(View):
         if not aggs:
             return
         t = make_table("GPU copies and memsets", fmt, _per_step(fmt))
-        for col, just in (
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
             ("direction", "left"),
             ("host mem", "left"),
             ("count", "right"),
             ("bytes", "right"),
             ("time", "right"),
             ("bandwidth", "right"),
-        ):
-            t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+        )
+        for col, just in columns:
+            t.add_column(col, justify=just, no_wrap=True)
         for (direction, host), a in sorted(aggs.items(), key=lambda kv: -kv[1].total):
             is_memset = direction == "memset"
             bw = _bandwidth(a.bytes, a.total)
@@ -207,7 +208,7 @@ class SyncTable(View):
         self.root, self.wall_ns, self.limit = root, wall_ns, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        aggs: dict[tuple, tuple[_Agg, Node | None, str]] = {}
+        aggs: dict[tuple[str, str, int], tuple[_Agg, Node | None, str]] = {}
         for node, _ in walk(self.root):
             if node.kind != "sync":
                 continue
