@@ -170,19 +170,21 @@ class Header(View):
         c = _obj(self.meta.get("capture"))
         lines = []
         frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
+        generated = f"{frames:,} generated line{'s' if frames != 1 else ''}"
         if kernels:
+            launches = f"{kernels:,} Inductor kernel launch{'es' if kernels != 1 else ''}"
             lines.append(
                 Text(
-                    f"{kernels:,} Inductor kernel launches could not be mapped to model lines "
-                    f"(from {frames:,} generated lines; they stay with the compiled call)",
+                    f"{launches} could not be mapped to model lines "
+                    f"(from {generated}; they stay with the compiled call)",
                     "bold yellow",
                 )
             )
         elif frames:
             lines.append(
                 Text(
-                    f"{frames:,} lines of Inductor's generated code could not be mapped to "
-                    "model lines (their costs stay with the compiled call)",
+                    f"{generated} of Inductor's code could not be mapped to model lines "
+                    "(their costs stay with the compiled call)",
                     "bold yellow",
                 )
             )

@@ -63,7 +63,7 @@ def test_a_failing_inductor_line_map_is_counted_and_reported(compiled, monkeypat
     assert not any((n.get("x") or {}).get("mapped_from") for n in prof.session.nodes)
     text = header(prof.session)
     assert (
-        f"{capture['inductor_unmapped_frames']} lines of Inductor's generated code could not be mapped"
+        f"{capture['inductor_unmapped_frames']} generated lines of Inductor's code could not be mapped"
         in text
     )
     assert (

@@ -145,7 +145,7 @@ def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
     ) in text
     meta["capture"] = {"inductor_unmapped_frames": 2, "inductor_unmapped_kernels": 0}  # CPU: ops only
     text = h.render_text(render(h.build_gpu().session(meta)), width=200)
-    assert "2 lines of Inductor's generated code could not be mapped to model lines" in text
+    assert "2 generated lines of Inductor's code could not be mapped to model lines" in text
     assert "attribution incomplete" not in text
     meta["capture"] = {"compile_failures": {}, "inductor_unmapped_frames": 0, "inductor_unmapped_kernels": 0}
     text = h.render_text(render(h.build_gpu().session(meta)), width=200)
