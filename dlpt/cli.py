@@ -84,6 +84,11 @@ def _build_parser() -> _Parser:
     p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
     p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
     p.add_argument("--no-gpu", action="store_true", help="CPU-side attribution only")
+    p.add_argument(
+        "--nested-ops",
+        action="store_true",
+        help="also record ops inside ops (aten::mm under aten::matmul); slower",
+    )
     p.add_argument("--version", action="version", version=f"dlpt {_version()}")
     return p
 
@@ -129,6 +134,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--skip-first", opts.skip_first != 0),
             ("--active", opts.active is not None),
             ("--no-gpu", opts.no_gpu),
+            ("--nested-ops", opts.nested_ops),
         ):
             if bad:
                 raise UsageError(f"{flag} applies when running a program, not with --load")
@@ -364,7 +370,9 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     except BaseException as e:  # noqa: BLE001 - the program's package failed to import, or a SyntaxError
         return _exit_status(e)
     _install(prog)
-    prof = dlpt.profile(skip_first=opts.skip_first, active=opts.active, gpu=not opts.no_gpu)
+    prof = dlpt.profile(
+        skip_first=opts.skip_first, active=opts.active, gpu=not opts.no_gpu, nested_ops=opts.nested_ops
+    )
     try:
         prof.start()
     except DlptError as e:

@@ -83,17 +83,24 @@ class profile:
         active: steps to record after those (default: all the rest).
         gpu: capture GPU kernels, copies, memsets and syncs through CUPTI. Without a GPU, or if
             another profiler holds CUPTI, dlpt says so and records CPU-side attribution only.
+        nested_ops: also record the ops that run inside other ops (``aten::mm`` under
+            ``aten::matmul``, ``aten::mm`` under ``MmBackward0``). Off by default: kernels land on
+            the same lines either way, and recording every nested op costs several times more
+            per step on launch-bound work.
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
     """
 
-    def __init__(self, skip_first: int = 0, active: int | None = None, gpu: bool = True) -> None:
+    def __init__(
+        self, skip_first: int = 0, active: int | None = None, gpu: bool = True, nested_ops: bool = False
+    ) -> None:
         _check_count("skip_first", skip_first, allow_none=False)
         _check_count("active", active, allow_none=True)
         self.skip_first = skip_first
         self.active = active
         self.gpu = gpu
+        self.nested_ops = bool(nested_ops)
         self._session: Session | None = None
         self._window: StepWindow | None = None
         self._hook: Any = None
@@ -138,7 +145,10 @@ class profile:
         }
         self._window = StepWindow(self.skip_first, self.active, C.set_collecting)
         self._start_info = C.start(
-            want_gpu, native.cupti_candidates() if want_gpu else [], self._window.collecting
+            want_gpu,
+            native.cupti_candidates() if want_gpu else [],
+            self._window.collecting,
+            nested_ops=self.nested_ops,
         )
         if not self.gpu:
             reason = "GPU capture disabled (gpu=False / --no-gpu)"

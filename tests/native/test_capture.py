@@ -50,7 +50,8 @@ def test_ops_land_on_their_exact_lines(weights):
         mlp(*weights, 3)
     q = Q(prof.session)
     matmul = ops_under(q, mlp, "matmul")
-    assert "aten::matmul" in matmul and "aten::mm" in matmul
+    # Nested ops (aten::mm inside aten::matmul) are not recorded by default.
+    assert "aten::matmul" in matmul and "aten::mm" not in matmul
     assert matmul["aten::matmul"]["m"]["calls"] == 3
     assert "aten::relu" in ops_under(q, mlp, "relu")
     assert "aten::relu" not in matmul and "aten::mm" not in ops_under(q, mlp, "relu")
