@@ -209,6 +209,7 @@ def test_generated_lines_without_a_model_line_are_counted(wrapper, monkeypatch):
 
 def test_a_failing_line_map_is_counted_and_logged(wrapper, monkeypatch, caplog):
     monkeypatch.setattr(inductor_lines, "_mapper", lambda: BrokenCache(wrapper))
+    monkeypatch.setattr(logging.getLogger("dlpt"), "propagate", True)  # caplog listens at the root
     before = failures.snapshot()
     with caplog.at_level(logging.DEBUG, logger="dlpt"):
         result = inductor_lines.map_generated_frames(generated_launches(wrapper))
