@@ -49,11 +49,9 @@ MODES = ("plain", "rf_floor", "dlpt_nopy", "dlpt", "dlpt_nested")
 
 
 def native():
-    try:
-        from dlpt.capture.native import native as n
-    except ImportError:
-        from dlpt._native import native as n
-    return n()
+    from dlpt.capture.native import core
+
+    return core()
 
 
 class Floor:

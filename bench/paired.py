@@ -57,11 +57,9 @@ DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "
 
 
 def native():
-    try:
-        from dlpt.capture.native import cupti_candidates, native as n
-    except ImportError:
-        from dlpt._native import cupti_candidates, native as n
-    return n(), cupti_candidates()
+    from dlpt.capture.native import core, cupti_candidates
+
+    return core(), cupti_candidates()
 
 
 def build(name: str):
