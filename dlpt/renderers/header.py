@@ -52,9 +52,9 @@ class Header(View):
         profiled = _int(steps.get("profiled"))
         if profiled:
             t.append(f"{sep}{profiled} step{'s' if profiled != 1 else ''} profiled")
-            why = [f"{steps['source']} steps"] if steps.get("source") else []
+            why = [f"{fmt.clean(str(steps['source']))} steps"] if steps.get("source") else []
             if _int(steps.get("seen")):
-                why.append(f"{steps['seen']} seen, first {_int(steps.get('skip_first'))} skipped")
+                why.append(f"{_int(steps.get('seen'))} seen, first {_int(steps.get('skip_first'))} skipped")
             if why:
                 t.append(f" ({'; '.join(why)})")
         lines.append(t)
@@ -84,10 +84,10 @@ class Header(View):
             if parts:
                 note = " (shown under <unknown>)" if key == "unattributed" else ""
                 lines.append(Text(f"{label}: {', '.join(parts)}{note}", style))
-        lines.extend(self._compile_lines())
-        versions = [f"{k} {meta[k]}" for k in ("python", "torch", "dlpt") if meta.get(k)]
+        lines.extend(self._compile_lines(fmt))
+        versions = [f"{k} {fmt.clean(str(meta[k]))}" for k in ("python", "torch", "dlpt") if meta.get(k)]
         if meta.get("started_at"):
-            versions.append(f"started {meta['started_at']}")
+            versions.append(f"started {fmt.clean(str(meta['started_at']))}")
         if versions:
             lines.append(Text(sep.join(versions), "dim"))
         for n in self.notes:
@@ -125,9 +125,9 @@ class Header(View):
         busy = _obj(meta.get("gpu_busy_ns"))
         for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
             d = names.get(dev, {})
-            name = f"GPU {dev} {d.get('name', '')}".rstrip()
+            name = fmt.clean(f"GPU {dev} {d.get('name', '')}".rstrip())
             if d.get("capability"):
-                name += f" (sm {d['capability']})"
+                name += f" (sm {fmt.clean(str(d['capability']))})"
             b = _int(busy.get(dev))
             if dev not in busy:
                 lines.append(Text(f"{name}: no busy time recorded", "dim"))
@@ -164,7 +164,7 @@ class Header(View):
             )
         return lines
 
-    def _compile_lines(self) -> list[Text]:
+    def _compile_lines(self, fmt: Fmt) -> list[Text]:
         """What dlpt's torch.compile integration could not do (``meta.capture``, see
         :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason."""
         c = _obj(self.meta.get("capture"))
@@ -189,7 +189,7 @@ class Header(View):
                 )
             )
         failed = _obj(c.get("compile_failures"))
-        parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
+        parts = [f"{fmt.clean(reason)} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
         if parts:
             lines.append(
                 Text(
@@ -204,7 +204,7 @@ class Header(View):
     def _fmt_count(fmt: Fmt, key: str, v: int) -> str:
         # Keys ending in _ns are times; everything else counts records.
         if key.endswith("_ns"):
-            what = key[:-3].replace("_", " ")
+            what = fmt.clean(key[:-3].replace("_", " "))
             what = "GPU" if what == "gpu" else what
             return f"{fmt.time(v)} {what} time" + (" per step" if fmt.steps else "")
-        return f"{v:,} {key.replace('_', ' ')}"
+        return f"{v:,} {fmt.clean(key.replace('_', ' '))}"

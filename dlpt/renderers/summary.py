@@ -93,7 +93,7 @@ class KernelTable(View):
                         fmt.time(a.max, per_step=False),
                         Fmt.pct(a.total, gpu_total),
                     ),
-                    (Text(fmt.clean(name), STYLES["kernel"]), a.config),
+                    (Text(fmt.clean(name), STYLES["kernel"]), fmt.clean(a.config)),
                 )
             )
         rest = ranked[self.limit :]
@@ -152,8 +152,8 @@ class CopyTable(View):
             is_memset = direction == "memset"
             bw = _bandwidth(a.bytes, a.total)
             t.add_row(
-                Text(direction, STYLES["memset" if is_memset else "memcpy"]),
-                host,
+                Text(fmt.clean(direction), STYLES["memset" if is_memset else "memcpy"]),
+                Text(fmt.clean(host)),
                 fmt.count(a.count),
                 "" if is_memset else fmt.bytes(a.bytes),
                 fmt.time(a.total),
@@ -227,7 +227,7 @@ class SyncTable(View):
         ranked = sorted(aggs.values(), key=lambda v: -v[0].total)
         rows: list[Row] = []
         for a, site, name in ranked[: self.limit]:
-            where = Text(name.strip("[]").removeprefix("sync "), STYLES["sync"])
+            where = Text(fmt.clean(name.strip("[]").removeprefix("sync ")), STYLES["sync"])
             if site is not None:
                 main, detail = label_parts(site, fmt)
                 where.append("  <-  ")
