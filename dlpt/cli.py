@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from dlpt.errors import DlptError, UsageError
+from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.processors import METRICS
 from dlpt.report import VIEWS  # imported now: the program's sys.path[0] replaces ours later
+from dlpt.safe_files import check_output_path
 
 __all__ = ["main"]
 
@@ -159,14 +160,12 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def _check_writable(path: str) -> None:
-    # Fail before a possibly hour-long run rather than lose its profile at the end.
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise UsageError(f"-o {path}: is a directory")
-    if not os.path.isdir(parent):
-        raise UsageError(f"-o {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"-o {path}: directory {parent} is not writable")
+    # Fail before a possibly hour-long run rather than lose its profile at the end, and never
+    # replace a device, a directory or a symlink (dlpt.safe_files).
+    try:
+        check_output_path(path)
+    except UnsafeFileError as e:
+        raise UsageError(f"-o {path}: {e}") from None
 
 
 def _set_path0(entry: str) -> None:

@@ -114,7 +114,12 @@ def _render(
     m = get_metric(metric) if metric is not None else default_metric(root)
     steps = session.meta.get("steps")
     n_steps = steps.get("profiled", 0) if isinstance(steps, dict) else 0
-    fmt = Fmt(steps=n_steps if isinstance(n_steps, int) and n_steps > 0 else 0, ascii=ascii)
+    sources = session.meta.get("sources")
+    fmt = Fmt(
+        steps=n_steps if isinstance(n_steps, int) and n_steps > 0 else 0,
+        ascii=ascii,
+        sources=sources if isinstance(sources, dict) else {},
+    )
     gpu = METRICS["gpu"](root.inclusive) > 0 or root.inclusive.get("kernels", 0) > 0
     total = m(root.inclusive)
 

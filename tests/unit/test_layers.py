@@ -20,7 +20,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.log": (),
     "dlpt.source_files": (),
     "dlpt.steps": (),
-    "dlpt.session": ("dlpt.errors",),
+    "dlpt.safe_files": ("dlpt.errors",),
+    "dlpt.session_schema": (),
+    "dlpt.session": ("dlpt.errors", "dlpt.safe_files", "dlpt.session_schema"),
     "dlpt.tree": ("dlpt.session",),
     "dlpt.processors": ("dlpt.errors", "dlpt.source_files", "dlpt.tree", "dlpt.session"),
     "dlpt.capture": ("dlpt.capture", "dlpt.errors", "dlpt.source_files", "dlpt.log", "dlpt._C"),
@@ -53,7 +55,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.steps",
         "dlpt.report",
     ),
-    "dlpt.cli": ("dlpt", "dlpt.errors", "dlpt.processors", "dlpt.report", "dlpt.session"),
+    "dlpt.cli": ("dlpt", "dlpt.errors", "dlpt.processors", "dlpt.report", "dlpt.session", "dlpt.safe_files"),
     "dlpt.__main__": ("dlpt.cli",),
 }
 
