@@ -8,20 +8,16 @@ different options gives independent results.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from dlpt.compile.events import line_markers
+from dlpt.display_tree import FoldedTable
 from dlpt.errors import UsageError
+from dlpt.gc_pause import gc_paused
 from dlpt.processors import (
     METRICS,
     Metric,
-    collapse_library,
-    collapse_lone_forward,
     default_metric,
     flatten_by_kind,
     flatten_by_line,
@@ -35,27 +31,13 @@ from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import Header
 from dlpt.renderers.summary import ApiTable, CopyTable, KernelTable, SyncTable
-from dlpt.renderers.tree_view import FlatView, TreeView
+from dlpt.renderers.tree_view import MAX_DEPTH, FlatView, TreeView
 from dlpt.session import Session
-from dlpt.tree import build_tree
+from dlpt.tree import Node
 
 __all__ = ["render", "print_report", "VIEWS"]
 
 VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "all")
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building trees: tens of thousands of new nodes would trigger
-    full collections that also traverse everything torch allocated (measured: ~2x render
-    time with torch imported). The trees are garbage-collected normally afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _check(view: str, threshold: float, depth: int | None) -> None:
@@ -90,7 +72,7 @@ def render(
     Raises UsageError on an unknown view or metric or out-of-range option.
     """
     _check(view, threshold, depth)
-    with _gc_paused():
+    with gc_paused():
         return _render(session, view, metric, threshold, depth, show_all, ascii)
 
 
@@ -103,15 +85,18 @@ def _render(
     show_all: bool,
     ascii: bool,
 ) -> RenderableType:
-    root = build_tree(session)
-    if not show_all:
-        root = collapse_library(root)
-    # After library collapse: merging can give an op both phases, which must then stay.
-    root = collapse_lone_forward(root)
+    folded = FoldedTable(session, show_all)
     compiled = session.meta.get("compile")
-    if isinstance(compiled, list) and compiled:
-        root = mark_lines(root, line_markers(compiled))
-    m = get_metric(metric) if metric is not None else default_metric(root)
+    markers = line_markers(compiled) if isinstance(compiled, list) and compiled else {}
+    # The tree view's tree, built first: its root holds the session's totals, which pick the
+    # default metric (GPU time if there is any, else CPU op time: then it is built again).
+    m = get_metric(metric) if metric is not None else METRICS["gpu"]
+    shown = folded.tree(m, threshold) if view in ("tree", "all") else None
+    totals = Node("root", "<root>")  # the whole session's totals, for the header
+    totals.inclusive = folded.totals()
+    if metric is None and default_metric(totals) is not m:
+        m = default_metric(totals)
+        shown = folded.tree(m, threshold) if shown is not None else None
     steps = session.meta.get("steps")
     n_steps = steps.get("profiled", 0) if isinstance(steps, dict) else 0
     sources = session.meta.get("sources")
@@ -120,29 +105,36 @@ def _render(
         ascii=ascii,
         sources=sources if isinstance(sources, dict) else {},
     )
-    gpu = METRICS["gpu"](root.inclusive) > 0 or root.inclusive.get("kernels", 0) > 0
-    total = m(root.inclusive)
+    gpu = METRICS["gpu"](totals.inclusive) > 0 or totals.inclusive.get("kernels", 0) > 0
+    total = m(totals.inclusive)
+    full: list[Node] = []  # the unpruned folded tree, built once if a view needs it
+
+    def whole() -> Node:
+        if not full:
+            full.append(mark_lines(folded.tree(m, None), markers))
+        return full[0]
 
     parts: list[RenderableType] = [
-        Header(session.meta, root, m, fmt, [_note(m, fmt, threshold, depth, show_all)])
+        Header(session.meta, totals, m, fmt, [_note(m, fmt, threshold, depth, show_all)])
     ]
 
     def tree() -> RenderableType:
-        return TreeView(
-            limit_depth(prune(root, m, threshold), depth),
-            m,
-            fmt,
-            "Top-down (callees below their callers)",
-            gpu,
-        )
+        title = "Top-down (callees below their callers)"
+        if total == 0:
+            return _nothing(m, title, session)
+        assert shown is not None
+        capped = None if depth else MAX_DEPTH  # --depth given: that is the limit, as asked
+        return TreeView(limit_depth(mark_lines(shown, markers), depth), m, fmt, title, gpu, max_depth=capped)
 
     def bottom_up() -> RenderableType:
-        inv = invert(root, m)
-        return TreeView(
-            limit_depth(prune(inv, m, threshold), depth), m, fmt, "Bottom-up (callers below)", gpu
-        )
+        title = "Bottom-up (callers below)"
+        if total == 0:
+            return _nothing(m, title, session)
+        inv = invert(whole(), m)
+        return TreeView(limit_depth(prune(inv, m, threshold), depth), m, fmt, title, gpu)
 
     def flat() -> list[RenderableType]:
+        root = whole()
         out: list[RenderableType] = [
             FlatView(flatten_by_line(root), m, fmt, "By source line", gpu, total, threshold),
             FlatView(flatten_by_kind(root, "op"), m, fmt, "By op", gpu, total, threshold),
@@ -152,8 +144,18 @@ def _render(
         return out
 
     wall = session.meta.get("wall_ns")
-    syncs = SyncTable(root, fmt, wall if isinstance(wall, int) else 0)
-    gpu_tables: list[RenderableType] = [KernelTable(session, fmt), CopyTable(session, fmt)]
+    sites = folded.sync_sites()
+    for site in sites:  # torch.compile markers on the frames syncs are attributed to
+        if site.site is not None and (site.site.file, site.site.line) in markers:
+            site.site.extras["marker"] = markers[(site.site.file, site.site.line)]
+    syncs = SyncTable(sites, fmt, wall if isinstance(wall, int) else 0)
+    kernels = KernelTable(
+        session, fmt, kernels=folded.leaf_nodes("kernel"), gpu_total=METRICS["gpu"](totals.inclusive)
+    )
+    gpu_tables: list[RenderableType] = [
+        kernels,
+        CopyTable(session, fmt, folded.leaf_nodes("memcpy", "memset")),
+    ]
     if isinstance(compiled, list) and compiled and view in ("tree", "summary", "all"):
         parts.append(CompileView(compiled, fmt))
     if view == "tree":
@@ -164,13 +166,24 @@ def _render(
     elif view == "flat":
         parts.extend(flat())
     elif view == "kernels":
-        parts.append(KernelTable(session, fmt) if gpu else _no_gpu(session))
+        parts.append(kernels if gpu else _no_gpu(session))
     elif view == "summary":
         parts.extend([*gpu_tables, syncs] if gpu else [_no_gpu(session), syncs])
         parts.append(ApiTable(session, fmt))
     else:  # all
         parts.extend([tree(), bottom_up(), *flat(), *gpu_tables, syncs, ApiTable(session, fmt)])
     return Group(*parts)
+
+
+def _nothing(m: Metric, title: str, session: Session) -> Text:
+    """Instead of a tree of zeros: the metric has no value anywhere in the session."""
+    text = Text(f"\n{title}: no {m.label} recorded", "yellow")
+    if m.name in ("gpu", "kernel", "copy", "memset", "kernels", "bytes"):
+        gpu = session.meta.get("gpu")
+        reason = gpu.get("reason") if isinstance(gpu, dict) else None
+        text.append(f" ({reason})" if isinstance(reason, str) and reason else "")
+        text.append("; --metric cpu ranks by CPU op time")
+    return text
 
 
 def _note(m: Metric, fmt: Fmt, threshold: float, depth: int | None, show_all: bool) -> str:
@@ -202,5 +215,5 @@ def print_report(
     renderable = render(
         session, view=view, metric=metric, threshold=threshold, depth=depth, show_all=show_all, ascii=ascii
     )
-    with _gc_paused():  # the views lay out their rows while printing
+    with gc_paused():  # the views lay out their rows while printing
         (console or Console()).print(renderable)

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.errors import SessionFormatError, UnsafeFileError
+from dlpt.gc_pause import gc_paused
 from dlpt.safe_files import atomic_text_writer, read_regular_file
-from dlpt.session_schema import SchemaError, check_extras, check_int, check_meta
+from dlpt.session_schema import MAX_INT, SchemaError, check_extras, check_int, check_meta
 
 __all__ = ["Session", "FORMAT", "VERSION", "KINDS", "MAX_FILE_BYTES"]
 
@@ -135,23 +136,30 @@ class Session:
             raise SessionFormatError(f"{name}: not a dlpt session (not UTF-8 JSON text)") from None
         size = len(raw)
         del raw
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            if _looks_truncated(text):
-                raise SessionFormatError(
-                    f"{name}: the session file is truncated (its JSON ends after "
-                    f"{size} bytes, inside an unclosed object, list or string)"
-                ) from None
+        with gc_paused():
+            data = _parse_json(text, size, name)
+            del text  # the parsed data is all that is needed from here on
+            return cls._validated(data, name, owned=True)
+
+
+def _parse_json(text: str, size: int, name: str) -> Any:
+    """The JSON value of a session file's ``text`` (``size`` bytes), or SessionFormatError."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        if _looks_truncated(text):
             raise SessionFormatError(
-                f"{name}: not a dlpt session (invalid JSON at line {e.lineno} column {e.colno}: {e.msg})"
+                f"{name}: the session file is truncated (its JSON ends after "
+                f"{size} bytes, inside an unclosed object, list or string)"
             ) from None
-        except RecursionError:
-            raise SessionFormatError(f"{name}: not a dlpt session (JSON nested too deeply)") from None
-        except ValueError as e:  # an integer of more digits than Python converts
-            raise SessionFormatError(f"{name}: not a dlpt session ({e})") from None
-        del text
-        return cls._validated(data, name, owned=True)
+        raise SessionFormatError(
+            f"{name}: not a dlpt session (invalid JSON at line {e.lineno} column {e.colno}: {e.msg})"
+        ) from None
+    except RecursionError:
+        raise SessionFormatError(f"{name}: not a dlpt session (JSON nested too deeply)") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise SessionFormatError(f"{name}: not a dlpt session ({e})") from None
+    return data
 
 
 def _looks_truncated(text: str) -> bool:
@@ -206,12 +214,70 @@ class _NodeChecker:
 
     def __call__(self, entry: Any, i: int) -> dict[str, Any]:
         n: dict[str, Any]
-        if type(entry) is dict and self.owned and entry.keys() <= _FIELDS:
-            n = entry
+        if type(entry) is dict and self.owned:
+            n = entry  # fields of other tools stay (a file we parsed; the renderers ignore them)
         elif isinstance(entry, Mapping):
             n = {k: v for k, v in entry.items() if k in _FIELDS}
         else:
             raise self._bad(i, f"is {type(entry).__name__}, expected an object")
+        # The common case in one expression (a million nodes take seconds to check one by one);
+        # anything odd is looked at again by _explain, which says what is wrong.
+        get = n.get
+        kind: Any = get("kind")
+        name: Any = get("name")
+        file, line, m, parent = get("file", ""), get("line", 0), get("m", {}), get("parent")
+        if not (
+            type(get("id")) is int
+            and n["id"] == i
+            and type(parent) is int
+            and (0 <= parent < i if i else parent == -1)
+            and type(kind) is str
+            and kind in KINDS
+            and (kind == "root") == (i == 0)
+            and type(name) is str
+            and type(file) is str
+            and type(line) is int
+            and 0 <= line < MAX_INT
+            and type(m) is dict
+        ):
+            self._explain(n, i)
+            m = n["m"]
+        if not self.owned:
+            m = dict(m)
+            if not all(type(k) is str for k in m):  # JSON keys always are
+                raise self._bad(i, "has a metric whose name is not a string")
+        for v in m.values():
+            if type(v) is not int or v < 0 or v >= MAX_INT:
+                k = next(k for k, w in m.items() if w is v)
+                raise self._bad(
+                    i,
+                    f"has an invalid metric {_show(k)}: {_show(v)} "
+                    "(metrics are non-negative integers below 2**64)",
+                )
+        strings = self.strings
+        n["kind"] = strings[kind]
+        n["name"] = strings.setdefault(name, name)
+        n["file"] = strings.setdefault(file, file)
+        n["line"] = line
+        n["m"] = m
+        if "x" in n:
+            x = n["x"]
+            if type(x) is not dict:
+                if not isinstance(x, Mapping):
+                    raise self._bad(i, f"has extras 'x' of type {type(x).__name__}")
+                x = dict(x)
+            elif not self.owned:
+                x = dict(x)
+            try:
+                check_extras(x, f"node {i}")
+            except SchemaError as e:
+                raise SessionFormatError(f"{self.source}: {e}") from None
+            n["x"] = x
+        return n
+
+    def _explain(self, n: dict[str, Any], i: int) -> None:
+        """Raise the error that says what is wrong with node ``i`` (or return if it is only a
+        metrics mapping that is not a dict, which the caller copies)."""
         for key in ("id", "parent", "kind", "name"):
             if key not in n:
                 raise self._bad(i, f"lacks the required field {key!r}")
@@ -231,40 +297,11 @@ class _NodeChecker:
             raise self._bad(i, "is a second root")
         if type(name) is not str:
             raise self._bad(i, f"has a non-string name {_show(name)}")
-        file = n.get("file", "")
-        line = n.get("line", 0)
+        file, line, m = n.get("file", ""), n.get("line", 0), n.get("m", {})
         if type(file) is not str:
             raise self._bad(i, f"has a non-string file {_show(file)}")
         if not check_int(line):
             raise self._bad(i, f"has an invalid line {_show(line)}")
-        m = n.get("m", {})
-        if type(m) is not dict:
-            if not isinstance(m, Mapping):
-                raise self._bad(i, f"has metrics 'm' of type {type(m).__name__}")
-            m = dict(m)
-        elif not self.owned:
-            m = dict(m)
-        for k, v in m.items():
-            if type(k) is not str or not check_int(v):
-                raise self._bad(
-                    i,
-                    f"has an invalid metric {_show(k)}: {_show(v)} "
-                    "(metrics are non-negative integers below 2**64)",
-                )
-        strings = self.strings
-        n["kind"] = strings[kind]
-        n["name"] = strings.setdefault(name, name)
-        n["file"] = strings.setdefault(file, file)
-        n["line"] = line
-        n["m"] = m
-        if "x" in n:
-            x = n["x"]
-            if not isinstance(x, Mapping):
-                raise self._bad(i, f"has extras 'x' of type {type(x).__name__}")
-            x = dict(x) if type(x) is not dict or not self.owned else x
-            try:
-                check_extras(x, f"node {i}")
-            except SchemaError as e:
-                raise SessionFormatError(f"{self.source}: {e}") from None
-            n["x"] = x
-        return n
+        if not isinstance(m, Mapping):
+            raise self._bad(i, f"has metrics 'm' of type {type(m).__name__}")
+        n["m"] = dict(m)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -207,11 +206,11 @@ def _deep(h, depth: int) -> Session:
 
 @pytest.mark.parametrize("view", ["tree", "bottom-up", "flat", "all"])
 def test_10000_deep_tree_renders(h, view: str) -> None:
+    """With --depth beyond the chain, every level prints (the default caps it: see
+    test_render_scale.py)."""
     assert sys.getrecursionlimit() < 10_000  # would fail if anything recursed per level
     session = _deep(h, 10_000)
-    start = time.perf_counter()
-    text = h.render_text(render(session, view=view), width=100)
-    assert time.perf_counter() - start < 30
+    text = h.render_text(render(session, view=view, depth=20_000), width=100)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100
     if view in ("tree", "all"):
