@@ -6,20 +6,25 @@ The profiled program must not be able to tell it is not run by plain ``python``:
 ``__main__`` module ourselves (as CPython's ``pymain_run_*`` does) instead of going through
 ``runpy.run_path``, which would force ``sys.argv[0]`` to equal ``__file__``.
 
-Whatever way the program ends (normal end, ``sys.exit``, exception, Ctrl-C), the profile is first
-stopped, saved and shown; only then does the program's traceback / exit status follow.
+Whatever way the program ends (normal end, ``sys.exit``, exception, Ctrl-C, SIGTERM), the profile
+is first stopped, saved and shown; only then does the program's traceback / exit status follow
+(:mod:`dlpt.signals` says how signals are handled). A forked child that returns from the program
+exits with the program's status and reports nothing: the profile is its parent's.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import builtins
 import contextlib
 import importlib.machinery
 import io
 import os
 import runpy
+import signal
 import sys
+import threading
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,11 +34,13 @@ from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.processors import METRICS
 from dlpt.report import VIEWS  # imported now: the program's sys.path[0] replaces ours later
 from dlpt.safe_files import check_output_path
+from dlpt.signals import Interrupted, Signals
+from dlpt.step_on import instrument_main, parse_spec
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
-EXIT_SIGINT = 128 + 2  # what a shell reports for a program killed by Ctrl-C
+EXIT_SIGINT = 128 + signal.SIGINT  # what a shell reports for a program killed by Ctrl-C
 
 # Keep the module dlpt itself ran as (python -m dlpt) alive once the program's module replaces it
 # in sys.modules["__main__"]; its globals are still in use by our caller's frame.
@@ -84,6 +91,15 @@ def _build_parser() -> _Parser:
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
     p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
     p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
+    p.add_argument(
+        "--step-on",
+        metavar="NAME",
+        help="each outermost call of NAME is a step (function, Class.method, module:function): "
+        "steps for inference loops, which have no optimizer step",
+    )
+    p.add_argument(
+        "--no-source", action="store_true", help="do not save the profiled lines' source text in the session"
+    )
     p.add_argument("--no-gpu", action="store_true", help="CPU-side attribution only")
     p.add_argument(
         "--nested-ops",
@@ -136,6 +152,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--active", opts.active is not None),
             ("--no-gpu", opts.no_gpu),
             ("--nested-ops", opts.nested_ops),
+            ("--step-on", opts.step_on is not None),
+            ("--no-source", opts.no_source),
         ):
             if bad:
                 raise UsageError(f"{flag} applies when running a program, not with --load")
@@ -152,6 +170,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--active must be >= 1")
     if opts.no_report and opts.output is None:
         raise UsageError("--no-report without -o FILE would throw the profile away")
+    if opts.step_on is not None:
+        parse_spec(opts.step_on)
     if opts.output is not None:
         _check_writable(opts.output)
         # The program may chdir; the file goes where the user meant when typing the command.
@@ -181,14 +201,23 @@ def _main_module(program: _Program, **attrs: Any) -> None:
     d.update(attrs)
 
 
-def _from_script(path: str, args: list[str]) -> _Program:
+def _compile_main(source: str | bytes, filename: str, step_on: str | None) -> types.CodeType:
+    """Compile the program's main code as python would; with ``--step-on``, the defs it names get
+    the decorator that counts their calls (dlpt.step_on.instrument_main)."""
+    if step_on is None:
+        return compile(source, filename, "exec", dont_inherit=True)
+    tree = ast.parse(source, filename)  # the SyntaxError compile() would raise
+    return compile(instrument_main(tree, step_on), filename, "exec", dont_inherit=True)
+
+
+def _from_script(path: str, args: list[str], step_on: str | None) -> _Program:
     if os.path.isdir(path) or _is_zip(path):
         return _from_main_dir(path, args)
     with io.open_code(path) as f:  # OSError → "can't open file", like python
         source = f.read()
     # Like python >= 3.9: __file__ is absolute (not normalised), sys.path[0] is the real directory.
     filename = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-    code = compile(source, filename, "exec", dont_inherit=True)
+    code = _compile_main(source, filename, step_on)
     prog = _Program(code, [path, *args], os.path.dirname(os.path.realpath(path)))
     _main_module(
         prog,
@@ -226,10 +255,13 @@ def _from_main_dir(path: str, args: list[str]) -> _Program:
     return prog
 
 
-def _from_module(name: str, args: list[str]) -> _Program:
+def _from_module(name: str, args: list[str], step_on: str | None) -> _Program:
     _set_path0(os.getcwd())  # python -m: the working directory, absolute
     # The helper python -m itself uses (see _from_main_dir); private, hence not in typeshed.
     _, spec, code = runpy._get_module_details(name, UsageError)  # type: ignore[attr-defined]
+    source = spec.loader.get_source(spec.name) if step_on and hasattr(spec.loader, "get_source") else None
+    if source is not None:
+        code = _compile_main(source, spec.origin, step_on)
     prog = _Program(code, [spec.origin, *args], os.getcwd())
     _module_attrs(prog, spec)
     return prog
@@ -246,13 +278,13 @@ def _module_attrs(prog: _Program, spec: Any) -> None:
     )
 
 
-def _from_code(source: str, args: list[str]) -> _Program:
-    prog = _Program(compile(source, "<string>", "exec", dont_inherit=True), ["-c", *args], "")
+def _from_code(source: str, args: list[str], step_on: str | None) -> _Program:
+    prog = _Program(_compile_main(source, "<string>", step_on), ["-c", *args], "")
     _main_module(prog, __package__=None, __spec__=None, __loader__=importlib.machinery.BuiltinImporter)
     return prog
 
 
-def _resolve(program: list[str]) -> _Program:
+def _resolve(program: list[str], step_on: str | None) -> _Program:
     head, rest = program[0], program[1:]
     for flag, make in (("-m", _from_module), ("-c", _from_code)):
         if head.startswith(flag):
@@ -260,11 +292,11 @@ def _resolve(program: list[str]) -> _Program:
                 if not rest:
                     raise UsageError(f"argument {flag} needs a value")
                 head, rest = flag + rest[0], rest[1:]
-            return make(head[2:], rest)
+            return make(head[2:], rest, step_on)
     if head == "-":
         raise UsageError("reading the program from stdin is not supported; pass a file")
     try:
-        return _from_script(head, rest)
+        return _from_script(head, rest, step_on)
     except OSError as e:
         raise UsageError(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}") from None
 
@@ -278,34 +310,52 @@ def _install(prog: _Program) -> None:
     sys.modules["__main__"] = prog.module
 
 
-def _run_program(prog: _Program) -> BaseException | None:
-    """Execute the program; return how it ended (None for a normal end)."""
+def _run_program(prog: _Program, hold_sigint: Any) -> BaseException | None:
+    """Execute the program; return how it ended (None for a normal end).
+
+    The moment it ends, Ctrl-C is only noted (``hold_sigint``), through a direct call of the
+    built-in ``signal.signal``: a Ctrl-C pending then is handled by the new handler, never raised
+    in dlpt's own code (a call of a Python function first would check for it)."""
     try:
         exec(prog.code, prog.module.__dict__)
     except BaseException as e:  # noqa: BLE001 - every way out (SystemExit, Ctrl-C) is the outcome
+        if hold_sigint is not None:
+            signal.signal(signal.SIGINT, hold_sigint)
         return e
+    if hold_sigint is not None:
+        signal.signal(signal.SIGINT, hold_sigint)
     return None
 
 
-def _finish(prof: Any, opts: argparse.Namespace) -> bool:
+def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
     """Stop, save and show the profile; report dlpt's own failures without hiding the
-    program's outcome. Returns whether everything worked."""
+    program's outcome. Returns whether everything worked.
+
+    Signals are only noted while stopping and saving; they cut the report short."""
     ok = True
-    try:
-        prof.stop()
-    except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
-        _say(f"failed to stop the profiler: {e}")
-        return False
-    if opts.output is not None:
+    with signals.deferred():
         try:
-            prof.save(opts.output_abs)
-            _say(f"saved profile to {opts.output}")
-        except (OSError, DlptError) as e:
-            _say(f"could not save the profile to {opts.output}: {e}")
-            ok = False
+            prof.stop()
+        except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
+            _say(f"failed to stop the profiler: {e}")
+            return False
+        if opts.output is not None:
+            try:
+                prof.save(opts.output_abs)
+                _say(f"saved profile to {opts.output}")
+            except (OSError, DlptError) as e:
+                _say(f"could not save the profile to {opts.output}: {e}")
+                ok = False
     if not opts.no_report:
         try:
-            prof.print(**_render_kwargs(opts))
+            with signals.interruptible():
+                prof.print(**_render_kwargs(opts))
+        except Interrupted as e:
+            _say(
+                f"report interrupted ({e}); the profile was saved"
+                if opts.output
+                else f"report interrupted ({e})"
+            )
         except Exception as e:  # noqa: BLE001
             _say(f"could not render the report: {type(e).__name__}: {e}")
             ok = False
@@ -362,24 +412,44 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     import dlpt
 
     try:
-        prog = _resolve(program)
+        prog = _resolve(program, opts.step_on)
     except UsageError as e:
         _say(str(e))
         return EXIT_USAGE
     except BaseException as e:  # noqa: BLE001 - the program's package failed to import, or a SyntaxError
         return _exit_status(e)
     _install(prog)
+    # joinable: a dlpt.profile() the program starts (@dlpt.profile() on its main) joins this one.
     prof = dlpt.profile(
-        skip_first=opts.skip_first, active=opts.active, gpu=not opts.no_gpu, nested_ops=opts.nested_ops
+        skip_first=opts.skip_first,
+        active=opts.active,
+        gpu=not opts.no_gpu,
+        nested_ops=opts.nested_ops,
+        step_on=opts.step_on,
+        sources=not opts.no_source,
+        joinable=True,
     )
     try:
         prof.start()
     except DlptError as e:
         _say(f"cannot start profiling: {e}")
         return EXIT_USAGE
-    outcome = _run_program(prog)
-    ok = _finish(prof, opts)
+    signals = Signals()
+    signals.terminate_with(lambda: _finish(prof, opts, signals))
+    pid = os.getpid()
+    # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
+    # handled here (dlpt.cli.main called from a thread other than the main one).
+    holds = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) not in (
+        signal.SIG_IGN,
+        None,
+    )
+    outcome = _run_program(prog, signals.note if holds else None)
+    if os.getpid() != pid:  # a forked child returned: the profile and the report are the parent's
+        return _exit_status(outcome)
+    ok = _finish(prof, opts, signals)
     status = _exit_status(outcome)
+    if signals.status is not None:  # a signal arrived while dlpt finished: end as it asks
+        return signals.status
     return status if status != 0 or ok else EXIT_USAGE
 
 

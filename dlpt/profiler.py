@@ -1,16 +1,23 @@
 """``dlpt.profile``: start and stop capture, and turn what the native core collected into a
 :class:`~dlpt.session.Session`.
 
-Thread contract: start/stop/step are called from the profiled program's thread with the GIL held.
-Capture itself happens in the native core on every thread (see csrc/).
+One profile records at a time in a process. A profile started while another runs raises
+:class:`~dlpt.errors.ProfilerBusyError`, except when the running one is *joinable* (the one
+``python -m dlpt`` starts): then the new profile joins it instead of recording on its own (see
+:class:`profile`), so ``@dlpt.profile()`` in a script still works under the CLI.
+
+A forked child inherits no running profile (the native core stops capturing in the child): the
+child neither stops nor reports its parent's profile, and may start one of its own.
+
+Thread contract: start/stop are called with the GIL held, normally from the program's main
+thread; steps may arrive from any thread (optimizer steps, ``step_on`` calls, ``prof.step()``)
+and are serialised here. Capture itself happens in the native core on every thread (csrc/).
 """
 
 from __future__ import annotations
 
-import datetime
 import functools
 import os
-import platform
 import sys
 import threading
 import time
@@ -18,14 +25,14 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from dlpt.assemble import build_session, start_meta
 from dlpt.capture import native
-from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.compile import failures
 from dlpt.compile.dynamo import CompileEvents
-from dlpt.compile.inductor_lines import map_generated_frames
-from dlpt.errors import ProfilerBusyError, UsageError
+from dlpt.errors import DlptError, ProfilerBusyError, UsageError
 from dlpt.session import Session
-from dlpt.steps import StepWindow, install_optimizer_hook
+from dlpt.step_on import StepOn, parse_spec
+from dlpt.steps import CALL, OptimizerHook, StepWindow
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,10 +41,14 @@ _running_lock = threading.Lock()
 _running: profile | None = None
 
 
-def _dlpt_version() -> str:
-    from dlpt import __version__
+def _forget_in_child() -> None:
+    """After fork(), in the child: the parent's profile is not this process's to stop."""
+    global _running, _running_lock
+    _running = None
+    _running_lock = threading.Lock()  # another thread may have held it at fork()
 
-    return __version__
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _check_count(name: str, value: Any, allow_none: bool) -> None:
@@ -52,18 +63,6 @@ def _check_count(name: str, value: Any, allow_none: bool) -> None:
         raise UsageError(
             f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}"
         )
-
-
-def _cuda_devices() -> list[dict[str, Any]]:
-    import torch
-
-    if not torch.cuda.is_available():
-        return []
-    out = []
-    for i in range(torch.cuda.device_count()):
-        p = torch.cuda.get_device_properties(i)
-        out.append({"index": i, "name": p.name, "capability": f"{p.major}.{p.minor}"})
-    return out
 
 
 def _synchronize_all() -> None:
@@ -87,37 +86,74 @@ class profile:
             ``aten::matmul``, ``aten::mm`` under ``MmBackward0``). Off by default: kernels land on
             the same lines either way, and recording every nested op costs several times more
             per step on launch-bound work.
+        step_on: the function whose outermost calls are the steps (``"generate"``,
+            ``"GPT2LMHeadModel.forward"``, ``"pkg.mod:serve"``; see :mod:`dlpt.step_on`), for
+            inference loops, which have no optimizer step. Optimizer steps and ``prof.step()``
+            are then ignored.
+        sources: save the text of the profiled lines of your files (and 2 lines around each) in
+            the session, so reports show the code as it was when it ran.
+        joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
+            ProfilerBusyError (``python -m dlpt`` starts its profile this way).
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
+
+    A profile that joined a running one records nothing itself: its ``step()`` marks steps of the
+    running profile and its ``stop()`` leaves that profile running (and returns None). The
+    session is the running profile's, so it exists once that one stops (under ``python -m dlpt``:
+    when the program ends). Until then ``prof.session`` raises UsageError saying so,
+    ``prof.print()`` prints a one-line note (the CLI prints the report at the end) and
+    ``prof.save(path)`` writes the file when the running profile stops.
     """
 
     def __init__(
-        self, skip_first: int = 0, active: int | None = None, gpu: bool = True, nested_ops: bool = False
+        self,
+        skip_first: int = 0,
+        active: int | None = None,
+        gpu: bool = True,
+        nested_ops: bool = False,
+        step_on: str | None = None,
+        sources: bool = True,
+        joinable: bool = False,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=False)
         _check_count("active", active, allow_none=True)
+        if step_on is not None:
+            parse_spec(step_on)  # a malformed name fails here, not at the end of the run
         self.skip_first = skip_first
         self.active = active
         self.gpu = gpu
         self.nested_ops = bool(nested_ops)
+        self.step_on = step_on
+        self.sources = bool(sources)
+        self.joinable = bool(joinable)
         self._session: Session | None = None
         self._window: StepWindow | None = None
-        self._hook: Any = None
+        self._step_lock = threading.Lock()
+        self._hook: OptimizerHook | None = None
+        self._step_on: StepOn | None = None
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
         self._failures_before: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
+        self._pid = 0  # the process that started this profile
+        self._host: profile | None = None  # the running profile this one joined, if it did
+        self._inside_host = False  # between start() and stop() of a joined profile
+        self._save_at_stop: list[str] = []  # paths joined profiles asked to save to
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> profile:
         global _running
         with _running_lock:
-            if _running is not None:
-                raise ProfilerBusyError(
-                    "a dlpt profile is already running in this process; stop it before starting another"
-                )
+            host = _running
+            if host is not None:
+                if not host.joinable or host is self:
+                    raise ProfilerBusyError(
+                        "a dlpt profile is already running in this process; stop it before starting another"
+                    )
+                self._join(host)
+                return self
             _running = self
         try:
             self._start()
@@ -127,32 +163,50 @@ class profile:
             raise
         return self
 
-    def _start(self) -> None:
-        import torch
-
-        C = native.core()
+    def _join(self, host: profile) -> None:
+        own = (self.skip_first, self.active, self.step_on)
+        if own != (0, None, None) and own != (host.skip_first, host.active, host.step_on):
+            warnings.warn(
+                "dlpt: this profile joins the one already running (python -m dlpt); its skip_first, "
+                "active and step_on are ignored: give them on the command line instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        self._host, self._inside_host = host, True
         self._session = None
-        devices = _cuda_devices() if self.gpu else []
-        want_gpu = bool(self.gpu and devices)
+
+    def _start(self) -> None:
+        """Set everything up, then start capture and the clock: dlpt's own set-up (imports,
+        hooks, module scans) is never part of the profile's steps or wall time."""
+        C = native.core()
+        self._session, self._host = None, None
+        self._pid = os.getpid()
+        self._save_at_stop = []
+        self._meta = start_meta(self.gpu)
+        want_gpu = bool(self.gpu and self._meta["devices"])
         _synchronize_all()
-        self._meta = {
-            "argv": list(sys.argv),
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "dlpt": _dlpt_version(),
-            "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "devices": devices,
-        }
-        self._window = StepWindow(self.skip_first, self.active, C.set_collecting)
+        self._window = StepWindow(
+            self.skip_first, self.active, C.set_collecting, only=CALL if self.step_on else None
+        )
+        self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
+        if self.step_on is not None:
+            self._step_on = StepOn(self.step_on, self._on_call_begin, self._on_call_end)
+            self._step_on.start()
+        self._failures_before = failures.snapshot()
+        self._compile_events.start()
         self._start_info = C.start(
             want_gpu,
             native.cupti_candidates() if want_gpu else [],
             self._window.collecting,
             nested_ops=self.nested_ops,
         )
+        self._window.start()
+        self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
+
+    def _gpu_meta(self, have_devices: bool) -> dict[str, Any]:
         if not self.gpu:
             reason = "GPU capture disabled (gpu=False / --no-gpu)"
-        elif not devices:
+        elif not have_devices:
             reason = "no CUDA GPU available"
         else:
             reason = self._start_info["reason"]
@@ -160,37 +214,58 @@ class profile:
                 warnings.warn(
                     f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
                     RuntimeWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
-        self._meta["gpu"] = {
+        return {
             "enabled": bool(self._start_info["gpu"]),
             "reason": reason,
             "cupti": self._start_info.get("cupti_path") or None,
         }
-        self._hook = install_optimizer_hook(lambda: self._on_step("optimizer"))
-        self._failures_before = failures.snapshot()
-        self._compile_events.start()
 
     def step(self) -> None:
-        """Mark the end of a training step (optional: optimizer steps are detected anyway)."""
-        if _running is self:
+        """Mark the end of a step (optional: optimizer steps are detected anyway)."""
+        if self._inside_host and self._host is not None:
+            self._host.step()
+        elif _running is self:
             self._on_step("manual")
 
-    def _on_step(self, source: str) -> None:
+    def _on_step(self, source: str, began_ns: int | None = None) -> None:
         native.core().drain_code_refs()
-        if self._window is not None:
-            self._window.on_step(source)
+        with self._step_lock:
+            if self._window is not None:
+                self._window.on_step(source, began_ns)
 
-    def stop(self) -> Session:
-        """Stop capture, flush all GPU activity and build the session."""
+    def _on_call_begin(self) -> None:
+        with self._step_lock:
+            if self._window is not None:
+                self._window.begin_call()
+
+    def _on_call_end(self, began_ns: int) -> None:
+        self._on_step(CALL, began_ns)
+
+    def stop(self) -> Session | None:
+        """Stop capture, flush all GPU activity and build the session.
+
+        A profile that joined a running one only leaves it (see the class docstring) and
+        returns None."""
         global _running
+        if self._host is not None:  # joined: leave (again, harmlessly)
+            self._inside_host = False
+            return None
         if _running is not self:
+            if self._pid and self._pid != os.getpid():
+                raise UsageError(
+                    f"this dlpt profile belongs to process {self._pid}; "
+                    "a forked child neither stops nor reports it"
+                )
             raise UsageError("this dlpt profile is not running")
         t0 = time.perf_counter()
         try:
             if self._hook is not None:
                 self._hook.remove()
                 self._hook = None
+            if self._step_on is not None:
+                self._step_on.stop()
             # Stop recording first: our own synchronisation below is not the program's.
             native.core().set_collecting(False)
             try:
@@ -206,45 +281,34 @@ class profile:
         finally:
             with _running_lock:
                 _running = None
-        self._session = self._build_session(raw, wall_ns, time.perf_counter() - t0)
+        steps = self._window.meta()
+        if self.step_on is not None:
+            steps["step_on"] = self.step_on
+        self._session = build_session(
+            raw,
+            self._meta,
+            steps=steps,
+            step_wall_ns=list(self._window.step_wall_ns),
+            wall_ns=wall_ns,
+            stop_s=time.perf_counter() - t0,
+            failures_before=self._failures_before,
+            sources=self.sources,
+            step_on_matched=self._step_on.matched if self._step_on is not None else None,
+        )
+        self._save_for_joined()
         return self._session
 
-    def _build_session(self, raw: dict[str, Any], wall_ns: int, stop_s: float) -> Session:
-        assert self._window is not None
-        c = raw["counters"]
-        mapped = map_generated_frames(native.to_nodes(raw["nodes"]))
-        nodes = mark_library_exec_frames(mapped.nodes)
-        meta = dict(self._meta)
-        meta.update(
-            {
-                "wall_ns": wall_ns,
-                "steps": self._window.meta(),
-                "step_wall_ns": list(self._window.step_wall_ns),
-                "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
-                "api": native.api_table(raw["api"]),
-                "dropped": {
-                    "activity_records": c["dropped_records"],
-                    "correlations_missing": max(0, c["submitted"] - c["completed"]),
-                    "tree_overflow": c["tree_overflow"],
-                },
-                "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
-                "cuda_graphs": {
-                    "replay_gpu_ns": c.get("graph_replay_ns", 0),
-                    "uncaptured_gpu_ns": c.get("graph_unmapped_ns", 0),
-                    "nodes_captured": c.get("graph_nodes_captured", 0),
-                },
-                "capture": dict(
-                    c,
-                    flush_s=raw["flush_s"],
-                    stop_s=stop_s,
-                    pid=os.getpid(),
-                    compile_failures=failures.since(self._failures_before),
-                    inductor_unmapped_frames=mapped.unmapped_frames,
-                    inductor_unmapped_kernels=mapped.unmapped_kernels,
-                ),
-            }
-        )
-        return Session(nodes, meta)
+    def _save_for_joined(self) -> None:
+        """Write the files joined profiles asked for; a failure is said, never raised (the
+        profile itself is safe in memory, and the CLI saves its own copy)."""
+        for path in self._save_at_stop:
+            try:
+                self.save(path)
+            except (OSError, DlptError) as e:
+                warnings.warn(
+                    f"dlpt: could not save the profile to {path}: {e}", RuntimeWarning, stacklevel=2
+                )
+        self._save_at_stop = []
 
     # -- context manager / decorator --------------------------------------------------------
 
@@ -252,7 +316,12 @@ class profile:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        if not self._forked():
+            self.stop()
+
+    def _forked(self) -> bool:
+        """Started by the process we forked from: not ours to stop or report."""
+        return bool(self._pid) and self._pid != os.getpid() and not self._inside_host
 
     def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         """``@dlpt.profile(...)``: profile each call of ``fn`` and print the report after it."""
@@ -263,8 +332,11 @@ class profile:
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.stop()
-                self.print()
+                if self._inside_host:
+                    self.stop()  # the running profile reports at its own end
+                elif not self._forked():
+                    self.stop()
+                    self.print()
 
         return wrapper
 
@@ -273,6 +345,14 @@ class profile:
     @property
     def session(self) -> Session:
         """The recorded session (available once the profile stopped)."""
+        host = self._host
+        if host is not None:
+            if host._session is None:
+                raise UsageError(
+                    "this profile joined the one already running (python -m dlpt): the session is "
+                    "that profile's and exists once it stops, when the program ends (-o FILE keeps it)"
+                )
+            return host._session
         if self._session is None:
             raise UsageError("the profile has no session yet: it is still running or never ran")
         return self._session
@@ -281,10 +361,22 @@ class profile:
         """Print the report (see :func:`dlpt.report.print_report` for ``options``)."""
         from dlpt.report import print_report
 
+        if self._host is not None and self._host._session is None:
+            print(
+                "dlpt: this profile joined the running one; its report comes when that one stops",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
         print_report(self.session, view=view, **options)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the session as JSON; re-render later with ``python -m dlpt --load PATH``."""
+        """Write the session as JSON; re-render later with ``python -m dlpt --load PATH``.
+
+        For a profile that joined a running one, the file is written when that one stops."""
+        if self._host is not None and self._host._session is None:
+            self._host._save_at_stop.append(os.path.abspath(path))
+            return
         self.session.save(path)
 
 

@@ -141,6 +141,7 @@ SCHEMA: dict[str, Check] = {
             "active": _optional(_int),
             "source": _optional(_str),
             "step_on": _optional(_str),
+            "step_on_matched": _list_of(_str),
         }
     ),
     "step_wall_ns": _list_of(_int),

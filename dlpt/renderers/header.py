@@ -52,7 +52,7 @@ class Header(View):
         profiled = _int(steps.get("profiled"))
         if profiled:
             t.append(f"{sep}{profiled} step{'s' if profiled != 1 else ''} profiled")
-            why = [f"{fmt.clean(str(steps['source']))} steps"] if steps.get("source") else []
+            why = [self._step_source(steps, fmt)] if steps.get("source") else []
             if _int(steps.get("seen")):
                 why.append(f"{_int(steps.get('seen'))} seen, first {_int(steps.get('skip_first'))} skipped")
             if why:
@@ -69,6 +69,7 @@ class Header(View):
                 )
             )
 
+        lines.extend(self._step_notes(steps, fmt))
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
         lines.extend(self._graph_lines(fmt))
@@ -85,6 +86,7 @@ class Header(View):
                 note = " (shown under <unknown>)" if key == "unattributed" else ""
                 lines.append(Text(f"{label}: {', '.join(parts)}{note}", style))
         lines.extend(self._compile_lines(fmt))
+        lines.extend(self._thread_lines(fmt))
         versions = [f"{k} {fmt.clean(str(meta[k]))}" for k in ("python", "torch", "dlpt") if meta.get(k)]
         if meta.get("started_at"):
             versions.append(f"started {fmt.clean(str(meta['started_at']))}")
@@ -93,6 +95,56 @@ class Header(View):
         for n in self.notes:
             lines.append(Text(n, "dim"))
         yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED, expand=True)
+
+    @staticmethod
+    def _step_source(steps: dict[str, Any], fmt: Fmt) -> str:
+        if steps.get("source") == "call" and isinstance(steps.get("step_on"), str):
+            return f"calls of {fmt.clean(steps['step_on'])}"
+        return f"{fmt.clean(str(steps['source']))} steps"
+
+    @staticmethod
+    def _step_notes(steps: dict[str, Any], fmt: Fmt) -> list[Text]:
+        """Why nothing was recorded when steps were to be skipped, and a --step-on that
+        matched no function: said, never left for the user to guess."""
+        lines = []
+        step_on = steps.get("step_on")
+        matched = steps.get("step_on_matched")
+        if isinstance(step_on, str) and isinstance(matched, list) and not matched:
+            lines.append(Text(f"--step-on {fmt.clean(step_on)} matched no function", "bold yellow"))
+        skip, seen = _int(steps.get("skip_first")), _int(steps.get("seen"))
+        if skip and not _int(steps.get("profiled")) and seen <= skip:
+            if not seen:
+                what = (
+                    f"no call of {fmt.clean(step_on)} returned"
+                    if isinstance(step_on, str)
+                    else "no step was seen (steps are optimizer steps, prof.step() calls, or the "
+                    "calls of the function named with --step-on)"
+                )
+            else:
+                what = f"only {seen} step{'s' if seen != 1 else ''} seen, all of them skipped"
+            lines.append(
+                Text(
+                    f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
+                    f"skipped (--skip-first), but {what}",
+                    "bold yellow",
+                )
+            )
+        return lines
+
+    def _thread_lines(self, fmt: Fmt) -> list[Text]:
+        """Threads the profile did not wait for: their later work is missing."""
+        names = [n for n in self.meta.get("threads_running") or [] if isinstance(n, str)]
+        if not names:
+            return []
+        n = len(names)
+        shown = ", ".join(fmt.clean(name) for name in names[:5]) + (", ..." if n > 5 else "")
+        return [
+            Text(
+                f"{n} thread{'s were' if n != 1 else ' was'} still running when the profile stopped; "
+                f"their later work is not included ({shown})",
+                "bold yellow",
+            )
+        ]
 
     def _totals(self, fmt: Fmt, inc: dict[str, int], sep: str) -> Text:
         per = f"per step (/{fmt.steps}): " if fmt.steps > 0 else "totals: "

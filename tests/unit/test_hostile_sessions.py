@@ -104,7 +104,7 @@ def test_control_characters_and_markup_in_every_string_are_escaped() -> None:
         assert raw not in text
     # Each is shown as its escape, rich markup as the text it is.
     assert "\\x1b[2J\\x1b[31m\\x07\\x0d\\u202e\\ud800[/x][bold]" in text
-    for where in ("main", "scope", "aten::", "kern", "GPU", "cudaLaunchKernel", "reason", "fn"):
+    for where in ("main", "scope", "aten::", "kern", "GPU", "cudaLaunchKernel", "reason", "fn", "worker"):
         assert f"{where}\\x1b[2J" in text, where
     text.encode("utf-8")  # no lone surrogate left to break the output stream
 
