@@ -98,7 +98,7 @@ class FoldedTable:
         index: dict[Key, int] = {}
         of_raw = [0] * len(nodes)
         below_call = [False] * len(nodes)  # is a module-call frame at or above this node?
-        folds: dict[tuple[str, bool], bool] = {}  # (file, inside a module call) -> folds away
+        folds: dict[tuple[str, str, bool], bool] = {}  # (file, name, inside a module call) -> folds
         calls: dict[str, bool] = {}
         for i in range(1, len(nodes)):
             n = nodes[i]
@@ -111,9 +111,10 @@ class FoldedTable:
                     call = calls[file] = is_module_call(kind, file)
                 below_call[i] = inside or call
                 if not show_all:
-                    drop = folds.get((file, inside))
+                    name = n["name"]
+                    drop = folds.get((file, name, inside))
                     if drop is None:
-                        drop = folds[(file, inside)] = folds_away(kind, file, _NO_EXTRAS, inside)
+                        drop = folds[(file, name, inside)] = folds_away(kind, file, name, _NO_EXTRAS, inside)
                     if drop or ("x" in n and n["x"].get("library")):
                         of_raw[i] = of_raw[p]
                         continue

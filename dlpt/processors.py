@@ -112,10 +112,11 @@ def is_module_call(kind: str, file: str) -> bool:
     return kind == "frame" and is_module_call_file(file)
 
 
-def folds_away(kind: str, file: str, extras: Mapping[str, object], in_module_call: bool) -> bool:
+def folds_away(kind: str, file: str, name: str, extras: Mapping[str, object], in_module_call: bool) -> bool:
     """Whether a node is folded into its caller by default: frames of the framework (torch, the
     stdlib, generated code, dlpt, code a library exec'd), and frames of installed packages unless
-    they run inside a module call (``in_module_call``: a module-call frame is an ancestor).
+    they run inside a module call (``in_module_call``: a module-call frame is an ancestor) and are
+    not a closure (a decorator's ``<locals>.wrapper``: plumbing, not model code).
 
     Installed packages hold the model code people tune (transformers' modeling_*.py, timm,
     torchvision's and diffusers' models): inside ``nn.Module.__call__`` their lines stay, while
@@ -125,7 +126,9 @@ def folds_away(kind: str, file: str, extras: Mapping[str, object], in_module_cal
     if extras.get("library"):
         return True
     where = file_kind(file)
-    return where == "framework" or (where == "package" and not in_module_call)
+    if where == "package":
+        return not in_module_call or ".<locals>." in name
+    return where == "framework"
 
 
 # -- structural transforms ------------------------------------------------------------------
@@ -158,7 +161,7 @@ def collapse_library(root: Node) -> Node:
         inside = in_module_call[id(node)] or is_module_call(node.kind, node.file)
         for c in node.children:
             in_module_call[id(c)] = inside
-    return lift(root, lambda n: folds_away(n.kind, n.file, n.extras, in_module_call[id(n)]))
+    return lift(root, lambda n: folds_away(n.kind, n.file, n.name, n.extras, in_module_call[id(n)]))
 
 
 def collapse_lone_forward(root: Node) -> Node:

@@ -298,3 +298,18 @@ def test_package_frames_stay_inside_module_calls_only(h) -> None:
     b.kernel(b.op(loop, "aten::topk"), "topk", 1, 1)
     names = _names(collapse_library(build_tree(b.session())))
     assert names == ["<module>", "  forward", "    aten::linear", "      gemm", "  aten::topk", "    topk"]
+
+
+def test_a_package_closure_inside_a_module_call_folds(h) -> None:
+    """A decorator's wrapper in a package (transformers' can_return_tuple.<locals>.wrapper) is
+    plumbing: it folds even inside a module call, the forward it wraps stays."""
+    site = "/opt/venv/lib/python3.11/site-packages/transformers"
+    b = h.Builder()
+    call = b.frame(b.frame(0, h.TRAIN, 9, "main"), h.MODULE, 1751, "_wrapped_call_impl")
+    wrapper = b.frame(call, f"{site}/utils/generic.py", 943, "can_return_tuple.<locals>.wrapper")
+    b.op(b.frame(wrapper, f"{site}/models/gpt2/modeling_gpt2.py", 680, "GPT2LMHeadModel.forward"), "aten::mm")
+    assert _names(collapse_library(build_tree(b.session()))) == [
+        "main",
+        "  GPT2LMHeadModel.forward",
+        "    aten::mm",
+    ]
