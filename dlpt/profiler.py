@@ -132,6 +132,7 @@ class profile:
         self._step_lock = threading.Lock()
         self._hook: OptimizerHook | None = None
         self._step_on: StepOn | None = None
+        self._step_on_matched: list[str] = []  # what the last run's step_on wrapped
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
         self._failures_before: dict[str, int] = {}
@@ -188,20 +189,35 @@ class profile:
         self._window = StepWindow(
             self.skip_first, self.active, C.set_collecting, only=CALL if self.step_on else None
         )
-        self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
-        if self.step_on is not None:
-            self._step_on = StepOn(self.step_on, self._on_call_begin, self._on_call_end)
-            self._step_on.start()
-        self._failures_before = failures.snapshot()
-        self._compile_events.start()
-        self._start_info = C.start(
-            want_gpu,
-            native.cupti_candidates() if want_gpu else [],
-            self._window.collecting,
-            nested_ops=self.nested_ops,
-        )
+        try:
+            self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
+            if self.step_on is not None:
+                self._step_on = StepOn(self.step_on, self._on_call_begin, self._on_call_end)
+                self._step_on.start()
+            self._failures_before = failures.snapshot()
+            self._compile_events.start()
+            self._start_info = C.start(
+                want_gpu,
+                native.cupti_candidates() if want_gpu else [],
+                self._window.collecting,
+                nested_ops=self.nested_ops,
+            )
+        except BaseException:
+            self._remove_hooks()
+            self._compile_events.stop()
+            raise
         self._window.start()
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
+
+    def _remove_hooks(self) -> None:
+        """Undo the optimizer hook and the step_on wrappers (the originals are back)."""
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        if self._step_on is not None:
+            self._step_on.stop()
+            self._step_on_matched = self._step_on.matched
+            self._step_on = None
 
     def _gpu_meta(self, have_devices: bool) -> dict[str, Any]:
         if not self.gpu:
@@ -261,11 +277,7 @@ class profile:
             raise UsageError("this dlpt profile is not running")
         t0 = time.perf_counter()
         try:
-            if self._hook is not None:
-                self._hook.remove()
-                self._hook = None
-            if self._step_on is not None:
-                self._step_on.stop()
+            self._remove_hooks()
             # Stop recording first: our own synchronisation below is not the program's.
             native.core().set_collecting(False)
             try:
@@ -293,7 +305,7 @@ class profile:
             stop_s=time.perf_counter() - t0,
             failures_before=self._failures_before,
             sources=self.sources,
-            step_on_matched=self._step_on.matched if self._step_on is not None else None,
+            step_on_matched=self._step_on_matched if self.step_on is not None else None,
         )
         self._save_for_joined()
         return self._session

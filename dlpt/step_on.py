@@ -11,10 +11,11 @@ NAME is resolved as follows, and the originals are put back when the profile sto
 - ``module:qualname`` (``pkg.mod:generate``, ``pkg.mod:Model.forward``): the attribute of that
   module, now if it is imported, else as soon as the program imports it.
 - ``Class.method`` or ``function``: looked up in every module imported so far and every module
-  imported later (:mod:`dlpt.import_hooks`), except torch's, the stdlib's and dlpt's: a class of
-  that name defined in the module, or a function of that name defined in it. A bare name also
-  matches methods of that name of classes defined there (``generate`` finds
-  ``GenerationMixin.generate``).
+  imported later (:mod:`dlpt.import_hooks`), except torch's, its own dependencies' (jinja2 has a
+  ``generate`` too), the stdlib's and dlpt's: a class of that name defined in the module, or a
+  function of that name defined in it. A bare name also matches methods of that name of classes
+  defined there (``generate`` finds ``GenerationMixin.generate``). Every match is wrapped and
+  listed in the session (``meta.steps.step_on_matched``).
 - Functions of the program's main script (``python -m dlpt --step-on step train.py``), nested
   ones included, are wrapped where they are defined: the CLI compiles the script with a decorator
   on each matching ``def`` (:func:`instrument_main`).
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.metadata
+import re
 import sys
 import threading
 import time
@@ -120,7 +123,11 @@ class StepOn:
         """A bare name: definitions of it in ``module`` if the module is not the framework's."""
         name = getattr(module, "__name__", "")
         file = getattr(module, "__file__", None)
-        if name != "__main__" and (not isinstance(file, str) or file_kind(file) == "framework"):
+        if name != "__main__" and (
+            not isinstance(file, str)
+            or file_kind(file) == "framework"
+            or name.partition(".")[0].lower() in _torch_dependencies()
+        ):
             return
         try:
             namespace = vars(module)
@@ -201,6 +208,17 @@ class StepOn:
         with self._lock:
             self.matched.append(f"__main__:{qualname}")
         return wrapper
+
+
+@functools.cache
+def _torch_dependencies() -> frozenset[str]:
+    """Top-level module names of the packages torch requires (sympy, jinja2, networkx...): part
+    of the framework for a bare name's search, not code a user steps on."""
+    try:
+        requires = importlib.metadata.requires("torch") or []
+    except importlib.metadata.PackageNotFoundError:
+        return frozenset()
+    return frozenset(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0].lower().replace("-", "_") for r in requires)
 
 
 def _is_compiling() -> Callable[[], bool]:
