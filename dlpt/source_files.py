@@ -29,10 +29,13 @@ _FRAMEWORK_PACKAGES = ("torch", "torchgen", "functorch", "triton")
 _PACKAGES_DIR = r"[\\/](?:site-packages|dist-packages)[\\/]"
 # Patterns for sessions recorded elsewhere (--load on another machine), where the local
 # sysconfig/torch paths do not apply. Generated code is the framework's: Inductor's cache
-# (torchinductor_<user>/), AOTAutograd's codegen'd functions ("...py:codegen(...)").
+# (torchinductor_<user>/), AOTAutograd's codegen'd functions ("...py:codegen(...)"); so are the
+# dlpt files whose frames a profile can hold (the CLI's launcher, the scope, step_on and
+# decorator wrappers) when that dlpt ran from another checkout.
 _FOREIGN_FRAMEWORK = re.compile(
     _PACKAGES_DIR + "(?:" + "|".join(_FRAMEWORK_PACKAGES) + r")[\\/]"
     r"|[\\/]torchinductor_[^\\/]*[\\/]|:codegen\("
+    r"|[\\/]dlpt[\\/](?:__main__|cli|profiler|scope|step_on)\.py$"
 )
 _FOREIGN_PACKAGE = re.compile(_PACKAGES_DIR)
 _FOREIGN_STDLIB = re.compile(r"[\\/]lib[\\/]python\d+(\.\d+)?t?[\\/]")

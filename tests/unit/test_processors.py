@@ -279,6 +279,8 @@ def test_exec_frames_called_from_library_fold_like_library() -> None:
         ("/opt/venv/lib/python3.11/site-packages/transformers/models/gpt2/modeling_gpt2.py", "package"),
         ("/usr/lib/python3/dist-packages/timm/models/vit.py", "package"),
         ("/home/user/proj/model.py", "user"),
+        ("/home/other/checkout/dlpt/cli.py", "framework"),  # a session from another dlpt checkout
+        ("/home/user/proj/dlpt/model.py", "user"),
     ],
 )
 def test_file_kind(path: str, kind: str) -> None:
