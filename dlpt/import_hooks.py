@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import logging
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -34,6 +35,15 @@ _lock = threading.RLock()
 _by_name: dict[str, list[Callback]] = {}
 _every: list[Callback] = []
 _local = threading.local()  # names this thread is looking up through the other finders
+
+
+def _new_lock_in_child() -> None:
+    """After fork(): a thread that held the lock at fork() does not exist in the child."""
+    global _lock
+    _lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def _loaded(name: str) -> ModuleType | None:

@@ -42,10 +42,15 @@ _running: profile | None = None
 
 
 def _forget_in_child() -> None:
-    """After fork(), in the child: the parent's profile is not this process's to stop."""
+    """After fork(), in the child: the parent's profile is not this process's to stop. Its hooks
+    go (the child's optimizer steps and step_on calls cost nothing), its locks are new (another
+    thread may have held one at fork())."""
     global _running, _running_lock
-    _running = None
-    _running_lock = threading.Lock()  # another thread may have held it at fork()
+    parent, _running = _running, None
+    _running_lock = threading.Lock()
+    if parent is not None:
+        parent._step_lock = threading.Lock()
+        parent._remove_hooks()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -164,12 +169,16 @@ class profile:
             raise
         return self
 
+    def _options(self) -> tuple[Any, ...]:
+        return (self.skip_first, self.active, self.step_on, self.gpu, self.nested_ops, self.sources)
+
     def _join(self, host: profile) -> None:
-        own = (self.skip_first, self.active, self.step_on)
-        if own != (0, None, None) and own != (host.skip_first, host.active, host.step_on):
+        own = self._options()
+        if own != profile()._options() and own != host._options():
             warnings.warn(
-                "dlpt: this profile joins the one already running (python -m dlpt); its skip_first, "
-                "active and step_on are ignored: give them on the command line instead",
+                "dlpt: this profile joins the one already running (python -m dlpt); its options "
+                "(skip_first, active, step_on, gpu, nested_ops, sources) are ignored: give them on "
+                "the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
             )
