@@ -114,6 +114,8 @@ class Dlpt:
     def __exit__(self, *exc) -> None:
         session = self.prof.stop()
         self.capture = dict(session.meta.get("capture", {}))
+        if self.prof.gpu and not session.meta["gpu"]["enabled"]:  # a CPU-only run would flatter dlpt
+            raise RuntimeError(f"dlpt ran without GPU capture: {session.meta['gpu']['reason']}")
 
 
 class TorchProf:
@@ -279,11 +281,19 @@ def main() -> None:
                 step()
             torch.cuda.synchronize()
             raw: dict = {}
-            # CUPTI has one subscriber: dlpt's modes first, then torch.profiler, then Proton.
-            for block in ([m for m in args.modes if m in DLPT_MODES], [m for m in args.modes if m == "torchprof"],
-                          [m for m in args.modes if m == "proton"]):
-                if block:
+            # CUPTI has one subscriber: each tool's block runs on its own, Proton first (its
+            # finalize releases CUPTI for the others), then torch.profiler, then dlpt's modes.
+            blocks = ([m for m in args.modes if m == "proton"], [m for m in args.modes if m == "torchprof"],
+                      [m for m in args.modes if m in DLPT_MODES])
+            for block in blocks:
+                if not block:
+                    continue
+                try:
                     raw.update(run_pairs(step, n, block, args.rounds))
+                except Exception as e:  # a tool that cannot run here is a finding, not the end
+                    res.setdefault("block_errors", {})[",".join(block)] = repr(e)[:300]
+                    print(traceback.format_exc(), file=sys.stderr)
+                finally:
                     Proton.finalize()
             res["modes"] = summarise(raw, n)
             res["raw"] = raw

@@ -99,6 +99,7 @@ py::dict stop() {
   counters["api_callbacks"] = r.self.api_callbacks;
   counters["self_ns"] = r.self.self_ns;
   counters["tsc"] = s.rate.tsc();
+  if (!r.tracer.unsubscribe_error.empty()) counters["cupti_unsubscribe_error"] = r.tracer.unsubscribe_error;
   s.codes.release_all();
   py::dict out;
   out["nodes"] = nodes;

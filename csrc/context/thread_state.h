@@ -72,7 +72,7 @@ struct OwnedCounter {
 };
 
 /// Watched CUDA API functions get a compact index (see tracer.cpp); this many at most.
-constexpr size_t kMaxWatchedApis = 96;
+constexpr size_t kMaxWatchedApis = 192;  // CUDA 13 has 150 launch/copy/memset/sync variants
 
 class ThreadState {
  public:

@@ -38,7 +38,7 @@ struct Tracer {
 
   // Watched driver callback ids: their class and a compact index into ThreadState::apis.
   uint8_t cls[kMaxCbid] = {};
-  uint8_t slot[kMaxCbid] = {};  // index + 1; 0 = not watched
+  uint16_t slot[kMaxCbid] = {};  // index + 1 into ThreadState::apis; 0 = no statistics slot
   std::vector<uint32_t> slot_cbid;
   std::vector<std::string> slot_name;
 
@@ -77,6 +77,8 @@ bool starts(const char* s, const char* prefix) { return std::strncmp(s, prefix, 
 uint8_t classify(const char* name) {
   if (has(name, "HostFunc")) return kNone;  // host callbacks: no GPU activity to match
   if (starts(name, "cuLaunch") || starts(name, "cuGraphLaunch")) return kWork;
+  // Building or editing graph nodes (cuGraphAddMemcpyNode, ...) runs nothing on the GPU.
+  if (starts(name, "cuGraph")) return kNone;
   if (has(name, "Memcpy")) return has(name, "Async") ? kWork : (kWork | kSync);
   if (has(name, "Memset")) return kWork;
   if (starts(name, "cuCtxSynchronize") || starts(name, "cuStreamSynchronize") || starts(name, "cuEventSynchronize"))
@@ -152,7 +154,7 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   // Exit.
   if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
     const uint64_t t = ticks() - ts.api_start;
-    if (const uint8_t slot = g.slot[cbid]) ts.apis[slot - 1].add(t);
+    if (const uint16_t slot = g.slot[cbid]) ts.apis[slot - 1].add(t);
     Tree& tree = s->tree;
     tree.node(ts.api_context).m.api_ticks.fetch_add(t, std::memory_order_relaxed);
     if (cls & kSync) {
@@ -366,12 +368,15 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
     const char* name = nullptr;
     if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
     const uint8_t cls = classify(name);
-    if (cls == kNone || g.slot_cbid.size() == kMaxWatchedApis) continue;
+    if (cls == kNone) continue;
     g.cls[cbid] = cls;
+    api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    // Statistics slots run out only if a future CUDA adds many more variants: then the extra
+    // functions are still traced, just not tabulated.
+    if (g.slot_cbid.size() == kMaxWatchedApis) continue;
     g.slot_cbid.push_back(cbid);
     g.slot_name.emplace_back(name);
-    g.slot[cbid] = static_cast<uint8_t>(g.slot_cbid.size());
-    api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    g.slot[cbid] = static_cast<uint16_t>(g.slot_cbid.size());
   }
   // Graph node creation and cloning: where replayed kernels were captured.
   api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
@@ -402,7 +407,8 @@ TracerStopReport stop_gpu_tracing() {
   if (s == nullptr || g.api == nullptr) return rep;
   const auto t0 = std::chrono::steady_clock::now();
   // Disable callbacks first: nothing new gets mapped while we drain.
-  g.api->cuptiUnsubscribe(g.subscriber);
+  const CUptiResult unsub = g.api->cuptiUnsubscribe(g.subscriber);
+  if (unsub != CUPTI_SUCCESS) rep.unsubscribe_error = g.api->error_string(unsub);
   g.subscriber = nullptr;
   uint64_t last_completed = UINT64_MAX;
   for (int i = 0; i < 200 && !g.floor; ++i) {
@@ -455,6 +461,10 @@ std::vector<ApiStat> api_stats(Session& s) {
 
 std::string sync_api_name(uint64_t cbid) {
   if (cbid < kMaxCbid && g.slot[cbid]) return g.slot_name[g.slot[cbid] - 1];
+  const char* name = nullptr;
+  if (cbid < kMaxCbid && g.api &&
+      g.api->cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, static_cast<CUpti_CallbackId>(cbid), &name) == CUPTI_SUCCESS && name)
+    return name;
   return "sync";
 }
 

@@ -21,6 +21,7 @@ struct TracerStopReport {
   uint64_t submitted = 0;
   uint64_t completed = 0;
   double flush_s = 0;
+  std::string unsubscribe_error;  // empty when CUPTI was released for other profilers
 };
 
 /// [GIL] Subscribes to CUPTI for `session`. If another client holds CUPTI (torch.profiler, nsys,
