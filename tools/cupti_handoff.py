@@ -19,8 +19,12 @@ from dlpt.capture.native import core, cupti_candidates
 C = core()
 if mode == "dlpt":
     import dlpt
-    with dlpt.profile() as p:
-        work()
+    kernels = []
+    for _ in range(3):  # CUPTI is detached at each stop and attached again at each start
+        with dlpt.profile() as p:
+            work()
+        kernels.append(sum(n["m"].get("kernels", 0) for n in p.session.nodes))
+    print("kernels per session:", kernels)
     cap = p.session.meta["capture"]
 else:
     C.start(True, cupti_candidates(), True, floor=2 if mode == "cupti_floor" else 0)

@@ -428,6 +428,16 @@ TracerStopReport stop_gpu_tracing() {
     std::lock_guard<std::mutex> lock(g.buffer_mu);
     g.session.store(nullptr, std::memory_order_release);
   }
+  // Detach CUPTI from the process. The caller synchronised every device and everything was
+  // flushed, which is what cuptiFinalize asks for. Unsubscribing alone leaves this copy of CUPTI
+  // attached to the driver: a profiler with its own copy (Triton's Proton bundles one) then
+  // cannot subscribe for the rest of the process, and launches keep paying for the hooks.
+  // A later start() attaches again. DLPT_KEEP_CUPTI=1 skips this.
+  const char* keep = std::getenv("DLPT_KEEP_CUPTI");
+  if (g.api->cuptiFinalize && !(keep && *keep && std::strcmp(keep, "0") != 0)) {
+    const CUptiResult fin = g.api->cuptiFinalize();
+    if (fin != CUPTI_SUCCESS) rep.unsubscribe_error = std::string("cuptiFinalize: ") + g.api->error_string(fin);
+  }
   {
     std::lock_guard<std::mutex> lock(g.pool_mu);
     for (uint8_t* b : g.pool) std::free(b);
