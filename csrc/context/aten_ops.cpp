@@ -114,10 +114,19 @@ void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::Rec
 }
 
 /// A record inside an open op.
-void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, const char* name,
-                     at::RecordScope scope, bool collecting) {
+void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, at::RecordScope scope,
+                     bool collecting) {
   OpEntry& parent = ts.top();
+  // The common case, kept short: a record inside an ordinary op is not recorded (its launches
+  // go to the op's context). Nothing about it is looked up.
+  if (!s.opts.nested_ops && parent.py_depth < 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
+    if (!collecting) return;
+    if (OpEntry* learner = ts.learner()) ++learner->nested;
+    ts.push(EntryKind::Skip, &rf).ctx_node = parent.ctx_node;
+    return;
+  }
   if (OpEntry* learner = ts.learner()) ++learner->nested;
+  const char* name = rf.name();
   const bool graft = scope == at::RecordScope::BACKWARD_FUNCTION && parent.kind == EntryKind::Wrapper;
   const uint32_t id = ts.name_id(name);
   const uint8_t flags = ts.name_info(id).flags;
@@ -161,8 +170,9 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
 }
 
 /// A record with no op open: an outermost op, a backward node, a top-level scope.
-void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, const char* name,
-                        at::RecordScope scope, bool collecting) {
+void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, at::RecordScope scope,
+                        bool collecting) {
+  const char* name = rf.name();
   if (scope == at::RecordScope::FUNCTION && is_engine_wrapper(name)) {
     if (collecting) ts.push(EntryKind::Wrapper, &rf).start = ticks();  // placed by its node's record
     return;
@@ -220,12 +230,11 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   ts.op_records.add(1);
   if (ts.full()) return nullptr;  // its end finds no entry and is ignored
   if (ts.rf_thread_id == 0) ts.rf_thread_id = rf.threadId();
-  const char* name = rf.name();
   const at::RecordScope scope = rf.scope();
   if (ts.no_open_op()) {
-    on_outermost_start(*s, ts, rf, name, scope, collecting);
+    on_outermost_start(*s, ts, rf, scope, collecting);
   } else {
-    on_nested_start(*s, ts, rf, name, scope, collecting);
+    on_nested_start(*s, ts, rf, scope, collecting);
   }
   return nullptr;
 }
