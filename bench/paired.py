@@ -201,7 +201,8 @@ def run_pairs(step, n: int, modes: list[str], rounds: int) -> dict:
             r["base_s"].append(a)
             r["prof_s"].append(b)
             if cap:
-                r["capture"].append({k: cap.get(k) for k in ("op_records", "api_callbacks", "self_ns", "rf_windows")})
+                r["capture"].append({k: cap.get(k) for k in ("op_records", "api_callbacks", "self_ns", "rf_windows",
+                                                             "self_python_ns", "self_window_ns")})
     return out
 
 
@@ -215,7 +216,7 @@ def summarise(raw: dict, steps: int) -> dict:
              "rounds": len(r["ratios"])}
         if r["capture"]:
             c = r["capture"]
-            for k in ("op_records", "api_callbacks", "self_ns"):
+            for k in ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns"):
                 vals = [x[k] for x in c if x.get(k) is not None]
                 if vals:
                     s[k + "_per_step"] = statistics.median(vals) / steps

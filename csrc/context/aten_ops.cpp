@@ -108,8 +108,10 @@ void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::Rec
   }
   // Another profiler's thread-local callbacks (torch.profiler) would lose the nested ops too.
   if (info.max_nested < s.opts.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks()) return;
+  const uint64_t t0 = ticks();
   at::enableRecordFunction(false);
   t_window_owner = &rf;
+  ts.window_ticks.add(ticks() - t0);
   s.counters.rf_windows.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -170,8 +172,8 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
 }
 
 /// A record with no op open: an outermost op, a backward node, a top-level scope.
-void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, at::RecordScope scope,
-                        bool collecting) {
+void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, const at::RecordFunction& rf,
+                        at::RecordScope scope, bool collecting) {
   const char* name = rf.name();
   if (scope == at::RecordScope::FUNCTION && is_engine_wrapper(name)) {
     if (collecting) ts.push(EntryKind::Wrapper, &rf).start = ticks();  // placed by its node's record
@@ -205,7 +207,9 @@ void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& r
   }
   // An outermost forward op: capture the Python path once; nested ops and launches reuse it.
   size_t depth = 0;
+  const uint64_t t0 = timer.sampled() ? ticks() : 0;
   const NodeId py = ts.python_context(&depth);
+  if (t0) ts.python_ticks.add((ticks() - t0) * ThreadState::kSelfSample);
   OpEntry& e = ts.push(EntryKind::Op, &rf);
   e.op_node = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, id);
   e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
@@ -232,7 +236,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   if (ts.rf_thread_id == 0) ts.rf_thread_id = rf.threadId();
   const at::RecordScope scope = rf.scope();
   if (ts.no_open_op()) {
-    on_outermost_start(*s, ts, rf, scope, collecting);
+    on_outermost_start(*s, ts, timer, rf, scope, collecting);
   } else {
     on_nested_start(*s, ts, rf, scope, collecting);
   }
@@ -253,13 +257,17 @@ bool unwind_to(ThreadState& ts, const void* rf) {
 }
 
 void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
+  uint64_t window_ticks = 0;
   if (t_window_owner == &rf) {
+    const uint64_t t0 = ticks();
     at::enableRecordFunction(true);
     t_window_owner = nullptr;
+    window_ticks = ticks() - t0;
   }
   Session* s = current_session();
   if (s == nullptr) return;
   ThreadState* tsp = ThreadState::find(*s);
+  if (tsp != nullptr && window_ticks) tsp->window_ticks.add(window_ticks);
   if (tsp == nullptr || tsp->empty()) return;
   ThreadState& ts = *tsp;
   SelfTimer timer(ts);
