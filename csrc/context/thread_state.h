@@ -177,7 +177,9 @@ class SelfTimer {
     }
   }
   ~SelfTimer() {
-    if (start_) ts_.self_ticks.add((ticks() - start_) * ThreadState::kSelfSample);
+    // Only time spent while recording counts: it is compared with the recorded window's wall.
+    if (start_ && ts_.session.collecting.load(std::memory_order_relaxed))
+      ts_.self_ticks.add((ticks() - start_) * ThreadState::kSelfSample);
   }
   /// Whether this callback is one of the sampled ones (sub-timings are taken only then).
   bool sampled() const { return start_ != 0; }

@@ -85,6 +85,7 @@ class Header(View):
                 note = " (shown under <unknown>)" if key == "unattributed" else ""
                 lines.append(Text(f"{label}: {', '.join(parts)}{note}", style))
         lines.extend(self._compile_lines())
+        lines.extend(self._self_cost_lines(fmt, wall))
         versions = [f"{k} {meta[k]}" for k in ("python", "torch", "dlpt") if meta.get(k)]
         if meta.get("started_at"):
             versions.append(f"started {meta['started_at']}")
@@ -163,6 +164,24 @@ class Header(View):
                 )
             )
         return lines
+
+    def _self_cost_lines(self, fmt: Fmt, wall: int) -> list[Text]:
+        """What dlpt's own callbacks cost while recording (sampled, see csrc SelfTimer), so that
+        a reader knows which part of the step time is the profiler. torch's RecordFunction
+        machinery and CUPTI cost more on top; the README's overhead table measures all of it."""
+        c = _obj(self.meta.get("capture"))
+        own = _int(c.get("self_ns"))
+        if not own or not wall:
+            return []
+        per = " per step" if fmt.steps else ""
+        return [
+            Text(
+                f"profiling: dlpt's own callbacks took {fmt.time(own)}{per} "
+                f"({100 * own / wall:.1f}% of the wall time); torch's op hooks and CUPTI add "
+                "more (README: Overhead)",
+                "dim",
+            )
+        ]
 
     def _compile_lines(self) -> list[Text]:
         """What dlpt's torch.compile integration could not do (``meta.capture``, see

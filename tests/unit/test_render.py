@@ -152,6 +152,16 @@ def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
     assert "Inductor" not in text and "attribution incomplete" not in text
 
 
+def test_the_profilers_own_time_is_said_in_the_header(h) -> None:
+    meta = h.gpu_meta(steps=4)  # wall 4 x 40 ms
+    meta["capture"] = {"self_ns": 4_000_000}
+    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    # 4 ms over 4 steps: 1 ms per step, 2.5% of the 160 ms recorded wall time.
+    assert "profiling: dlpt's own callbacks took 1.00ms per step (2.5% of the wall time)" in text
+    meta["capture"] = {}
+    assert "profiling:" not in h.render_text(render(h.build_gpu().session(meta)), width=200)
+
+
 def test_source_text_present_and_absent(h, tmp_path: Path) -> None:
     src = tmp_path / "real.py"
     src.write_text("import torch\ny = torch.ones(3).cuda()  # make it\n")
