@@ -88,11 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     d = diff_sessions(a, b, opts.a, opts.b)
     metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)
     console = Console()
-    console.print(
-        render_diff(
-            d, metric, opts.threshold / 100.0, opts.ascii or console.options.ascii_only, console.width
-        )
-    )
+    console.print(render_diff(d, metric, opts.threshold / 100.0, opts.ascii or console.options.ascii_only))
     if opts.html is not None:
         from dlpt.html.diff_page import write_diff_html
 

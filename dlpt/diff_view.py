@@ -97,10 +97,17 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
     return out
 
 
-def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list[RenderableType]:
+def _shown(d: SessionDiff, metric: Metric, threshold: float) -> tuple[list[LineDiff], int]:
+    """The rows to print (at least ``threshold`` of the larger total, at most ROW_LIMIT) and
+    how many rows with any value that leaves out."""
     ranked = d.ranked(metric)
     cut = threshold * max(d.total(metric, "a"), d.total(metric, "b"))
     shown = [r for r in ranked if max(d.value(metric, r, "a"), d.value(metric, r, "b")) >= cut][:ROW_LIMIT]
+    return shown, len(ranked) - len(shown)
+
+
+def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list[RenderableType]:
+    shown, hidden = _shown(d, metric, threshold)
     rows: list[tuple] = []
     for r in shown:
         a, b = d.value(metric, r, "a"), d.value(metric, r, "b")
@@ -141,12 +148,11 @@ def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> 
     for row in rows:
         t.add_row(*row)
     out: list[RenderableType] = [Text(""), t]
-    hidden = len(ranked) - len(shown)
     if hidden:
         out.append(
             Text(f"  ... {hidden} more lines below {threshold * 100:g}% of the total or the row limit", "dim")
         )
-    if not ranked:
+    if not shown and not hidden:
         out.append(Text("  (no line has any of this metric)", "dim"))
     return out
 
@@ -172,9 +178,14 @@ def _leaf_cells(fmt: Fmt, leaf: Leaf | None, scale: int) -> tuple[str, str, Text
     return fmt.time(leaf.time_ns / scale), fmt.count(leaf.count / scale), name
 
 
-def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, width: int) -> list[RenderableType]:
-    rows = [r for r in d.ranked(metric) if (r.a and r.a.leaves) or (r.b and r.b.leaves)][:KERNEL_LINES]
-    rows = [r for r in rows if d.value(metric, r, "a") != d.value(metric, r, "b")]
+def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list[RenderableType]:
+    shown, _ = _shown(d, metric, threshold)
+    rows = [
+        r
+        for r in shown
+        if ((r.a and r.a.leaves) or (r.b and r.b.leaves))
+        and d.value(metric, r, "a") != d.value(metric, r, "b")
+    ][:KERNEL_LINES]
     if not rows:
         return []
     out: list[RenderableType] = [
@@ -215,11 +226,13 @@ def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, width: int) -> list[Rende
 
 
 def render_diff(
-    d: SessionDiff, metric: Metric, threshold: float = 0.01, ascii: bool = False, width: int = 120
+    d: SessionDiff, metric: Metric, threshold: float = 0.01, ascii: bool = False
 ) -> RenderableType:
     """The terminal output of ``d`` for ``metric``: rows under ``threshold`` × the larger total
     are left out (and counted)."""
     fmt = Fmt(steps=0, ascii=ascii)
     return Group(
-        *_header(d, metric, fmt), *_lines_table(d, metric, fmt, threshold), *_kernels(d, metric, fmt, width)
+        *_header(d, metric, fmt),
+        *_lines_table(d, metric, fmt, threshold),
+        *_kernels(d, metric, fmt, threshold),
     )
