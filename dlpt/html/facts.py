@@ -23,6 +23,10 @@ def _int(v: object) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _dict(v: object) -> dict:
     return v if isinstance(v, dict) else {}
 
@@ -102,8 +106,8 @@ def _compile(meta: dict) -> dict[str, Any] | None:
         ]
 
     return {
-        "summary": f"{len(events)} compilations, {total:.2f} s compiling (Inductor {inductor:.2f} s), "
-        f"{len(breaks)} graph breaks, {len(recompiles)} recompilations",
+        "summary": f"{_n(len(events), 'compilation')}, {total:.2f} s compiling (Inductor {inductor:.2f} s), "
+        f"{_n(len(breaks), 'graph break')}, {_n(len(recompiles), 'recompilation')}",
         "breaks": located(breaks),
         "recompiles": located(recompiles),
     }

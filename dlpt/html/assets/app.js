@@ -153,6 +153,7 @@
     this._crumbs();
     this._selectionBar();
     if (from === "table") this.flame.wrap.scrollIntoView({ block: "nearest" });
+    else if (this.views.topdown && !this.views.topdown.dirty) this.views.topdown.reveal(id, this.model);
   };
 
   P._crumbs = function () {
@@ -167,7 +168,10 @@
 
   P._selectionBar = function () {
     var self = this, m = this.model, id = this.selected, s = D.clear(this.selection);
-    if (id === undefined || id < 0) return;
+    if (id === undefined || id < 0) {
+      s.appendChild(D.el("span", { className: "muted", text: "Click a bar to zoom into it; its row then shows here." }));
+      return;
+    }
     var v = m.value(this.metric, id, true);
     s.appendChild(D.nodeLabel(m, id, this.colors));
     s.appendChild(D.el("span", { className: "sel-val", text: this.fmt(v) + " \u00b7 " + D.fmtPct(v, this.total()) + " of " + this.metric.label }));

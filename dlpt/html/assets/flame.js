@@ -34,6 +34,7 @@
     ["backward", PAL.phase["<backward>"]], ["compiled region", PAL.compiled.op], ["kernel", PAL.kernel],
     ["fused (Inductor) kernel", PAL.kernelCompiled], ["copy / memset", PAL.memcpy], ["sync wait", PAL.sync]
   ];
+  D.FLAME_ROW = ROW;
   D.hsl = function (c, dl) { return "hsl(" + c[0] + "," + c[1] + "%," + (c[2] + (dl || 0)) + "%)"; };
 
   function hash(s) {

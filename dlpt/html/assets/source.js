@@ -8,6 +8,11 @@
 (function (D) {
   "use strict";
 
+  /* Short names of the metrics listed for a clicked line (kernel/copy/memset time are parts of
+   * GPU time and left out). */
+  var FACT_LABELS = { gpu: "GPU", cpu: "CPU ops", sync: "sync wait", api: "CUDA API", kernels: "kernels",
+                      calls: "op calls", bytes: "bytes copied" };
+
   D.SourceView = function (host, app) {
     this.app = app;
     this.m = app.model;
@@ -102,7 +107,7 @@
       }
       prev = n;
       var r = e.rows[n], own = r ? m.vecValue(metric, r[2]) : 0, tot = r ? m.vecValue(metric, r[1]) : 0;
-      var heat = D.el("div", { className: "heat" });
+      var heat = D.el("div", { className: r ? "heat" : "heat none" });
       if (own > 0 && self.maxSelf > 0) {
         var frac = own / self.maxSelf;
         heat.appendChild(D.el("div", { className: "heat-bar", style: {
@@ -150,8 +155,8 @@
     var facts = D.el("div", { className: "line-facts" });
     app.model.metricList.forEach(function (mt) {
       var tot = m.vecValue(mt, r[1]), own = m.vecValue(mt, r[2]);
-      if (!tot || mt.name === "kernel" || mt.name === "copy" || mt.name === "memset") return;
-      facts.appendChild(D.el("div", { className: "fact" }, D.el("span", { className: "fact-k", text: mt.name }),
+      if (!tot || !FACT_LABELS[mt.name]) return;
+      facts.appendChild(D.el("div", { className: "fact" }, D.el("span", { className: "fact-k", text: FACT_LABELS[mt.name] }),
         D.el("span", { className: "fact-v", text: app.fmtUnit(mt.unit, tot) + (own !== tot ? " (self " + app.fmtUnit(mt.unit, own) + ")" : "") })));
     });
     d.appendChild(facts);

@@ -68,6 +68,10 @@
     });
   };
   D.TopDown.prototype.refresh = function () { this.table.reset(); };
+  /* Show node id's row: its ancestors expanded, the row highlighted. */
+  D.TopDown.prototype.reveal = function (id, model) {
+    this.table.reveal(model.ancestors(id).map(String));
+  };
 
   D.BottomUp = function (host, app) {
     var m = app.model;

@@ -41,6 +41,13 @@
     this.render();
   };
 
+  /* Expand the rows on a path (keys, outermost first) and highlight its last row. */
+  P.reveal = function (keys) {
+    for (var i = 0; i < keys.length - 1; i++) this.open[keys[i]] = true;
+    this.selectedKey = keys[keys.length - 1];
+    this.render();
+  };
+
   P._kids = function (row) {
     if (!this.o.kids) return [];
     var k = this.o.key(row);
@@ -145,7 +152,7 @@
       var cell = D.el("td", { className: "num" + (c.cls ? " " + c.cls(row, v) : ""), text: c.text(row, v) });
       if (c.bar && v > 0) {
         var pct = Math.min(100, c.bar(row, v));
-        cell.style.background = "linear-gradient(to left, var(--bar) " + pct.toFixed(1) + "%, transparent " + pct.toFixed(1) + "%)";
+        cell.style.background = "linear-gradient(to right, var(--bar) " + pct.toFixed(1) + "%, transparent " + pct.toFixed(1) + "%)";
       }
       tr.appendChild(cell);
     });
