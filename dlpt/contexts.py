@@ -15,20 +15,26 @@ from dlpt.tree import Node, walk
 
 __all__ = ["CTX", "CTX_KEY", "tag_contexts", "context_of"]
 
-CTX = {"forward": 1, "backward": 2, "compiled": 4, "replay": 8}
+CTX = {"forward": 1, "backward": 2, "compiled": 4, "replay": 8, "optimizer": 16}
 CTX_KEY = "ctx"  # the extras key holding a node's bits
 _COMPILED_PREFIXES = ("Torch-Compiled Region", "CompiledFunction")
+# torch.optim's record_function regions ("Optimizer.step#AdamW.step", "Optimizer.zero_grad#...").
+_OPTIMIZER_PREFIX = "Optimizer."
 
 
 def _node_ctx(node: Node, inherited: int) -> int:
     ctx = inherited
-    if node.kind == "phase":
+    if node.kind == "scope" and node.name.startswith(_OPTIMIZER_PREFIX):
+        # The core gives every outermost op a <forward> phase (the op's own run, as opposed to
+        # its grafted backward); an optimizer's ops are neither pass of the model.
+        ctx = (ctx | CTX["optimizer"]) & ~(CTX["forward"] | CTX["backward"])
+    if node.kind == "phase" and not ctx & CTX["optimizer"]:
         if node.name == "<forward>":
             ctx = (ctx | CTX["forward"]) & ~CTX["backward"]
         elif node.name == "<backward>":
             ctx = (ctx | CTX["backward"]) & ~CTX["forward"]
-        elif node.name == "<cuda graph replay>":
-            ctx |= CTX["replay"]
+    if node.kind == "phase" and node.name == "<cuda graph replay>":
+        ctx |= CTX["replay"]
     if node.kind in ("op", "scope") and node.name.startswith(_COMPILED_PREFIXES):
         ctx |= CTX["compiled"]
     x = node.extras

@@ -312,9 +312,12 @@ def _step_tail(b: Builder, step: int, main: int) -> None:
         grid=(1, 1, 1),
     )
     opt = b.frame(b.frame(step, RUN_PY, 75, STEP_FN), f"{SITE}/torch/optim/adamw.py", 230, "step")
-    fe = b.op(opt, "aten::_fused_adamw_", cpu_ns=80_000, api_ns=12_000)
-    b.kernel(fe, ADAM, 61_000, n=2, grid=(320, 1, 1), block=(512, 1, 1))
-    b.add(fe, "memset", "[memset]", memsets=1, memset_ns=2_000)
+    # torch.optim's record_function region; the core gives the outermost op a <forward> phase.
+    region = b.add(opt, "scope", "Optimizer.step#AdamW.step", calls=1)
+    fe = b.op(region, "aten::_fused_adamw_", cpu_ns=80_000, api_ns=12_000)
+    ph = b.phase(fe, "<forward>")
+    b.kernel(ph, ADAM, 61_000, n=2, grid=(320, 1, 1), block=(512, 1, 1))
+    b.add(ph, "memset", "[memset]", memsets=1, memset_ns=2_000)
     item = b.op(b.frame(main, RUN_PY, 96, "main"), "aten::item", cpu_ns=3_000)
     b.memcpy(b.op(item, "aten::_local_scalar_dense", cpu_ns=2_000), "DtoH", 2_000, 4)
     b.sync(item, "cudaStreamSynchronize", 150_000)
