@@ -243,7 +243,7 @@ def diff_sessions(a: Session, b: Session, a_label: str = "A", b_label: str = "B"
     if use_text:
         note = "lines matched by (file name, function, line text)"
     else:
-        lacking = " and ".join(lbl for lbl, has in ((a_label, has_a), (b_label, has_b)) if not has)
+        lacking = " and ".join(tag for tag, has in (("A", has_a), ("B", has_b)) if not has)
         note = (
             f"lines matched by (file name, function, line number): {lacking} "
             f"{'holds' if ' and ' not in lacking else 'hold'} no source text, "
@@ -252,7 +252,7 @@ def diff_sessions(a: Session, b: Session, a_label: str = "A", b_label: str = "B"
     if per_step:
         note += f"; values per step (A /{steps_a}, B /{steps_b})"
     else:
-        missing = [lbl for lbl, n in ((a_label, steps_a), (b_label, steps_b)) if not n]
+        missing = [tag for tag, n in (("A", steps_a), ("B", steps_b)) if not n]
         note += (
             f"; values are totals ({' and '.join(missing)}: no steps detected, "
             "runs of different length do not compare)"

@@ -96,7 +96,7 @@ def test_without_source_text_lines_match_by_number_and_say_so() -> None:
     a, b = _pair(with_sources=False)
     d = diff_sessions(a, b, "a.json", "b.json")
     assert d.match_by == "line"
-    assert "line number" in d.note and "a.json and b.json hold no source text" in d.note
+    assert "line number" in d.note and "A and B hold no source text" in d.note
     rows = {(r.a.line if r.a else None, r.b.line if r.b else None) for r in d.rows}
     # Lines 22 of both match (different code!), 20/21 only in A, 23/24 only in B.
     assert (22, 22) in rows and (20, None) in rows and (None, 24) in rows
@@ -108,14 +108,14 @@ def test_one_session_without_sources_matches_by_number() -> None:
     a, _ = _pair(with_sources=True)
     _, b = _pair(with_sources=False)
     d = diff_sessions(a, b, "a.json", "b.json")
-    assert d.match_by == "line" and "b.json holds no source text" in d.note
+    assert d.match_by == "line" and "B holds no source text" in d.note
 
 
 def test_totals_when_either_run_has_no_steps() -> None:
     a = Session.from_dict(_session(0, A_LINES, _sources(A_LINES, MODEL)))
     b = Session.from_dict(_session(2, B_LINES, _sources(B_LINES, MODEL_B), file=MODEL_B))
     d = diff_sessions(a, b, "a.json", "b.json")
-    assert d.a.scale == d.b.scale == 1 and "totals" in d.note and "a.json: no steps" in d.note
+    assert d.a.scale == d.b.scale == 1 and "totals" in d.note and "A: no steps" in d.note
     assert _by_text(d)["x = self.fc1(x)"][:2] == (100_000, 120_000)
 
 
