@@ -42,12 +42,15 @@ def _delta(fmt: Fmt, metric: Metric, a: float, b: float) -> Text:
     return Text(sign + fmt.value(metric, abs(d)), "red" if d > 0 else "green")
 
 
-def _ratio(a: float, b: float) -> Text:
+def _ratio(a: float, b: float, row: LineDiff | None = None) -> Text:
+    """B/A; a line missing from one run is "A only"/"B only", a zero cost "from 0"/"to 0"."""
     if a and b:
         return Text(f"{b / a:.2f}x", "red" if b > a else "green" if b < a else "")
     if b:
-        return Text("B only", "red")
-    return Text("A only", "green") if a else Text("")
+        return Text("B only" if row is not None and row.a is None else "from 0", "red")
+    if a:
+        return Text("A only" if row is not None and row.b is None else "to 0", "green")
+    return Text("")
 
 
 def _where(row: LineDiff, ascii: bool) -> Text:
@@ -116,7 +119,7 @@ def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> 
                 _value(fmt, metric, a),
                 _value(fmt, metric, b),
                 _delta(fmt, metric, a, b),
-                _ratio(a, b),
+                _ratio(a, b, r),
                 _where(r, fmt.ascii),
             )
         )

@@ -287,9 +287,9 @@ def test_diff_page_pairs_eager_and_fused_kernels(open_report: Any, tmp_path: Pat
     first.click()
     side = page.inner_text(".diff-side")
     assert "GeluCUDAKernelImpl" in side and GELU_FWD in side and "fuses aten.view+aten.gelu" in side
+    _save(page, artifacts, "diff.png", "html-diff.png")
     page.fill("#search", "self.head")
     page.wait_for_function("() => document.querySelectorAll('.diff-table tbody tr').length === 1")
-    _save(page, artifacts, "diff.png")
     page.fill("#search", "")
     page.wait_for_function("() => document.querySelectorAll('.diff-table tbody tr').length > 3")
     page.select_option("#metric", "cpu")

@@ -189,6 +189,16 @@ def test_terminal_output_moved_lines_ascii_and_threshold() -> None:
     text = _render(d)
     assert "model.py:20→22" in text and "model.py:21→23" in text
     assert "A only" in text and "B only" in text
+    # A line both runs have, with no cost in one of them, is not "only" in the other.
+    b2 = Session.from_dict(
+        _session(
+            2,
+            [*B_LINES, ("x = self.drop(x)", 25, "Net.forward", 0)],
+            _sources([*B_LINES, ("x = self.drop(x)", 25, "", 0)], MODEL_B),
+            file=MODEL_B,
+        )
+    )
+    assert "to 0" in _render(diff_sessions(a, b2, "a.json", "b.json"))
     ascii_text = _render(d, ascii=True)
     assert "model.py:20->22" in ascii_text and "µ" not in ascii_text and ascii_text.isascii()
     hidden = _render(d, threshold=0.5)  # only lines >= 50% of the larger total

@@ -34,9 +34,11 @@
   P.total = function (side) { return this.vec(this.raw[side].total) / this.raw[side].scale; };
   P.fmt = function (v) { return v ? D.fmtUnit(this.metric.unit, v) : "\u2013"; };
   P.fmtDelta = function (d) { return d ? (d > 0 ? "+" : "\u2212") + D.fmtUnit(this.metric.unit, Math.abs(d)) : "0"; };
-  P.ratio = function (a, b) {
+  /* B/A; a line missing from one run is "A only"/"B only", a zero cost "from 0"/"to 0". */
+  P.ratio = function (a, b, row) {
     if (a && b) return (b / a).toFixed(2) + "x";
-    return b ? "B only" : a ? "A only" : "";
+    if (b) return row && !row.a ? "B only" : "from 0";
+    return a ? (row && !row.b ? "A only" : "to 0") : "";
   };
 
   function where(c) { return D.basename(c.file) + ":" + c.line; }
@@ -95,7 +97,7 @@
           text: function (r, v) { return self.fmtDelta(v); },
           cls: function (r, v) { return v > 0 ? "worse" : v < 0 ? "better" : "same"; } },
         { label: "ratio", value: function (r) { var a = self.val(r, "a"), b = self.val(r, "b"); return a && b ? b / a : b ? 1e9 : 0; },
-          text: function (r) { return self.ratio(self.val(r, "a"), self.val(r, "b")); } },
+          text: function (r) { return self.ratio(self.val(r, "a"), self.val(r, "b"), r); } },
         { label: "line", text: function (r) { var o = r.a || r.b; return where(o) + " " + o.function + " " + (o.text || ""); } }
       ],
       key: function (r) { return String(r.index); },
