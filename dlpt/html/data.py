@@ -10,6 +10,21 @@ metrics needs no second copy of anything.
 
 Flat profiles (by line, op, kernel) come from :mod:`dlpt.processors` so that the page and the
 terminal agree on what a line's total and self cost are, including under recursion.
+
+The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.js``:
+
+- ``strings``: the string table; every name, file, detail and source text is an index into it.
+- ``kinds``, ``keys``, ``ctx_bits``: the node kinds, the metric keys (the order of every metric
+  vector) and the context bits of :mod:`dlpt.contexts`.
+- ``nodes``: parallel arrays in pre-order: ``parent`` (-1 for the root), ``kind`` (index into
+  ``kinds``), ``name``/``file``/``detail``/``mark`` (string indices; ``mark`` holds compile
+  markers), ``line``, ``ctx``; and ``m``: per key, ``[node ids, values]`` of the non-zero
+  exclusive values.
+- ``metrics`` (those with a non-zero total: name, label, unit, keys summed), ``metric`` (shown
+  first), ``steps`` (profiled steps, 0 if none), ``show_all``.
+- ``flat``: ``line``/``op``/``kernel`` rows ``[node id, inclusive vector, self vector]``.
+- ``sources``: ``{file string index: [[line, text string index], ...]}`` for the files shown,
+  ``has_sources``; ``header``: see :mod:`dlpt.html.facts`.
 """
 
 from __future__ import annotations
@@ -131,6 +146,36 @@ def _metric_defs(root: Node) -> list[dict[str, Any]]:
     return out
 
 
+def _node_table(root: Node, strings: _Strings) -> tuple[dict[str, Any], dict[int, int]]:
+    """The tree as parallel arrays in pre-order (a parent before its children), and the index
+    of every tree node (by ``id()``) in them."""
+    kinds = sorted(KINDS)
+    kind_index = {k: i for i, k in enumerate(kinds)}
+    cols: dict[str, list[int]] = {
+        c: [] for c in ("parent", "kind", "name", "file", "line", "detail", "mark", "ctx")
+    }
+    metrics: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in KEYS}
+    ids: dict[int, int] = {}
+    for node, _ in walk(root):
+        i = ids[id(node)] = len(cols["parent"])
+        cols["parent"].append(ids[id(node.parent)] if node.parent is not None else -1)
+        cols["kind"].append(kind_index.get(node.kind, kind_index["thread"]))
+        cols["name"].append(strings(_display_name(node)))
+        cols["file"].append(strings(node.file))
+        cols["line"].append(node.line)
+        cols["detail"].append(strings(_detail(node)))
+        cols["mark"].append(strings(str(node.extras.get("marker") or "")))
+        cols["ctx"].append(context_of(node))
+        for k, (col_ids, col_vals) in metrics.items():
+            v = node.metrics.get(k, 0)
+            if v:
+                col_ids.append(i)
+                col_vals.append(int(v))
+    # Sparse exclusive metrics: per key, the node ids holding a non-zero value and the values.
+    table: dict[str, Any] = {**cols, "m": {k: [c[0], c[1]] for k, c in metrics.items() if c[0]}}
+    return {"kinds": kinds, "nodes": table}, ids
+
+
 def build_model(
     session: Session, metric: str | Metric | None = None, show_all: bool = False
 ) -> dict[str, Any]:
@@ -142,42 +187,14 @@ def build_model(
     root = report_tree(session, show_all, tag_contexts)
     chosen = get_metric(metric) if metric is not None else default_metric(root)
     strings = _Strings()
-    kinds = sorted(KINDS)
-    kind_index = {k: i for i, k in enumerate(kinds)}
-
-    parent: list[int] = []
-    kind: list[int] = []
-    name: list[int] = []
-    file: list[int] = []
-    line: list[int] = []
-    detail: list[int] = []
-    mark: list[int] = []
-    ctx: list[int] = []
-    columns: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in KEYS}
-    ids: dict[int, int] = {}  # id(Node) -> index in the arrays (pre-order)
-
-    for node, _ in walk(root):
-        i = len(parent)
-        ids[id(node)] = i
-        parent.append(ids[id(node.parent)] if node.parent is not None else -1)
-        kind.append(kind_index.get(node.kind, kind_index["thread"]))
-        name.append(strings(_display_name(node)))
-        file.append(strings(node.file))
-        line.append(node.line)
-        detail.append(strings(_detail(node)))
-        mark.append(strings(str(node.extras.get("marker") or "")))
-        ctx.append(context_of(node))
-        for k, (col_ids, col_vals) in columns.items():
-            v = node.metrics.get(k, 0)
-            if v:
-                col_ids.append(i)
-                col_vals.append(int(v))
+    tree, ids = _node_table(root, strings)
+    stored = session_sources(session.meta)
 
     # Source text of the files the tree shows (library files are folded away unless show_all).
     shown_files = {node.file for node, _ in walk(root) if node.kind == "frame" and node.file}
     sources = {
         str(strings(f)): [[n, strings(t)] for n, t in sorted(lines.items())]
-        for f, lines in sorted(session_sources(session.meta).items())
+        for f, lines in sorted(stored.items())
         if f in shown_files
     }
 
@@ -189,21 +206,9 @@ def build_model(
         "format": "dlpt-html-model",
         "version": MODEL_VERSION,
         "strings": strings.table,
-        "kinds": kinds,
         "keys": list(KEYS),
         "ctx_bits": CTX,
-        "nodes": {
-            "parent": parent,
-            "kind": kind,
-            "name": name,
-            "file": file,
-            "line": line,
-            "detail": detail,
-            "mark": mark,
-            "ctx": ctx,
-            # Sparse exclusive metrics: per key, the node ids holding a non-zero value and the values.
-            "m": {k: [c[0], c[1]] for k, c in columns.items() if c[0]},
-        },
+        **tree,
         "metrics": _metric_defs(root),
         "metric": chosen.name,
         "steps": steps,
@@ -214,6 +219,6 @@ def build_model(
             "kernel": _flat_rows(flatten_by_kind(root, "kernel"), ids),
         },
         "sources": sources,
-        "has_sources": bool(session_sources(session.meta)),
+        "has_sources": bool(stored),
         "header": header_facts(session, root, steps),
     }
