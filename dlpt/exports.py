@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from dlpt import __version__
 from dlpt.atomic import write_text_atomic
 from dlpt.errors import UsageError
 from dlpt.processors import METRICS, Metric, default_metric, get_metric
@@ -113,8 +114,6 @@ def speedscope(
                 "weights": weights,
             }
         )
-    from dlpt import __version__
-
     return {
         "$schema": SPEEDSCOPE_SCHEMA,
         "name": _program(session),

@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dlpt.errors import UsageError
+from dlpt.errors import DlptError, UsageError
+from dlpt.exports import FORMATS as EXPORT_FORMATS
+from dlpt.exports import write_export
 from dlpt.session import Session
 
 __all__ = ["Output", "add_arguments", "collect", "path_problem", "write_all"]
-
-EXPORT_FORMATS = ("speedscope", "folded")
 
 
 @dataclass(frozen=True)
@@ -89,18 +89,14 @@ def write_all(
     session: Session, outputs: list[Output], metric: str | None, show_all: bool, say: Callable[[str], None]
 ) -> bool:
     """Write every output; ``say`` reports each file written or failed. True if all worked."""
-    from dlpt.errors import DlptError
-
     ok = True
     for o in outputs:
         try:
             if o.kind == "html":
-                from dlpt.html import write_html
+                from dlpt.html import write_html  # only when asked for: it reads its assets
 
                 write_html(session, o.abspath, metric=metric, show_all=show_all)
             else:
-                from dlpt.exports import write_export
-
                 write_export(session, o.kind, o.abspath, metric=metric, show_all=show_all)
             say(f"wrote {o.what} to {o.path}")
         except (OSError, DlptError) as e:
