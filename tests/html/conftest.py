@@ -41,9 +41,11 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A Chromium context with a fresh profile, shared by the browser tests."""
+    """A Chromium context with a fresh profile, shared by the browser tests. Package scope:
+    Playwright's sync API keeps an event loop registered while it runs, which would break
+    later tests that call ``asyncio.run()``."""
     why = _missing()
     if why:
         if os.environ.get("DLPT_REQUIRE_BROWSER") == "1":

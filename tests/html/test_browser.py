@@ -294,3 +294,23 @@ def test_diff_page_pairs_eager_and_fused_kernels(open_report: Any, tmp_path: Pat
     page.wait_for_function("() => document.querySelectorAll('.diff-table tbody tr').length > 3")
     page.select_option("#metric", "cpu")
     assert page.locator(".diff-table tbody tr").count() > 3
+
+
+@pytest.mark.parametrize("kind", ["empty", "cpu only"])
+def test_sparse_sessions_load_cleanly(open_report: Any, tmp_path: Path, kind: str) -> None:
+    b = S.Builder(steps=1)
+    if kind == "cpu only":  # no GPU, no steps, no source text: what an old CPU run looks like
+        b.op(b.frame(0, "/home/user/run.py", 3, "<module>"), "aten::mm", cpu_ns=7_000)
+    path = tmp_path / "sparse.html"
+    write_html(Session.from_dict(b.session({})), path)
+    r = open_report(path)
+    page = r.page
+    assert page.locator("#perstep").is_disabled()
+    if kind == "empty":
+        assert "No GPU time" in page.inner_text(".flame-empty")
+        return
+    assert page.locator("#metric").input_value() == "cpu"
+    assert "run.py:3" in {it["label"].split()[0] for it in _items(r)}
+    page.click("button[data-tab=source]")
+    assert "holds no source text" in page.inner_text(".pane[data-pane=source]")
+    assert page.locator("table.code tr[data-line='3'] td").nth(1).inner_text() == "7.0µs"

@@ -76,7 +76,8 @@ def _folded_lines(text: str) -> list[tuple[list[str], int]]:
     return out
 
 
-@pytest.mark.parametrize("metric", ["gpu", "cpu", "sync", "api", "kernels"])
+# ids "metric=..." because tests/gpu/conftest.py skips every test with a "gpu" keyword off a GPU.
+@pytest.mark.parametrize("metric", ["gpu", "cpu", "sync", "api", "kernels"], ids=lambda m: f"metric={m}")
 def test_folded_stacks_sum_to_the_session_total(metric: str) -> None:
     session = Session.from_dict(S.gpt_compiled())
     lines = _folded_lines(folded(session, metric=metric))
