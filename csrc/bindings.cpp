@@ -3,8 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <stdexcept>
 #include <string>
 
+#include "context/aten_ops.h"
 #include "controller.h"
 #include "context/thread_state.h"
 
@@ -56,9 +58,11 @@ py::tuple export_node(Session& s, NodeId id) {
     case NodeKind::Sync: name = "[sync " + sync_api_name(n.a) + "]"; break;
   }
   const Metrics& m = n.m;
+  const TickRate& r = s.rate;
   uint64_t min_ns = m.min_ns.load();
-  py::tuple metrics = py::make_tuple(m.calls.load(), m.cpu_ns.load(), m.gpu_ns.load(), m.count.load(), m.bytes.load(),
-                                     m.sync_ns.load(), m.api_ns.load(), min_ns == UINT64_MAX ? 0 : min_ns, m.max_ns.load());
+  py::tuple metrics = py::make_tuple(m.calls.load(), r.to_ns(m.cpu_ticks.load()), m.gpu_ns.load(), m.count.load(),
+                                     m.bytes.load(), r.to_ns(m.sync_ticks.load()), r.to_ns(m.api_ticks.load()),
+                                     min_ns == UINT64_MAX ? 0 : min_ns, m.max_ns.load());
   return py::make_tuple(id, n.parent == kNoNode ? -1 : static_cast<int64_t>(n.parent), node_kind_name(n.kind), name,
                         file, line, metrics, x);
 }
@@ -89,6 +93,13 @@ py::dict stop() {
   counters["graph_replay_ns"] = c.graph_replay_ns.load();
   counters["graph_unmapped_ns"] = c.graph_unmapped_ns.load();
   counters["tree_overflow"] = s.tree.overflowed();
+  counters["unmatched_op_ends"] = c.unmatched_op_ends.load();
+  counters["rf_windows"] = c.rf_windows.load();
+  counters["op_records"] = r.self.op_records;
+  counters["api_callbacks"] = r.self.api_callbacks;
+  counters["self_ns"] = r.self.self_ns;
+  counters["tsc"] = s.rate.tsc();
+  if (!r.tracer.unsubscribe_error.empty()) counters["cupti_unsubscribe_error"] = r.tracer.unsubscribe_error;
   s.codes.release_all();
   py::dict out;
   out["nodes"] = nodes;
@@ -107,15 +118,27 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "dlpt native core: aten-op and CUPTI capture into an online calling-context tree";
   m.def(
       "start",
-      [](bool gpu, const std::vector<std::string>& cupti_candidates, bool collecting) {
-        dlpt::StartResult r = dlpt::start_capture(gpu, cupti_candidates, collecting);
+      [](bool gpu, const std::vector<std::string>& cupti_candidates, bool collecting, bool python_frames,
+         bool nested_ops, int floor) {
+        if (floor < 0 || floor > 2) throw std::invalid_argument("floor must be 0, 1 or 2");
+        dlpt::CaptureOptions opts;
+        opts.gpu = gpu;
+        opts.cupti_candidates = cupti_candidates;
+        opts.collecting = collecting;
+        opts.python_frames = python_frames;
+        opts.nested_ops = nested_ops;
+        opts.floor = static_cast<dlpt::Floor>(floor);
+        dlpt::StartResult r = dlpt::start_capture(opts);
         py::dict out;
         out["gpu"] = r.gpu;
         out["reason"] = r.gpu_reason.empty() ? py::object(py::none()) : py::object(py::str(r.gpu_reason));
         out["cupti_path"] = r.cupti_path;
         return out;
       },
-      py::arg("gpu"), py::arg("cupti_candidates"), py::arg("collecting") = true);
+      py::arg("gpu"), py::arg("cupti_candidates"), py::arg("collecting") = true, py::arg("python_frames") = true,
+      py::arg("nested_ops") = false, py::arg("floor") = 0);
+  m.def("floor_records", &dlpt::floor_records_on_this_thread,
+        "Records the floor-mode op callback saw on the calling thread (bench/floor.py).");
   m.def("stop", &dlpt::stop);
   m.def("set_collecting", &dlpt::set_collecting);
   m.def("drain_code_refs", &dlpt::drain_code_refs);

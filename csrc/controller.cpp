@@ -2,32 +2,41 @@
 
 #include <Python.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "context/aten_ops.h"
+#include "context/thread_state.h"
 
 namespace dlpt {
 
-StartResult start_capture(bool want_gpu, const std::vector<std::string>& cupti_candidates, bool collecting) {
+StartResult start_capture(const CaptureOptions& options) {
   if (current_session() != nullptr) throw std::runtime_error("a dlpt profile is already running");
+  CaptureOptions opts = options;
+  if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED")) opts.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   StartResult res;
-  Session* s = begin_session();
-  if (want_gpu) {
+  Session* s = begin_session(opts);
+  const bool floor = opts.floor != Floor::None;
+  if (opts.gpu && (!floor || opts.floor == Floor::Cupti)) {
     std::string error;
-    const CuptiApi* api = load_cupti(cupti_candidates, &error);
+    const CuptiApi* api = load_cupti(opts.cupti_candidates, &error);
     if (api == nullptr) {
       res.gpu_reason = error;
     } else {
       res.cupti_path = api->path;
-      if (start_gpu_tracing(*api, *s, &error)) {
+      if (start_gpu_tracing(*api, *s, opts.floor == Floor::Cupti, &error)) {
         res.gpu = true;
       } else {
         res.gpu_reason = error;
       }
     }
   }
-  s->collecting.store(collecting, std::memory_order_release);
-  install_op_callback();
+  s->collecting.store(opts.collecting, std::memory_order_release);
+  if (opts.floor == Floor::OpCallback) {
+    install_floor_op_callback();
+  } else if (!floor) {
+    install_op_callback();
+  }
   return res;
 }
 
@@ -47,6 +56,7 @@ StopResult stop_capture() {
   StopResult res;
   s->collecting.store(false, std::memory_order_release);
   remove_op_callback();
+  remove_floor_op_callback();
   s->codes.drain();
   end_session();
   if (s->gpu.load()) {
@@ -54,9 +64,15 @@ StopResult stop_capture() {
     PyThreadState* saved = PyEval_SaveThread();
     res.tracer = stop_gpu_tracing();
     PyEval_RestoreThread(saved);
-    res.api = api_stats();
+    res.api = api_stats(*s);
     res.busy_ns = s->busy.totals();
   }
+  s->for_each_thread([&](ThreadState& ts) {
+    res.self.op_records += ts.op_records.get();
+    res.self.api_callbacks += ts.api_callbacks.get();
+    res.self.self_ns += ts.self_ticks.get();
+  });
+  res.self.self_ns = s->rate.to_ns(res.self.self_ns);
   res.session = s;
   return res;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cupti/tracer.h"
+#include "options.h"
 #include "session.h"
 
 namespace dlpt {
@@ -18,9 +19,10 @@ struct StartResult {
   std::string cupti_path;
 };
 
-/// Starts a session: op callback always, CUPTI when `want_gpu`. Collection starts paused when
-/// `collecting` is false (skip-first steps). Throws std::runtime_error if one is running.
-StartResult start_capture(bool want_gpu, const std::vector<std::string>& cupti_candidates, bool collecting);
+/// Starts a session: the op callback always, CUPTI when `opts.gpu`; in a floor mode, only that
+/// one mechanism, doing nothing. Collection starts paused when `opts.collecting` is false
+/// (skip-first steps). Throws std::runtime_error if one is running.
+StartResult start_capture(const CaptureOptions& opts);
 
 /// Pauses/resumes cost recording at step boundaries.
 void set_collecting(bool on);
@@ -30,11 +32,19 @@ void drain_code_refs();
 
 bool capture_running();
 
+/// What dlpt's own callbacks did on all threads (for the report's "profiling added" line).
+struct SelfCost {
+  uint64_t op_records = 0;     // RecordFunction start callbacks run
+  uint64_t api_callbacks = 0;  // CUPTI API enter callbacks run
+  uint64_t self_ns = 0;        // sampled time inside dlpt's callbacks, scaled to all calls
+};
+
 struct StopResult {
   Session* session = nullptr;  // parked; valid until the next start
   TracerStopReport tracer;
   std::vector<ApiStat> api;
   std::map<uint32_t, uint64_t> busy_ns;
+  SelfCost self;
 };
 
 /// Stops capture. Releases the GIL while it flushes CUPTI. Throws if nothing is running.

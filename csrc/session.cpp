@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "context/thread_state.h"
+
 namespace dlpt {
 
 namespace {
@@ -13,17 +15,39 @@ std::vector<std::unique_ptr<Session>> g_park;  // the running and the last finis
 uint64_t g_generation = 0;
 }  // namespace
 
-SeqRanges& Session::seq_ranges(uint64_t tid) {
-  std::lock_guard<std::mutex> lock(seq_mu_);
-  auto& p = seq_[tid];
-  if (!p) p = std::make_unique<SeqRanges>();
-  return *p;
+SeqRanges& SeqRangesByThread::get(uint64_t tid) {
+  if (SeqRanges* r = find(tid)) return *r;
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t n = count_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < n; ++i) {
+    if (tids_[i].load(std::memory_order_relaxed) == tid) return *ranges_[i];
+  }
+  // More forward threads than slots: the last slot is shared (grafting degrades, never breaks).
+  if (n == kMaxThreads) return *ranges_[kMaxThreads - 1];
+  ranges_[n] = std::make_unique<SeqRanges>();
+  tids_[n].store(tid, std::memory_order_relaxed);
+  count_.store(n + 1, std::memory_order_release);
+  return *ranges_[n];
 }
 
-SeqRanges* Session::find_seq_ranges(uint64_t tid) {
-  std::lock_guard<std::mutex> lock(seq_mu_);
-  auto it = seq_.find(tid);
-  return it == seq_.end() ? nullptr : it->second.get();
+SeqRanges* SeqRangesByThread::find(uint64_t tid) const {
+  const size_t n = count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n; ++i) {
+    if (tids_[i].load(std::memory_order_relaxed) == tid) return ranges_[i].get();
+  }
+  return nullptr;
+}
+
+Session::Session(uint64_t gen, const CaptureOptions& o) : generation(gen), opts(o) {}
+
+Session::~Session() = default;
+
+ThreadState* Session::attach_thread(uint64_t os_tid) {
+  auto ts = std::make_unique<ThreadState>(*this, os_tid);
+  ThreadState* raw = ts.get();
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  threads_.push_back(std::move(ts));
+  return raw;
 }
 
 Session* current_session() { return g_current.load(std::memory_order_acquire); }
@@ -35,21 +59,24 @@ namespace {
 void stop_capture_in_child() { g_current.store(nullptr, std::memory_order_relaxed); }
 }  // namespace
 
-Session* begin_session() {
+Session* begin_session(const CaptureOptions& opts) {
   static const int atfork_registered = pthread_atfork(nullptr, nullptr, stop_capture_in_child);
   (void)atfork_registered;
   std::lock_guard<std::mutex> lock(g_park_mu);
   // Keep only the last finished session parked: a callback that raced with its stop() could
   // still hold it, but nothing can still hold the one before it (a whole session has passed).
   if (g_park.size() > 1) g_park.erase(g_park.begin(), g_park.end() - 1);
-  g_park.push_back(std::make_unique<Session>(++g_generation));
+  g_park.push_back(std::make_unique<Session>(++g_generation, opts));
   Session* s = g_park.back().get();
+  s->rate.begin();
   g_current.store(s, std::memory_order_release);
   return s;
 }
 
 Session* end_session() {
-  return g_current.exchange(nullptr, std::memory_order_acq_rel);
+  Session* s = g_current.exchange(nullptr, std::memory_order_acq_rel);
+  if (s) s->rate.end();
+  return s;
 }
 
 }  // namespace dlpt

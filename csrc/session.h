@@ -10,16 +10,20 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "cct/busy.h"
 #include "cct/correlation.h"
 #include "cct/graph_nodes.h"
 #include "cct/seq_ranges.h"
 #include "cct/tree.h"
+#include "clock.h"
 #include "context/code_registry.h"
+#include "options.h"
 
 namespace dlpt {
+
+class ThreadState;
 
 struct Counters {
   std::atomic<uint64_t> activity_records{0};     // activity records processed
@@ -27,29 +31,48 @@ struct Counters {
   std::atomic<uint64_t> dropped_records{0};      // CUPTI reported dropped records
   std::atomic<uint64_t> unknown_correlation{0};  // activity whose launch context was unknown
   std::atomic<uint64_t> unknown_gpu_ns{0};
-  // Incremented on every launch by the launching thread: kept off the cache line the buffer
-  // thread hammers with the counters above.
-  alignas(64) std::atomic<uint64_t> submitted{0};  // launches/copies/memsets mapped in the window
-  alignas(64) std::atomic<uint64_t> completed{0};            // distinct correlation ids seen in activity
+  std::atomic<uint64_t> completed{0};            // distinct correlation ids seen in activity
   std::atomic<uint64_t> outside_window{0};       // activity of launches made while paused
   std::atomic<uint64_t> backward_unresolved{0};  // backward ops whose forward op was not found
   std::atomic<uint64_t> code_lost{0};
   std::atomic<uint64_t> graph_nodes_captured{0};  // CUDA graph nodes whose capture context is known
   std::atomic<uint64_t> graph_replay_ns{0};       // GPU time of replayed graph kernels/copies/memsets
   std::atomic<uint64_t> graph_unmapped_ns{0};     // ... of those captured before profiling started
+  std::atomic<uint64_t> unmatched_op_ends{0};     // op ends whose start was not seen (or overflowed)
+  std::atomic<uint64_t> rf_windows{0};            // outermost ops run with RecordFunction off inside
+};
+
+/// Per forward thread sequence ranges, found without a lock (a handful of forward threads).
+class SeqRangesByThread {
+ public:
+  /// [MT] The ranges of forward thread `tid` (RecordFunction's thread id), created on first use.
+  SeqRanges& get(uint64_t tid);
+  /// [MT] Lock-free lookup; nullptr if that thread never ran a forward op with autograd.
+  SeqRanges* find(uint64_t tid) const;
+
+ private:
+  static constexpr size_t kMaxThreads = 64;
+  std::mutex mu_;  // creation only
+  std::atomic<size_t> count_{0};
+  std::atomic<uint64_t> tids_[kMaxThreads] = {};
+  std::unique_ptr<SeqRanges> ranges_[kMaxThreads];
 };
 
 class Session {
  public:
-  explicit Session(uint64_t generation) : generation(generation) {}
+  Session(uint64_t generation, const CaptureOptions& opts);
+  ~Session();
 
   const uint64_t generation;
+  const CaptureOptions opts;
   Tree tree;
   CorrelationTable correlations;
   BusyTracker busy;
   CodeRegistry codes;
   GraphNodeContexts graph_nodes;
   Counters counters;
+  SeqRangesByThread seq_ranges;
+  TickRate rate;
 
   /// Whether costs are recorded now (false during skip-first steps and after the active steps).
   std::atomic<bool> collecting{false};
@@ -58,20 +81,25 @@ class Session {
   /// Whether GPU capture (CUPTI) is on for this session.
   std::atomic<bool> gpu{false};
 
-  /// [MT] Sequence ranges of the forward thread with RecordFunction thread id `tid`.
-  SeqRanges& seq_ranges(uint64_t tid);
-  SeqRanges* find_seq_ranges(uint64_t tid);
+  /// [MT] Creates the calling thread's state (see ThreadState::get).
+  ThreadState* attach_thread(uint64_t os_tid);
+  /// [MT] Calls `fn` on every thread state of this session (under the registry lock).
+  template <typename Fn>
+  void for_each_thread(Fn&& fn) {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    for (auto& t : threads_) fn(*t);
+  }
 
  private:
-  std::mutex seq_mu_;
-  std::unordered_map<uint64_t, std::unique_ptr<SeqRanges>> seq_;
+  std::mutex threads_mu_;
+  std::vector<std::unique_ptr<ThreadState>> threads_;
 };
 
 /// [MT] The running session, or nullptr. Callbacks load it once and use that pointer throughout.
 Session* current_session();
 
 /// [GIL] Creates and publishes a new session (the previous one is parked).
-Session* begin_session();
+Session* begin_session(const CaptureOptions& opts);
 /// [GIL] Unpublishes the running session; returns it (still owned by the park).
 Session* end_session();
 

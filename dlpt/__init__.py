@@ -12,10 +12,20 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from dlpt import log  # noqa: F401  (DLPT_LOG takes effect when dlpt is imported)
 from dlpt.errors import DlptError, NativeUnavailableError, ProfilerBusyError, SessionFormatError, UsageError
 from dlpt.profiler import profile
 from dlpt.scope import scope
 from dlpt.session import Session
 
-__all__ = ["profile", "scope", "Session", "DlptError", "NativeUnavailableError", "ProfilerBusyError",
-           "SessionFormatError", "UsageError", "__version__"]
+__all__ = [
+    "profile",
+    "scope",
+    "Session",
+    "DlptError",
+    "NativeUnavailableError",
+    "ProfilerBusyError",
+    "SessionFormatError",
+    "UsageError",
+    "__version__",
+]

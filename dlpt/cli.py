@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import contextlib
 import importlib.machinery
 import io
 import os
 import runpy
 import sys
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Sequence
+from typing import Any, NoReturn
 
 from dlpt import outputs
 from dlpt.errors import DlptError, UsageError
 from dlpt.processors import METRICS
-from dlpt.renderers import VIEWS  # imported now: the program's sys.path[0] replaces ours later
+from dlpt.report import VIEWS  # imported now: the program's sys.path[0] replaces ours later
 
 __all__ = ["main"]
 
@@ -38,13 +40,9 @@ EXIT_SIGINT = 128 + 2  # what a shell reports for a program killed by Ctrl-C
 _launcher_main: Any = None
 
 
-class _Usage(Exception):
-    """A user error detected by the CLI: shown as one line, exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one clear line instead of usage + error
-        raise _Usage(message)
+        raise UsageError(message)
 
 
 @dataclass
@@ -69,19 +67,31 @@ def _build_parser() -> _Parser:
     p.add_argument("-o", "--output", metavar="FILE", help="save the session (JSON) to FILE")
     p.add_argument("--load", metavar="FILE", help="re-render a saved session; runs nothing")
     p.add_argument("--view", choices=VIEWS, default="tree", help="report view (default: tree)")
-    p.add_argument("--metric", choices=list(METRICS),
-                   help="metric to rank and prune by (default: gpu if there is GPU time, else cpu)")
-    p.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
-                   help="hide nodes below PCT percent of the total (default: 1)")
+    p.add_argument(
+        "--metric",
+        choices=list(METRICS),
+        help="metric to rank and prune by (default: gpu if there is GPU time, else cpu)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=1.0,
+        metavar="PCT",
+        help="hide nodes below PCT percent of the total (default: 1)",
+    )
     p.add_argument("--depth", type=int, metavar="N", help="show at most N levels below the root")
     p.add_argument("--show-all", action="store_true", help="show library frames too")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
     outputs.add_arguments(p)
-    p.add_argument("--skip-first", type=int, default=0, metavar="N",
-                   help="do not profile the first N steps")
+    p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
     p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
     p.add_argument("--no-gpu", action="store_true", help="CPU-side attribution only")
+    p.add_argument(
+        "--nested-ops",
+        action="store_true",
+        help="also record ops inside ops (aten::mm under aten::matmul); slower",
+    )
     p.add_argument("--version", action="version", version=f"dlpt {_version()}")
     return p
 
@@ -99,7 +109,7 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
     while i < len(argv):
         tok = argv[i]
         if tok == "--":
-            return argv[:i], argv[i + 1:]
+            return argv[:i], argv[i + 1 :]
         if not tok.startswith("-") or tok == "-":
             return argv[:i], argv[i:]
         if not tok.startswith("--") and tok[1] in "mc":
@@ -118,32 +128,33 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = _build_parser()
     opts_part, program = _split(parser, argv)
     opts = parser.parse_args(opts_part)
-    try:
-        opts.outputs = outputs.collect(opts)
-    except UsageError as e:
-        raise _Usage(str(e)) from None
+    opts.outputs = outputs.collect(opts)
     if opts.load is not None:
         if program:
-            raise _Usage("--load re-renders a saved session and runs no program")
-        for flag, bad in (("-o", opts.output is not None),
-                          ("--no-report", opts.no_report and not opts.outputs),
-                          ("--skip-first", opts.skip_first != 0),
-                          ("--active", opts.active is not None), ("--no-gpu", opts.no_gpu)):
+            raise UsageError("--load re-renders a saved session and runs no program")
+        for flag, bad in (
+            ("-o", opts.output is not None),
+            ("--no-report", opts.no_report and not opts.outputs),
+            ("--skip-first", opts.skip_first != 0),
+            ("--active", opts.active is not None),
+            ("--no-gpu", opts.no_gpu),
+            ("--nested-ops", opts.nested_ops),
+        ):
             if bad:
-                raise _Usage(f"{flag} applies when running a program, not with --load")
+                raise UsageError(f"{flag} applies when running a program, not with --load")
     elif not program:
-        raise _Usage("no program given: expected script.py, -m module or -c code (see --help)")
+        raise UsageError("no program given: expected script.py, -m module or -c code (see --help)")
     # Checked here, as the renderer would, so a bad value fails before a long run, not after it.
     if not 0.0 <= opts.threshold < 100.0:
-        raise _Usage(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
+        raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
     if opts.depth is not None and opts.depth < 1:
-        raise _Usage("--depth must be >= 1")
+        raise UsageError("--depth must be >= 1")
     if opts.skip_first < 0:
-        raise _Usage("--skip-first must be >= 0")
+        raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
-        raise _Usage("--active must be >= 1")
+        raise UsageError("--active must be >= 1")
     if opts.no_report and opts.output is None and not opts.outputs:
-        raise _Usage("--no-report without -o FILE, --html or --export would throw the profile away")
+        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
     for out in opts.outputs:
         _check_writable(out.path, out.flag)
     if opts.output is not None:
@@ -155,13 +166,9 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def _check_writable(path: str, flag: str = "-o") -> None:
     # Fail before a possibly hour-long run rather than lose its profile at the end.
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise _Usage(f"{flag} {path}: is a directory")
-    if not os.path.isdir(parent):
-        raise _Usage(f"{flag} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise _Usage(f"{flag} {path}: directory {parent} is not writable")
+    problem = outputs.path_problem(path)
+    if problem is not None:
+        raise UsageError(f"{flag} {path}: {problem}")
 
 
 def _set_path0(entry: str) -> None:
@@ -186,8 +193,14 @@ def _from_script(path: str, args: list[str]) -> _Program:
     filename = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
     code = compile(source, filename, "exec", dont_inherit=True)
     prog = _Program(code, [path, *args], os.path.dirname(os.path.realpath(path)))
-    _main_module(prog, __file__=filename, __cached__=None, __package__=None, __spec__=None,
-                 __loader__=importlib.machinery.SourceFileLoader("__main__", filename))
+    _main_module(
+        prog,
+        __file__=filename,
+        __cached__=None,
+        __package__=None,
+        __spec__=None,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", filename),
+    )
     return prog
 
 
@@ -204,10 +217,10 @@ def _from_main_dir(path: str, args: list[str]) -> _Program:
     saved = sys.modules.pop("__main__", None)  # so the lookup finds the program's __main__
     try:
         # runpy's private helpers are what python's own -m and directory runs use; they give
-        # python's exact lookup semantics and error messages.
-        _, spec, code = runpy._get_module_details("__main__", _Usage)  # type: ignore[attr-defined]
-    except _Usage:
-        raise _Usage(f"can't find '__main__' module in {path!r}") from None
+        # python's exact lookup semantics and error messages (private: not in typeshed).
+        _, spec, code = runpy._get_module_details("__main__", UsageError)  # type: ignore[attr-defined]
+    except UsageError:
+        raise UsageError(f"can't find '__main__' module in {path!r}") from None
     finally:
         if saved is not None:
             sys.modules["__main__"] = saved
@@ -218,21 +231,27 @@ def _from_main_dir(path: str, args: list[str]) -> _Program:
 
 def _from_module(name: str, args: list[str]) -> _Program:
     _set_path0(os.getcwd())  # python -m: the working directory, absolute
-    _, spec, code = runpy._get_module_details(name, _Usage)  # type: ignore[attr-defined]
+    # The helper python -m itself uses (see _from_main_dir); private, hence not in typeshed.
+    _, spec, code = runpy._get_module_details(name, UsageError)  # type: ignore[attr-defined]
     prog = _Program(code, [spec.origin, *args], os.getcwd())
     _module_attrs(prog, spec)
     return prog
 
 
 def _module_attrs(prog: _Program, spec: Any) -> None:
-    _main_module(prog, __file__=spec.origin, __cached__=spec.cached, __loader__=spec.loader,
-                 __package__=spec.parent, __spec__=spec)
+    _main_module(
+        prog,
+        __file__=spec.origin,
+        __cached__=spec.cached,
+        __loader__=spec.loader,
+        __package__=spec.parent,
+        __spec__=spec,
+    )
 
 
 def _from_code(source: str, args: list[str]) -> _Program:
     prog = _Program(compile(source, "<string>", "exec", dont_inherit=True), ["-c", *args], "")
-    _main_module(prog, __package__=None, __spec__=None,
-                 __loader__=importlib.machinery.BuiltinImporter)
+    _main_module(prog, __package__=None, __spec__=None, __loader__=importlib.machinery.BuiltinImporter)
     return prog
 
 
@@ -242,15 +261,15 @@ def _resolve(program: list[str]) -> _Program:
         if head.startswith(flag):
             if head == flag:
                 if not rest:
-                    raise _Usage(f"argument {flag} needs a value")
+                    raise UsageError(f"argument {flag} needs a value")
                 head, rest = flag + rest[0], rest[1:]
             return make(head[2:], rest)
     if head == "-":
-        raise _Usage("reading the program from stdin is not supported; pass a file")
+        raise UsageError("reading the program from stdin is not supported; pass a file")
     try:
         return _from_script(head, rest)
     except OSError as e:
-        raise _Usage(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}") from None
+        raise UsageError(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}") from None
 
 
 def _install(prog: _Program) -> None:
@@ -266,7 +285,7 @@ def _run_program(prog: _Program) -> BaseException | None:
     """Execute the program; return how it ended (None for a normal end)."""
     try:
         exec(prog.code, prog.module.__dict__)
-    except BaseException as e:  # every way out, including SystemExit and KeyboardInterrupt
+    except BaseException as e:  # noqa: BLE001 - every way out (SystemExit, Ctrl-C) is the outcome
         return e
     return None
 
@@ -299,8 +318,14 @@ def _finish(prof: Any, opts: argparse.Namespace) -> bool:
 
 
 def _render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
-    return dict(view=opts.view, metric=opts.metric, threshold=opts.threshold / 100.0,
-                depth=opts.depth, show_all=opts.show_all, ascii=opts.ascii)
+    return dict(
+        view=opts.view,
+        metric=opts.metric,
+        threshold=opts.threshold / 100.0,
+        depth=opts.depth,
+        show_all=opts.show_all,
+        ascii=opts.ascii,
+    )
 
 
 def _say(msg: str) -> None:
@@ -320,10 +345,10 @@ def _exit_status(outcome: BaseException | None) -> int:
     """Translate how the program ended into python's exit status, printing what python prints."""
     if outcome is None:
         return 0
-    try:
-        sys.stdout.flush()  # the report and program output come before the traceback
-    except Exception:  # noqa: BLE001 - the program may have closed stdout
-        pass
+    # The report and program output come before the traceback. The program may have closed
+    # stdout or replaced it (even with None): a failing flush must not hide its outcome.
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
     if isinstance(outcome, SystemExit):
         code = outcome.code
         if code is None:
@@ -343,13 +368,15 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
 
     try:
         prog = _resolve(program)
-    except _Usage as e:
+    except UsageError as e:
         _say(str(e))
         return EXIT_USAGE
-    except BaseException as e:  # the program's package failed to import, or a SyntaxError
+    except BaseException as e:  # noqa: BLE001 - the program's package failed to import, or a SyntaxError
         return _exit_status(e)
     _install(prog)
-    prof = dlpt.profile(skip_first=opts.skip_first, active=opts.active, gpu=not opts.no_gpu)
+    prof = dlpt.profile(
+        skip_first=opts.skip_first, active=opts.active, gpu=not opts.no_gpu, nested_ops=opts.nested_ops
+    )
     try:
         prof.start()
     except DlptError as e:
@@ -386,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return diff_main(args[1:])
     try:
         opts, program = _parse(args)
-    except _Usage as e:
+    except UsageError as e:
         _say(f"error: {e}")
         return EXIT_USAGE
     except SystemExit as e:  # --help and --version print and "exit"

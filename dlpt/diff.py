@@ -22,12 +22,12 @@ compare), else totals.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
+from dlpt.compile.resume import parse_resume_name
 from dlpt.contexts import CTX, context_of, tag_contexts
 from dlpt.processors import METRICS, Metric, flatten_by_line
-from dlpt.report_tree import report_tree
+from dlpt.report import report_tree
 from dlpt.session import Session
 from dlpt.source_text import session_sources
 from dlpt.tree import Node, add_metrics, walk
@@ -37,7 +37,6 @@ __all__ = ["Leaf", "LineCost", "LineDiff", "Side", "SessionDiff", "diff_sessions
 LEAF_KINDS = ("kernel", "memcpy", "memset", "sync")
 _TIME_KEY = {"kernel": "gpu_ns", "memcpy": "copy_ns", "memset": "memset_ns", "sync": "sync_ns"}
 _COUNT_KEY = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets", "sync": "syncs"}
-_RESUME = re.compile(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$")
 
 
 def function_key(name: str) -> str:
@@ -45,8 +44,8 @@ def function_key(name: str) -> str:
     ``forward`` are the same function seen eagerly and through Inductor's line maps), with a
     Dynamo resume function read as the function it continues."""
     last = name.rsplit(".", 1)[-1]
-    m = _RESUME.match(last)
-    return m.group(1) if m else last
+    resumed = parse_resume_name(last)
+    return resumed[0] if resumed is not None else last
 
 
 @dataclass

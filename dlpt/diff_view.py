@@ -9,14 +9,15 @@ kernel name must not drive the terminal.
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from dlpt.compile.resume import display_name
 from dlpt.diff import Leaf, LineDiff, SessionDiff
 from dlpt.processors import Metric
-from dlpt.renderers.format import ASCII_SIMPLE_HEAD, Fmt, frame_name
+from dlpt.renderers.format import Fmt
+from dlpt.renderers.tables import make_table
 
 __all__ = ["render_diff", "printable", "short_kernel"]
 
@@ -60,22 +61,11 @@ def _where(row: LineDiff, ascii: bool) -> Text:
     t = Text(printable(one.where), "cyan")
     if row.a and row.b and row.a.line != row.b.line:
         t.append(f"{'->' if ascii else '→'}{row.b.line}", "cyan")
-    t.append(" " + printable(frame_name(one.function)), "bold")
+    t.append(" " + printable(display_name(one.function)), "bold")
     text = (row.a.text if row.a and row.a.text else None) or (row.b.text if row.b else None)
     if text:
         t.append("  " + printable(text), "dim")
     return t
-
-
-def _table(title: str, fmt: Fmt) -> Table:
-    return Table(
-        title=Text(title, "bold"),
-        title_justify="left",
-        show_edge=False,
-        pad_edge=False,
-        box=ASCII_SIMPLE_HEAD if fmt.ascii else box.SIMPLE_HEAD,
-        header_style="bold",
-    )
 
 
 def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
@@ -134,7 +124,7 @@ def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> 
                 Text("(not on any user line)", "dim"),
             )
         )
-    t = _table("Lines, by absolute change", fmt)
+    t = make_table("Lines, by absolute change", fmt)
     for i, col in enumerate(("A", "B", "delta", "ratio")):
         # Numbers keep their full width; the line text is what gets cut.
         t.add_column(

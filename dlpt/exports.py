@@ -22,10 +22,10 @@ from typing import Any
 
 from dlpt import __version__
 from dlpt.atomic import write_text_atomic
+from dlpt.compile.resume import display_name
 from dlpt.errors import UsageError
 from dlpt.processors import METRICS, Metric, default_metric, get_metric
-from dlpt.renderers.format import frame_name
-from dlpt.report_tree import report_tree
+from dlpt.report import report_tree
 from dlpt.session import Session
 from dlpt.tree import Node, walk
 
@@ -44,7 +44,7 @@ def frame_label(node: Node) -> str:
     """How a node is named in an export: ``file.py:12 function`` for source lines (what the
     terminal shows first), ``scope "name"`` for scopes, the name for everything else."""
     if node.kind == "frame":
-        return _printable(f"{os.path.basename(node.file) or node.file}:{node.line} {frame_name(node.name)}")
+        return _printable(f"{os.path.basename(node.file) or node.file}:{node.line} {display_name(node.name)}")
     if node.kind == "scope":
         return _printable(f'scope "{node.name}"')
     if node.kind == "root":

@@ -7,26 +7,36 @@ them in any order. All of them are iterative (deep trees must not hit the recurs
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import os
-import re
-import sysconfig
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from dlpt.errors import UsageError
+from dlpt.source_files import is_library_file
 from dlpt.tree import Node, add_metrics, compute_inclusive, merge_child, walk
 
 __all__ = [
-    "Metric", "METRICS", "get_metric", "default_metric", "is_library_file", "is_library_frame", "is_user_frame",
-    "lift", "collapse_library", "collapse_lone_forward", "prune", "limit_depth", "invert",
-    "FlatRow", "flatten", "flatten_by_line", "flatten_by_kind",
+    "Metric",
+    "METRICS",
+    "get_metric",
+    "default_metric",
+    "is_library_frame",
+    "is_user_frame",
+    "lift",
+    "collapse_library",
+    "collapse_lone_forward",
+    "prune",
+    "limit_depth",
+    "invert",
+    "FlatRow",
+    "flatten",
+    "flatten_by_line",
+    "flatten_by_kind",
+    "mark_lines",
 ]
 
 
 # -- metrics --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -48,8 +58,12 @@ def _key(k: str) -> Callable[[Mapping[str, int]], int]:
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric("gpu", "GPU time (kernels + copies + memsets)", "ns",
-               lambda m: m.get("gpu_ns", 0) + m.get("copy_ns", 0) + m.get("memset_ns", 0)),
+        Metric(
+            "gpu",
+            "GPU time (kernels + copies + memsets)",
+            "ns",
+            lambda m: m.get("gpu_ns", 0) + m.get("copy_ns", 0) + m.get("memset_ns", 0),
+        ),
         Metric("cpu", "CPU time of aten ops", "ns", _key("cpu_ns")),
         Metric("sync", "host time blocked in CUDA synchronisation", "ns", _key("sync_ns")),
         Metric("api", "CUDA API host time", "ns", _key("api_ns")),
@@ -70,59 +84,15 @@ def get_metric(name: str | Metric) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        raise UsageError(
-            f"unknown metric {name!r}; choose one of: {', '.join(METRICS)}"
-        ) from None
+        raise UsageError(f"unknown metric {name!r}; choose one of: {', '.join(METRICS)}") from None
 
 
 def default_metric(root: Node) -> Metric:
-    """"gpu" when the tree holds any GPU time, "cpu" otherwise (root inclusive must be set)."""
+    """The "gpu" metric when the tree holds any GPU time, else "cpu" (root inclusive must be set)."""
     return METRICS["gpu"] if METRICS["gpu"](root.inclusive) > 0 else METRICS["cpu"]
 
 
 # -- library frames -------------------------------------------------------------------------
-
-# Patterns for sessions recorded elsewhere (--load on another machine), where the local
-# sysconfig/torch paths do not apply.
-# Also generated code: Inductor's cache (torchinductor_<user>/) and AOTAutograd's codegen'd
-# functions (filenames like "...py:codegen(runtime_wrapper_orchestration)").
-_FOREIGN_LIB = re.compile(r"[\\/](site-packages|dist-packages)[\\/]|[\\/]lib[\\/]python\d+(\.\d+)?t?[\\/]"
-                         r"|[\\/]torchinductor_[^\\/]*[\\/]|:codegen\(")
-
-
-@functools.cache
-def _library_roots() -> tuple[str, ...]:
-    roots: set[str] = set()
-    paths = sysconfig.get_paths()
-    for k in ("stdlib", "platstdlib", "purelib", "platlib"):
-        if paths.get(k):
-            roots.add(paths[k])
-    try:
-        # find_spec on a top-level name locates the package without importing it (torch's
-        # import takes seconds; rendering a loaded session must not pay for it).
-        spec = importlib.util.find_spec("torch")
-        if spec is not None and spec.submodule_search_locations:
-            roots.update(spec.submodule_search_locations)
-    except (ImportError, ValueError):
-        pass
-    roots.add(str(Path(__file__).resolve().parent))  # dlpt's own frames (CLI, runpy glue)
-    out: set[str] = set()
-    for r in roots:
-        for p in (r, os.path.realpath(r)):
-            out.add(os.path.normcase(p).rstrip("\\/") + os.sep)
-    return tuple(sorted(out))
-
-
-@functools.lru_cache(maxsize=8192)
-def is_library_file(path: str) -> bool:
-    """True for files of torch, site-/dist-packages, the Python stdlib, ``<frozen ...>`` modules
-    and dlpt itself: frames the user did not write."""
-    if path.startswith(("<frozen ", "<eval_with_key>")):  # stdlib; FX-generated forward()
-        return True
-    if _FOREIGN_LIB.search(path):
-        return True
-    p = os.path.normcase(path)
-    return any(p.startswith(r) for r in _library_roots())
 
 
 def is_library_frame(node: Node) -> bool:
@@ -137,6 +107,7 @@ def is_user_frame(node: Node) -> bool:
 
 # -- structural transforms ------------------------------------------------------------------
 
+
 def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
     """Return a copy of the tree without the nodes for which ``drop`` is true: their exclusive
     metrics fold into their nearest kept ancestor and their children are re-parented there,
@@ -149,38 +120,41 @@ def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
             add_metrics(dst_parent.metrics, src.metrics)
             dst = dst_parent
         else:
-            dst = merge_child(dst_parent, src.kind, src.name, src.file, src.line,
-                              src.metrics, src.extras)
+            dst = merge_child(dst_parent, src.kind, src.name, src.file, src.line, src.metrics, src.extras)
         stack.extend((c, dst) for c in reversed(src.children))
     compute_inclusive(new_root)
     return new_root
 
 
 def collapse_library(root: Node) -> Node:
-    """Remove library frames (see is_library_file), lifting their children into the nearest
-    kept ancestor, so that user lines call user lines and ops directly."""
+    """Remove library frames (see :func:`is_library_frame`), lifting their children into the
+    nearest kept ancestor, so that user lines call user lines and ops directly."""
     return lift(root, is_library_frame)
 
 
 def collapse_lone_forward(root: Node) -> Node:
     """Drop a ``<forward>`` phase that is its op's only phase (no backward was grafted there):
     it carries no information, and lifting its children saves an indentation level."""
+
     def drop(n: Node) -> bool:
         if n.kind != "phase" or n.name != "<forward>" or n.parent is None:
             return False
         if n.parent.kind != "op":
             return False
         return not any(c.kind == "phase" and c is not n for c in n.parent.children)
+
     return lift(root, drop)
 
 
 def _copy_filtered(root: Node, keep: Callable[[Node, int], bool]) -> Node:
     """Copy the tree, keeping a node (and considering its subtree) only if keep(node, depth).
     Inclusive metrics are copied, not recomputed: a parent still accounts for what is hidden."""
+
     def clone(n: Node) -> Node:
         c = Node(n.kind, n.name, n.file, n.line, n.metrics, n.extras)
         c.inclusive = dict(n.inclusive)
         return c
+
     new_root = clone(root)
     stack: list[tuple[Node, Node, int]] = [(c, new_root, 1) for c in reversed(root.children)]
     while stack:
@@ -188,15 +162,13 @@ def _copy_filtered(root: Node, keep: Callable[[Node, int], bool]) -> Node:
         if not keep(src, depth):
             continue
         dst = clone(src)
-        dst.parent = dst_parent
-        dst_parent.children.append(dst)
-        dst_parent._by_key[dst.key] = dst
+        dst_parent.add_child(dst)
         stack.extend((c, dst, depth + 1) for c in reversed(src.children))
     return new_root
 
 
 def prune(root: Node, metric: Metric, threshold: float = 0.01) -> Node:
-    """Drop subtrees whose inclusive ``metric`` is below ``threshold`` × the root's total."""
+    """Drop subtrees whose inclusive ``metric`` is below ``threshold`` times the root's total."""
     limit = threshold * metric(root.inclusive)
     return _copy_filtered(root, lambda n, _d: metric(n.inclusive) >= limit)
 
@@ -217,8 +189,7 @@ def invert(root: Node, metric: Metric) -> Node:
     for node, _ in walk(root):
         if metric(node.metrics) <= 0:
             continue
-        dst = merge_child(out, node.kind, node.name, node.file, node.line,
-                          node.metrics, node.extras)
+        dst = merge_child(out, node.kind, node.name, node.file, node.line, node.metrics, node.extras)
         add_metrics(dst.inclusive, node.metrics)
         src = node.parent
         while src is not None and src.parent is not None:  # stop below the root
@@ -230,6 +201,7 @@ def invert(root: Node, metric: Metric) -> Node:
 
 
 # -- flat profiles --------------------------------------------------------------------------
+
 
 @dataclass
 class FlatRow:
@@ -283,13 +255,13 @@ def flatten_by_kind(root: Node, kind: str) -> list[FlatRow]:
 
 
 def mark_lines(root: Node, markers: Mapping[tuple[str, int], str]) -> Node:
-    """Attach ``markers[(file, line)]`` to matching frame nodes as ``extras["marker"]`` (shown
-    after the frame's label). Annotates ``root`` in place (every render builds a fresh tree)
-    and returns it."""
-    if markers:
-        for node, _ in walk(root):
-            if node.kind == "frame":
-                mark = markers.get((node.file, node.line))
-                if mark:
-                    node.extras = dict(node.extras, marker=mark)
-    return root
+    """Return a copy of the tree whose frame nodes at a ``(file, line)`` of ``markers`` carry
+    that marker as ``extras["marker"]`` (shown after the frame's label)."""
+    if not markers:
+        return root
+    marked = _copy_filtered(root, lambda _n, _d: True)
+    for node, _ in walk(marked):
+        mark = markers.get((node.file, node.line)) if node.kind == "frame" else None
+        if mark:
+            node.extras["marker"] = mark  # the copy's own extras dict
+    return marked

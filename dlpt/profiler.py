@@ -16,20 +16,22 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from dlpt import _native
-from dlpt.compile_events import CompileEvents
-from dlpt.exec_frames import mark_library_exec_frames
-from dlpt.inductor_lines import map_generated_frames
+from dlpt.capture import native
+from dlpt.capture.exec_frames import mark_library_exec_frames
+from dlpt.compile import failures
+from dlpt.compile.dynamo import CompileEvents
+from dlpt.compile.inductor_lines import map_generated_frames
 from dlpt.errors import ProfilerBusyError, UsageError
 from dlpt.session import Session
 from dlpt.steps import StepWindow, install_optimizer_hook
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _running_lock = threading.Lock()
-_running: "profile | None" = None
+_running: profile | None = None
 
 
 def _dlpt_version() -> str:
@@ -41,8 +43,15 @@ def _dlpt_version() -> str:
 def _check_count(name: str, value: Any, allow_none: bool) -> None:
     if value is None and allow_none:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (name == "active" and value == 0):
-        raise UsageError(f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}")
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or value < 0
+        or (name == "active" and value == 0)
+    ):
+        raise UsageError(
+            f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}"
+        )
 
 
 def _cuda_devices() -> list[dict[str, Any]]:
@@ -74,32 +83,41 @@ class profile:
         active: steps to record after those (default: all the rest).
         gpu: capture GPU kernels, copies, memsets and syncs through CUPTI. Without a GPU, or if
             another profiler holds CUPTI, dlpt says so and records CPU-side attribution only.
+        nested_ops: also record the ops that run inside other ops (``aten::mm`` under
+            ``aten::matmul``, ``aten::mm`` under ``MmBackward0``). Off by default: kernels land on
+            the same lines either way, and recording every nested op costs several times more
+            per step on launch-bound work.
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
     """
 
-    def __init__(self, skip_first: int = 0, active: int | None = None, gpu: bool = True) -> None:
+    def __init__(
+        self, skip_first: int = 0, active: int | None = None, gpu: bool = True, nested_ops: bool = False
+    ) -> None:
         _check_count("skip_first", skip_first, allow_none=False)
         _check_count("active", active, allow_none=True)
         self.skip_first = skip_first
         self.active = active
         self.gpu = gpu
+        self.nested_ops = bool(nested_ops)
         self._session: Session | None = None
         self._window: StepWindow | None = None
         self._hook: Any = None
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
+        self._failures_before: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> "profile":
+    def start(self) -> profile:
         global _running
         with _running_lock:
             if _running is not None:
                 raise ProfilerBusyError(
-                    "a dlpt profile is already running in this process; stop it before starting another")
+                    "a dlpt profile is already running in this process; stop it before starting another"
+                )
             _running = self
         try:
             self._start()
@@ -112,7 +130,7 @@ class profile:
     def _start(self) -> None:
         import torch
 
-        C = _native.native()
+        C = native.core()
         self._session = None
         devices = _cuda_devices() if self.gpu else []
         want_gpu = bool(self.gpu and devices)
@@ -126,8 +144,12 @@ class profile:
             "devices": devices,
         }
         self._window = StepWindow(self.skip_first, self.active, C.set_collecting)
-        self._start_info = C.start(want_gpu, _native.cupti_candidates() if want_gpu else [],
-                                   self._window.collecting)
+        self._start_info = C.start(
+            want_gpu,
+            native.cupti_candidates() if want_gpu else [],
+            self._window.collecting,
+            nested_ops=self.nested_ops,
+        )
         if not self.gpu:
             reason = "GPU capture disabled (gpu=False / --no-gpu)"
         elif not devices:
@@ -135,11 +157,18 @@ class profile:
         else:
             reason = self._start_info["reason"]
             if reason:
-                warnings.warn(f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
-                              RuntimeWarning, stacklevel=3)
-        self._meta["gpu"] = {"enabled": bool(self._start_info["gpu"]), "reason": reason,
-                             "cupti": self._start_info.get("cupti_path") or None}
+                warnings.warn(
+                    f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+        self._meta["gpu"] = {
+            "enabled": bool(self._start_info["gpu"]),
+            "reason": reason,
+            "cupti": self._start_info.get("cupti_path") or None,
+        }
         self._hook = install_optimizer_hook(lambda: self._on_step("optimizer"))
+        self._failures_before = failures.snapshot()
         self._compile_events.start()
 
     def step(self) -> None:
@@ -148,7 +177,7 @@ class profile:
             self._on_step("manual")
 
     def _on_step(self, source: str) -> None:
-        _native.native().drain_code_refs()
+        native.core().drain_code_refs()
         if self._window is not None:
             self._window.on_step(source)
 
@@ -163,14 +192,16 @@ class profile:
                 self._hook.remove()
                 self._hook = None
             # Stop recording first: our own synchronisation below is not the program's.
-            _native.native().set_collecting(False)
+            native.core().set_collecting(False)
             try:
                 _synchronize_all()
-            except Exception as e:  # a broken CUDA context must not lose the CPU-side profile
-                warnings.warn(f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning)
+            except Exception as e:  # noqa: BLE001 - a broken CUDA context must not lose the CPU-side profile
+                warnings.warn(
+                    f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning, stacklevel=1
+                )
             assert self._window is not None
             wall_ns = self._window.close()
-            raw = _native.native().stop()
+            raw = native.core().stop()
             self._meta["compile"] = self._compile_events.stop()
         finally:
             with _running_lock:
@@ -181,38 +212,53 @@ class profile:
     def _build_session(self, raw: dict[str, Any], wall_ns: int, stop_s: float) -> Session:
         assert self._window is not None
         c = raw["counters"]
+        mapped = map_generated_frames(native.to_nodes(raw["nodes"]))
+        nodes = mark_library_exec_frames(mapped.nodes)
         meta = dict(self._meta)
-        meta.update({
-            "wall_ns": wall_ns,
-            "steps": self._window.meta(),
-            "step_wall_ns": list(self._window.step_wall_ns),
-            "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
-            "api": _native.api_table(raw["api"]),
-            "dropped": {"activity_records": c["dropped_records"],
-                        "correlations_missing": max(0, c["submitted"] - c["completed"]),
-                        "tree_overflow": c["tree_overflow"]},
-            "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
-            "cuda_graphs": {"replay_gpu_ns": c.get("graph_replay_ns", 0),
-                            "uncaptured_gpu_ns": c.get("graph_unmapped_ns", 0),
-                            "nodes_captured": c.get("graph_nodes_captured", 0)},
-            "capture": dict(c, flush_s=raw["flush_s"], stop_s=stop_s, pid=os.getpid()),
-        })
-        nodes = mark_library_exec_frames(map_generated_frames(_native.to_nodes(raw["nodes"])))
+        meta.update(
+            {
+                "wall_ns": wall_ns,
+                "steps": self._window.meta(),
+                "step_wall_ns": list(self._window.step_wall_ns),
+                "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
+                "api": native.api_table(raw["api"]),
+                "dropped": {
+                    "activity_records": c["dropped_records"],
+                    "correlations_missing": max(0, c["submitted"] - c["completed"]),
+                    "tree_overflow": c["tree_overflow"],
+                },
+                "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
+                "cuda_graphs": {
+                    "replay_gpu_ns": c.get("graph_replay_ns", 0),
+                    "uncaptured_gpu_ns": c.get("graph_unmapped_ns", 0),
+                    "nodes_captured": c.get("graph_nodes_captured", 0),
+                },
+                "capture": dict(
+                    c,
+                    flush_s=raw["flush_s"],
+                    stop_s=stop_s,
+                    pid=os.getpid(),
+                    compile_failures=failures.since(self._failures_before),
+                    inductor_unmapped_frames=mapped.unmapped_frames,
+                    inductor_unmapped_kernels=mapped.unmapped_kernels,
+                ),
+            }
+        )
         return Session(nodes, meta)
 
     # -- context manager / decorator --------------------------------------------------------
 
-    def __enter__(self) -> "profile":
+    def __enter__(self) -> profile:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def __call__(self, fn: F) -> F:
+    def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         """``@dlpt.profile(...)``: profile each call of ``fn`` and print the report after it."""
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             self.start()
             try:
                 return fn(*args, **kwargs)
@@ -220,7 +266,7 @@ class profile:
                 self.stop()
                 self.print()
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper
 
     # -- results -----------------------------------------------------------------------------
 
@@ -242,6 +288,6 @@ class profile:
         self.session.save(path)
 
 
-def running() -> "profile | None":
+def running() -> profile | None:
     """The profile running in this process, if any."""
     return _running

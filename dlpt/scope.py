@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class scope:
@@ -28,30 +29,30 @@ class scope:
             raise TypeError("dlpt.scope needs a non-empty name (str)")
         self.name = name
 
-    def __enter__(self) -> "scope":
-        from dlpt._native import native
+    def __enter__(self) -> scope:
+        from dlpt.capture.native import core
 
         # skip_frames=1: the innermost Python frame is this __enter__; the user's frame is next.
-        native().scope_push(self.name, 1)
+        core().scope_push(self.name, 1)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from dlpt._native import native
+        from dlpt.capture.native import core
 
-        native().scope_pop()
+        core().scope_pop()
 
-    def __call__(self, fn: F) -> F:
+    def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         name = self.name
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            from dlpt._native import native
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            from dlpt.capture.native import core
 
             # skip_frames=0: this wrapper's frame enters the scope; fn's frames go beneath it.
-            native().scope_push(name, 0)
+            core().scope_push(name, 0)
             try:
                 return fn(*args, **kwargs)
             finally:
-                native().scope_pop()
+                core().scope_pop()
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper

@@ -9,12 +9,13 @@ problem.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from dlpt.errors import SessionFormatError
 
@@ -22,9 +23,7 @@ __all__ = ["Session", "FORMAT", "VERSION", "KINDS"]
 
 FORMAT = "dlpt-session"
 VERSION = 1
-KINDS = frozenset(
-    {"root", "thread", "frame", "scope", "op", "phase", "kernel", "memcpy", "memset", "sync"}
-)
+KINDS = frozenset({"root", "thread", "frame", "scope", "op", "phase", "kernel", "memcpy", "memset", "sync"})
 
 # Meta keys whose type the renderers rely on; others are passed through untouched so that
 # producers can add information without a format bump.
@@ -43,7 +42,7 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     # bool is an int subclass; a True where a count belongs is corruption, not a 1.
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -55,26 +54,25 @@ class Session:
     its arguments (it is what the capture path uses on data it produced itself).
     """
 
-    def __init__(self, nodes: list[dict] | None = None, meta: dict | None = None) -> None:
-        self.nodes: list[dict] = (
+    def __init__(self, nodes: list[dict[str, Any]] | None = None, meta: dict[str, Any] | None = None) -> None:
+        self.nodes: list[dict[str, Any]] = (
             nodes
             if nodes is not None
-            else [{"id": 0, "parent": -1, "kind": "root", "name": "<root>",
-                   "file": "", "line": 0, "m": {}}]
+            else [{"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}]
         )
-        self.meta: dict = meta if meta is not None else {}
+        self.meta: dict[str, Any] = meta if meta is not None else {}
 
     def __repr__(self) -> str:
         return f"Session(nodes={len(self.nodes)}, argv={self.meta.get('argv')!r})"
 
     # -- conversion -----------------------------------------------------------------------
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dict of this session (format v1)."""
         return {"format": FORMAT, "version": VERSION, "meta": self.meta, "nodes": self.nodes}
 
     @classmethod
-    def from_dict(cls, d: Any, source: str = "<dict>") -> "Session":
+    def from_dict(cls, d: Any, source: str = "<dict>") -> Session:
         """Validate ``d`` (a parsed session) and return a Session with normalised nodes.
 
         ``source`` names where ``d`` came from in error messages. Missing optional node fields
@@ -86,9 +84,7 @@ class Session:
             )
         fmt = d.get("format")
         if fmt != FORMAT:
-            raise SessionFormatError(
-                f"{source}: not a dlpt session (format is {fmt!r}, expected {FORMAT!r})"
-            )
+            raise SessionFormatError(f"{source}: not a dlpt session (format is {fmt!r}, expected {FORMAT!r})")
         version = d.get("version")
         if not _is_int(version) or version < 1:
             raise SessionFormatError(f"{source}: invalid session version {version!r}")
@@ -133,14 +129,12 @@ class Session:
             os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "Session":
+    def load(cls, path: str | os.PathLike[str]) -> Session:
         """Read and validate a session file; raise SessionFormatError if it is missing,
         unreadable, not JSON, truncated, not a dlpt session or of an unsupported version."""
         name = os.fspath(path)
@@ -167,8 +161,7 @@ class Session:
                     f"{len(raw)} bytes, inside an unclosed object, list or string)"
                 ) from None
             raise SessionFormatError(
-                f"{name}: not a dlpt session (invalid JSON at line {e.lineno} column {e.colno}: "
-                f"{e.msg})"
+                f"{name}: not a dlpt session (invalid JSON at line {e.lineno} column {e.colno}: {e.msg})"
             ) from None
         return cls.from_dict(data, source=name)
 
@@ -195,7 +188,7 @@ def _looks_truncated(text: str) -> bool:
     return in_string or depth > 0
 
 
-def _check_node(n: Any, i: int, source: str) -> dict:
+def _check_node(n: Any, i: int, source: str) -> dict[str, Any]:
     """Validate table entry ``i`` and return a normalised copy."""
     where = f"{source}: node {i}"
     if not isinstance(n, Mapping):
@@ -235,8 +228,15 @@ def _check_node(n: Any, i: int, source: str) -> dict:
             raise SessionFormatError(
                 f"{where} has an invalid metric {k!r}: {v!r} (metrics are non-negative integers)"
             )
-    out = {"id": nid, "parent": parent, "kind": kind, "name": name,
-           "file": file, "line": line, "m": dict(m)}
+    out: dict[str, Any] = {
+        "id": nid,
+        "parent": parent,
+        "kind": kind,
+        "name": name,
+        "file": file,
+        "line": line,
+        "m": dict(m),
+    }
     if "x" in n:
         x = n["x"]
         if not isinstance(x, Mapping):

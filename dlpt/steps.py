@@ -72,8 +72,13 @@ class StepWindow:
         return (self.window_end_ns or now) - self.window_start_ns
 
     def meta(self) -> dict[str, Any]:
-        return {"profiled": self.profiled, "seen": self.seen, "skip_first": self.skip_first,
-                "active": self.active, "source": self.source}
+        return {
+            "profiled": self.profiled,
+            "seen": self.seen,
+            "skip_first": self.skip_first,
+            "active": self.active,
+            "source": self.source,
+        }
 
 
 def install_optimizer_hook(callback: Callable[[], None]) -> Any:

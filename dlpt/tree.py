@@ -12,8 +12,7 @@ from typing import Any
 
 from dlpt.session import Session
 
-__all__ = ["Node", "build_tree", "add_metrics", "compute_inclusive", "walk", "walk_postorder",
-           "merge_child"]
+__all__ = ["Node", "build_tree", "add_metrics", "compute_inclusive", "walk", "walk_postorder", "merge_child"]
 
 Key = tuple[str, str, str, int]
 _EXTREMES = frozenset({"min_ns", "max_ns"})
@@ -27,12 +26,28 @@ class Node:
     node merged into this one.
     """
 
-    __slots__ = ("kind", "name", "file", "line", "metrics", "extras", "children", "parent",
-                 "inclusive", "_by_key")
+    __slots__ = (
+        "kind",
+        "name",
+        "file",
+        "line",
+        "metrics",
+        "extras",
+        "children",
+        "parent",
+        "inclusive",
+        "_by_key",
+    )
 
-    def __init__(self, kind: str, name: str, file: str = "", line: int = 0,
-                 metrics: Mapping[str, int] | None = None,
-                 extras: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        file: str = "",
+        line: int = 0,
+        metrics: Mapping[str, int] | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> None:
         self.kind = kind
         self.name = name
         self.file = file
@@ -49,9 +64,16 @@ class Node:
         """Identity among siblings: nodes with equal keys under one parent are merged."""
         return (self.kind, self.name, self.file, self.line)
 
-    def child(self, key: Key) -> "Node | None":
+    def child(self, key: Key) -> Node | None:
         """The child with ``key``, if any."""
         return self._by_key.get(key)
+
+    def add_child(self, child: Node) -> None:
+        """Append ``child`` as a new child. Its key must be new among the children (copying a
+        tree keeps that true); :func:`merge_child` is the way to add where keys may repeat."""
+        child.parent = self
+        self.children.append(child)
+        self._by_key[child.key] = child
 
     def __repr__(self) -> str:
         where = f" {self.file}:{self.line}" if self.file else ""
@@ -70,8 +92,15 @@ def add_metrics(dst: dict[str, int], src: Mapping[str, int]) -> None:
             dst[k] = max(dst.get(k, v), v)
 
 
-def merge_child(parent: Node, kind: str, name: str, file: str, line: int,
-                metrics: Mapping[str, int], extras: Mapping[str, Any] | None) -> Node:
+def merge_child(
+    parent: Node,
+    kind: str,
+    name: str,
+    file: str,
+    line: int,
+    metrics: Mapping[str, int],
+    extras: Mapping[str, Any] | None,
+) -> Node:
     """Return ``parent``'s child with this key, creating it if needed; ``metrics`` are added to
     it and ``extras`` only kept if the child is new (the first node's extras win)."""
     key = (kind, name, file, line)
@@ -96,8 +125,11 @@ def build_tree(session: Session) -> Node:
     by_id: list[Node] = [root]
     for n in table[1:]:
         parent = by_id[n["parent"]]
-        by_id.append(merge_child(parent, n["kind"], n["name"], n.get("file", ""),
-                                 n.get("line", 0), n.get("m", {}), n.get("x")))
+        by_id.append(
+            merge_child(
+                parent, n["kind"], n["name"], n.get("file", ""), n.get("line", 0), n.get("m", {}), n.get("x")
+            )
+        )
     compute_inclusive(root)
     return root
 

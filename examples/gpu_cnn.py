@@ -9,6 +9,7 @@ Uses CUDA when available, else the CPU with a smaller network and image size.
 
     python examples/gpu_cnn.py [--steps 20] [--pageable] [--device cpu]
 """
+
 import argparse
 import time
 
@@ -28,8 +29,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(c_out)
         self.down = None
         if stride != 1 or c_in != c_out:
-            self.down = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False),
-                                      nn.BatchNorm2d(c_out))
+            self.down = nn.Sequential(
+                nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False), nn.BatchNorm2d(c_out)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.conv1(x)
@@ -48,7 +50,7 @@ class ResNet(nn.Module):
         self.stem = nn.Conv2d(3, widths[0], 7, stride=2, padding=3, bias=False)
         self.stem_bn = nn.BatchNorm2d(widths[0])
         stages, c_in = [], widths[0]
-        for i, (w, n) in enumerate(zip(widths, blocks)):
+        for i, (w, n) in enumerate(zip(widths, blocks, strict=True)):
             for j in range(n):
                 stages.append(BasicBlock(c_in, w, stride=2 if (j == 0 and i > 0) else 1))
                 c_in = w
@@ -70,8 +72,14 @@ GPU_CFG = dict(batch=64, image=128, widths=(64, 128, 256, 512), blocks=(2, 2, 2,
 CPU_CFG = dict(batch=8, image=32, widths=(16, 32, 64, 128), blocks=(1, 1, 1, 1), classes=10)
 
 
-def make_step(device: str = "auto", pageable: bool = False, log_every: int = 10,
-              amp: bool = True, seed: int = 0, **overrides):
+def make_step(
+    device: str = "auto",
+    pageable: bool = False,
+    log_every: int = 10,
+    amp: bool = True,
+    seed: int = 0,
+    **overrides,
+):
     """Build everything and return (step, cfg); step() runs one training iteration.
 
     The batch lives in host memory (a small ring, as a data loader would hand it over) and is
@@ -89,8 +97,7 @@ def make_step(device: str = "auto", pageable: bool = False, log_every: int = 10,
     # bf16 autocast on the GPU only: CPUs without bf16 units run it far slower than fp32.
     use_amp = amp and cuda
     pin = cuda and not pageable
-    host_x = [torch.randn(cfg["batch"], 3, cfg["image"], cfg["image"], pin_memory=pin)
-              for _ in range(2)]
+    host_x = [torch.randn(cfg["batch"], 3, cfg["image"], cfg["image"], pin_memory=pin) for _ in range(2)]
     labels = torch.randint(0, cfg["classes"], (cfg["batch"],), device=device)
     state = {"i": 0, "loss": float("nan")}
 
@@ -99,8 +106,7 @@ def make_step(device: str = "auto", pageable: bool = False, log_every: int = 10,
         state["i"] = i + 1
         x = host_x[i % len(host_x)].to(device, non_blocking=pin)
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16,
-                            enabled=use_amp):
+        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=use_amp):
             logits = model(x)
             loss = F.cross_entropy(logits, labels)
         loss.backward()

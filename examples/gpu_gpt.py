@@ -8,6 +8,7 @@ Uses CUDA when available, else the CPU with a tiny config.
 
     python examples/gpu_gpt.py [--steps 20] [--layers 4 --width 256 --seq 256 --batch 8]
 """
+
 import argparse
 import math
 import time
@@ -103,8 +104,7 @@ def make_step(device: str = "auto", amp: bool = True, seed: int = 0, **overrides
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16,
-                            enabled=use_amp):
+        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=use_amp):
             loss = model(inputs, targets)
         loss.backward()
         opt.step()
@@ -118,20 +118,30 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--device", default="auto", help="auto (cuda if available), cuda or cpu")
     for k in ("layers", "width", "seq", "batch", "vocab"):
-        ap.add_argument(f"--{k}", type=int, default=None,
-                        help=f"default {GPU_CFG[k]} on GPU, {CPU_CFG[k]} on CPU")
+        ap.add_argument(
+            f"--{k}", type=int, default=None, help=f"default {GPU_CFG[k]} on GPU, {CPU_CFG[k]} on CPU"
+        )
     ap.add_argument("--no-amp", action="store_true", help="disable bf16 autocast")
     args = ap.parse_args(argv)
-    step, cfg = make_step(args.device, not args.no_amp, layers=args.layers, width=args.width,
-                          seq=args.seq, batch=args.batch, vocab=args.vocab)
+    step, cfg = make_step(
+        args.device,
+        not args.no_amp,
+        layers=args.layers,
+        width=args.width,
+        seq=args.seq,
+        batch=args.batch,
+        vocab=args.vocab,
+    )
     t0 = time.perf_counter()
     for _ in range(args.steps):
         loss = step()
     last = loss.item()  # waits for the GPU, so the timing below is honest
     dt = (time.perf_counter() - t0) / max(args.steps, 1)
     ppl = math.exp(min(last, 20.0))
-    print(f"gpu_gpt: {args.steps} steps on {cfg['device']}, loss {last:.4f} (ppl {ppl:.0f}), "
-          f"{dt * 1e3:.1f} ms/step")
+    print(
+        f"gpu_gpt: {args.steps} steps on {cfg['device']}, loss {last:.4f} (ppl {ppl:.0f}), "
+        f"{dt * 1e3:.1f} ms/step"
+    )
 
 
 if __name__ == "__main__":

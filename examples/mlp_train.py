@@ -10,6 +10,7 @@ elementwise activation. Each step copies its batch from (pageable) host memory, 
     python examples/mlp_train.py [--steps 20] [--device cpu|cuda]
     python -m dlpt --skip-first 3 examples/mlp_train.py
 """
+
 import argparse
 import time
 
@@ -23,7 +24,7 @@ class MLP(torch.nn.Module):
     def __init__(self, d_in: int, hidden: int, classes: int):
         super().__init__()
         # Explicit parameters (not nn.Linear) so the matmul is a visible `@` on a user line.
-        self.w1 = torch.nn.Parameter(torch.randn(d_in, hidden) * d_in ** -0.5)
+        self.w1 = torch.nn.Parameter(torch.randn(d_in, hidden) * d_in**-0.5)
         self.b1 = torch.nn.Parameter(torch.zeros(hidden))
         self.norm = torch.nn.LayerNorm(hidden)
         self.head = torch.nn.Linear(hidden, classes)
@@ -46,8 +47,14 @@ def train_step(model: MLP, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch
     return loss
 
 
-def make_step(batch: int = 128, d_in: int = 512, hidden: int = 1024, classes: int = 10,
-              seed: int = 0, device: str = "cpu"):
+def make_step(
+    batch: int = 128,
+    d_in: int = 512,
+    hidden: int = 1024,
+    classes: int = 10,
+    seed: int = 0,
+    device: str = "cpu",
+):
     """Build model and optimizer on `device` and a fixed batch in host memory; return a
     zero-argument step().
 
@@ -63,6 +70,7 @@ def make_step(batch: int = 128, d_in: int = 512, hidden: int = 1024, classes: in
     def step():
         x = x_host.to(device)
         return train_step(model, opt, x, y)
+
     return step
 
 

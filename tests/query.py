@@ -1,4 +1,5 @@
 """Small queries over a session's flat node table, for assertions in GPU tests."""
+
 from __future__ import annotations
 
 import inspect
@@ -29,8 +30,9 @@ class Q:
                 self.children[n["parent"]].append(n["id"])
 
     def frames(self, file: str, line: int) -> list[int]:
-        return [n["id"] for n in self.nodes
-                if n["kind"] == "frame" and n["file"] == file and n["line"] == line]
+        return [
+            n["id"] for n in self.nodes if n["kind"] == "frame" and n["file"] == file and n["line"] == line
+        ]
 
     def subtree(self, nid: int) -> Iterator[dict]:
         stack = [nid]
@@ -58,7 +60,9 @@ class Q:
         return None
 
     def kernels(self, nodes: list[dict], phase: str | None = None) -> list[dict]:
-        return [n for n in nodes if n["kind"] == "kernel" and (phase is None or self.phase_of(n["id"]) == phase)]
+        return [
+            n for n in nodes if n["kind"] == "kernel" and (phase is None or self.phase_of(n["id"]) == phase)
+        ]
 
     def total(self, key: str, nodes: list[dict] | None = None) -> int:
         return sum(n["m"].get(key, 0) for n in (self.nodes if nodes is None else nodes))

@@ -1,13 +1,19 @@
 #!/bin/bash
-# Build dlpt on the GPU machine against its torch, then run the GPU tests and (optionally) the
-# benchmark. Logs go to $OUT (the device tool brings them back). Usage:
-#   [BENCH_ARGS='--workloads gpt2'] bash tools/device_check.sh [tests|bench|compiled|all|smoke|build] [extra pytest args...]
+# Build dlpt on the GPU machine against its torch, then run what is asked, logs under $OUT (the
+# device tool brings them back). Usage:
+#   [PAIRED_ARGS=...] [BENCH_ARGS=...] bash tools/device_check.sh WHAT[,WHAT...] [extra pytest args...]
+# WHAT: build | smoke | tests | compiled | bench | paired | floor | all (smoke,tests,compiled,bench)
 set -o pipefail
 what=${1:-all}; shift || true
+[ "$what" = all ] && what=smoke,tests,compiled,bench
+has() { case ",$what," in *",$1,"*) return 0;; esac; return 1; }
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/dlpt-out}; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then  # cupti-python travels as a wheel (no network there)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  wheels=(.whl/*.whl)
+  # Its dependencies only where the machine lacks them: two versions of one package break installs.
+  python3 -c "import cuda.bindings" 2>/dev/null || wheels+=(.whl/extra/*.whl)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "${wheels[@]}" \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 nvidia-smi -L | tee "$OUT/gpu.txt"
@@ -17,18 +23,25 @@ if ! python3 -m pip install --no-build-isolation --no-deps -e . >"$OUT/build.log
   tail -40 "$OUT/build.log"; exit 1
 fi
 echo "build: $(( $(date +%s) - t0 )) s"
-if [ "$what" = smoke ] || [ "$what" = all ]; then
+if has floor; then  # the CPU micro-benchmark, on this machine's (quieter) CPU
+  python3 bench/floor.py --rounds ${FLOOR_ROUNDS:-9} --out "$OUT" 2>&1 | tail -30
+fi
+if has paired; then
+  python3 bench/paired.py --out "$OUT" ${PAIRED_ARGS:-} 2>"$OUT/paired.err" | tail -60
+  tail -5 "$OUT/paired.err"
+fi
+if has smoke; then
   COLUMNS=100 python3 -m dlpt --skip-first 3 examples/mlp_train.py 2>&1 | tee "$OUT/example_mlp.txt" | tail -30
   COLUMNS=120 python3 -m dlpt --skip-first 3 -o "$OUT/gpt.json" examples/gpu_gpt.py --steps 10 >"$OUT/example_gpt.txt" 2>&1
 fi
-if [ "$what" = compiled ] || [ "$what" = all ]; then  # the compiled example, as a user runs it
+if has compiled; then  # the compiled example, as a user runs it
   COLUMNS=140 python3 -m dlpt --skip-first 6 -o "$OUT/compiled.json" examples/compiled_gpt.py --steps 12 >"$OUT/example_compiled.txt" 2>&1
   COLUMNS=140 python3 -m dlpt --skip-first 6 -o "$OUT/compiled_ro.json" examples/compiled_gpt.py --steps 12 --mode reduce-overhead >"$OUT/example_compiled_ro.txt" 2>&1
   tail -n 5 "$OUT/example_compiled.txt" "$OUT/example_compiled_ro.txt"
 fi
-if [ "$what" = tests ] || [ "$what" = all ]; then
+if has tests; then
   python3 -m pytest -m gpu -q -rs tests/gpu "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
 fi
-if [ "$what" = bench ] || [ "$what" = all ]; then
+if has bench; then
   python3 bench/run.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -40
 fi

@@ -3,15 +3,17 @@ N, 4N and 10N steps. Bounded memory means the later readings stay put.
 
 usage: python tools/mem_plateau.py WORKLOAD [N]      (workloads: bench/workloads.py)
 """
+
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-import torch  # noqa: E402
-from workloads import BUILDERS  # noqa: E402
+import torch
 
-import dlpt  # noqa: E402
+import dlpt
+
+from workloads import BUILDERS
 
 
 def rss_mb() -> float:
@@ -36,9 +38,18 @@ def main() -> None:
             if cuda:
                 torch.cuda.synchronize()
             readings[target] = round(rss_mb(), 1)
-    print("MEM", json.dumps({"workload": wl, "rss_mb_after_steps": readings,
-                             "growth_4n_to_10n_mb": round(readings[10 * n] - readings[4 * n], 1),
-                             "nodes": len(prof.session.nodes)}), flush=True)
+    print(
+        "MEM",
+        json.dumps(
+            {
+                "workload": wl,
+                "rss_mb_after_steps": readings,
+                "growth_4n_to_10n_mb": round(readings[10 * n] - readings[4 * n], 1),
+                "nodes": len(prof.session.nodes),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -29,13 +29,17 @@ void Metrics::add_duration(uint64_t ns) {
   }
 }
 
-uint32_t StringTable::intern(std::string_view s) {
+uint32_t StringTable::intern(std::string_view s, const char** stable_text) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = ids_.find(std::string(s));
-  if (it != ids_.end()) return it->second;
+  auto it = ids_.find(s);
+  if (it != ids_.end()) {
+    if (stable_text) *stable_text = strings_[it->second].c_str();
+    return it->second;
+  }
   uint32_t id = static_cast<uint32_t>(strings_.size());
   strings_.emplace_back(s);
-  ids_.emplace(strings_.back(), id);
+  ids_.emplace(std::string_view(strings_.back()), id);
+  if (stable_text) *stable_text = strings_.back().c_str();
   return id;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,15 +49,16 @@ struct NodeKeyHash {
 };
 
 /// Exclusive metrics of one node. Relaxed atomics: op threads and the CUPTI buffer thread add
-/// concurrently; nobody needs ordering between different counters.
+/// concurrently; nobody needs ordering between different counters. Host times are in ticks
+/// (clock.h), converted to nanoseconds at export; GPU times are CUPTI nanoseconds.
 struct Metrics {
-  std::atomic<uint64_t> calls{0};    // ops/scopes run
-  std::atomic<uint64_t> cpu_ns{0};   // op CPU self time
-  std::atomic<uint64_t> gpu_ns{0};   // kernel / memcpy / memset time on the GPU, by node kind
-  std::atomic<uint64_t> count{0};    // kernels / copies / memsets / syncs completed
-  std::atomic<uint64_t> bytes{0};    // copy bytes
-  std::atomic<uint64_t> sync_ns{0};  // host time blocked in synchronisation
-  std::atomic<uint64_t> api_ns{0};   // CUDA API host time of calls made in this context
+  std::atomic<uint64_t> calls{0};       // ops/scopes run
+  std::atomic<uint64_t> cpu_ticks{0};   // op CPU self time
+  std::atomic<uint64_t> gpu_ns{0};      // kernel / memcpy / memset time on the GPU, by node kind
+  std::atomic<uint64_t> count{0};       // kernels / copies / memsets / syncs completed
+  std::atomic<uint64_t> bytes{0};       // copy bytes
+  std::atomic<uint64_t> sync_ticks{0};  // host time blocked in synchronisation
+  std::atomic<uint64_t> api_ticks{0};   // CUDA API host time of calls made in this context
   std::atomic<uint64_t> min_ns{UINT64_MAX};
   std::atomic<uint64_t> max_ns{0};
 
@@ -82,16 +84,18 @@ struct Node {
 };
 
 /// Interned strings (op names, kernel names, scope names). [MT] under its own mutex.
+/// Strings never move once interned (a deque), so `stable_text` pointers stay valid for the
+/// table's lifetime.
 class StringTable {
  public:
-  uint32_t intern(std::string_view s);
+  uint32_t intern(std::string_view s, const char** stable_text = nullptr);
   std::string get(uint32_t id) const;
   size_t size() const;
 
  private:
   mutable std::mutex mu_;
-  std::vector<std::string> strings_;
-  std::unordered_map<std::string, uint32_t> ids_;
+  std::deque<std::string> strings_;
+  std::unordered_map<std::string_view, uint32_t> ids_;  // views into strings_
 };
 
 class Tree {

@@ -3,13 +3,29 @@
 //
 // Thread contract: both callbacks run on the op's thread, usually without the GIL ([MT]); they
 // touch only that thread's ThreadState plus the session's lock-free or internally locked parts.
+//
+// What a record costs. With a global callback installed, torch builds a RecordFunction for every
+// op dispatched through the dispatcher, nested ones included, and calls us twice; that machinery
+// alone costs about as much as everything dlpt does per record (see bench/floor.py). A training
+// step has 5-15x more nested records (aten::t, aten::addmm under aten::linear, aten::mm under
+// MmBackward0, ...) than outermost ones, and nothing about them is needed to put GPU time on
+// lines: the outermost op already names the line, and kernels launched inside it land under it.
+// So by default (CaptureOptions::nested_ops false) RecordFunction is switched off on the thread
+// for the duration of each outermost op that is known to make nested records ("a window"), and
+// back on at its end. Switching costs torch a rebuild of its thread-local callback cache: a
+// mutex, a copy of the global callback list and a rebuild of every scope's cache, about 6,000
+// instructions for the pair, as much as 6-7 records of its machinery (~940 instructions each;
+// callgrind, torch 2.13 CPU). So each op name is first watched for kLearnCalls calls (its nested
+// records are counted, not recorded) and only ops that made at least
+// CaptureOptions::window_min_nested get a window. With nested_ops on, every record is recorded as an op node (aten::mm under
+// aten::matmul), at the full cost.
 #include "aten_ops.h"
 
 #include <ATen/record_function.h>
 
+#include <algorithm>
 #include <cstring>
 
-#include "../common.h"
 #include "../session.h"
 #include "thread_state.h"
 
@@ -18,22 +34,42 @@ namespace dlpt {
 namespace {
 
 at::CallbackHandle g_handle = 0;
+at::CallbackHandle g_floor_handle = 0;
 
-constexpr const char kEvaluatePrefix[] = "autograd::engine::evaluate_function: ";
+constexpr uint8_t kLearnCalls = 3;
+
+/// The RecordFunction whose end must switch RecordFunction back on for this thread. At most one:
+/// inside a window no record starts on the thread. Kept outside ThreadState so that the switch
+/// happens even if the session ended meanwhile.
+thread_local const void* t_window_owner __attribute__((tls_model("initial-exec"))) = nullptr;
+
+/// Records seen by the floor callback on this thread (bench/floor.py reads it).
+thread_local uint64_t t_floor_records __attribute__((tls_model("initial-exec"))) = 0;
+
+constexpr char kEvaluatePrefix[] = "autograd::engine::evaluate_function: ";
 constexpr size_t kEvaluatePrefixLen = sizeof(kEvaluatePrefix) - 1;
+
+/// The engine wraps every node in "autograd::engine::evaluate_function: <Node>" (scope FUNCTION,
+/// no sequence number when its start callback runs). It becomes the `<backward>` phase as soon
+/// as the node's own BACKWARD_FUNCTION record tells which forward op it belongs to. (A fresh
+/// string each call: checked by prefix, never interned.)
+bool is_engine_wrapper(const char* name) {
+  return name[0] == 'a' && std::strncmp(name, kEvaluatePrefix, kEvaluatePrefixLen) == 0;
+}
 
 /// Where a backward op belongs: under the `<backward>` phase of the outermost forward op that
 /// created its autograd node (sequence number + forward thread). Ops without a usable number
 /// (AccumulateGrad: -1) go to the last op this thread grafted for: the engine runs AccumulateGrad
 /// right after the node that produced the gradient.
 NodeId backward_phase(Session& s, ThreadState& ts, const at::RecordFunction& rf) {
-  int64_t seq = rf.seqNr();
+  const int64_t seq = rf.seqNr();
   NodeId anchor = kNoNode;
   if (seq >= 0) {
     // The forward thread id is set on BACKWARD_FUNCTION records; if a torch build sets it only
     // after the start callbacks, the thread that last ran forward ops is the best guess.
-    uint64_t fwd_tid = rf.forwardThreadId() ? rf.forwardThreadId() : s.last_forward_thread.load(std::memory_order_relaxed);
-    if (SeqRanges* ranges = s.find_seq_ranges(fwd_tid)) anchor = ranges->find(seq);
+    const uint64_t fwd_tid =
+        rf.forwardThreadId() ? rf.forwardThreadId() : s.last_forward_thread.load(std::memory_order_relaxed);
+    if (SeqRanges* ranges = s.seq_ranges.find(fwd_tid)) anchor = ranges->find(seq);
     if (anchor == kNoNode) s.counters.backward_unresolved.fetch_add(1, std::memory_order_relaxed);
   }
   if (anchor != kNoNode) {
@@ -43,32 +79,131 @@ NodeId backward_phase(Session& s, ThreadState& ts, const at::RecordFunction& rf)
   }
   if (anchor != kNoNode) return ts.child(anchor, NodeKind::Phase, 1);
   // Nothing known: the nearest enclosing context (e.g. the loss.backward() line on CPU).
-  NodeId py = ts.python_context();
+  const NodeId py = ts.python_context();
   return ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Phase, 1);
-}
-
-/// The engine wraps every node in "autograd::engine::evaluate_function: <Node>" (scope FUNCTION,
-/// no sequence number when its start callback runs). It becomes the `<backward>` phase as soon
-/// as the node's own BACKWARD_FUNCTION record tells which forward op it belongs to.
-bool is_engine_wrapper(const char* name) {
-  return std::strncmp(name, kEvaluatePrefix, kEvaluatePrefixLen) == 0;
-}
-
-/// torch.compile's regions run Inductor's generated Python (the wrapper that launches fused
-/// kernels and extern ops). Under them, ops and launches keep the Python frames entered since
-/// the region started, so the generated lines can be mapped back to the model's own lines.
-bool is_compiled_region(const char* name) {
-  return std::strncmp(name, "Torch-Compiled Region", 21) == 0 || std::strcmp(name, "CompiledFunction") == 0 ||
-         std::strcmp(name, "CompiledFunctionBackward") == 0;
 }
 
 /// Remembers that forward sequence numbers from `seq` on were created inside `op` (see
 /// SeqRanges), so backward ops can be grafted under it.
 void record_forward_op(Session& s, ThreadState& ts, int64_t seq, NodeId op) {
   if (seq < 0) return;
-  if (ts.seq_ranges == nullptr) ts.seq_ranges = &s.seq_ranges(ts.rf_thread_id);
+  if (ts.seq_ranges == nullptr) ts.seq_ranges = &s.seq_ranges.get(ts.rf_thread_id);
   ts.seq_ranges->add(seq, op);
-  s.last_forward_thread.store(ts.rf_thread_id, std::memory_order_relaxed);
+  if (s.last_forward_thread.load(std::memory_order_relaxed) != ts.rf_thread_id) {
+    s.last_forward_thread.store(ts.rf_thread_id, std::memory_order_relaxed);
+  }
+}
+
+/// An op recorded with its own node that may run its nested records in a window (see top):
+/// either learn whether it makes nested records, or open a window if it does.
+void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::RecordFunction& rf) {
+  if (s.opts.nested_ops) return;
+  NameInfo& info = ts.name_info(e.name_id);
+  if (info.learned_calls < kLearnCalls) {
+    if (ts.learner() == nullptr) {
+      e.learning = true;
+      ts.set_learner();
+    }
+    return;
+  }
+  // Another profiler's thread-local callbacks (torch.profiler) would lose the nested ops too.
+  if (info.max_nested < s.opts.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks()) return;
+  at::enableRecordFunction(false);
+  t_window_owner = &rf;
+  s.counters.rf_windows.fetch_add(1, std::memory_order_relaxed);
+}
+
+/// A record inside an open op.
+void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, const char* name,
+                     at::RecordScope scope, bool collecting) {
+  OpEntry& parent = ts.top();
+  if (OpEntry* learner = ts.learner()) ++learner->nested;
+  const bool graft = scope == at::RecordScope::BACKWARD_FUNCTION && parent.kind == EntryKind::Wrapper;
+  const uint32_t id = ts.name_id(name);
+  const uint8_t flags = ts.name_info(id).flags;
+  const bool compiled = (flags & kCompiledRegion) != 0;
+  // Under a compiled region, ops are launched by Inductor's generated Python: they are what the
+  // model runs, each one as good as an outermost op.
+  const bool recorded = graft || compiled || parent.py_depth >= 0 || s.opts.nested_ops;
+  if (!collecting && !compiled) return;  // paused: only compiled regions are followed
+  if (!recorded || (flags & kPlumbing)) {
+    OpEntry& e = ts.push(EntryKind::Skip, &rf);
+    e.ctx_node = parent.ctx_node;
+    e.py_depth = parent.py_depth;
+    return;
+  }
+  if (graft) {
+    // A backward node: graft it and the engine wrapper around it under its forward op.
+    const NodeId phase = backward_phase(s, ts, rf);
+    parent.ctx_node = phase;
+    OpEntry& e = ts.push(EntryKind::Op, &rf);
+    e.op_node = e.ctx_node = ts.child(phase, NodeKind::Op, id);
+    e.name_id = id;
+    if (compiled) e.py_depth = static_cast<int>(python_frame_count());
+    e.start = ticks();
+    if (!compiled) learn_or_open_window(s, ts, e, rf);
+    return;
+  }
+  const NodeId parent_ctx = ts.launch_context();  // the enclosing op, or frames under a region
+  const NodeKind kind = scope == at::RecordScope::USER_SCOPE ? NodeKind::Scope : NodeKind::Op;
+  OpEntry& e = ts.push(EntryKind::Op, &rf);
+  e.op_node = e.ctx_node = ts.child(parent_ctx, kind, id);
+  e.name_id = id;
+  if (compiled) {
+    // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
+    // its CompiledFunctionBackward is grafted under.
+    e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
+    e.py_depth = static_cast<int>(python_frame_count());
+    record_forward_op(s, ts, rf.seqNr(), e.op_node);
+  }
+  e.start = ticks();
+  if (!compiled && parent.py_depth >= 0 && kind == NodeKind::Op) learn_or_open_window(s, ts, e, rf);
+}
+
+/// A record with no op open: an outermost op, a backward node, a top-level scope.
+void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, const char* name,
+                        at::RecordScope scope, bool collecting) {
+  if (scope == at::RecordScope::FUNCTION && is_engine_wrapper(name)) {
+    if (collecting) ts.push(EntryKind::Wrapper, &rf).start = ticks();  // placed by its node's record
+    return;
+  }
+  const uint32_t id = ts.name_id(name);
+  const uint8_t flags = ts.name_info(id).flags;
+  const bool compiled = (flags & kCompiledRegion) != 0;
+  if (!collecting && !compiled) return;  // paused: only compiled regions are followed
+  if (scope == at::RecordScope::USER_SCOPE) {
+    ts.push(EntryKind::TopScope, &rf);
+    push_user_scope(ts, id);
+    return;
+  }
+  if (flags & kPlumbing) {
+    ts.push(EntryKind::Skip, &rf);
+    return;
+  }
+  if (scope == at::RecordScope::BACKWARD_FUNCTION) {
+    const NodeId phase = backward_phase(s, ts, rf);
+    OpEntry& e = ts.push(EntryKind::Op, &rf);
+    e.op_node = e.ctx_node = ts.child(phase, NodeKind::Op, id);
+    e.name_id = id;
+    e.start = ticks();
+    if (compiled) {
+      e.py_depth = static_cast<int>(python_frame_count());
+    } else {
+      learn_or_open_window(s, ts, e, rf);
+    }
+    return;
+  }
+  // An outermost forward op: capture the Python path once; nested ops and launches reuse it.
+  size_t depth = 0;
+  const NodeId py = ts.python_context(&depth);
+  OpEntry& e = ts.push(EntryKind::Op, &rf);
+  e.op_node = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, id);
+  e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
+  e.name_id = id;
+  if (compiled) e.py_depth = static_cast<int>(depth);
+  record_forward_op(s, ts, rf.seqNr(), e.op_node);
+  e.start = ticks();
+  if (!compiled) learn_or_open_window(s, ts, e, rf);
 }
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
@@ -80,88 +215,97 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   // (its call line, its backward grafted under its forward). A handful of ops per step.
   const bool collecting = s->collecting.load(std::memory_order_relaxed);
   if (!collecting && !s->gpu.load(std::memory_order_relaxed)) return nullptr;
-  const char* name = rf.name();
-  const bool compiled = is_compiled_region(name);
-  if (!collecting && !compiled) return nullptr;
   ThreadState& ts = ThreadState::get(*s);
-  ts.rf_thread_id = rf.threadId();
+  SelfTimer timer(ts);
+  ts.op_records.add(1);
+  if (ts.full()) return nullptr;  // its end finds no entry and is ignored
+  if (ts.rf_thread_id == 0) ts.rf_thread_id = rf.threadId();
+  const char* name = rf.name();
   const at::RecordScope scope = rf.scope();
-
-  if (scope == at::RecordScope::USER_SCOPE && ts.ops.empty()) {
-    push_user_scope(ts, name, rf.handle());
-    return nullptr;
-  }
-
-  OpEntry e{rf.handle(), kNoNode, kNoNode, 0, 0, false, -1};
-  if (scope == at::RecordScope::BACKWARD_FUNCTION && (ts.ops.empty() || ts.ops.back().pending_graft)) {
-    // A backward node: graft it (and the engine wrapper around it, if any) under its forward op.
-    NodeId phase = backward_phase(*s, ts, rf);
-    if (!ts.ops.empty()) {
-      ts.ops.back().ctx_node = phase;
-      ts.ops.back().pending_graft = false;
-    }
-    e.op_node = e.ctx_node = ts.child(phase, NodeKind::Op, ts.name_id(name));
-    if (compiled) e.py_depth = static_cast<int>(python_frame_count());
-  } else if (ts.ops.empty() && is_engine_wrapper(name)) {
-    e.pending_graft = true;  // ctx_node is set by the node's record, right after
-  } else if (ts.ops.empty()) {
-    // Outermost forward op: capture the Python path once; nested ops and launches reuse it.
-    if (std::strncmp(name, "profiler::", 10) == 0) return nullptr;  // record_function plumbing
-    size_t depth = 0;
-    NodeId py = ts.python_context(&depth);
-    NodeId op = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, ts.name_id(name));
-    e.op_node = op;
-    e.ctx_node = ts.child(op, NodeKind::Phase, 0);
-    if (compiled) e.py_depth = static_cast<int>(depth);
-    record_forward_op(*s, ts, rf.seqNr(), op);
+  if (ts.no_open_op()) {
+    on_outermost_start(*s, ts, rf, name, scope, collecting);
   } else {
-    NodeId parent = ts.launch_context();  // the enclosing op (or the frames under a compiled region)
-    NodeKind kind = scope == at::RecordScope::USER_SCOPE ? NodeKind::Scope : NodeKind::Op;
-    e.op_node = e.ctx_node = ts.child(parent, kind, ts.name_id(name));
-    if (compiled) {
-      // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
-      // its CompiledFunctionBackward is grafted under.
-      e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
-      e.py_depth = static_cast<int>(python_frame_count());
-      record_forward_op(*s, ts, rf.seqNr(), e.op_node);
-    }
+    on_nested_start(*s, ts, rf, name, scope, collecting);
   }
-  e.start_ns = now_ns();
-  ts.ops.push_back(e);
   return nullptr;
 }
 
+/// Pops entries above `rf`'s (records that ended out of order, e.g. a record_function exited
+/// after an inner one it enclosed); false if `rf` has no entry at all (its start was not seen).
+bool unwind_to(ThreadState& ts, const void* rf) {
+  size_t i = ts.depth();
+  while (i > 0 && ts.at(i - 1).rf != rf) --i;
+  if (i == 0) return false;
+  while (ts.depth() > i) {
+    if (ts.top().kind == EntryKind::TopScope) ts.pop_scope();
+    ts.pop();
+  }
+  return true;
+}
+
 void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
+  if (t_window_owner == &rf) {
+    at::enableRecordFunction(true);
+    t_window_owner = nullptr;
+  }
   Session* s = current_session();
   if (s == nullptr) return;
-  ThreadState& ts = ThreadState::get(*s);
-  const uint64_t handle = rf.handle();
-  if (rf.scope() == at::RecordScope::USER_SCOPE && pop_user_scope(ts, handle)) return;
-  // Normally the top entry. An end we never saw start (collection began mid-op) matches
-  // nothing and is ignored; starts whose end never came are popped with it.
-  size_t i = ts.ops.size();
-  while (i > 0 && ts.ops[i - 1].handle != handle) --i;
-  if (i == 0) return;
-  const uint64_t end = now_ns();
-  const OpEntry e = ts.ops[i - 1];
-  ts.ops.resize(i - 1);
-  const uint64_t dur = end > e.start_ns ? end - e.start_ns : 0;
+  ThreadState* tsp = ThreadState::find(*s);
+  if (tsp == nullptr || tsp->empty()) return;
+  ThreadState& ts = *tsp;
+  SelfTimer timer(ts);
+  if (ts.top().rf != &rf && !unwind_to(ts, &rf)) {
+    s->counters.unmatched_op_ends.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const OpEntry e = ts.top();
+  ts.pop();
+  switch (e.kind) {
+    case EntryKind::TopScope:
+      ts.pop_scope();
+      return;
+    case EntryKind::Skip:
+      return;
+    case EntryKind::Op:
+    case EntryKind::Wrapper:
+      break;
+  }
+  if (e.learning) {
+    NameInfo& info = ts.name_info(e.name_id);
+    if (info.learned_calls < kLearnCalls) ++info.learned_calls;
+    if (e.nested > info.max_nested) info.max_nested = static_cast<uint16_t>(std::min<uint32_t>(e.nested, 0xFFFF));
+  }
+  if (e.start == 0) return;
+  const uint64_t end = ticks();
+  const uint64_t dur = end > e.start ? end - e.start : 0;
   if (s->collecting.load(std::memory_order_relaxed) && e.ctx_node != kNoNode) {
     Tree& tree = s->tree;
-    tree.node(e.ctx_node).m.cpu_ns.fetch_add(dur > e.child_ns ? dur - e.child_ns : 0, std::memory_order_relaxed);
+    tree.node(e.ctx_node).m.cpu_ticks.fetch_add(dur > e.child ? dur - e.child : 0, std::memory_order_relaxed);
     if (e.op_node != kNoNode) tree.node(e.op_node).m.calls.fetch_add(1, std::memory_order_relaxed);
   }
-  if (!ts.ops.empty()) ts.ops.back().child_ns += dur;
+  if (!ts.empty()) ts.top().child += dur;
+}
+
+// -- floor mode --------------------------------------------------------------------------------
+
+std::unique_ptr<at::ObserverContext> floor_start(const at::RecordFunction&) {
+  ++t_floor_records;
+  return nullptr;
+}
+
+void floor_end(const at::RecordFunction&, at::ObserverContext*) {}
+
+at::RecordFunctionCallback callback(at::RecordFunctionCallback::StartCallback start,
+                                    at::RecordFunctionCallback::EndCallback end) {
+  return at::RecordFunctionCallback(start, end)
+      .needsInputs(false)
+      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE});
 }
 
 }  // namespace
 
 void install_op_callback() {
-  if (g_handle != 0) return;
-  g_handle = at::addGlobalCallback(
-      at::RecordFunctionCallback(on_op_start, on_op_end)
-          .needsInputs(false)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
+  if (g_handle == 0) g_handle = at::addGlobalCallback(callback(on_op_start, on_op_end));
 }
 
 void remove_op_callback() {
@@ -169,5 +313,17 @@ void remove_op_callback() {
   at::removeCallback(g_handle);
   g_handle = 0;
 }
+
+void install_floor_op_callback() {
+  if (g_floor_handle == 0) g_floor_handle = at::addGlobalCallback(callback(floor_start, floor_end));
+}
+
+void remove_floor_op_callback() {
+  if (g_floor_handle == 0) return;
+  at::removeCallback(g_floor_handle);
+  g_floor_handle = 0;
+}
+
+uint64_t floor_records_on_this_thread() { return t_floor_records; }
 
 }  // namespace dlpt

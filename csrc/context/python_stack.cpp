@@ -75,34 +75,43 @@ inline const InterpFrame* top_frame(PyThreadState* ts) {
 #endif
 }
 
-/// The code object of a frame that holds user-visible code, or nullptr for shim / incomplete frames.
-inline PyObject* usable_code(const InterpFrame* f, int* lasti) {
-  if (f->owner == kOwnedByCStack) return nullptr;
-  PyObject* code = frame_code(f);
-  if (code == nullptr || Py_TYPE(code) != &PyCode_Type) return nullptr;
-  auto* co = reinterpret_cast<PyCodeObject*>(code);
-  const CodeUnit* first = reinterpret_cast<const CodeUnit*>(co->co_code_adaptive);
-  const CodeUnit* instr = frame_instr(f);
-  // A frame still being set up (before its RESUME) has no meaningful position yet.
-  if (f->owner != kOwnedByGenerator && instr < first + co->_co_firsttraceable) return nullptr;
-  *lasti = static_cast<int>((instr - first) * static_cast<long>(sizeof(CodeUnit)));
-  return code;
-}
-
 }  // namespace
 
-size_t capture_python_frames(RawFrame* out, size_t max) {
+size_t walk_python_frames(RawFrame* out, size_t max) {
   // PyGILState_GetThisThreadState reads a thread-local: valid without holding the GIL.
   PyThreadState* ts = PyGILState_GetThisThreadState();
   if (ts == nullptr) return 0;
   size_t n = 0;
   for (const InterpFrame* f = top_frame(ts); f != nullptr && n < max; f = f->previous) {
-    int lasti = 0;
-    PyObject* code = usable_code(f, &lasti);
-    if (code == nullptr) continue;
-    out[n++] = RawFrame{f, code, lasti};
+    if (f->owner == kOwnedByCStack) continue;  // shim frames at C->Python entry: no user code
+    out[n++] = RawFrame{f, frame_instr(f), nullptr, 0};
   }
   return n;
+}
+
+void decode_frame(RawFrame& rf) {
+  const auto* f = static_cast<const InterpFrame*>(rf.frame);
+  rf.code = nullptr;
+  PyObject* code = frame_code(f);
+  if (code == nullptr || Py_TYPE(code) != &PyCode_Type) return;
+  auto* co = reinterpret_cast<PyCodeObject*>(code);
+  const CodeUnit* first = reinterpret_cast<const CodeUnit*>(co->co_code_adaptive);
+  const CodeUnit* instr = static_cast<const CodeUnit*>(rf.instr);
+  // A frame still being set up (before its RESUME) has no meaningful position yet.
+  if (f->owner != kOwnedByGenerator && instr < first + co->_co_firsttraceable) return;
+  rf.lasti = static_cast<int>((instr - first) * static_cast<long>(sizeof(CodeUnit)));
+  rf.code = code;
+}
+
+size_t capture_python_frames(RawFrame* out, size_t max) {
+  RawFrame raw[kMaxPythonFrames];
+  const size_t n = walk_python_frames(raw, max < kMaxPythonFrames ? max : kMaxPythonFrames);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i) {
+    decode_frame(raw[i]);
+    if (raw[i].code != nullptr) out[kept++] = raw[i];
+  }
+  return kept;
 }
 
 size_t python_frame_count() {

@@ -5,6 +5,10 @@
 // interpreter, so walking it is safe; what is not safe is touching refcounts or calling any
 // Python API. We therefore record only (frame address, code object, bytecode offset) here and
 // turn code objects into file:line later, under the GIL (see CodeRegistry).
+//
+// Walking is split in two so that a caller can compare cheaply with what it saw last time: the
+// raw walk reads only each frame's address and instruction pointer (two loads of one cache line);
+// decode() reads the code object only for frames that differ from a cached path.
 #pragma once
 
 #include <Python.h>
@@ -13,24 +17,34 @@
 
 namespace dlpt {
 
+/// One frame of the raw walk; `code`/`lasti` are filled by decode().
 struct RawFrame {
-  const void* frame;   // _PyInterpreterFrame*, identity for the per-thread cache
-  PyObject* code;      // PyCodeObject*, borrowed (alive while the frame runs)
-  int lasti;           // byte offset of the current instruction, for PyCode_Addr2Line
+  const void* frame;  // _PyInterpreterFrame*
+  const void* instr;  // its current instruction pointer: identity of (frame, position)
+  PyObject* code;     // PyCodeObject*, borrowed (alive while the frame runs); nullptr: not user code
+  int lasti;          // byte offset of the current instruction, for PyCode_Addr2Line
 };
 
 /// Every capture keeps at most this many frames, the innermost ones. One cap for all callers:
 /// compiled regions compare frame counts taken at different moments.
 constexpr size_t kMaxPythonFrames = 256;
 
-/// [MT] Fills `out` with the calling thread's Python frames, innermost first; returns how many.
-/// Returns 0 on a thread that has no Python thread state. Never takes the GIL.
+/// [MT] Fills `out` with the calling thread's frames, innermost first (frame and instr only;
+/// C-stack shim frames skipped); returns how many. 0 on a thread without a Python thread state.
+size_t walk_python_frames(RawFrame* out, size_t max);
+
+/// [MT] Fills f.code and f.lasti; f.code is nullptr for frames that hold no user-visible code
+/// (an internal frame, or one still being set up).
+void decode_frame(RawFrame& f);
+
+/// [MT] The calling thread's user-visible frames, innermost first, decoded.
 size_t capture_python_frames(RawFrame* out, size_t max);
 
-/// [MT] How many Python frames the calling thread has now (at most kMaxPythonFrames).
+/// [MT] How many user-visible frames the calling thread has now (among the innermost
+/// kMaxPythonFrames).
 size_t python_frame_count();
 
-/// [GIL] The frame `skip` levels above the innermost one (0 = innermost), or nullptr.
+/// [GIL] The frame `skip` levels above the innermost user-visible one (0 = innermost), or nullptr.
 const void* python_frame_at(size_t skip);
 
 }  // namespace dlpt

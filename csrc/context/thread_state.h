@@ -1,56 +1,114 @@
-// Per-thread capture state: the aten op stack, dlpt scopes, the cached Python path and caches of
-// tree lookups. Only its own thread touches a ThreadState (no locks), with one exception noted
-// below. It is reset lazily when a new session starts (generation check).
+// Per-thread capture state: the stack of open records (aten ops, scopes), the cached Python
+// path, caches of tree and name lookups, and this thread's CUDA API statistics.
+//
+// Thread contract: a ThreadState belongs to one thread and one session. Only its thread writes
+// it; the session owns it (so it outlives its thread) and stop() reads the fields marked
+// "read at stop" after capture has been switched off. It is reached through an initial-exec
+// thread-local pointer: one %fs-relative load, no __tls_get_addr call, on every callback.
 #pragma once
 
 #include <Python.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "../cct/tree.h"
+#include "../clock.h"
 #include "../session.h"
+#include "child_cache.h"
+#include "op_names.h"
+#include "path_cache.h"
 #include "python_stack.h"
 
 namespace dlpt {
 
-/// One aten op (or skipped wrapper) running on this thread.
+/// What an entry of the record stack stands for.
+enum class EntryKind : uint8_t {
+  Op,        // an op (or a scope inside an op) with its own node; timed
+  Wrapper,   // autograd's evaluate_function wrapper, placed once its node's record says where
+  TopScope,  // a record_function region opened outside any op: pushed on the scope list
+  Skip,      // a record that is not recorded (nested, plumbing): inherits its parent's context
+};
+
+/// One RecordFunction that started on this thread and has not ended.
 struct OpEntry {
-  uint64_t handle;      // RecordFunction handle, to pair start and end
-  NodeId op_node;       // where `calls` is counted (kNoNode for wrappers shown as their phase)
-  NodeId ctx_node;      // where its CPU self time, child ops and kernel launches go
-  uint64_t start_ns;
-  uint64_t child_ns;    // wall time of child ops, subtracted to get self time
-  bool pending_graft;   // engine wrapper waiting for its node's record to say where it goes
-  int py_depth;         // >= 0: a torch.compile region; Python frames deeper than this many
-                        // (Inductor's generated code) are captured beneath it. -1 otherwise.
+  const void* rf = nullptr;  // the RecordFunction: start and end callbacks get the same object
+  NodeId op_node = kNoNode;  // where `calls` is counted (kNoNode: not counted)
+  NodeId ctx_node = kNoNode; // where its CPU self time, child ops and launches go
+  uint64_t start = 0;        // ticks at start (0: not timed)
+  uint64_t child = 0;        // ticks spent in timed child entries, subtracted for self time
+  int32_t py_depth = -1;     // >= 0: a torch.compile region; Python frames deeper than this many
+                             // (Inductor's generated code) are captured beneath it
+  uint32_t name_id = 0;      // learning entries: whose nested-record statistics to update
+  uint32_t nested = 0;       // learning entries: nested records seen below this entry
+  EntryKind kind = EntryKind::Skip;
+  bool learning = false;     // counts its nested records (see aten_ops.cpp, RecordFunction windows)
 };
 
 struct ScopeEntry {
   const void* entry_frame;  // the frame that entered the scope; the scope node goes above it
   uint32_t name_id;
-  uint64_t rf_handle;       // USER_SCOPE RecordFunction that opened it (0 for dlpt.scope)
 };
 
-struct CachedFrame {
-  const void* frame;
-  PyObject* code;
-  int lasti;
-  NodeId node;
+/// Per-thread statistics of one watched CUDA API function. Single writer: relaxed atomics
+/// (plain loads and stores, no locked instructions) so that stop() may read them.
+struct ApiCounter {
+  std::atomic<uint64_t> calls{0}, ticks{0}, min{UINT64_MAX}, max{0};
+  void add(uint64_t t) {
+    calls.store(calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    ticks.store(ticks.load(std::memory_order_relaxed) + t, std::memory_order_relaxed);
+    if (t < min.load(std::memory_order_relaxed)) min.store(t, std::memory_order_relaxed);
+    if (t > max.load(std::memory_order_relaxed)) max.store(t, std::memory_order_relaxed);
+  }
 };
+
+/// A single-writer counter other threads may read at stop.
+struct OwnedCounter {
+  std::atomic<uint64_t> v{0};
+  void add(uint64_t d) { v.store(v.load(std::memory_order_relaxed) + d, std::memory_order_relaxed); }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
+};
+
+/// Watched CUDA API functions get a compact index (see tracer.cpp); this many at most.
+constexpr size_t kMaxWatchedApis = 192;  // CUDA 13 has 150 launch/copy/memset/sync variants
 
 class ThreadState {
  public:
-  /// [MT] This thread's state, reset if it belongs to an older session.
+  static constexpr size_t kMaxDepth = 256;
+
+  /// [MT] The calling thread's state for `s`, created on first use.
   static ThreadState& get(Session& s);
+  /// [MT] The calling thread's state if it was created for `s`, else nullptr (no allocation).
+  static ThreadState* find(const Session& s);
 
-  /// Child lookup through a thread-local cache (nodes are immutable once created).
+  ThreadState(Session& s, uint64_t os_tid);
+
+  // -- the record stack ---------------------------------------------------------------------
+  bool full() const { return depth_ == kMaxDepth; }
+  bool empty() const { return depth_ == 0; }
+  size_t depth() const { return depth_; }
+  OpEntry& top() { return stack_[depth_ - 1]; }
+  OpEntry& at(size_t i) { return stack_[i]; }
+  /// Pushes a fresh entry of `kind` for `rf`.
+  OpEntry& push(EntryKind kind, const void* rf);
+  /// Pops the top entry (which the caller has read).
+  void pop();
+  /// No op open (only top-level scopes, or nothing): the next op record is an outermost op.
+  bool no_open_op() const { return open_ops_ == 0; }
+  /// The entry counting nested records for the outermost op being learned, if any.
+  OpEntry* learner() { return learner_ >= 0 ? &stack_[static_cast<size_t>(learner_)] : nullptr; }
+  void set_learner() { learner_ = static_cast<int>(depth_) - 1; }
+
+  // -- lookups -------------------------------------------------------------------------------
+  /// [MT] Child lookup through this thread's cache (nodes are immutable once created).
   NodeId child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b = 0);
+  uint32_t name_id(const char* name) { return names_.id(name); }
+  NameInfo& name_info(uint32_t id) { return names_.info(id); }
 
-  /// Innermost node of the current Python path (frames and scopes), or kNoNode without frames.
-  /// `depth` receives the number of frames seen.
+  /// Innermost node of the current Python path (frames and scopes), or kNoNode without frames
+  /// (or with Python-frame capture off). `depth` receives the number of user-visible frames.
   NodeId python_context(size_t* depth = nullptr);
   /// The frames deeper than `depth` (those entered since a compiled region started), as a path
   /// under `base`; `base` itself when there are none.
@@ -59,52 +117,77 @@ class ThreadState {
   /// this thread's own node.
   NodeId launch_context();
   NodeId thread_node();
-  /// Interned id of an op/scope name (cached by pointer, verified by content).
-  uint32_t name_id(const char* name);
+  /// The node of frame `f` under `parent`, with any scope entered by that frame in between.
+  NodeId frame_node(NodeId parent, const RawFrame& f);
 
-  Session* session = nullptr;
-  uint64_t generation = 0;
-  uint64_t rf_thread_id = 0;           // RecordFunction's id of this thread
-  std::vector<OpEntry> ops;
-  std::vector<ScopeEntry> scopes;
+  // -- scopes (dlpt.scope and top-level record_function regions) ---------------------------
+  void push_scope(const void* entry_frame, uint32_t name_id);
+  void pop_scope();
+
+  Session& session;
+  const uint64_t generation;
+  const uint64_t os_tid;
+  uint64_t rf_thread_id = 0;              // RecordFunction's id of this thread
   NodeId last_backward_anchor = kNoNode;  // last forward op a backward op was grafted under
   SeqRanges* seq_ranges = nullptr;        // this thread's forward ranges (owned by the session)
 
-  // CUPTI API nesting (runtime calls wrap driver calls): only the outermost call is timed.
+  // -- CUDA API calls (tracer.cpp) -----------------------------------------------------------
+  // Driver calls can nest (a driver entry point calling another): only the outermost is timed.
   int api_depth = 0;
-  uint64_t api_start_ns = 0;
+  uint64_t api_start = 0;
   NodeId api_context = kNoNode;
   bool api_submitted = false;  // the outermost call was counted as a launch awaiting activity
 
+  // -- read at stop ---------------------------------------------------------------------------
+  OwnedCounter submitted;        // launches mapped and awaiting activity
+  OwnedCounter op_records;       // RecordFunction callbacks run (start and end count once)
+  OwnedCounter api_callbacks;    // CUPTI API callbacks run (enter and exit count once)
+  OwnedCounter self_ticks;       // sampled time inside dlpt's callbacks, scaled to all calls
+  std::array<ApiCounter, kMaxWatchedApis> apis;
+
+  /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).
+  static constexpr uint32_t kSelfSample = 32;
+  uint32_t self_countdown = 1;
+
  private:
-  void reset(Session& s);
-  NodeId build_path(const RawFrame* frames, size_t n);
   NodeId frame_child(NodeId parent, const RawFrame& f);
 
-  uint64_t scopes_version_ = 0;     // bumped on scope push/pop; invalidates path_cache_
-  uint64_t cached_scopes_version_ = ~0ull;
-  std::vector<CachedFrame> path_cache_;  // outermost first
+  std::array<OpEntry, kMaxDepth> stack_;
+  size_t depth_ = 0;
+  int open_ops_ = 0;
+  int learner_ = -1;
+  std::vector<ScopeEntry> scopes_;
+  PathCache root_path_;    // the Python path from the root
+  PathCache region_path_;  // frames under the innermost torch.compile region
   NodeId thread_node_ = kNoNode;
-  std::unordered_map<NodeKey, NodeId, NodeKeyHash> child_cache_;
-  struct NameCacheEntry {
-    uint32_t id;
-    std::string text;
-  };
-  static constexpr size_t kMaxNameCache = 1u << 14;
-  std::unordered_map<const char*, NameCacheEntry> name_cache_;
-  std::unordered_map<std::string, uint32_t> ids_by_text_;
+  ChildCache children_;
+  OpNames names_;
+};
 
-  friend void push_scope(const char* name, size_t skip_frames);
-  friend void pop_scope();
-  friend void push_user_scope(ThreadState& ts, const char* name, uint64_t handle);
-  friend bool pop_user_scope(ThreadState& ts, uint64_t handle);
+/// [MT] Times every kSelfSample-th dlpt callback on this thread, end to end, and adds the time
+/// scaled by kSelfSample: an estimate of what dlpt's own callback code costs, for the report.
+class SelfTimer {
+ public:
+  explicit SelfTimer(ThreadState& ts) : ts_(ts) {
+    if (--ts.self_countdown == 0) {
+      ts.self_countdown = ThreadState::kSelfSample;
+      start_ = ticks();
+    }
+  }
+  ~SelfTimer() {
+    if (start_) ts_.self_ticks.add((ticks() - start_) * ThreadState::kSelfSample);
+  }
+  SelfTimer(const SelfTimer&) = delete;
+  SelfTimer& operator=(const SelfTimer&) = delete;
+
+ private:
+  ThreadState& ts_;
+  uint64_t start_ = 0;
 };
 
 /// [MT] A torch.profiler.record_function (USER_SCOPE) region opened outside any op: like
 /// dlpt.scope, placed above the innermost frame that is not torch's own.
-void push_user_scope(ThreadState& ts, const char* name, uint64_t handle);
-/// [MT] Closes it if `handle` opened the innermost scope; false otherwise.
-bool pop_user_scope(ThreadState& ts, uint64_t handle);
+void push_user_scope(ThreadState& ts, uint32_t name_id);
 
 /// [GIL] dlpt.scope entry/exit on the calling thread: the scope's node is placed above the frame
 /// `skip_frames` levels up from the innermost one (the user's frame that entered it).

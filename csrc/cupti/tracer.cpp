@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -10,42 +11,63 @@
 #include <thread>
 #include <unordered_map>
 
-#include "../common.h"
+#include "../clock.h"
+#include "../context/child_cache.h"
 #include "../context/thread_state.h"
 
 namespace dlpt {
 
 namespace {
 
-// ---- API classification -------------------------------------------------------------------
+// ---- state ----------------------------------------------------------------------------------
 
 enum ApiClass : uint8_t { kNone = 0, kWork = 1, kSync = 2 };
 constexpr uint32_t kMaxCbid = 1024;
-constexpr int kDomains = 2;  // 0 runtime, 1 driver
+constexpr size_t kBufferSize = 2u << 20;
+constexpr uint32_t kFlushPeriodMs = 100;
 
-struct ApiTable {
-  uint8_t cls[kDomains][kMaxCbid] = {};
-  std::string names[kDomains][kMaxCbid];
-  std::atomic<uint64_t> calls[kDomains][kMaxCbid];
-  std::atomic<uint64_t> total[kDomains][kMaxCbid];
-  std::atomic<uint64_t> min[kDomains][kMaxCbid];
-  std::atomic<uint64_t> max[kDomains][kMaxCbid];
-  void reset_stats() {
-    for (int d = 0; d < kDomains; ++d)
-      for (uint32_t i = 0; i < kMaxCbid; ++i) {
-        calls[d][i] = 0; total[d][i] = 0; min[d][i] = UINT64_MAX; max[d][i] = 0;
-      }
+/// Everything the tracer keeps from start to stop, in one place with one reset. Only the driver
+/// API domain is watched (see start_gpu_tracing).
+struct Tracer {
+  const CuptiApi* api = nullptr;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  // The session activity is delivered to. Separate from current_session(): records keep arriving
+  // after stop() unpublishes the session, until the final flush.
+  std::atomic<Session*> session{nullptr};
+  bool floor = false;  // floor mode: subscribed, callbacks and records do nothing
+
+  // Watched driver callback ids: their class and a compact index into ThreadState::apis.
+  uint8_t cls[kMaxCbid] = {};
+  uint16_t slot[kMaxCbid] = {};  // index + 1 into ThreadState::apis; 0 = no statistics slot
+  std::vector<uint32_t> slot_cbid;
+  std::vector<std::string> slot_name;
+
+  // Activity processing: CUPTI's worker thread, or the thread flushing at stop; under buffer_mu.
+  std::mutex buffer_mu;
+  std::unordered_map<const char*, uint32_t> kernel_names;  // CUPTI-owned name -> interned id
+  ChildCache leaves;  // the buffer thread's cache of kernel/copy/memset leaves
+
+  // Activity buffers are recycled rather than freed: CUPTI asks for one on the launching thread
+  // whenever the current one fills, and a fresh malloc of this size is an mmap whose first touch
+  // page-faults and whose free unmaps (TLB shootdowns across the process's threads). A pool keeps
+  // both off the hot path and bounds host memory to the most buffers ever in flight.
+  std::mutex pool_mu;
+  std::vector<uint8_t*> pool;
+
+  void reset(const CuptiApi& a, bool floor_mode) {
+    api = &a;
+    subscriber = nullptr;
+    floor = floor_mode;
+    std::fill(std::begin(cls), std::end(cls), kNone);
+    std::fill(std::begin(slot), std::end(slot), 0);
+    slot_cbid.clear();
+    slot_name.clear();
+    std::lock_guard<std::mutex> lock(buffer_mu);
+    kernel_names.clear();
+    leaves.clear();
   }
 };
-ApiTable g_apis;
-
-const CuptiApi* g_api = nullptr;
-CUpti_SubscriberHandle g_subscriber = nullptr;
-// The session activity is delivered to. Separate from current_session(): records keep arriving
-// after stop() unpublishes the session, until the final flush.
-std::atomic<Session*> g_trace_session{nullptr};
-
-int domain_index(CUpti_CallbackDomain d) { return d == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1; }
+Tracer g;
 
 bool has(const char* s, const char* part) { return std::strstr(s, part) != nullptr; }
 bool starts(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
@@ -54,37 +76,26 @@ bool starts(const char* s, const char* prefix) { return std::strncmp(s, prefix, 
 /// graph launches) is covered without listing ids that differ between CUDA versions.
 uint8_t classify(const char* name) {
   if (has(name, "HostFunc")) return kNone;  // host callbacks: no GPU activity to match
-  if (starts(name, "cudaLaunch") || starts(name, "cuLaunch") || starts(name, "cudaGraphLaunch") ||
-      starts(name, "cuGraphLaunch"))
-    return kWork;
+  if (starts(name, "cuLaunch") || starts(name, "cuGraphLaunch")) return kWork;
+  // Building or editing graph nodes (cuGraphAddMemcpyNode, ...) runs nothing on the GPU.
+  if (starts(name, "cuGraph")) return kNone;
   if (has(name, "Memcpy")) return has(name, "Async") ? kWork : (kWork | kSync);
   if (has(name, "Memset")) return kWork;
-  if (starts(name, "cudaDeviceSynchronize") || starts(name, "cudaStreamSynchronize") ||
-      starts(name, "cudaEventSynchronize") || starts(name, "cuCtxSynchronize") ||
-      starts(name, "cuStreamSynchronize") || starts(name, "cuEventSynchronize"))
+  if (starts(name, "cuCtxSynchronize") || starts(name, "cuStreamSynchronize") || starts(name, "cuEventSynchronize"))
     return kSync;
   return kNone;
-}
-
-void record_stat(int d, uint32_t cbid, uint64_t ns) {
-  g_apis.calls[d][cbid].fetch_add(1, std::memory_order_relaxed);
-  g_apis.total[d][cbid].fetch_add(ns, std::memory_order_relaxed);
-  uint64_t cur = g_apis.min[d][cbid].load(std::memory_order_relaxed);
-  while (ns < cur && !g_apis.min[d][cbid].compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {}
-  cur = g_apis.max[d][cbid].load(std::memory_order_relaxed);
-  while (ns > cur && !g_apis.max[d][cbid].compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {}
 }
 
 // ---- CUDA graph nodes ([MT]: the capturing thread, inside its launch call) ----------------
 
 /// Remembers where each captured graph node was launched from (see GraphNodeContexts).
 void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
-  const auto* g = rd ? static_cast<const CUpti_GraphData*>(rd->resourceDescriptor) : nullptr;
+  const auto* gd = rd ? static_cast<const CUpti_GraphData*>(rd->resourceDescriptor) : nullptr;
   uint64_t id = 0;
-  if (g == nullptr || g_api->cuptiGetGraphNodeId(g->node, &id) != CUPTI_SUCCESS) return;
+  if (gd == nullptr || g.api->cuptiGetGraphNodeId(gd->node, &id) != CUPTI_SUCCESS) return;
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     uint64_t original = 0;
-    if (g_api->cuptiGetGraphNodeId(g->originalNode, &original) == CUPTI_SUCCESS) s.graph_nodes.clone(original, id);
+    if (g.api->cuptiGetGraphNodeId(gd->originalNode, &original) == CUPTI_SUCCESS) s.graph_nodes.clone(original, id);
     return;
   }
   ThreadState& ts = ThreadState::get(s);
@@ -94,13 +105,13 @@ void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* 
   // Captured while collection is paused (warm-up steps, where torch.compile's reduce-overhead
   // records its graphs): no op stack was kept, but the Python path still names the line, and
   // Inductor's generated frames still map to model lines.
-  NodeId ctx = ts.api_context != kNoNode ? ts.api_context : ts.launch_context();
+  const NodeId ctx = ts.api_context != kNoNode ? ts.api_context : ts.launch_context();
   s.graph_nodes.put(id, ctx);
   s.counters.graph_nodes_captured.fetch_add(1, std::memory_order_relaxed);
   // A captured launch runs nothing now: its activity comes with each replay, under the replay's
   // correlation id. Stop must not wait for it.
   if (ts.api_submitted) {
-    s.counters.submitted.fetch_sub(1, std::memory_order_relaxed);
+    ts.submitted.add(static_cast<uint64_t>(-1));
     ts.api_submitted = false;
   }
 }
@@ -108,31 +119,33 @@ void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* 
 // ---- API callback ([MT]: the calling thread, with or without the GIL) ---------------------
 
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (g.floor) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     if (Session* s = current_session()) on_graph_node(*s, cbid, static_cast<const CUpti_ResourceData*>(data));
     return;
   }
-  if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || cbid >= kMaxCbid) return;
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= kMaxCbid) return;
   Session* s = current_session();
   if (s == nullptr) return;
-  const int d = domain_index(domain);
-  const uint8_t cls = g_apis.cls[d][cbid];
+  const uint8_t cls = g.cls[cbid];
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = ThreadState::get(*s);
+  SelfTimer timer(ts);
   if (cb->callbackSite == CUPTI_API_ENTER) {
+    ts.api_callbacks.add(1);
     // Driver calls can nest (a driver entry point calling another): only the outermost is timed
     // and counted; every work call's correlation id is mapped.
     const bool outer = ts.api_depth++ == 0;
     if (outer) {
       ts.api_context = s->collecting.load(std::memory_order_relaxed) ? ts.launch_context() : kNoNode;
-      ts.api_start_ns = now_ns();
+      ts.api_start = ticks();
       ts.api_submitted = false;
     }
     if (cls & kWork) {
-      NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
+      const NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
       s->correlations.put(cb->correlationId, node);
       if (outer && ts.api_context != kNoNode) {
-        s->counters.submitted.fetch_add(1, std::memory_order_relaxed);
+        ts.submitted.add(1);
         ts.api_submitted = true;
       }
     }
@@ -140,13 +153,13 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   }
   // Exit.
   if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
-    const uint64_t ns = now_ns() - ts.api_start_ns;
-    record_stat(d, cbid, ns);
+    const uint64_t t = ticks() - ts.api_start;
+    if (const uint16_t slot = g.slot[cbid]) ts.apis[slot - 1].add(t);
     Tree& tree = s->tree;
-    tree.node(ts.api_context).m.api_ns.fetch_add(ns, std::memory_order_relaxed);
+    tree.node(ts.api_context).m.api_ticks.fetch_add(t, std::memory_order_relaxed);
     if (cls & kSync) {
-      NodeId leaf = ts.child(ts.api_context, NodeKind::Sync, (static_cast<uint64_t>(d) << 16) | cbid);
-      tree.node(leaf).m.sync_ns.fetch_add(ns, std::memory_order_relaxed);
+      const NodeId leaf = ts.child(ts.api_context, NodeKind::Sync, cbid);
+      tree.node(leaf).m.sync_ticks.fetch_add(t, std::memory_order_relaxed);
       tree.node(leaf).m.count.fetch_add(1, std::memory_order_relaxed);
     }
     ts.api_context = kNoNode;
@@ -155,25 +168,13 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
 
 // ---- Activity buffers (CUPTI's worker thread, or the flushing thread) ---------------------
 
-constexpr size_t kBufferSize = 2u << 20;
-constexpr uint32_t kFlushPeriodMs = 100;
-std::mutex g_buffer_mu;  // serialises record processing (worker thread vs. flush caller)
-std::unordered_map<const char*, uint32_t> g_kernel_names;  // CUPTI-owned name -> interned id
-
-/// Activity buffers are recycled rather than freed: CUPTI asks for one on the launching thread
-/// whenever the current one fills, and a fresh malloc of this size is an mmap whose first touch
-/// page-faults and whose free unmaps (TLB shootdowns across the process's threads). A pool keeps
-/// both off the hot path and bounds host memory to the most buffers ever in flight.
-std::mutex g_pool_mu;
-std::vector<uint8_t*> g_pool;
-
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   uint8_t* b = nullptr;
   {
-    std::lock_guard<std::mutex> lock(g_pool_mu);
-    if (!g_pool.empty()) {
-      b = g_pool.back();
-      g_pool.pop_back();
+    std::lock_guard<std::mutex> lock(g.pool_mu);
+    if (!g.pool.empty()) {
+      b = g.pool.back();
+      g.pool.pop_back();
     }
   }
   if (b == nullptr) b = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferSize));
@@ -183,19 +184,29 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 }
 
 void recycle_buffer(uint8_t* buffer) {
-  std::lock_guard<std::mutex> lock(g_pool_mu);
-  g_pool.push_back(buffer);
+  std::lock_guard<std::mutex> lock(g.pool_mu);
+  g.pool.push_back(buffer);
 }
 
+/// Under buffer_mu.
 uint32_t kernel_name_id(Tree& tree, const char* name) {
   if (name == nullptr) name = "<unnamed kernel>";
-  auto it = g_kernel_names.find(name);
-  if (it != g_kernel_names.end()) return it->second;
+  auto it = g.kernel_names.find(name);
+  if (it != g.kernel_names.end()) return it->second;
   int status = 0;
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  uint32_t id = tree.strings.intern(status == 0 && demangled ? demangled : name);
+  const uint32_t id = tree.strings.intern(status == 0 && demangled ? demangled : name);
   std::free(demangled);
-  g_kernel_names.emplace(name, id);
+  g.kernel_names.emplace(name, id);
+  return id;
+}
+
+/// Under buffer_mu: a leaf (or phase) through the buffer thread's cache.
+NodeId leaf(Tree& tree, const NodeKey& key, const KernelConfig* cfg = nullptr) {
+  NodeId id = g.leaves.find(key);
+  if (id != kNoNode) return id;
+  id = tree.child(key, cfg);
+  g.leaves.put(key, id);
   return id;
 }
 
@@ -209,10 +220,10 @@ NodeId replay_context(Session& s, NodeId launch, uint64_t graph_node_id, uint64_
     s.counters.graph_unmapped_ns.fetch_add(ns, std::memory_order_relaxed);
     captured = launch;
   }
-  return s.tree.child(NodeKey{captured, NodeKind::Phase, 2, 0});
+  return leaf(s.tree, NodeKey{captured, NodeKind::Phase, 2, 0});
 }
 
-/// Resolves a correlation id; nullopt-like kNoNode for activity outside the window.
+/// Resolves a correlation id; kNoNode for activity outside the window.
 NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
   NodeId node = kNoNode;
   bool first = false;
@@ -231,9 +242,10 @@ NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
   s.counters.unknown_correlation.fetch_add(1, std::memory_order_relaxed);
   s.counters.unknown_gpu_ns.fetch_add(ns, std::memory_order_relaxed);
   // Thread node keyed 0 = "<unknown>": never lost, always shown.
-  return s.tree.child(NodeKey{kRootNode, NodeKind::Thread, 0, 0});
+  return leaf(s.tree, NodeKey{kRootNode, NodeKind::Thread, 0, 0});
 }
 
+/// Under buffer_mu.
 void process_record(Session& s, const CUpti_Activity* rec) {
   Tree& tree = s.tree;
   s.counters.activity_records.fetch_add(1, std::memory_order_relaxed);
@@ -247,13 +259,17 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       if (k->graphNodeId != 0) ctx = replay_context(s, ctx, k->graphNodeId, ns);
       s.busy.add(k->deviceId, k->start, k->end);
       KernelConfig cfg;
-      cfg.grid[0] = k->gridX; cfg.grid[1] = k->gridY; cfg.grid[2] = k->gridZ;
-      cfg.block[0] = k->blockX; cfg.block[1] = k->blockY; cfg.block[2] = k->blockZ;
+      cfg.grid[0] = k->gridX;
+      cfg.grid[1] = k->gridY;
+      cfg.grid[2] = k->gridZ;
+      cfg.block[0] = k->blockX;
+      cfg.block[1] = k->blockY;
+      cfg.block[2] = k->blockZ;
       cfg.regs = k->registersPerThread;
       cfg.smem_static = k->staticSharedMemory;
       cfg.smem_dynamic = k->dynamicSharedMemory;
-      NodeId leaf = tree.child(NodeKey{ctx, NodeKind::Kernel, kernel_name_id(tree, k->name), k->deviceId}, &cfg);
-      tree.node(leaf).m.add_duration(ns);
+      const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, kernel_name_id(tree, k->name), k->deviceId}, &cfg);
+      tree.node(n).m.add_duration(ns);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -265,11 +281,14 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       s.busy.add(c->deviceId, c->start, c->end);
       // Host side of the copy: the source for host-to-*, the destination for *-to-host.
       uint8_t host_kind = 0;
-      if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA) host_kind = c->srcKind;
-      if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH) host_kind = c->dstKind;
-      NodeId leaf = tree.child(NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
-      tree.node(leaf).m.add_duration(ns);
-      tree.node(leaf).m.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
+      if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA)
+        host_kind = c->srcKind;
+      if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH)
+        host_kind = c->dstKind;
+      const NodeId n =
+          leaf(tree, NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
+      tree.node(n).m.add_duration(ns);
+      tree.node(n).m.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -279,9 +298,9 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       if (ctx == kNoNode) return;
       if (m->graphNodeId != 0) ctx = replay_context(s, ctx, m->graphNodeId, ns);
       s.busy.add(m->deviceId, m->start, m->end);
-      NodeId leaf = tree.child(NodeKey{ctx, NodeKind::Memset, m->deviceId, 0});
-      tree.node(leaf).m.add_duration(ns);
-      tree.node(leaf).m.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
+      const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Memset, m->deviceId, 0});
+      tree.node(n).m.add_duration(ns);
+      tree.node(n).m.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
       return;
     }
     default:
@@ -290,13 +309,13 @@ void process_record(Session& s, const CUpti_Activity* rec) {
 }
 
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
-  Session* s = g_trace_session.load(std::memory_order_acquire);
-  if (s != nullptr && g_api != nullptr && valid > 0) {
-    std::lock_guard<std::mutex> lock(g_buffer_mu);
+  Session* s = g.session.load(std::memory_order_acquire);
+  if (s != nullptr && g.api != nullptr && valid > 0 && !g.floor) {
+    std::lock_guard<std::mutex> lock(g.buffer_mu);
     CUpti_Activity* rec = nullptr;
-    while (g_api->cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) process_record(*s, rec);
+    while (g.api->cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) process_record(*s, rec);
     size_t dropped = 0;
-    if (g_api->cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+    if (g.api->cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
       s->counters.dropped_records.fetch_add(dropped, std::memory_order_relaxed);
     }
   }
@@ -306,10 +325,22 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                          CUPTI_ACTIVITY_KIND_MEMSET};
 
+uint64_t submitted_total(Session& s) {
+  uint64_t n = 0;
+  s.for_each_thread([&](ThreadState& ts) { n += ts.submitted.get(); });
+  return n;
+}
+
+std::string subscribe_error(const CuptiApi& api, CUptiResult r, const char* old_name) {
+  return std::string("CUPTI is already in use") +
+         (old_name && old_name[0] ? std::string(" by '") + old_name + "'" : std::string()) + " (" +
+         api.error_string(r) + "); another profiler (torch.profiler, nsys, ncu, Proton) holds it";
+}
+
 }  // namespace
 
-bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error) {
-  g_api = &api;
+bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::string* error) {
+  g.reset(api, floor);
   CUptiResult r;
   if (api.cuptiSubscribe_v2) {
     char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
@@ -318,46 +349,39 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error
     params.subscriberName = "dlpt";
     params.oldSubscriberName = old_name;
     params.oldSubscriberSize = sizeof(old_name);
-    r = api.cuptiSubscribe_v2(&g_subscriber, on_api, nullptr, &params);
-    if (r != CUPTI_SUCCESS) {
-      *error = std::string("CUPTI is already in use") + (old_name[0] ? std::string(" by '") + old_name + "'" : std::string()) +
-               " (" + api.error_string(r) + "); another profiler (torch.profiler, nsys, ncu, Proton) holds it";
-      g_subscriber = nullptr;
-      return false;
-    }
+    r = api.cuptiSubscribe_v2(&g.subscriber, on_api, nullptr, &params);
+    if (r != CUPTI_SUCCESS) *error = subscribe_error(api, r, old_name);
   } else {
-    r = api.cuptiSubscribe(&g_subscriber, on_api, nullptr);
-    if (r != CUPTI_SUCCESS) {
-      *error = std::string("CUPTI is already in use (") + api.error_string(r) +
-               "); another profiler (torch.profiler, nsys, ncu, Proton) holds it";
-      g_subscriber = nullptr;
-      return false;
-    }
+    r = api.cuptiSubscribe(&g.subscriber, on_api, nullptr);
+    if (r != CUPTI_SUCCESS) *error = subscribe_error(api, r, nullptr);
   }
-  g_apis.reset_stats();
-  g_kernel_names.clear();
+  if (r != CUPTI_SUCCESS) {
+    g.subscriber = nullptr;
+    return false;
+  }
   // Driver API callbacks only. The runtime implements every launch, copy, memset and sync with
   // the driver, so the driver sees them all (cuBLAS and Triton launch through it directly; the
   // runtime alone misses those). Watching both doubled the callbacks per launch: on an H200,
   // small_mlp went 4.41 ms/step (driver only) vs 5.14 (both), base 3.6-4.3, with identical
   // kernel counts and no unknown correlations.
-  const CUpti_CallbackDomain domains[kDomains] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
-  for (int d = 1; d < kDomains; ++d) {
-    for (uint32_t cbid = 1; cbid < kMaxCbid; ++cbid) {
-      const char* name = nullptr;
-      if (api.cuptiGetCallbackName(domains[d], cbid, &name) != CUPTI_SUCCESS || name == nullptr) {
-        g_apis.cls[d][cbid] = kNone;
-        continue;
-      }
-      g_apis.names[d][cbid] = name;
-      g_apis.cls[d][cbid] = classify(name);
-      if (g_apis.cls[d][cbid] != kNone) api.cuptiEnableCallback(1, g_subscriber, domains[d], cbid);
-    }
+  for (uint32_t cbid = 1; cbid < kMaxCbid; ++cbid) {
+    const char* name = nullptr;
+    if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    const uint8_t cls = classify(name);
+    if (cls == kNone) continue;
+    g.cls[cbid] = cls;
+    api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    // Statistics slots run out only if a future CUDA adds many more variants: then the extra
+    // functions are still traced, just not tabulated.
+    if (g.slot_cbid.size() == kMaxWatchedApis) continue;
+    g.slot_cbid.push_back(cbid);
+    g.slot_name.emplace_back(name);
+    g.slot[cbid] = static_cast<uint16_t>(g.slot_cbid.size());
   }
   // Graph node creation and cloning: where replayed kernels were captured.
-  api.cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
-  api.cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
-  g_trace_session.store(&session, std::memory_order_release);
+  api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  g.session.store(&session, std::memory_order_release);
   r = api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   // Hand back filled buffers often, so the records in flight (host memory) stay small however
   // long the run is.
@@ -368,9 +392,9 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error
   if (r != CUPTI_SUCCESS) {
     *error = std::string("CUPTI activity tracing could not be enabled: ") + api.error_string(r);
     for (CUpti_ActivityKind kind : kKinds) api.cuptiActivityDisable(kind);
-    api.cuptiUnsubscribe(g_subscriber);
-    g_subscriber = nullptr;
-    g_trace_session.store(nullptr);
+    api.cuptiUnsubscribe(g.subscriber);
+    g.subscriber = nullptr;
+    g.session.store(nullptr);
     return false;
   }
   session.gpu.store(true);
@@ -379,17 +403,18 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error
 
 TracerStopReport stop_gpu_tracing() {
   TracerStopReport rep;
-  Session* s = g_trace_session.load(std::memory_order_acquire);
-  if (s == nullptr || g_api == nullptr) return rep;
+  Session* s = g.session.load(std::memory_order_acquire);
+  if (s == nullptr || g.api == nullptr) return rep;
   const auto t0 = std::chrono::steady_clock::now();
   // Disable callbacks first: nothing new gets mapped while we drain.
-  g_api->cuptiUnsubscribe(g_subscriber);
-  g_subscriber = nullptr;
+  const CUptiResult unsub = g.api->cuptiUnsubscribe(g.subscriber);
+  if (unsub != CUPTI_SUCCESS) rep.unsubscribe_error = g.api->error_string(unsub);
+  g.subscriber = nullptr;
   uint64_t last_completed = UINT64_MAX;
-  for (int i = 0; i < 200; ++i) {
-    g_api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (int i = 0; i < 200 && !g.floor; ++i) {
+    g.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     const uint64_t done = s->counters.completed.load();
-    if (done >= s->counters.submitted.load()) break;
+    if (done >= submitted_total(*s)) break;
     // A forced flush after the caller synchronised the devices delivers everything finished;
     // a flush that brings nothing new means the rest never produces activity (failed launch,
     // empty copy), so stop waiting instead of hanging the user's program.
@@ -397,38 +422,59 @@ TracerStopReport stop_gpu_tracing() {
     last_completed = done;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  for (CUpti_ActivityKind kind : kKinds) g_api->cuptiActivityDisable(kind);
-  g_api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (CUpti_ActivityKind kind : kKinds) g.api->cuptiActivityDisable(kind);
+  g.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   {
-    std::lock_guard<std::mutex> lock(g_buffer_mu);
-    g_trace_session.store(nullptr, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(g.buffer_mu);
+    g.session.store(nullptr, std::memory_order_release);
+  }
+  // Detach CUPTI from the process. The caller synchronised every device and everything was
+  // flushed, which is what cuptiFinalize asks for. Unsubscribing alone leaves this copy of CUPTI
+  // attached to the driver: a profiler with its own copy (Triton's Proton bundles one) then
+  // cannot subscribe for the rest of the process, and launches keep paying for the hooks.
+  // A later start() attaches again. DLPT_KEEP_CUPTI=1 skips this.
+  const char* keep = std::getenv("DLPT_KEEP_CUPTI");
+  if (g.api->cuptiFinalize && !(keep && *keep && std::strcmp(keep, "0") != 0)) {
+    const CUptiResult fin = g.api->cuptiFinalize();
+    if (fin != CUPTI_SUCCESS) rep.unsubscribe_error = std::string("cuptiFinalize: ") + g.api->error_string(fin);
   }
   {
-    std::lock_guard<std::mutex> lock(g_pool_mu);
-    for (uint8_t* b : g_pool) std::free(b);
-    g_pool.clear();
+    std::lock_guard<std::mutex> lock(g.pool_mu);
+    for (uint8_t* b : g.pool) std::free(b);
+    g.pool.clear();
   }
-  rep.submitted = s->counters.submitted.load();
+  rep.submitted = submitted_total(*s);
   rep.completed = s->counters.completed.load();
   rep.flush_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }
 
-std::vector<ApiStat> api_stats() {
+std::vector<ApiStat> api_stats(Session& s) {
   std::vector<ApiStat> out;
-  for (int d = 0; d < kDomains; ++d)
-    for (uint32_t i = 0; i < kMaxCbid; ++i) {
-      uint64_t calls = g_apis.calls[d][i].load();
-      if (calls == 0) continue;
-      out.push_back({g_apis.names[d][i], calls, g_apis.total[d][i].load(), g_apis.min[d][i].load(), g_apis.max[d][i].load()});
-    }
+  for (size_t i = 0; i < g.slot_cbid.size(); ++i) {
+    ApiStat a{g.slot_name[i], 0, 0, UINT64_MAX, 0};
+    s.for_each_thread([&](ThreadState& ts) {
+      const ApiCounter& c = ts.apis[i];
+      a.calls += c.calls.load(std::memory_order_relaxed);
+      a.total_ns += c.ticks.load(std::memory_order_relaxed);
+      a.min_ns = std::min(a.min_ns, c.min.load(std::memory_order_relaxed));
+      a.max_ns = std::max(a.max_ns, c.max.load(std::memory_order_relaxed));
+    });
+    if (a.calls == 0) continue;
+    a.total_ns = s.rate.to_ns(a.total_ns);
+    a.min_ns = s.rate.to_ns(a.min_ns);
+    a.max_ns = s.rate.to_ns(a.max_ns);
+    out.push_back(a);
+  }
   return out;
 }
 
-std::string sync_api_name(uint64_t key) {
-  int d = static_cast<int>(key >> 16);
-  uint32_t cbid = static_cast<uint32_t>(key & 0xFFFF);
-  if (d < kDomains && cbid < kMaxCbid && !g_apis.names[d][cbid].empty()) return g_apis.names[d][cbid];
+std::string sync_api_name(uint64_t cbid) {
+  if (cbid < kMaxCbid && g.slot[cbid]) return g.slot_name[g.slot[cbid] - 1];
+  const char* name = nullptr;
+  if (cbid < kMaxCbid && g.api &&
+      g.api->cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, static_cast<CUpti_CallbackId>(cbid), &name) == CUPTI_SUCCESS && name)
+    return name;
   return "sync";
 }
 

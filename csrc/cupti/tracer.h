@@ -21,20 +21,22 @@ struct TracerStopReport {
   uint64_t submitted = 0;
   uint64_t completed = 0;
   double flush_s = 0;
+  std::string unsubscribe_error;  // empty when CUPTI was released for other profilers
 };
 
 /// [GIL] Subscribes to CUPTI for `session`. If another client holds CUPTI (torch.profiler, nsys,
-/// ncu, Proton) nothing is touched and false is returned with `error` saying who/what.
-bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error);
+/// ncu, Proton) nothing is touched and false is returned with `error` saying who/what. In floor
+/// mode the same callbacks and activity kinds are enabled, and nothing is done with them.
+bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::string* error);
 
 /// [GIL released by caller] Flushes until every mapped correlation completed (or no progress is
 /// made), then disables activity and unsubscribes so another profiler can subscribe.
 TracerStopReport stop_gpu_tracing();
 
-/// API call statistics of the last session (per CUDA function, outermost calls only).
-std::vector<ApiStat> api_stats();
+/// API call statistics of `s` (per CUDA function, outermost calls only, nanoseconds).
+std::vector<ApiStat> api_stats(Session& s);
 
-/// Name of the CUDA API behind a Sync node key (domain << 16 | cbid).
-std::string sync_api_name(uint64_t key);
+/// Name of the CUDA driver API behind a Sync node key (its callback id).
+std::string sync_api_name(uint64_t cbid);
 
 }  // namespace dlpt

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dlpt.compile.resume import display_name
 from dlpt.contexts import CTX, context_of, tag_contexts
 from dlpt.html.facts import header_facts
 from dlpt.processors import (
@@ -43,8 +44,8 @@ from dlpt.processors import (
     flatten_by_line,
     get_metric,
 )
-from dlpt.renderers.format import frame_name, kernel_config
-from dlpt.report_tree import report_tree
+from dlpt.renderers.format import kernel_config
+from dlpt.report import report_tree
 from dlpt.session import KINDS, Session
 from dlpt.source_text import session_sources
 from dlpt.tree import Node, walk
@@ -103,7 +104,7 @@ class _Strings:
 
 def _display_name(node: Node) -> str:
     if node.kind == "frame":
-        return frame_name(node.name)
+        return display_name(node.name)
     if node.kind == "root":
         return "all"
     return node.name

@@ -12,11 +12,11 @@ import os
 from typing import Any
 
 from dlpt.atomic import write_text_atomic
+from dlpt.compile.resume import display_name
 from dlpt.diff import LineCost, SessionDiff, Side
 from dlpt.html.data import KEYS, METRIC_KEYS
 from dlpt.html.page import document
 from dlpt.processors import METRICS, Metric
-from dlpt.renderers.format import frame_name
 
 __all__ = ["build_diff_model", "render_diff_html", "write_diff_html"]
 
@@ -35,7 +35,7 @@ def _cost(c: LineCost | None) -> dict[str, Any] | None:
     return {
         "file": c.file,
         "line": c.line,
-        "function": frame_name(c.function),
+        "function": display_name(c.function),
         "text": c.text,
         "self": _vector(c.self),
         "inc": _vector(c.inclusive),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from dlpt.compile_events import graph_breaks, recompilations
+from dlpt.compile.events import graph_breaks, recompilations
 from dlpt.renderers.format import Fmt
 from dlpt.session import Session
 from dlpt.tree import Node

@@ -9,10 +9,10 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.compile_events import graph_breaks, recompilations
+from dlpt.compile.events import graph_breaks, recompilations
 from dlpt.renderers.base import View
 from dlpt.renderers.format import Fmt
-from dlpt.renderers.summary import _add_rows, _table
+from dlpt.renderers.tables import Row, add_rows, make_table
 
 
 def _where(file: str, line: int, function: str) -> str:
@@ -32,9 +32,14 @@ class CompileView(View):
         total = sum(ev.get("compile_s", 0.0) for ev in self.events)
         inductor = sum(ev.get("inductor_s", 0.0) for ev in self.events)
         breaks, recompiles = graph_breaks(self.events), recompilations(self.events)
-        yield Text.assemble(("torch.compile", "bold"), (
-            f"  {len(self.events)} compilations, {total:.2f} s compiling (Inductor {inductor:.2f} s), "
-            f"{len(breaks)} graph breaks, {len(recompiles)} recompilations", "dim"))
+        yield Text.assemble(
+            ("torch.compile", "bold"),
+            (
+                f"  {len(self.events)} compilations, {total:.2f} s compiling (Inductor {inductor:.2f} s), "
+                f"{len(breaks)} graph breaks, {len(recompiles)} recompilations",
+                "dim",
+            ),
+        )
         if breaks:
             yield self._located("Graph breaks", "reason", breaks, fmt, width)
         if recompiles:
@@ -43,8 +48,13 @@ class CompileView(View):
     @staticmethod
     def _located(title: str, what: str, rows: list[dict[str, Any]], fmt: Fmt, width: int) -> RenderableType:
         """A table of events at source locations: where, and the reason/guard text."""
-        t = _table(title, fmt)
+        t = make_table(title, fmt)
         t.add_column("where", no_wrap=True)
         t.add_column(what, no_wrap=True, overflow="ellipsis")
-        _add_rows(t, [(_where(r["file"], r["line"], r["function"]), r["reason"]) for r in rows], width, fmt.ascii)
+        add_rows(
+            t,
+            [Row((_where(r["file"], r["line"], r["function"]),), r["reason"]) for r in rows],
+            width,
+            fmt.ascii,
+        )
         return t

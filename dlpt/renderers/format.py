@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import linecache
 import os
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rich import box
 from rich.text import Text
 
+from dlpt.compile.resume import display_name
 from dlpt.processors import Metric
 from dlpt.tree import Node
 
@@ -37,8 +39,12 @@ DETAIL_STYLE = "dim"
 
 # The metric key counting a node's own events, shown in the "calls" column.
 COUNT_KEY: dict[str, str] = {
-    "op": "calls", "scope": "calls", "kernel": "kernels", "memcpy": "copies",
-    "memset": "memsets", "sync": "syncs",
+    "op": "calls",
+    "scope": "calls",
+    "kernel": "kernels",
+    "memcpy": "copies",
+    "memset": "memsets",
+    "sync": "syncs",
 }
 
 
@@ -118,7 +124,7 @@ def source_line(file: str, line: int) -> str:
     return "".join(c if c.isprintable() else " " for c in linecache.getline(file, line).strip())
 
 
-def kernel_config(x: dict) -> str:
+def kernel_config(x: Mapping[str, Any]) -> str:
     """Compact launch configuration in CUDA's own notation: ``<<<(66,2),384>>> regs 168 smem
     227K`` (grid, block; trailing 1s dropped)."""
     parts = []
@@ -129,24 +135,10 @@ def kernel_config(x: dict) -> str:
         parts.append(f"<<<{g},{b}>>>")
     if x.get("regs"):
         parts.append(f"regs {x['regs']}")
-    smem = sum(v for v in (x.get("smem_static"), x.get("smem_dynamic"))
-               if isinstance(v, int) and v > 0)
+    smem = sum(v for v in (x.get("smem_static"), x.get("smem_dynamic")) if isinstance(v, int) and v > 0)
     if smem:
         parts.append(f"smem {smem / 1024:.0f}K" if smem >= 1024 else f"smem {smem}B")
     return " ".join(parts)
-
-
-_RESUME = re.compile(r"(?:^|(?<=\.))torch_dynamo_resume_in_(\w+?)_at_(\d+)$")
-
-
-def frame_name(name: str) -> str:
-    """A function's display name. Dynamo's resume functions (the rest of a function after a
-    graph break, ``torch_dynamo_resume_in_forward_at_44``) read as the function they continue:
-    ``forward (resumed after line 44)``."""
-    m = _RESUME.search(name)
-    if m is None:
-        return name
-    return f"{name[:m.start()]}{m.group(1)} (resumed after line {m.group(2)})"
 
 
 def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> tuple[Text, str]:
@@ -158,7 +150,7 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
     m = node.inclusive if metrics is None else metrics
     if kind == "frame":
         main = Text(f"{os.path.basename(node.file) or node.file}:{node.line} ", LOCATION_STYLE)
-        main.append(fmt.clean(frame_name(node.name)), style)
+        main.append(fmt.clean(display_name(node.name)), style)
         marker = node.extras.get("marker")
         if marker:  # torch.compile events at this line (graph break, recompilations)
             main.append(f" {'!!' if fmt.ascii else '⚠'} {marker}", "bold red")
@@ -176,8 +168,12 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
         return Text(fmt.clean(node.name), style), detail
     if kind == "memcpy":
         detail = " ".join(
-            p for p in (str(node.extras.get("host_mem") or ""),
-                        fmt.bytes(m.get("copy_bytes", 0)) if m.get("copy_bytes") else "") if p
+            p
+            for p in (
+                str(node.extras.get("host_mem") or ""),
+                fmt.bytes(m.get("copy_bytes", 0)) if m.get("copy_bytes") else "",
+            )
+            if p
         )
         return Text(node.name, style), detail
     return Text(fmt.clean(node.name), style), ""
@@ -194,8 +190,7 @@ def truncate(text: Text, width: int, ascii: bool) -> Text:
     return text
 
 
-def fit_label(prefix: str, main: Text, detail: str, width: int, keep_detail: bool,
-              ascii: bool) -> Text:
+def fit_label(prefix: str, main: Text, detail: str, width: int, keep_detail: bool, ascii: bool) -> Text:
     """Assemble ``prefix + main + "  " + detail`` within ``width`` cells, never wrapping.
 
     With ``keep_detail`` (kernels: the launch config matters more than the name's tail) the

@@ -20,8 +20,7 @@ from dlpt.renderers.format import DETAIL_STYLE, fit_label, truncate
 # A linked list, so a row costs O(visible levels) however deep the node is.
 Chain = tuple[bool, "Chain | None", int]
 
-_GUIDES = {False: ("\u2502  ", "   ", "\u251c\u2500 ", "\u2514\u2500 "),
-           True: ("|  ", "   ", "|- ", "`- ")}
+_GUIDES = {False: ("\u2502  ", "   ", "\u251c\u2500 ", "\u2514\u2500 "), True: ("|  ", "   ", "|- ", "`- ")}
 
 
 @dataclass
@@ -54,8 +53,9 @@ def guide_prefix(chain: Chain | None, cap: int, ascii: bool) -> str:
     return "".join(parts)
 
 
-def render_grid(headers: Sequence[str], label_header: str, rows: Sequence[GridRow],
-                width: int, ascii: bool) -> Group:
+def render_grid(
+    headers: Sequence[str], label_header: str, rows: Sequence[GridRow], width: int, ascii: bool
+) -> Group:
     """Lay the rows out in ``width`` cells: a header, a rule, then one Text line per row (one
     Text per line keeps rich's line splitting linear in the number of rows)."""
     ncol = len(headers)
@@ -66,12 +66,12 @@ def render_grid(headers: Sequence[str], label_header: str, rows: Sequence[GridRo
     used = sum(widths) + ncol * 1 + 1  # one space after each cell, one more before the label
     label_w = max(width - used, 10)
     cap = max(4, label_w * 2 // 9)  # guides take at most 2/3 of the label column
-    head = " ".join(h.rjust(w) for h, w in zip(headers, widths)) + "  " + label_header
+    head = " ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)) + "  " + label_header
     rule = ("-" if ascii else "\u2500") * min(width, used + max(len(label_header), label_w))
     lines = [truncate(Text(head, "bold"), width, ascii), Text(rule, DETAIL_STYLE)]
     for r in rows:
         line = Text(no_wrap=True, overflow="ignore")
-        for i, (cell, w) in enumerate(zip(r.cells, widths)):
+        for i, (cell, w) in enumerate(zip(r.cells, widths, strict=True)):
             line.append(cell.rjust(w) + " ", r.cell_styles[i] if r.cell_styles else "")
         line.append(" ")
         prefix = guide_prefix(r.chain, cap, ascii)

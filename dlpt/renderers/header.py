@@ -1,10 +1,12 @@
 """The header panel: what was profiled, for how long, how busy the GPU was, and anything that
-limits trust in the numbers (GPU capture off, dropped or unattributed records) - never hidden."""
+limits trust in the numbers (GPU capture off, dropped or unattributed records, torch.compile
+attribution that failed) - never hidden."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
+from typing import Any
 
 from rich import box
 from rich.console import RenderableType
@@ -21,12 +23,17 @@ def _int(v: object) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
+def _obj(v: object) -> dict[str, Any]:
+    """A meta value that should be an object; {} if it is absent or not one (old sessions)."""
+    return v if isinstance(v, dict) else {}
+
+
 class Header(View):
     """Header panel of a report. ``root`` is the tree before pruning (for totals)."""
 
     gap_before = False
 
-    def __init__(self, meta: dict, root: Node, metric: Metric, fmt: Fmt, notes: list[str]) -> None:
+    def __init__(self, meta: dict[str, Any], root: Node, metric: Metric, fmt: Fmt, notes: list[str]) -> None:
         super().__init__(fmt)
         self.meta, self.root, self.metric, self.notes = meta, root, metric, notes
 
@@ -40,7 +47,7 @@ class Header(View):
         lines.append(title)
 
         wall = _int(meta.get("wall_ns"))
-        steps = meta.get("steps") if isinstance(meta.get("steps"), dict) else {}
+        steps = _obj(meta.get("steps"))
         t = Text(f"wall {fmt.time(wall, per_step=False)}")
         profiled = _int(steps.get("profiled"))
         if profiled:
@@ -54,23 +61,30 @@ class Header(View):
         step_walls = [s for s in meta.get("step_wall_ns") or [] if isinstance(s, int)]
         if step_walls:
             mean = sum(step_walls) / len(step_walls)
-            lines.append(Text(f"step wall: mean {fmt.time(mean, per_step=False)}, "
-                              f"min {fmt.time(min(step_walls), per_step=False)}, "
-                              f"max {fmt.time(max(step_walls), per_step=False)}"))
+            lines.append(
+                Text(
+                    f"step wall: mean {fmt.time(mean, per_step=False)}, "
+                    f"min {fmt.time(min(step_walls), per_step=False)}, "
+                    f"max {fmt.time(max(step_walls), per_step=False)}"
+                )
+            )
 
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
         lines.extend(self._graph_lines(fmt))
 
-        for key, label, style in (("dropped", "dropped", "bold red"),
-                                  ("unattributed", "unattributed", "bold yellow")):
-            d = meta.get(key) if isinstance(meta.get(key), dict) else {}
+        for key, label, style in (
+            ("dropped", "dropped", "bold red"),
+            ("unattributed", "unattributed", "bold yellow"),
+        ):
+            d = _obj(meta.get(key))
             # Counts first, then times: "3 records, 30.0µs GPU time".
             items = sorted(d.items(), key=lambda kv: kv[0].endswith("_ns"))
             parts = [self._fmt_count(fmt, k, v) for k, v in items if _int(v)]
             if parts:
                 note = " (shown under <unknown>)" if key == "unattributed" else ""
                 lines.append(Text(f"{label}: {', '.join(parts)}{note}", style))
+        lines.extend(self._compile_lines())
         versions = [f"{k} {meta[k]}" for k in ("python", "torch", "dlpt") if meta.get(k)]
         if meta.get("started_at"):
             versions.append(f"started {meta['started_at']}")
@@ -78,8 +92,7 @@ class Header(View):
             lines.append(Text(sep.join(versions), "dim"))
         for n in self.notes:
             lines.append(Text(n, "dim"))
-        yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED,
-                    expand=True)
+        yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED, expand=True)
 
     def _totals(self, fmt: Fmt, inc: dict[str, int], sep: str) -> Text:
         per = f"per step (/{fmt.steps}): " if fmt.steps > 0 else "totals: "
@@ -101,16 +114,15 @@ class Header(View):
 
     def _gpu_lines(self, fmt: Fmt, wall: int) -> list[Text]:
         meta = self.meta
-        gpu = meta.get("gpu") if isinstance(meta.get("gpu"), dict) else {}
+        gpu = _obj(meta.get("gpu"))
         lines = []
         if gpu.get("enabled") is False:
             reason = fmt.clean(str(gpu.get("reason") or "reason unknown"))
-            lines.append(Text(f"GPU capture: off - {reason}; CPU-side attribution only",
-                              "bold yellow"))
+            lines.append(Text(f"GPU capture: off - {reason}; CPU-side attribution only", "bold yellow"))
         elif gpu.get("enabled"):
             lines.append(Text("GPU capture: on", "dim"))
         names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
-        busy = meta.get("gpu_busy_ns") if isinstance(meta.get("gpu_busy_ns"), dict) else {}
+        busy = _obj(meta.get("gpu_busy_ns"))
         for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
             d = names.get(dev, {})
             name = f"GPU {dev} {d.get('name', '')}".rstrip()
@@ -129,18 +141,63 @@ class Header(View):
     def _graph_lines(self, fmt: Fmt) -> list[Text]:
         """CUDA graph replays: how much GPU time they are, and whether any could not be traced
         back to where they were captured."""
-        g = self.meta.get("cuda_graphs") if isinstance(self.meta.get("cuda_graphs"), dict) else {}
+        g = _obj(self.meta.get("cuda_graphs"))
         replay = _int(g.get("replay_gpu_ns"))
         if not replay:
             return []
         per = " per step" if fmt.steps else ""
-        lines = [Text(f"CUDA graph replays: {fmt.time(replay)} GPU time{per}, shown under "
-                      f"<cuda graph replay> at the lines that captured them")]
+        lines = [
+            Text(
+                f"CUDA graph replays: {fmt.time(replay)} GPU time{per}, shown under "
+                f"<cuda graph replay> at the lines that captured them"
+            )
+        ]
         lost = _int(g.get("uncaptured_gpu_ns"))
         if lost:
-            lines.append(Text(f"{fmt.time(lost)}{per} of it was captured before profiling started: "
-                              "shown at the replay call instead (start dlpt before the graphs are "
-                              "captured; --skip-first keeps warm-up out of the numbers)", "bold yellow"))
+            lines.append(
+                Text(
+                    f"{fmt.time(lost)}{per} of it was captured before profiling started: "
+                    "shown at the replay call instead (start dlpt before the graphs are "
+                    "captured; --skip-first keeps warm-up out of the numbers)",
+                    "bold yellow",
+                )
+            )
+        return lines
+
+    def _compile_lines(self) -> list[Text]:
+        """What dlpt's torch.compile integration could not do (``meta.capture``, see
+        :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason."""
+        c = _obj(self.meta.get("capture"))
+        lines = []
+        frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
+        generated = f"{frames:,} generated line{'s' if frames != 1 else ''}"
+        if kernels:
+            launches = f"{kernels:,} Inductor kernel launch{'es' if kernels != 1 else ''}"
+            lines.append(
+                Text(
+                    f"{launches} could not be mapped to model lines "
+                    f"(from {generated}; they stay with the compiled call)",
+                    "bold yellow",
+                )
+            )
+        elif frames:
+            lines.append(
+                Text(
+                    f"{generated} of Inductor's code could not be mapped to model lines "
+                    "(their costs stay with the compiled call)",
+                    "bold yellow",
+                )
+            )
+        failed = _obj(c.get("compile_failures"))
+        parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
+        if parts:
+            lines.append(
+                Text(
+                    f"torch.compile attribution incomplete: {', '.join(parts)} failed "
+                    "(details: DLPT_LOG=debug)",
+                    "bold yellow",
+                )
+            )
         return lines
 
     @staticmethod

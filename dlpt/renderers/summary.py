@@ -8,17 +8,14 @@ need their true min/max.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from rich import box
-from rich.console import RenderableType
-from rich.table import Table
+from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
-from dlpt.renderers.format import (
-    ASCII_SIMPLE_HEAD, STYLES, Fmt, fit_label, kernel_config, label_parts, truncate,
-)
 from dlpt.renderers.base import View
+from dlpt.renderers.format import STYLES, Fmt, kernel_config, label_parts
+from dlpt.renderers.tables import Row, add_rows, make_table
 from dlpt.session import Session
 from dlpt.tree import Node, walk
 
@@ -30,7 +27,7 @@ class _Agg:
     bytes: int = 0
     min: int | None = None
     max: int = 0
-    extra: dict = field(default_factory=dict)
+    config: str = ""  # kernels: the launch configuration of the first launch seen
 
     def add(self, count: int, total: int, nbytes: int, mn: int | None, mx: int) -> None:
         self.count += count
@@ -42,35 +39,9 @@ class _Agg:
 
 
 def _gpu_total(session: Session) -> int:
-    return sum(n["m"].get("gpu_ns", 0) + n["m"].get("copy_ns", 0) + n["m"].get("memset_ns", 0)
-               for n in session.nodes)
-
-
-def _add_rows(t: Table, rows: list[tuple], width: int, ascii: bool) -> None:
-    """Add ``rows`` with the value columns pinned to their content width and the last (name)
-    column cut to what is left, so a long name is ellipsised instead of rich squeezing or
-    dropping numbers (and with ``...`` on an ASCII console)."""
-    used = 0
-    for i, col in enumerate(t.columns[:-1]):
-        col.min_width = max([len(str(col.header)), *(Text(r[i]).cell_len if isinstance(r[i], str)
-                                                      else r[i].cell_len for r in rows)])
-        used += col.min_width + 3  # a cell's padding on both sides plus the column divider
-    last = max(width - used, 8)
-    t.columns[-1].max_width = last
-    for r in rows:
-        name = r[-1]
-        if isinstance(name, tuple):  # (main, detail): the name matters more here
-            t.add_row(*r[:-1], fit_label("", name[0], name[1], last, False, ascii))
-            continue
-        name = name if isinstance(name, Text) else Text(str(name))
-        t.add_row(*r[:-1], truncate(name, last, ascii))
-
-
-def _table(title: str, fmt: Fmt, note: str = "") -> Table:
-    t = Table(title=Text(title, "bold") + Text(note, "dim"), title_justify="left",
-              box=ASCII_SIMPLE_HEAD if fmt.ascii else box.SIMPLE_HEAD, show_edge=False,
-              pad_edge=False, header_style="bold")
-    return t
+    return sum(
+        n["m"].get("gpu_ns", 0) + n["m"].get("copy_ns", 0) + n["m"].get("memset_ns", 0) for n in session.nodes
+    )
 
 
 def _per_step(fmt: Fmt) -> str:
@@ -99,31 +70,48 @@ class KernelTable(View):
                 m = n["m"]
                 agg = aggs.get(n["name"])
                 if agg is None:  # the first launch config seen stands for the name
-                    agg = aggs[n["name"]] = _Agg(extra={"config": kernel_config(n.get("x", {}))})
-                agg.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"),
-                        m.get("max_ns", 0))
+                    agg = aggs[n["name"]] = _Agg(config=kernel_config(n.get("x", {})))
+                agg.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"), m.get("max_ns", 0))
         if not aggs:
             return
         gpu_total = _gpu_total(self.session)
-        t = _table("GPU kernels", fmt, _per_step(fmt))
+        t = make_table("GPU kernels", fmt, _per_step(fmt))
         for col in ("calls", "total", "avg", "min", "max", "%"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("kernel", no_wrap=True, overflow="ellipsis", style=STYLES["kernel"])
         ranked = sorted(aggs.items(), key=lambda kv: (-kv[1].total, kv[0]))
-        rows: list[tuple] = []
+        rows: list[Row] = []
         for name, a in ranked[: self.limit]:
             avg = a.total / a.count if a.count else 0
-            rows.append((fmt.count(a.count), fmt.time(a.total), fmt.time(avg, per_step=False),
-                         fmt.time(a.min or 0, per_step=False), fmt.time(a.max, per_step=False),
-                         Fmt.pct(a.total, gpu_total),
-                         (Text(fmt.clean(name), STYLES["kernel"]), a.extra["config"])))
-        rest = ranked[self.limit:]
+            rows.append(
+                Row(
+                    (
+                        fmt.count(a.count),
+                        fmt.time(a.total),
+                        fmt.time(avg, per_step=False),
+                        fmt.time(a.min or 0, per_step=False),
+                        fmt.time(a.max, per_step=False),
+                        Fmt.pct(a.total, gpu_total),
+                    ),
+                    (Text(fmt.clean(name), STYLES["kernel"]), a.config),
+                )
+            )
+        rest = ranked[self.limit :]
         if rest:
-            rows.append((fmt.count(sum(a.count for _, a in rest)),
-                         fmt.time(sum(a.total for _, a in rest)), "", "", "",
-                         Fmt.pct(sum(a.total for _, a in rest), gpu_total),
-                         Text(f"... {len(rest)} more kernels", "dim")))
-        _add_rows(t, rows, width, fmt.ascii)
+            rows.append(
+                Row(
+                    (
+                        fmt.count(sum(a.count for _, a in rest)),
+                        fmt.time(sum(a.total for _, a in rest)),
+                        "",
+                        "",
+                        "",
+                        Fmt.pct(sum(a.total for _, a in rest), gpu_total),
+                    ),
+                    Text(f"... {len(rest)} more kernels", "dim"),
+                )
+            )
+        add_rows(t, rows, width, fmt.ascii)
         yield t
 
 
@@ -140,23 +128,37 @@ class CopyTable(View):
             m, x = n["m"], n.get("x", {})
             if n["kind"] == "memcpy":
                 key = (str(x.get("direction") or n["name"]), str(x.get("host_mem") or ""))
-                aggs.setdefault(key, _Agg()).add(m.get("copies", 0), m.get("copy_ns", 0),
-                                                 m.get("copy_bytes", 0), None, 0)
+                aggs.setdefault(key, _Agg()).add(
+                    m.get("copies", 0), m.get("copy_ns", 0), m.get("copy_bytes", 0), None, 0
+                )
             elif n["kind"] == "memset":
-                aggs.setdefault(("memset", ""), _Agg()).add(m.get("memsets", 0),
-                                                             m.get("memset_ns", 0), 0, None, 0)
+                aggs.setdefault(("memset", ""), _Agg()).add(
+                    m.get("memsets", 0), m.get("memset_ns", 0), 0, None, 0
+                )
         if not aggs:
             return
-        t = _table("GPU copies and memsets", fmt, _per_step(fmt))
-        for col, just in (("direction", "left"), ("host mem", "left"), ("count", "right"),
-                          ("bytes", "right"), ("time", "right"), ("bandwidth", "right")):
-            t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+        t = make_table("GPU copies and memsets", fmt, _per_step(fmt))
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
+            ("direction", "left"),
+            ("host mem", "left"),
+            ("count", "right"),
+            ("bytes", "right"),
+            ("time", "right"),
+            ("bandwidth", "right"),
+        )
+        for col, just in columns:
+            t.add_column(col, justify=just, no_wrap=True)
         for (direction, host), a in sorted(aggs.items(), key=lambda kv: -kv[1].total):
             is_memset = direction == "memset"
             bw = _bandwidth(a.bytes, a.total)
-            t.add_row(Text(direction, STYLES["memset" if is_memset else "memcpy"]), host,
-                      fmt.count(a.count), "" if is_memset else fmt.bytes(a.bytes),
-                      fmt.time(a.total), bw)
+            t.add_row(
+                Text(direction, STYLES["memset" if is_memset else "memcpy"]),
+                host,
+                fmt.count(a.count),
+                "" if is_memset else fmt.bytes(a.bytes),
+                fmt.time(a.total),
+                bw,
+            )
         yield t
 
 
@@ -171,22 +173,29 @@ class ApiTable(View):
         api = [a for a in self.session.meta.get("api") or [] if isinstance(a, dict)]
         if not api:
             return
-        t = _table("CUDA API calls (host time)", fmt, _per_step(fmt))
+        t = make_table("CUDA API calls (host time)", fmt, _per_step(fmt))
         for col in ("calls", "total", "avg", "min", "max"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("function", no_wrap=True, overflow="ellipsis")
         ranked = sorted(api, key=lambda a: (-int(a.get("total_ns", 0)), str(a.get("name"))))
-        rows: list[tuple] = []
+        rows: list[Row] = []
         for a in ranked[: self.limit]:
             calls, total = int(a.get("calls", 0)), int(a.get("total_ns", 0))
-            rows.append((fmt.count(calls), fmt.time(total),
-                         fmt.time(total / calls if calls else 0, per_step=False),
-                         fmt.time(int(a.get("min_ns", 0)), per_step=False),
-                         fmt.time(int(a.get("max_ns", 0)), per_step=False),
-                         fmt.clean(str(a.get("name", "?")))))
+            rows.append(
+                Row(
+                    (
+                        fmt.count(calls),
+                        fmt.time(total),
+                        fmt.time(total / calls if calls else 0, per_step=False),
+                        fmt.time(int(a.get("min_ns", 0)), per_step=False),
+                        fmt.time(int(a.get("max_ns", 0)), per_step=False),
+                    ),
+                    fmt.clean(str(a.get("name", "?"))),
+                )
+            )
         if len(ranked) > self.limit:
-            rows.append(("", "", "", "", "", Text(f"... {len(ranked) - self.limit} more", "dim")))
-        _add_rows(t, rows, width, fmt.ascii)
+            rows.append(Row(("", "", "", "", ""), Text(f"... {len(ranked) - self.limit} more", "dim")))
+        add_rows(t, rows, width, fmt.ascii)
         yield t
 
 
@@ -199,7 +208,7 @@ class SyncTable(View):
         self.root, self.wall_ns, self.limit = root, wall_ns, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        aggs: dict[tuple, tuple[_Agg, Node | None, str]] = {}
+        aggs: dict[tuple[str, str, int], tuple[_Agg, Node | None, str]] = {}
         for node, _ in walk(self.root):
             if node.kind != "sync":
                 continue
@@ -211,12 +220,12 @@ class SyncTable(View):
             agg.add(node.metrics.get("syncs", 0), node.metrics.get("sync_ns", 0), 0, None, 0)
         if not aggs:
             return
-        t = _table("Host waiting on the GPU (synchronisation)", fmt, _per_step(fmt))
+        t = make_table("Host waiting on the GPU (synchronisation)", fmt, _per_step(fmt))
         for col in ("syncs", "wait", "avg", "% wall"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("call  <-  nearest frame", no_wrap=True, overflow="ellipsis")
         ranked = sorted(aggs.values(), key=lambda v: -v[0].total)
-        rows: list[tuple] = []
+        rows: list[Row] = []
         for a, site, name in ranked[: self.limit]:
             where = Text(name.strip("[]").removeprefix("sync "), STYLES["sync"])
             if site is not None:
@@ -225,8 +234,16 @@ class SyncTable(View):
                 where.append_text(main)
                 if detail:
                     where.append("  " + detail, "dim")
-            rows.append((fmt.count(a.count), fmt.time(a.total),
-                         fmt.time(a.total / a.count if a.count else 0, per_step=False),
-                         Fmt.pct(a.total, self.wall_ns), where))
-        _add_rows(t, rows, width, fmt.ascii)
+            rows.append(
+                Row(
+                    (
+                        fmt.count(a.count),
+                        fmt.time(a.total),
+                        fmt.time(a.total / a.count if a.count else 0, per_step=False),
+                        Fmt.pct(a.total, self.wall_ns),
+                    ),
+                    where,
+                )
+            )
+        add_rows(t, rows, width, fmt.ascii)
         yield t

@@ -18,13 +18,18 @@ def _headers(metric: Metric, gpu: bool) -> list[str]:
     return ["total", "%", "self", "calls"] + (["kern"] if gpu else [])
 
 
-def _cells(fmt: Fmt, metric: Metric, total: int, inc: dict[str, int], exc: dict[str, int],
-           kind: str, gpu: bool) -> list[str]:
+def _cells(
+    fmt: Fmt, metric: Metric, total: int, inc: dict[str, int], exc: dict[str, int], kind: str, gpu: bool
+) -> list[str]:
     value = metric(inc)
     own = metric(exc)
     count = exc.get(COUNT_KEY.get(kind, ""), 0)
-    cells = [fmt.value(metric, value), Fmt.pct(value, total),
-             fmt.value(metric, own) if own else "", fmt.count(count) if count else ""]
+    cells = [
+        fmt.value(metric, value),
+        Fmt.pct(value, total),
+        fmt.value(metric, own) if own else "",
+        fmt.count(count) if count else "",
+    ]
     if gpu:
         k = inc.get("kernels", 0)
         cells.append(fmt.count(k) if k else "")
@@ -43,8 +48,7 @@ class TreeView(View):
 
     ``total`` is what percentages are relative to (the unpruned root's total)."""
 
-    def __init__(self, root: Node, metric: Metric, fmt: Fmt, title: str, gpu: bool,
-                 note: str = "") -> None:
+    def __init__(self, root: Node, metric: Metric, fmt: Fmt, title: str, gpu: bool, note: str = "") -> None:
         super().__init__(fmt)
         self.root, self.metric, self.title, self.gpu, self.note = root, metric, title, gpu, note
 
@@ -57,9 +61,15 @@ class TreeView(View):
         while stack:
             node, chain = stack.pop()
             main, detail = label_parts(node, fmt)
-            rows.append(GridRow(_cells(fmt, metric, total, node.inclusive, node.metrics,
-                                       node.kind, gpu),
-                                main, detail, keep_detail=node.kind == "kernel", chain=chain))
+            rows.append(
+                GridRow(
+                    _cells(fmt, metric, total, node.inclusive, node.metrics, node.kind, gpu),
+                    main,
+                    detail,
+                    keep_detail=node.kind == "kernel",
+                    chain=chain,
+                )
+            )
             kids = sorted(node.children, key=lambda c: -metric(c.inclusive))
             depth = 1 if chain is None else chain[2] + 1
             last = len(kids) - 1
@@ -75,8 +85,17 @@ class FlatView(View):
     """A flat profile table: rows sorted by inclusive ``metric``, at most ``limit`` rows,
     rows below ``threshold`` of ``total`` (or zero) left out and counted in a last line."""
 
-    def __init__(self, rows: list[FlatRow], metric: Metric, fmt: Fmt, title: str, gpu: bool,
-                 total: int, threshold: float, limit: int = 40) -> None:
+    def __init__(
+        self,
+        rows: list[FlatRow],
+        metric: Metric,
+        fmt: Fmt,
+        title: str,
+        gpu: bool,
+        total: int,
+        threshold: float,
+        limit: int = 40,
+    ) -> None:
         super().__init__(fmt)
         self.rows, self.metric, self.title, self.gpu = rows, metric, title, gpu
         self.total, self.threshold, self.limit = total, threshold, limit
@@ -90,9 +109,14 @@ class FlatView(View):
         grid_rows = []
         for r in shown[: self.limit]:
             main, detail = label_parts(r.node, fmt, r.inclusive)
-            grid_rows.append(GridRow(_cells(fmt, metric, self.total, r.inclusive, r.self,
-                                            r.node.kind, self.gpu),
-                                     main, detail, keep_detail=r.node.kind == "kernel"))
+            grid_rows.append(
+                GridRow(
+                    _cells(fmt, metric, self.total, r.inclusive, r.self, r.node.kind, self.gpu),
+                    main,
+                    detail,
+                    keep_detail=r.node.kind == "kernel",
+                )
+            )
         yield _title(self.title, fmt, metric, width)
         if not grid_rows:
             yield Text("  (nothing above the threshold)", "dim")

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 180
@@ -45,10 +45,16 @@ def env() -> dict[str, str]:
 
 def run(job: Job) -> Result:
     cmd = [sys.executable, *(["-m", "dlpt"] if job.dlpt else []), *job.args]
-    p = subprocess.run(cmd, cwd=job.cwd, env=env(), capture_output=not job.merged,
-                       stdout=subprocess.PIPE if job.merged else None,
-                       stderr=subprocess.STDOUT if job.merged else None,
-                       text=True, timeout=TIMEOUT_S)
+    p = subprocess.run(
+        cmd,
+        cwd=job.cwd,
+        env=env(),
+        capture_output=not job.merged,
+        stdout=subprocess.PIPE if job.merged else None,
+        stderr=subprocess.STDOUT if job.merged else None,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     return Result(p.returncode, p.stdout, p.stderr or "")
 
 

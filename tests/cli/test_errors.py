@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from .helpers import Job, Result, run_many, write
 
-GOOD = {"format": "dlpt-session", "version": 1, "meta": {"argv": ["x.py"]},
-        "nodes": [{"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "",
-                   "line": 0, "m": {}}]}
+GOOD = {
+    "format": "dlpt-session",
+    "version": 1,
+    "meta": {"argv": ["x.py"]},
+    "nodes": [{"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}],
+}
 
 # name: (dlpt arguments, text the message must contain)
 CASES: dict[str, tuple[list[str], str]] = {
@@ -44,8 +46,22 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict:
     jobs = {name: Job(args, root) for name, (args, _) in CASES.items()}
     jobs["version"] = Job(["--version"], root)
     jobs["load render options"] = Job(
-        ["--load", "good.json", "--view", "bottom-up", "--metric", "cpu", "--threshold", "0",
-         "--depth", "3", "--show-all", "--ascii"], root)
+        [
+            "--load",
+            "good.json",
+            "--view",
+            "bottom-up",
+            "--metric",
+            "cpu",
+            "--threshold",
+            "0",
+            "--depth",
+            "3",
+            "--show-all",
+            "--ascii",
+        ],
+        root,
+    )
     return {"root": root, "results": run_many(jobs)}
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from .helpers import Job, Result, run, run_many, write
 
-SCRIPT = '''\
+SCRIPT = """\
 import os, pathlib, sys
 mode, marker = sys.argv[1], sys.argv[2]
 pathlib.Path(marker).write_text("ran")
@@ -31,7 +31,7 @@ if mode == "exit3":
     sys.exit(3)
 if mode == "exitmsg":
     sys.exit("bye from the script")
-'''
+"""
 
 MODES = {"ok": 0, "exit3": 3, "exitmsg": 1, "raise": 1, "kbint": 130}
 # Profiler options the CLI must hand on (checked in the saved session's meta).
@@ -114,7 +114,7 @@ def test_report_comes_before_traceback_and_load_rerenders_it(env: dict) -> None:
     report = loaded.out.strip()
     assert report
     out = env["results"]["raise"].out
-    assert report in out[:out.index("Traceback")]
+    assert report in out[: out.index("Traceback")]
     # Run apart, the report is on stdout (its header: the other run's timings differ).
     split = env["results"]["raise/split"].out
     head = "\n".join(report.splitlines()[:2])

@@ -11,7 +11,7 @@ from .helpers import Job, Result, run_many, write
 
 # Prints everything a program can observe about how it was started. The class round-trips
 # through pickle, which finds it via sys.modules['__main__'] (as multiprocessing does).
-PROBE = '''\
+PROBE = """\
 import json, os, pickle, sys
 class Point:
     pass
@@ -25,7 +25,7 @@ state = {
     "pickle": type(pickle.loads(pickle.dumps(Point()))) is Point,
 }
 print("PROBE " + json.dumps(state), flush=True)
-'''
+"""
 
 # Arguments that look like dlpt's own options: they belong to the program all the same.
 CASES = ["script", "module", "package", "code", "directory"]
@@ -35,7 +35,7 @@ ARGS = ["--lr", "3", "-o", "x.json", "--view", "flat", "-m", "-c", "--", "--vers
 def _probe(r: Result) -> dict:
     lines = [ln for ln in r.out.splitlines() if ln.startswith("PROBE ")]
     assert r.rc == 0 and len(lines) == 1, (r.rc, r.out, r.err)
-    return json.loads(lines[0][len("PROBE "):])
+    return json.loads(lines[0][len("PROBE ") :])
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +64,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
     for name, args in cases.items():
         jobs[name + "/python"] = Job(args, work, dlpt=False)
         # dlpt's own options go first; -o also proves the split at the program is right.
-        jobs[name + "/dlpt"] = Job(["--threshold", "0", "-o", str(root / f"{name}.json"), *args],
-                                   work)
+        jobs[name + "/dlpt"] = Job(["--threshold", "0", "-o", str(root / f"{name}.json"), *args], work)
     results = run_many(jobs)
     results["root"] = root  # type: ignore[assignment]
     return results

@@ -3,6 +3,7 @@
 usage: python -m tests.gpu.coexist_run {profiler_first,dlpt_first}
 Prints one JSON line with what each tool saw.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """GPU tests: run on a machine with a CUDA GPU via `pytest -m gpu`; skipped everywhere else."""
+
 import pytest
 import torch
 

@@ -4,6 +4,7 @@ subscriber, so tools cannot watch the same process at once). Prints one JSON lin
 
 usage: python -m tests.gpu.reference_run {dlpt,cupti,torchprof}
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,9 @@ STEPS = 20
 
 def build():
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).cuda()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)
+    ).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
     x = torch.randn(512, 1024, device="cuda")
 
@@ -24,6 +27,7 @@ def build():
         opt.zero_grad(set_to_none=True)
         model(x).square().mean().backward()
         opt.step()
+
     return step
 
 
@@ -69,8 +73,11 @@ def with_torchprof(step):
 
     with profile(activities=[ProfilerActivity.CUDA]) as p:
         run(step)
-    evs = [e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA
-           and not e.name.startswith(("Memcpy", "Memset"))]
+    evs = [
+        e
+        for e in p.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA and not e.name.startswith(("Memcpy", "Memset"))
+    ]
     return len(evs), int(sum(e.device_time for e in evs) * 1000)  # device_time is in us
 
 

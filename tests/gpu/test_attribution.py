@@ -1,5 +1,6 @@
 """GPU time lands on the lines that caused it: forward and backward kernels, copies, syncs, streams,
 threads, DataLoader workers, several GPUs. Each test fails if attribution breaks."""
+
 from __future__ import annotations
 
 import threading

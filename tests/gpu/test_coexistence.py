@@ -1,5 +1,6 @@
 """dlpt and torch.profiler in one process: whoever holds CUPTI keeps it, the other degrades or
 waits; nobody crashes and nobody's data is silently broken."""
+
 from __future__ import annotations
 
 import pytest

@@ -6,9 +6,11 @@ The model is defined in this file so "the model's own lines" can be checked exac
 counts as attributed when the innermost frame above it that is neither library code nor
 Inductor's generated wrapper is a line inside TinyGPT's classes.
 """
+
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import dlpt
-from dlpt.processors import is_library_file
+from dlpt.source_files import is_library_file
 from tests.query import GPU_KEYS, Q, line_of
 
 pytestmark = pytest.mark.gpu
@@ -103,7 +105,12 @@ def user_frame(q: Q, nid: int) -> dict | None:
     """Innermost frame above `nid` that is the user's: not library, not generated code."""
     for a in q.ancestors(nid):
         x = a.get("x") or {}
-        if a["kind"] == "frame" and not x.get("generated") and not x.get("library") and not is_library_file(a["file"]):
+        if (
+            a["kind"] == "frame"
+            and not x.get("generated")
+            and not x.get("library")
+            and not is_library_file(a["file"])
+        ):
             return a
     return None
 
@@ -119,9 +126,11 @@ class Share(float):
 
 
 def describe(q: Q, n: dict) -> str:
-    chain = [n] + list(q.ancestors(n["id"]))
-    parts = [f"{a['kind']}:{a['name']}" + (f"@{a['file'].rsplit('/', 1)[-1]}:{a['line']}" if a["file"] else "")
-             for a in reversed(chain[:14])]
+    chain = [n, *q.ancestors(n["id"])]
+    parts = [
+        f"{a['kind']}:{a['name']}" + (f"@{a['file'].rsplit('/', 1)[-1]}:{a['line']}" if a["file"] else "")
+        for a in reversed(chain[:14])
+    ]
     return f"  {sum(n['m'].get(k, 0) for k in GPU_KEYS) / 1e3:.0f}us " + " > ".join(parts)
 
 
@@ -178,16 +187,22 @@ def test_compiled_training_step_fused_kernels_on_model_lines():
         run_steps(step, 6)
     q = keep(prof.session, "compiled_training_step_fused_kernels_on_model_lines")
     opt_line = line_of("opt_step", make_training)
-    model_nodes = [n for n in gpu_leaves(q)
-                   if not any(a["kind"] == "frame" and a["line"] == opt_line and a["file"] == HERE
-                              for a in q.ancestors(n["id"]))]
+    model_nodes = [
+        n
+        for n in gpu_leaves(q)
+        if not any(
+            a["kind"] == "frame" and a["line"] == opt_line and a["file"] == HERE for a in q.ancestors(n["id"])
+        )
+    ]
     assert on_model_lines(q, model_nodes) >= 0.95
 
     triton = [n for n in q.kernels(q.nodes) if n["name"].startswith("triton_")]
     assert triton, "no Inductor kernels recorded"
     assert on_model_lines(q, triton) >= 0.95
     graphs = {(n.get("x") or {}).get("graph", "") for n in triton}
-    assert any(g.endswith("_forward") for g in graphs) and any(g.endswith("_backward") for g in graphs), graphs
+    assert any(g.endswith("_forward") for g in graphs) and any(g.endswith("_backward") for g in graphs), (
+        graphs
+    )
     # Same kernel name in two graphs: two rows, told apart by the graph in their names.
     for n in triton:
         assert n["name"].endswith(f"[{n['x']['graph']}]")
@@ -212,12 +227,17 @@ def test_reduce_overhead_replays_on_capture_lines():
     assert graphs["replay_gpu_ns"] > 0 and graphs["uncaptured_gpu_ns"] == 0
     assert q.gpu_total(model) == pytest.approx(graphs["replay_gpu_ns"], rel=0.01)
     # Forward and backward graphs both replay, and both land on the model's lines.
-    assert any(n["name"].startswith("triton_") and n["x"].get("graph", "").endswith("_backward") for n in model)
+    assert any(
+        n["name"].startswith("triton_") and n["x"].get("graph", "").endswith("_backward") for n in model
+    )
     assert on_model_lines(q, model) >= 0.95
     # Nearly all of the step's model work replays from graphs.
     opt_line = line_of("opt_step", make_training)
-    not_opt = [n for n in gpu_leaves(q)
-               if not any(a["kind"] == "frame" and a["line"] == opt_line for a in q.ancestors(n["id"]))]
+    not_opt = [
+        n
+        for n in gpu_leaves(q)
+        if not any(a["kind"] == "frame" and a["line"] == opt_line for a in q.ancestors(n["id"]))
+    ]
     assert q.gpu_total(model) >= 0.9 * q.gpu_total(not_opt)
 
 
@@ -274,7 +294,9 @@ def test_user_triton_kernel_on_calling_line_with_launch_config():
     def scaled_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
-        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2 + tl.load(y_ptr + offs, mask=mask), mask=mask)
+        tl.store(
+            out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2 + tl.load(y_ptr + offs, mask=mask), mask=mask
+        )
 
     def launch(x, y, out):
         n = x.numel()
@@ -288,7 +310,11 @@ def test_user_triton_kernel_on_calling_line_with_launch_config():
         for _ in range(3):
             launch(x, y, out)
     q = keep(prof.session, "user_triton_kernel_on_calling_line_with_launch_config")
-    ks = [n for n in q.kernels(q.under_line(HERE, line_of("launch", launch))) if n["name"] == "scaled_add_kernel"]
+    ks = [
+        n
+        for n in q.kernels(q.under_line(HERE, line_of("launch", launch)))
+        if n["name"] == "scaled_add_kernel"
+    ]
     assert sum(n["m"]["kernels"] for n in ks) == 3
     assert ks[0]["x"]["grid"] == [1024, 1, 1] and ks[0]["x"]["block"] == [128, 1, 1]
     assert torch.allclose(out, x * 2 + y)
@@ -300,13 +326,20 @@ def test_compiled_optimizer_on_step_line():
         run_steps(step, 5)
     q = keep(prof.session, "compiled_optimizer_on_step_line")
     opt_line = line_of("opt_step", make_training)
-    under_step = [n for n in gpu_leaves(q) if any(
-        a["kind"] == "frame" and a["file"] == HERE and a["line"] == opt_line for a in q.ancestors(n["id"]))]
+    under_step = [
+        n
+        for n in gpu_leaves(q)
+        if any(
+            a["kind"] == "frame" and a["file"] == HERE and a["line"] == opt_line for a in q.ancestors(n["id"])
+        )
+    ]
     compiled_opt = [n for n in q.kernels(under_step) if n["name"].startswith("triton_")]
     assert compiled_opt, "no compiled optimizer kernels under the step line"
     # Every kernel of the optimizer's generated code sits under the step line and nowhere else.
     opt_graphs = {n["x"]["graph"] for n in compiled_opt}
-    elsewhere = [n for n in q.kernels(q.nodes) if (n.get("x") or {}).get("graph") in opt_graphs and n not in under_step]
+    elsewhere = [
+        n for n in q.kernels(q.nodes) if (n.get("x") or {}).get("graph") in opt_graphs and n not in under_step
+    ]
     assert elsewhere == []
     assert user_frame(q, compiled_opt[0]["id"])["line"] == opt_line
 
@@ -321,9 +354,25 @@ def test_compiled_example_report_names_breaks_recompiles_and_model_lines(tmp_pat
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = tmp_path / "s.json"
     env = dict(os.environ, COLUMNS="140", TORCHINDUCTOR_FX_GRAPH_CACHE="0")
-    r = subprocess.run([sys.executable, "-m", "dlpt", "--skip-first", "6", "-o", str(out),
-                        "examples/compiled_gpt.py", "--steps", "10"],
-                       cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dlpt",
+            "--skip-first",
+            "6",
+            "-o",
+            str(out),
+            "examples/compiled_gpt.py",
+            "--steps",
+            "10",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     text = r.stdout
     assert "Graph breaks" in text and "graph_break()" in text
@@ -342,12 +391,17 @@ def test_compiled_example_report_names_breaks_recompiles_and_model_lines(tmp_pat
     # break), not the training loop.
     import ast
 
-    tree = ast.parse(open(example).read())
+    tree = ast.parse(Path(example).read_text())
     logged = next(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "LoggedGPT")
     in_model = range(logged.lineno, logged.end_lineno + 1)
-    on_model = sum(n["m"]["gpu_ns"] for n in triton
-                   if (f := user_frame(q, n["id"])) is not None
-                   and ((f["file"] == model_file and "forward" in f["name"])
-                        or (f["file"] == example and f["line"] in in_model)))
+    on_model = sum(
+        n["m"]["gpu_ns"]
+        for n in triton
+        if (f := user_frame(q, n["id"])) is not None
+        and (
+            (f["file"] == model_file and "forward" in f["name"])
+            or (f["file"] == example and f["line"] in in_model)
+        )
+    )
     assert total > 0 and on_model / total >= 0.95
     assert any(n["x"].get("graph", "").endswith("_backward") for n in triton)

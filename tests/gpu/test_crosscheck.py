@@ -1,5 +1,6 @@
 """dlpt's kernel totals agree with independent CUPTI clients measuring the same workload:
 NVIDIA's cupti-python (count exact, time within 2%) and torch.profiler (within 3%)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Whole models: nearly all GPU time of a training step (backward included) lands on the user's
 source lines, not on library frames or "<unknown>"."""
+
 from __future__ import annotations
 
 import pytest

@@ -21,7 +21,7 @@ from dlpt.diff import diff_sessions
 from dlpt.html import write_html
 from dlpt.html.diff_page import write_diff_html
 from dlpt.processors import METRICS
-from dlpt.report_tree import report_tree
+from dlpt.report import report_tree
 from dlpt.session import Session
 from dlpt.tree import walk
 from tests import sessions as S

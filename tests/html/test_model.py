@@ -12,7 +12,7 @@ from dlpt.contexts import CTX
 from dlpt.html import render_html
 from dlpt.html.data import KEYS, METRIC_KEYS, build_model
 from dlpt.processors import METRICS
-from dlpt.report_tree import report_tree
+from dlpt.report import report_tree
 from dlpt.session import Session
 from tests import sessions as S
 

@@ -1,5 +1,6 @@
 """torch.compile events in the profile: graph breaks at their line with their reason,
 recompilations with the guard that failed, compile time; shown in the report and saved."""
+
 from __future__ import annotations
 
 import io
@@ -10,7 +11,7 @@ from rich.console import Console
 
 import dlpt
 import dlpt.report
-from dlpt.compile_events import graph_breaks, recompilations
+from dlpt.compile.events import graph_breaks, recompilations
 from dlpt.session import Session
 from tests.query import line_of
 
@@ -78,3 +79,21 @@ def test_tree_rows_carry_compile_markers():
     line = line_of("item_break", item_break)
     rows = [r for r in out.getvalue().splitlines() if f"test_compile_events.py:{line} " in r]
     assert rows and any("⚠ graph break" in r for r in rows), rows
+
+
+def first(x):
+    return x.sin() * 2
+
+
+def second(x):
+    return x.cos() * 2
+
+
+def test_a_profile_run_again_reports_only_its_own_compilations():
+    torch._dynamo.reset()
+    prof = dlpt.profile()  # as @dlpt.profile() does at every call of the function
+    with prof:
+        torch.compile(first, backend="eager")(torch.randn(3))
+    with prof:
+        torch.compile(second, backend="eager")(torch.randn(3))
+    assert [ev["function"] for ev in prof.session.meta["compile"]] == ["second"]

@@ -1,5 +1,6 @@
 """torch.compile: ops launched from Inductor's generated code land on the model's own lines,
 forward and compiled backward, under the compiled region and CompiledFunction's phases."""
+
 from __future__ import annotations
 
 import os

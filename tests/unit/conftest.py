@@ -34,7 +34,7 @@ SOURCES = {
         43: "    loss = model(x).square().mean()",
         44: "    loss.backward()",
         45: "    opt.step()",
-        47: "    print(f\"loss {loss.item():.4f}\")",
+        47: '    print(f"loss {loss.item():.4f}")',
         60: "        train_step(model, opt, batch)",
     },
     MODEL: {
@@ -53,10 +53,25 @@ class Builder:
             {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}
         ]
 
-    def add(self, parent: int, kind: str, name: str, file: str = "", line: int = 0,
-            x: dict | None = None, **m: int) -> int:
-        node: dict[str, Any] = {"id": len(self.nodes), "parent": parent, "kind": kind,
-                                "name": name, "file": file, "line": line, "m": m}
+    def add(
+        self,
+        parent: int,
+        kind: str,
+        name: str,
+        file: str = "",
+        line: int = 0,
+        x: dict | None = None,
+        **m: int,
+    ) -> int:
+        node: dict[str, Any] = {
+            "id": len(self.nodes),
+            "parent": parent,
+            "kind": kind,
+            "name": name,
+            "file": file,
+            "line": line,
+            "m": m,
+        }
         if x is not None:
             node["x"] = x
         self.nodes.append(node)
@@ -71,20 +86,52 @@ class Builder:
     def phase(self, parent: int, name: str) -> int:
         return self.add(parent, "phase", name)
 
-    def kernel(self, parent: int, name: str, n: int, ns: int, grid=(1, 1, 1), block=(128, 1, 1),
-               regs: int = 32, smem: int = 0) -> int:
-        x = {"full_name": f"_Z{len(name)}{name}v", "device": 0, "grid": list(grid),
-             "block": list(block), "regs": regs, "smem_static": smem, "smem_dynamic": 0}
-        return self.add(parent, "kernel", name, x=x, kernels=n, gpu_ns=ns,
-                        min_ns=ns // n * 9 // 10, max_ns=ns // n * 12 // 10)
+    def kernel(
+        self,
+        parent: int,
+        name: str,
+        n: int,
+        ns: int,
+        grid=(1, 1, 1),
+        block=(128, 1, 1),
+        regs: int = 32,
+        smem: int = 0,
+    ) -> int:
+        x = {
+            "full_name": f"_Z{len(name)}{name}v",
+            "device": 0,
+            "grid": list(grid),
+            "block": list(block),
+            "regs": regs,
+            "smem_static": smem,
+            "smem_dynamic": 0,
+        }
+        return self.add(
+            parent,
+            "kernel",
+            name,
+            x=x,
+            kernels=n,
+            gpu_ns=ns,
+            min_ns=ns // n * 9 // 10,
+            max_ns=ns // n * 12 // 10,
+        )
 
-    def memcpy(self, parent: int, direction: str, host_mem: str | None, n: int, ns: int,
-               nbytes: int) -> int:
+    def memcpy(self, parent: int, direction: str, host_mem: str | None, n: int, ns: int, nbytes: int) -> int:
         x = {"direction": direction, "device": 0}
         if host_mem:
             x["host_mem"] = host_mem
-        return self.add(parent, "memcpy", f"[memcpy {direction}]", x=x, copies=n, copy_ns=ns,
-                        copy_bytes=nbytes, min_ns=ns // n, max_ns=ns // n)
+        return self.add(
+            parent,
+            "memcpy",
+            f"[memcpy {direction}]",
+            x=x,
+            copies=n,
+            copy_ns=ns,
+            copy_bytes=nbytes,
+            min_ns=ns // n,
+            max_ns=ns // n,
+        )
 
     def dict(self, meta: dict | None = None) -> dict[str, Any]:
         return {"format": "dlpt-session", "version": 1, "meta": meta or {}, "nodes": self.nodes}
@@ -96,22 +143,44 @@ class Builder:
 def gpu_meta(steps: int = 4) -> dict[str, Any]:
     return {
         "argv": ["train.py", "--batch", "64"],
-        "python": "3.11.7", "torch": "2.13.0", "dlpt": "0.1.0",
+        "python": "3.11.7",
+        "torch": "2.13.0",
+        "dlpt": "0.1.0",
         "started_at": "2025-01-01T12:00:00Z",
         "wall_ns": 40_000_000 * steps,
         "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "capability": "9.0"}],
         "gpu": {"enabled": True, "reason": None},
-        "steps": {"profiled": steps, "seen": steps + 2, "skip_first": 2, "active": steps,
-                  "source": "optimizer"},
+        "steps": {
+            "profiled": steps,
+            "seen": steps + 2,
+            "skip_first": 2,
+            "active": steps,
+            "source": "optimizer",
+        },
         "step_wall_ns": [39_000_000, 40_000_000, 41_000_000, 40_000_000][:steps],
         "gpu_busy_ns": {"0": 31_000_000 * steps},
         "api": [
-            {"name": "cudaLaunchKernel", "calls": 40 * steps, "total_ns": 160_000 * steps,
-             "min_ns": 2_500, "max_ns": 12_000},
-            {"name": "cudaMemcpyAsync", "calls": 2 * steps, "total_ns": 30_000 * steps,
-             "min_ns": 9_000, "max_ns": 21_000},
-            {"name": "cudaStreamSynchronize", "calls": 2 * steps, "total_ns": 2_100_000 * steps,
-             "min_ns": 50_000, "max_ns": 2_000_000},
+            {
+                "name": "cudaLaunchKernel",
+                "calls": 40 * steps,
+                "total_ns": 160_000 * steps,
+                "min_ns": 2_500,
+                "max_ns": 12_000,
+            },
+            {
+                "name": "cudaMemcpyAsync",
+                "calls": 2 * steps,
+                "total_ns": 30_000 * steps,
+                "min_ns": 9_000,
+                "max_ns": 21_000,
+            },
+            {
+                "name": "cudaStreamSynchronize",
+                "calls": 2 * steps,
+                "total_ns": 2_100_000 * steps,
+                "min_ns": 50_000,
+                "max_ns": 2_000_000,
+            },
         ],
         "dropped": {"activity_records": 0, "correlations": 0},
         "unattributed": {"gpu_ns": 120_000, "records": 3},
@@ -138,28 +207,58 @@ def build_gpu(steps: int = 4) -> Builder:
         op = b.op(lin, "aten::linear", calls=s, cpu_ns=30_000 * s, api_ns=8_000 * s)
         f = b.phase(op, "<forward>")
         addmm = b.op(f, "aten::addmm", calls=s, cpu_ns=12_000 * s)
-        b.kernel(addmm, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-                 s, 6_000_000 * s, grid=(132, 1, 1), block=(384, 1, 1), regs=168, smem=232_448)
+        b.kernel(
+            addmm,
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            s,
+            6_000_000 * s,
+            grid=(132, 1, 1),
+            block=(384, 1, 1),
+            regs=168,
+            smem=232_448,
+        )
         bw = b.phase(op, "<backward>")
         ab = b.op(bw, "AddmmBackward0", calls=s, cpu_ns=9_000 * s)
         mm = b.op(ab, "aten::mm", calls=2 * s, cpu_ns=15_000 * s)
-        b.kernel(mm, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64", 2 * s,
-                 9_000_000 * s, grid=(66, 2, 1), block=(384, 1, 1), regs=168, smem=232_448)
+        b.kernel(
+            mm,
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64",
+            2 * s,
+            9_000_000 * s,
+            grid=(66, 2, 1),
+            block=(384, 1, 1),
+            regs=168,
+            smem=232_448,
+        )
         if fc == "fc1":
-            relu = b.op(b.frame(step, MODEL, 21, "forward"), "aten::relu", calls=s,
-                        cpu_ns=5_000 * s)
+            relu = b.op(b.frame(step, MODEL, 21, "forward"), "aten::relu", calls=s, cpu_ns=5_000 * s)
             cm = b.op(b.phase(relu, "<forward>"), "aten::clamp_min", calls=s, cpu_ns=4_000 * s)
-            b.kernel(cm, "vectorized_elementwise_kernel<4, clamp_min_scalar_kernel_impl>", s,
-                     400_000 * s, grid=(1024, 1, 1), block=(128, 1, 1), regs=24)
+            b.kernel(
+                cm,
+                "vectorized_elementwise_kernel<4, clamp_min_scalar_kernel_impl>",
+                s,
+                400_000 * s,
+                grid=(1024, 1, 1),
+                block=(128, 1, 1),
+                regs=24,
+            )
     to = b.op(b.frame(mod, TRAIN, 40, "train_step"), "aten::to", calls=s, cpu_ns=3_000 * s)
-    cp = b.op(b.op(b.phase(to, "<forward>"), "aten::_to_copy", calls=s), "aten::copy_", calls=s,
-              cpu_ns=6_000 * s)
+    cp = b.op(
+        b.op(b.phase(to, "<forward>"), "aten::_to_copy", calls=s), "aten::copy_", calls=s, cpu_ns=6_000 * s
+    )
     b.memcpy(cp, "HtoD", "pageable", s, 1_500_000 * s, 16 * 1024 * 1024 * s)
     b.add(cp, "sync", "[sync cudaMemcpyAsync]", syncs=s, sync_ns=1_600_000 * s)
     opt = b.frame(b.frame(mod, TRAIN, 45, "step"), ADAM, 213, "step")
     fe = b.op(opt, "aten::_foreach_add_", calls=s, cpu_ns=40_000 * s)
-    b.kernel(fe, "multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor>",
-             4 * s, 2_000_000 * s, grid=(320, 1, 1), block=(512, 1, 1), regs=40)
+    b.kernel(
+        fe,
+        "multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor>",
+        4 * s,
+        2_000_000 * s,
+        grid=(320, 1, 1),
+        block=(512, 1, 1),
+        regs=40,
+    )
     b.add(fe, "memset", "[memset]", memsets=s, memset_ns=50_000 * s)
     item = b.op(b.frame(mod, TRAIN, 47, "train_step"), "aten::item", calls=s, cpu_ns=2_000 * s)
     b.memcpy(b.op(item, "aten::_local_scalar_dense", calls=s), "DtoH", "pinned", s, 3_000 * s, 4 * s)
@@ -188,8 +287,14 @@ def _sources():
 
 def make_console(width: int = 100, **kw: Any) -> Console:
     """The golden console: fixed width, no colour, not a terminal, recording."""
-    return Console(width=width, color_system=None, force_terminal=False, record=True,
-                   file=open(os.devnull, "w", encoding="utf-8"), **kw)
+    return Console(
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        record=True,
+        file=open(os.devnull, "w", encoding="utf-8"),
+        **kw,
+    )
 
 
 def render_text(renderable: Any, width: int = 100, **kw: Any) -> str:
@@ -209,8 +314,7 @@ def check_golden(name: str, text: str) -> None:
             pytest.fail(f"golden file {path} was missing and has been written; re-run")
     expected = path.read_text(encoding="utf-8")
     assert text == expected, (
-        f"render differs from {path}; inspect and re-run with DLPT_UPDATE_GOLDEN=1 to accept:\n"
-        + text
+        f"render differs from {path}; inspect and re-run with DLPT_UPDATE_GOLDEN=1 to accept:\n" + text
     )
 
 

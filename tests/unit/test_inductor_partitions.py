@@ -1,4 +1,5 @@
 """Graph partitions keep their line maps: same generated text, contexts at the right lines."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,7 @@ import pytest
 wrapper = pytest.importorskip("torch._inductor.codegen.wrapper")
 utils = pytest.importorskip("torch._inductor.utils")
 
-from dlpt import inductor_partitions  # noqa: E402
+from dlpt.compile import failures, inductor_partitions  # noqa: E402
 
 PARTITION = (
     "def partition_0(args):\n"
@@ -48,3 +49,27 @@ def test_partition_line_map_survives_the_splice():
 
 def by_line_of(line_map: dict, ctx: str) -> int:
     return next(line for line, c in line_map.items() if c == ctx)
+
+
+def test_a_method_that_no_longer_fits_is_left_alone_and_counted(monkeypatch):
+    def define_subgraph_launcher_fn(self, name, subgraph_code):  # another torch's version
+        self.subgraph_definitions.writeline(subgraph_code.value)
+
+    monkeypatch.setattr(inductor_partitions, "_installed", False)
+    monkeypatch.setattr(
+        wrapper.PythonWrapperCodegen, "define_subgraph_launcher_fn", define_subgraph_launcher_fn
+    )
+    before = failures.snapshot()
+    assert not inductor_partitions.install()
+    assert wrapper.PythonWrapperCodegen.define_subgraph_launcher_fn is define_subgraph_launcher_fn
+    assert failures.since(before) == {"partition_patch": 1}
+
+
+def test_a_line_map_that_cannot_be_kept_falls_back_to_inductors_splice_and_is_counted():
+    assert inductor_partitions.install()
+    patched = wrapper.PythonWrapperCodegen.define_subgraph_launcher_fn
+    before = failures.snapshot()
+    h = Holder()
+    patched(h, "partition_0", utils.ValueWithLineMap(PARTITION, [(3, "gelu trace", "unexpected")]))
+    assert failures.since(before) == {"partition_line_map": 1}
+    assert h.subgraph_definitions.getvaluewithlinemap().value == splice(inductor_partitions._original).value

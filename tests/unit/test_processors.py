@@ -8,9 +8,19 @@ import pytest
 
 from dlpt.errors import UsageError
 from dlpt.processors import (
-    METRICS, collapse_library, collapse_lone_forward, default_metric, flatten_by_kind,
-    flatten_by_line, get_metric, invert, is_library_file, limit_depth, prune,
+    METRICS,
+    collapse_library,
+    collapse_lone_forward,
+    default_metric,
+    flatten_by_kind,
+    flatten_by_line,
+    get_metric,
+    invert,
+    limit_depth,
+    mark_lines,
+    prune,
 )
+from dlpt.source_files import is_library_file
 from dlpt.tree import Node, build_tree, walk
 
 GPU = METRICS["gpu"]
@@ -38,22 +48,26 @@ def test_default_metric(h) -> None:
     assert default_metric(build_tree(b.session())).name == "cpu"
 
 
-@pytest.mark.parametrize("path, lib", [
-    ("/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", True),
-    ("/usr/lib/python3/dist-packages/numpy/core/fromnumeric.py", True),
-    ("/usr/lib/python3.12/threading.py", True),
-    ("<frozen runpy>", True),
-    (sysconfig.get_paths()["stdlib"] + "/json/__init__.py", True),
-    ("/home/user/proj/train.py", False),
-    ("/home/user/proj/lib/model.py", False),
-    ("<string>", False),
-])
+@pytest.mark.parametrize(
+    "path, lib",
+    [
+        ("/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", True),
+        ("/usr/lib/python3/dist-packages/numpy/core/fromnumeric.py", True),
+        ("/usr/lib/python3.12/threading.py", True),
+        ("<frozen runpy>", True),
+        (sysconfig.get_paths()["stdlib"] + "/json/__init__.py", True),
+        ("/home/user/proj/train.py", False),
+        ("/home/user/proj/lib/model.py", False),
+        ("<string>", False),
+    ],
+)
 def test_is_library_file(path: str, lib: bool) -> None:
     assert is_library_file(path) is lib
 
 
 def test_dlpt_itself_is_library() -> None:
     import dlpt.processors as p
+
     assert is_library_file(p.__file__)
 
 
@@ -100,8 +114,15 @@ def test_collapse_lone_forward(h) -> None:
     b.op(b.phase(lin, "<forward>"), "aten::addmm")
     b.op(b.phase(lin, "<backward>"), "AddmmBackward0")
     out = collapse_lone_forward(build_tree(b.session()))
-    assert _names(out) == ["aten::relu", "  aten::clamp_min", "aten::linear", "  <forward>",
-                           "    aten::addmm", "  <backward>", "    AddmmBackward0"]
+    assert _names(out) == [
+        "aten::relu",
+        "  aten::clamp_min",
+        "aten::linear",
+        "  <forward>",
+        "    aten::addmm",
+        "  <backward>",
+        "    AddmmBackward0",
+    ]
 
 
 def test_prune_threshold(h) -> None:
@@ -152,8 +173,7 @@ def test_bottom_up_callers(h) -> None:
     chain = [gemm.children[0]]
     while chain[-1].children:
         chain.append(chain[-1].children[0])
-    assert [n.name for n in chain[:4]] == ["aten::mm", "AddmmBackward0", "<backward>",
-                                           "aten::linear"]
+    assert [n.name for n in chain[:4]] == ["aten::mm", "AddmmBackward0", "<backward>", "aten::linear"]
     assert {c.line for c in chain[3].children} == {20, 22}  # both call sites, split
     assert sum(GPU(c.inclusive) for c in chain[3].children) == GPU(gemm.inclusive)
 
@@ -189,8 +209,19 @@ def test_flat_by_op_and_kernel(h) -> None:
     assert GPU(by_line[(h.TRAIN, 60)].inclusive) == GPU(root.inclusive) - 120_000  # not <unknown>
 
 
+def test_mark_lines_marks_a_copy_and_leaves_its_input_alone(h) -> None:
+    root = collapse_library(build_tree(h.build_gpu(steps=1).session()))
+    before = [(n.key, dict(n.extras), dict(n.inclusive)) for n, _ in walk(root)]
+    marked = mark_lines(root, {(h.TRAIN, 43): "graph break"})
+    assert [(n.key, dict(n.extras), dict(n.inclusive)) for n, _ in walk(root)] == before
+    flagged = [n for n, _ in walk(marked) if n.extras.get("marker")]
+    assert {(n.file, n.line, n.extras["marker"]) for n in flagged} == {(h.TRAIN, 43, "graph break")}
+    # Apart from the marker, the copy is the same tree.
+    assert [(n.key, dict(n.inclusive)) for n, _ in walk(marked)] == [(k, inc) for k, _, inc in before]
+
+
 def test_exec_frames_called_from_library_fold_like_library() -> None:
-    from dlpt.exec_frames import mark_library_exec_frames
+    from dlpt.capture.exec_frames import mark_library_exec_frames
     from dlpt.processors import collapse_library
     from dlpt.session import Session
     from dlpt.tree import build_tree
@@ -198,13 +229,37 @@ def test_exec_frames_called_from_library_fold_like_library() -> None:
     site = "/opt/venv/lib/python3.12/site-packages/triton/runtime/jit.py"
     nodes = [
         {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
-        {"id": 1, "parent": 0, "kind": "frame", "name": "forward", "file": "/src/model.py", "line": 3, "m": {}},
+        {
+            "id": 1,
+            "parent": 0,
+            "kind": "frame",
+            "name": "forward",
+            "file": "/src/model.py",
+            "line": 3,
+            "m": {},
+        },
         {"id": 2, "parent": 1, "kind": "frame", "name": "run", "file": site, "line": 9, "m": {}},
         {"id": 3, "parent": 2, "kind": "frame", "name": "launcher", "file": "<string>", "line": 5, "m": {}},
-        {"id": 4, "parent": 3, "kind": "kernel", "name": "k", "file": "", "line": 0, "m": {"gpu_ns": 7, "kernels": 1}},
+        {
+            "id": 4,
+            "parent": 3,
+            "kind": "kernel",
+            "name": "k",
+            "file": "",
+            "line": 0,
+            "m": {"gpu_ns": 7, "kernels": 1},
+        },
         # exec'd by the user's own code (python -c): stays the user's
         {"id": 5, "parent": 1, "kind": "frame", "name": "<module>", "file": "<string>", "line": 1, "m": {}},
-        {"id": 6, "parent": 5, "kind": "kernel", "name": "k2", "file": "", "line": 0, "m": {"gpu_ns": 3, "kernels": 1}},
+        {
+            "id": 6,
+            "parent": 5,
+            "kind": "kernel",
+            "name": "k2",
+            "file": "",
+            "line": 0,
+            "m": {"gpu_ns": 3, "kernels": 1},
+        },
     ]
     mark_library_exec_frames(nodes)
     assert nodes[3]["x"]["library"] is True and "x" not in nodes[5]

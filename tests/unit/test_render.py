@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from dlpt.errors import UsageError
-from dlpt.renderers import VIEWS, print_report, render
+from dlpt.report import VIEWS, print_report, render
 from dlpt.session import Session
 
 
@@ -25,19 +25,22 @@ def cpu_session(h) -> Session:
     lin = b.op(fwd, "aten::linear", calls=10, cpu_ns=300_000)
     b.op(b.phase(lin, "<forward>"), "aten::addmm", calls=10, cpu_ns=2_100_000)
     bw = b.phase(lin, "<backward>")
-    b.op(b.op(bw, "AddmmBackward0", calls=10, cpu_ns=200_000), "aten::mm", calls=20,
-         cpu_ns=3_000_000)
+    b.op(b.op(bw, "AddmmBackward0", calls=10, cpu_ns=200_000), "aten::mm", calls=20, cpu_ns=3_000_000)
     b.op(b.frame(mod, h.TRAIN, 47, "train_step"), "aten::item", calls=10, cpu_ns=40_000)
     sc = b.add(mod, "scope", "data_loading", calls=10, cpu_ns=0)
     b.op(sc, "aten::cat", calls=10, cpu_ns=1_500_000)
     b.add(0, "thread", "<thread 140221>")
-    return b.session({
-        "argv": ["bench.py", "--cpu"], "wall_ns": 9_000_000_000, "devices": [],
-        "gpu": {"enabled": False, "reason": "CUPTI is held by another profiler"},
-        "steps": {"profiled": 0, "seen": 0, "skip_first": 0, "active": None, "source": None},
-        "dropped": {"activity_records": 12, "correlations": 0},
-        "unattributed": {"gpu_ns": 0, "records": 0},
-    })
+    return b.session(
+        {
+            "argv": ["bench.py", "--cpu"],
+            "wall_ns": 9_000_000_000,
+            "devices": [],
+            "gpu": {"enabled": False, "reason": "CUPTI is held by another profiler"},
+            "steps": {"profiled": 0, "seen": 0, "skip_first": 0, "active": None, "source": None},
+            "dropped": {"activity_records": 12, "correlations": 0},
+            "unattributed": {"gpu_ns": 0, "records": 0},
+        }
+    )
 
 
 GOLDEN_CASES = {
@@ -46,12 +49,13 @@ GOLDEN_CASES = {
     "flat": lambda h: (h.build_gpu().session(h.gpu_meta()), {"view": "flat"}),
     "summary": lambda h: (h.build_gpu().session(h.gpu_meta()), {"view": "summary"}),
     "kernels": lambda h: (h.build_gpu().session(h.gpu_meta()), {"view": "kernels"}),
-    "tree_show_all_depth6": lambda h: (h.build_gpu().session(h.gpu_meta()),
-                                       {"show_all": True, "depth": 6}),
+    "tree_show_all_depth6": lambda h: (h.build_gpu().session(h.gpu_meta()), {"show_all": True, "depth": 6}),
     "tree_sync_metric": lambda h: (h.build_gpu().session(h.gpu_meta()), {"metric": "sync"}),
     "tree_cpu_only": lambda h: (cpu_session(h), {}),
-    "tree_ascii_80": lambda h: (h.build_gpu(steps=1).session(h.gpu_meta(steps=1)),
-                                {"ascii": True, "width": 80}),
+    "tree_ascii_80": lambda h: (
+        h.build_gpu(steps=1).session(h.gpu_meta(steps=1)),
+        {"ascii": True, "width": 80},
+    ),
 }
 
 
@@ -81,8 +85,7 @@ def test_non_utf8_console_falls_back_to_ascii(h) -> None:
 @pytest.mark.parametrize("width", [50, 80, 100, 160])
 @pytest.mark.parametrize("view", VIEWS)
 def test_fits_width(h, view: str, width: int) -> None:
-    text = h.render_text(render(h.build_gpu().session(h.gpu_meta()), view=view, show_all=True),
-                         width=width)
+    text = h.render_text(render(h.build_gpu().session(h.gpu_meta()), view=view, show_all=True), width=width)
     assert max(len(line) for line in text.splitlines()) <= width
 
 
@@ -124,6 +127,31 @@ def test_trust_lines_never_hidden(h) -> None:
     assert "busy 31.00ms of 40.00ms wall (77.5%), idle 22.5%" in gpu
 
 
+def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
+    meta = h.gpu_meta()
+    meta["capture"] = {
+        "compile_failures": {"line_map": 3, "compile_metrics": 1},
+        "inductor_unmapped_frames": 2,
+        "inductor_unmapped_kernels": 12,
+    }
+    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    assert (
+        "12 Inductor kernel launches could not be mapped to model lines (from 2 generated lines; "
+        "they stay with the compiled call)"
+    ) in text
+    assert (
+        "torch.compile attribution incomplete: compile_metrics x1, line_map x3 failed "
+        "(details: DLPT_LOG=debug)"
+    ) in text
+    meta["capture"] = {"inductor_unmapped_frames": 2, "inductor_unmapped_kernels": 0}  # CPU: ops only
+    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    assert "2 generated lines of Inductor's code could not be mapped to model lines" in text
+    assert "attribution incomplete" not in text
+    meta["capture"] = {"compile_failures": {}, "inductor_unmapped_frames": 0, "inductor_unmapped_kernels": 0}
+    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    assert "Inductor" not in text and "attribution incomplete" not in text
+
+
 def test_source_text_present_and_absent(h, tmp_path: Path) -> None:
     src = tmp_path / "real.py"
     src.write_text("import torch\ny = torch.ones(3).cuda()  # make it\n")
@@ -145,14 +173,17 @@ def test_long_kernel_names_keep_launch_config(h) -> None:
     assert len(line) <= 100
 
 
-@pytest.mark.parametrize("opts, what", [
-    ({"view": "sideways"}, "unknown view"),
-    ({"metric": "bogus"}, "unknown metric"),
-    ({"threshold": 1.5}, "threshold"),
-    ({"threshold": -0.1}, "threshold"),
-    ({"depth": 0}, "depth"),
-    ({"depth": "3"}, "depth"),
-])
+@pytest.mark.parametrize(
+    "opts, what",
+    [
+        ({"view": "sideways"}, "unknown view"),
+        ({"metric": "bogus"}, "unknown metric"),
+        ({"threshold": 1.5}, "threshold"),
+        ({"threshold": -0.1}, "threshold"),
+        ({"depth": 0}, "depth"),
+        ({"depth": "3"}, "depth"),
+    ],
+)
 def test_bad_options(h, opts: dict, what: str) -> None:
     with pytest.raises(UsageError, match=what):
         render(h.build_gpu().session(), **opts)

@@ -43,12 +43,25 @@ def test_save_failure_leaves_no_temp(tmp_path: Path) -> None:
 
 
 def test_from_dict_normalises_defaults() -> None:
-    s = Session.from_dict({"format": "dlpt-session", "version": 1, "nodes": [
-        {"id": 0, "parent": -1, "kind": "root", "name": "<root>"},
-        {"id": 1, "parent": 0, "kind": "op", "name": "aten::mm", "m": {"calls": 2}},
-    ]})
-    assert s.nodes[1] == {"id": 1, "parent": 0, "kind": "op", "name": "aten::mm",
-                          "file": "", "line": 0, "m": {"calls": 2}}
+    s = Session.from_dict(
+        {
+            "format": "dlpt-session",
+            "version": 1,
+            "nodes": [
+                {"id": 0, "parent": -1, "kind": "root", "name": "<root>"},
+                {"id": 1, "parent": 0, "kind": "op", "name": "aten::mm", "m": {"calls": 2}},
+            ],
+        }
+    )
+    assert s.nodes[1] == {
+        "id": 1,
+        "parent": 0,
+        "kind": "op",
+        "name": "aten::mm",
+        "file": "",
+        "line": 0,
+        "m": {"calls": 2},
+    }
     assert s.meta == {}
 
 
@@ -95,19 +108,21 @@ def test_truncated(tmp_path: Path, h, cut: int) -> None:
     assert "truncated" in _load_error(_write(tmp_path, text[:cut]))
 
 
-@pytest.mark.parametrize("doc, what", [
-    ([1, 2, 3], "top level is list"),
-    ({"nodes": []}, "format is None"),
-    ({"format": "chrome-trace", "version": 1, "nodes": []}, "format is 'chrome-trace'"),
-    ({"format": "dlpt-session", "version": 2, "nodes": []}, "newer dlpt"),
-    ({"format": "dlpt-session", "version": "1", "nodes": []}, "invalid session version"),
-    ({"format": "dlpt-session", "version": 0, "nodes": []}, "invalid session version"),
-    ({"format": "dlpt-session", "version": 1, "nodes": {}}, "'nodes' must be a list"),
-    ({"format": "dlpt-session", "version": 1, "nodes": []}, "empty"),
-    ({"format": "dlpt-session", "version": 1, "meta": [], "nodes": []}, "'meta' must be"),
-    ({"format": "dlpt-session", "version": 1, "meta": {"wall_ns": "1s"}, "nodes": []},
-     "meta.wall_ns"),
-])
+@pytest.mark.parametrize(
+    "doc, what",
+    [
+        ([1, 2, 3], "top level is list"),
+        ({"nodes": []}, "format is None"),
+        ({"format": "chrome-trace", "version": 1, "nodes": []}, "format is 'chrome-trace'"),
+        ({"format": "dlpt-session", "version": 2, "nodes": []}, "newer dlpt"),
+        ({"format": "dlpt-session", "version": "1", "nodes": []}, "invalid session version"),
+        ({"format": "dlpt-session", "version": 0, "nodes": []}, "invalid session version"),
+        ({"format": "dlpt-session", "version": 1, "nodes": {}}, "'nodes' must be a list"),
+        ({"format": "dlpt-session", "version": 1, "nodes": []}, "empty"),
+        ({"format": "dlpt-session", "version": 1, "meta": [], "nodes": []}, "'meta' must be"),
+        ({"format": "dlpt-session", "version": 1, "meta": {"wall_ns": "1s"}, "nodes": []}, "meta.wall_ns"),
+    ],
+)
 def test_foreign_or_versioned(tmp_path: Path, doc: object, what: str) -> None:
     assert what in _load_error(_write(tmp_path, json.dumps(doc)))
 
@@ -119,29 +134,32 @@ def _node(**kw: object) -> dict:
     return {"id": 1, "parent": 0, "kind": "op", "name": "aten::mm", **kw}
 
 
-@pytest.mark.parametrize("nodes, what", [
-    ([{"id": 0, "parent": -1, "kind": "op", "name": "x"}], "must be the root"),
-    ([{**ROOT, "parent": 0}], "must be the root"),
-    ([ROOT, "node"], "expected an object"),
-    ([ROOT, {"id": 1, "parent": 0, "kind": "op"}], "required field 'name'"),
-    ([ROOT, _node(id=5)], "ids must equal"),
-    ([ROOT, _node(id=True)], "ids must equal"),
-    ([ROOT, _node(parent=1)], "earlier node"),
-    ([ROOT, _node(parent=7)], "earlier node"),
-    ([ROOT, _node(parent=-1)], "earlier node"),
-    ([ROOT, _node(parent="0")], "non-integer parent"),
-    ([ROOT, _node(kind="widget")], "unknown kind"),
-    ([ROOT, _node(kind="root")], "second root"),
-    ([ROOT, _node(name=3)], "non-string name"),
-    ([ROOT, _node(file=None)], "non-string file"),
-    ([ROOT, _node(line="12")], "invalid line"),
-    ([ROOT, _node(line=-1)], "invalid line"),
-    ([ROOT, _node(m=[1])], "metrics 'm'"),
-    ([ROOT, _node(m={"gpu_ns": 1.5})], "invalid metric 'gpu_ns'"),
-    ([ROOT, _node(m={"gpu_ns": -1})], "invalid metric 'gpu_ns'"),
-    ([ROOT, _node(m={"calls": True})], "invalid metric 'calls'"),
-    ([ROOT, _node(x="grid")], "extras 'x'"),
-])
+@pytest.mark.parametrize(
+    "nodes, what",
+    [
+        ([{"id": 0, "parent": -1, "kind": "op", "name": "x"}], "must be the root"),
+        ([{**ROOT, "parent": 0}], "must be the root"),
+        ([ROOT, "node"], "expected an object"),
+        ([ROOT, {"id": 1, "parent": 0, "kind": "op"}], "required field 'name'"),
+        ([ROOT, _node(id=5)], "ids must equal"),
+        ([ROOT, _node(id=True)], "ids must equal"),
+        ([ROOT, _node(parent=1)], "earlier node"),
+        ([ROOT, _node(parent=7)], "earlier node"),
+        ([ROOT, _node(parent=-1)], "earlier node"),
+        ([ROOT, _node(parent="0")], "non-integer parent"),
+        ([ROOT, _node(kind="widget")], "unknown kind"),
+        ([ROOT, _node(kind="root")], "second root"),
+        ([ROOT, _node(name=3)], "non-string name"),
+        ([ROOT, _node(file=None)], "non-string file"),
+        ([ROOT, _node(line="12")], "invalid line"),
+        ([ROOT, _node(line=-1)], "invalid line"),
+        ([ROOT, _node(m=[1])], "metrics 'm'"),
+        ([ROOT, _node(m={"gpu_ns": 1.5})], "invalid metric 'gpu_ns'"),
+        ([ROOT, _node(m={"gpu_ns": -1})], "invalid metric 'gpu_ns'"),
+        ([ROOT, _node(m={"calls": True})], "invalid metric 'calls'"),
+        ([ROOT, _node(x="grid")], "extras 'x'"),
+    ],
+)
 def test_malformed_node_table(tmp_path: Path, nodes: list, what: str) -> None:
     doc = {"format": "dlpt-session", "version": 1, "meta": {}, "nodes": nodes}
     msg = _load_error(_write(tmp_path, json.dumps(doc)))

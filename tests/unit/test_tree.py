@@ -48,8 +48,7 @@ def test_inclusive_exclusive(h) -> None:
     assert {k: root.inclusive[k] for k in totals} == totals
     assert root.inclusive["gpu_ns"] == 2 * (6_000_000 + 9_000_000) + 400_000 + 2_000_000 + 120_000
     for node, _ in walk(root):
-        expect = node.metrics.get("gpu_ns", 0) + sum(c.inclusive.get("gpu_ns", 0)
-                                                     for c in node.children)
+        expect = node.metrics.get("gpu_ns", 0) + sum(c.inclusive.get("gpu_ns", 0) for c in node.children)
         assert node.inclusive.get("gpu_ns", 0) == expect
     assert root.metrics == {}
 

@@ -15,19 +15,20 @@ import site
 from types import ModuleType
 from typing import Any
 
+from dlpt.capture.kernel_names import shorten_kernel_name
 from dlpt.errors import NativeUnavailableError
-from dlpt.kernel_names import shorten_kernel_name
 
 _module: ModuleType | None = None
 
 
-def native() -> ModuleType:
+def core() -> ModuleType:
     """Return ``dlpt._C``, importing torch first (the extension links against its libraries)."""
     global _module
     if _module is None:
         try:
             import torch  # noqa: F401  (loads libtorch_cpu/libc10 that _C needs)
-            from dlpt import _C  # type: ignore[attr-defined]
+
+            from dlpt import _C  # type: ignore[attr-defined]  # a compiled module, no stub
         except ImportError as e:
             raise NativeUnavailableError(
                 f"dlpt's native extension is not built or does not match this torch ({e}).\n"
@@ -47,15 +48,14 @@ def cupti_candidates() -> list[str]:
     override = os.environ.get("DLPT_CUPTI_PATH")
     if override:
         out.append(override)
-    roots = list(site.getsitepackages()) + [site.getusersitepackages()]
+    roots = [*site.getsitepackages(), site.getusersitepackages()]
     for root in roots:
         for sub in ("cu13", "cu12", "cuda_cupti"):
             out += sorted(glob.glob(os.path.join(root, "nvidia", sub, "lib", "libcupti.so*")))
     for home in filter(None, [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]):
         for sub in ("extras/CUPTI/lib64", "lib64", "lib"):
             out += sorted(glob.glob(os.path.join(home, sub, "libcupti.so*")))
-    seen: set[str] = set()
-    return [p for p in out if not (p in seen or seen.add(p))]
+    return list(dict.fromkeys(out))  # first occurrence of each, in order
 
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
@@ -87,14 +87,21 @@ def to_nodes(raw: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """Convert the core's node tuples into session nodes."""
     nodes: list[dict[str, Any]] = []
     for nid, parent, kind, name, file, line, metrics, extras in raw:
-        node: dict[str, Any] = {"id": nid, "parent": parent, "kind": kind, "name": name,
-                                "file": file, "line": line, "m": _metrics(kind, metrics)}
+        node: dict[str, Any] = {
+            "id": nid,
+            "parent": parent,
+            "kind": kind,
+            "name": name,
+            "file": file,
+            "line": line,
+            "m": _metrics(kind, metrics),
+        }
         x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()}
         if kind == "kernel":
             x["full_name"] = name
             node["name"] = shorten_kernel_name(name)
         elif kind == "sync":
-            node["name"] = "[sync " + api_display_name(name[len("[sync "):-1]) + "]"
+            node["name"] = "[sync " + api_display_name(name[len("[sync ") : -1]) + "]"
         if x:
             node["x"] = x
         nodes.append(node)

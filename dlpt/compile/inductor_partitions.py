@@ -11,7 +11,8 @@ This module re-splices the same text with the line contexts kept in place. The g
 byte-for-byte what Inductor writes without it; only the line map it registers is complete. It is
 installed at the start of the first compilation seen while a profile runs (importing Inductor
 earlier would cost seconds) and stays for the rest of the process, so later compilations keep
-their maps too. On a torch whose method does something else, nothing is patched.
+their maps too. On a torch whose method does something else, nothing is patched, and each
+compilation counts a ``partition_patch`` failure (:mod:`dlpt.compile.failures`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import inspect
 import textwrap
 from typing import Any
+
+from dlpt.compile import failures
 
 _EXPECTED = "subgraph_definitions.splice(subgraph_code.value)"
 _installed = False
@@ -35,9 +38,12 @@ def install() -> bool:
         from torch._inductor.utils import IndentedBuffer, LineContext
 
         original = PythonWrapperCodegen.define_subgraph_launcher_fn
-        if _EXPECTED not in inspect.getsource(original):
-            return False
-    except Exception:  # another torch: leave it alone
+        source = inspect.getsource(original)
+    except Exception as e:  # noqa: BLE001 - another torch: leave it alone; counted
+        failures.record("partition_patch", e)
+        return False
+    if _EXPECTED not in source:
+        failures.record("partition_patch", detail=f"define_subgraph_launcher_fn no longer has {_EXPECTED!r}")
         return False
 
     def define_subgraph_launcher_fn(self: Any, name: str, subgraph_code: Any) -> None:
@@ -59,10 +65,12 @@ def install() -> bool:
                 for ctx in contexts.get(i, ()):
                     buf._lines.append(LineContext(ctx))
                 buf._lines.append(text)
-        except Exception:  # never break a compilation over a line map
+        except Exception as e:  # noqa: BLE001 - never break a compilation over a line map; counted
+            failures.record("partition_line_map", e)
             return original(self, name, subgraph_code)
         self.subgraph_definitions.splice(buf)
 
+    # Replacing a method is the point of this patch (mypy forbids assigning to methods).
     PythonWrapperCodegen.define_subgraph_launcher_fn = define_subgraph_launcher_fn  # type: ignore[method-assign]
     _original = original
     _installed = True

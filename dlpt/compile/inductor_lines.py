@@ -13,15 +13,26 @@ and the backward graph, or in two compiled functions, stays apart) and the ATen 
 kernel was made from (Inductor's ``# Topologically Sorted Source Nodes: [...], Original ATen:
 [...]`` comments, at the kernel's definition and at its call).
 
-Needs no Inductor config change. Sessions loaded later are already mapped.
+Needs no Inductor config change. Sessions loaded later are already mapped. Generated frames that
+get no model line are counted (:class:`LineMapResult`) and the report says so; failures to read
+the line map are counted too (:mod:`dlpt.compile.failures`).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
+import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
+
+from dlpt.compile import failures
+
+__all__ = ["LineMapResult", "map_generated_frames", "wrapper_info"]
+
+_log = logging.getLogger(__name__)
 
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\[\s*'([^']+)'")
 _ORIGIN = re.compile(r"#.*Original ATen:\s*\[([^\]]*)\]")
@@ -38,7 +49,8 @@ def wrapper_info(path: str) -> tuple[str, dict[str, tuple[str, ...]]]:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = f.readlines()
-    except OSError:
+    except OSError as e:  # the cache was cleaned since: no labels (counted once per file)
+        failures.record("wrapper_source", e)
         return "", {}
     graph = ""
     fused: dict[str, tuple[str, ...]] = {}
@@ -75,23 +87,41 @@ def _label_kernel(node: dict[str, Any], module: str) -> None:
 
 
 def _mapper() -> Any:
-    try:
-        from torch._inductor.codecache import PyCodeCache
-    except Exception:
+    """Inductor's ``PyCodeCache`` if Inductor generated code in this process, else None.
+
+    Generated code is loaded through ``torch._inductor.codecache``, so without that module in
+    ``sys.modules`` there is nothing to map (and importing it here would cost seconds)."""
+    codecache = sys.modules.get("torch._inductor.codecache")
+    if codecache is None:
         return None
-    if not getattr(PyCodeCache, "linemaps", None):
+    cache: Any = getattr(codecache, "PyCodeCache", None)
+    if not isinstance(getattr(cache, "linemaps", None), dict) or not hasattr(cache, "stack_frames_for_code"):
+        failures.record(
+            "line_map", detail="torch._inductor.codecache.PyCodeCache has no linemaps/stack_frames_for_code"
+        )
         return None
-    return PyCodeCache
+    return cache if cache.linemaps else None
 
 
-def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Return the node table with user frames inserted under every mapped generated frame.
+@dataclass
+class LineMapResult:
+    """The node table with model frames inserted, and what could not be mapped: generated frames
+    (innermost ones, which have costs beneath them) whose line has no model line, and the kernel
+    launches beneath those frames."""
+
+    nodes: list[dict[str, Any]]
+    unmapped_frames: int = 0
+    unmapped_kernels: int = 0
+
+
+def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
+    """Insert user frames under every mapped generated frame of the node table.
 
     Node ids are renumbered (depth-first) so parents still come before children.
     """
     cache = _mapper()
     if cache is None:
-        return nodes
+        return LineMapResult(nodes)
     # Generated frames, with the model frames of their line (outermost first; empty when the
     # line has no entry, e.g. the wrapper's own bookkeeping).
     chains: dict[int, list[dict[str, Any]]] = {}
@@ -99,11 +129,12 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if n["kind"] == "frame" and n["file"] in cache.linemaps:
             try:
                 frames = cache.stack_frames_for_code(n["file"], n["line"])
-            except Exception:  # a profiler must not fail over a line map
+            except Exception as e:  # noqa: BLE001 - never fail a profile over a line map; counted
+                failures.record("line_map", e)
                 frames = None
             chains[n["id"]] = list(reversed(frames or []))
     if not chains:
-        return nodes
+        return LineMapResult(nodes)
     children: dict[int, list[int]] = defaultdict(list)
     for n in nodes:
         if n["parent"] >= 0:
@@ -112,11 +143,21 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # partition, `self.partitions[0](args)`) has no model line of its own: the line map gives
     # such a line whatever context came before it. Only the innermost generated frame maps.
     calls_generated: set[int] = set()
+    launches = [n["m"].get("kernels", 0) for n in nodes]  # kernel launches at or below each node
     for n in reversed(nodes):  # children come after their parents
-        if (n["id"] in chains or n["id"] in calls_generated) and n["parent"] >= 0:
-            calls_generated.add(n["parent"])
+        if n["parent"] >= 0:
+            launches[n["parent"]] += launches[n["id"]]
+            if n["id"] in chains or n["id"] in calls_generated:
+                calls_generated.add(n["parent"])
     for nid in calls_generated & chains.keys():
         chains[nid] = []
+    unmapped = [nid for nid, chain in chains.items() if not chain and nid not in calls_generated]
+    if unmapped:
+        _log.debug(
+            "Inductor line map: %d generated lines have no model line, e.g. %s",
+            len(unmapped),
+            ", ".join(f"{nodes[i]['file']}:{nodes[i]['line']}" for i in unmapped[:5]),
+        )
     out: list[dict[str, Any]] = []
     # (old id, new parent, generated module the node runs under or "")
     stack: list[tuple[int, int, str]] = [(0, -1, "")]
@@ -131,10 +172,19 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
             module = node["file"]
             node["x"] = dict(node.get("x") or {}, generated="inductor")
             for f in chains[old]:
-                out.append({"id": len(out), "parent": attach, "kind": "frame", "name": str(f["name"]),
-                            "file": str(f["filename"]), "line": int(f["line"]), "m": {},
-                            "x": {"mapped_from": "inductor"}})
+                out.append(
+                    {
+                        "id": len(out),
+                        "parent": attach,
+                        "kind": "frame",
+                        "name": str(f["name"]),
+                        "file": str(f["filename"]),
+                        "line": int(f["line"]),
+                        "m": {},
+                        "x": {"mapped_from": "inductor"},
+                    }
+                )
                 attach = out[-1]["id"]
         for c in reversed(children[old]):
             stack.append((c, attach, module))
-    return out
+    return LineMapResult(out, len(unmapped), sum(launches[i] for i in unmapped))

@@ -1,0 +1,317 @@
+"""What profiling costs a training or decoding loop, measured paired in one process.
+
+    python bench/paired.py [--workloads small_gpt decode ...] [--modes dlpt aa ...]
+                           [--rounds 12] [--chunk N] [--long] [--out DIR]
+
+Single-process ratios on shared machines move by 15-70% between two unprofiled runs, more than
+what is measured. Here each round runs, for every mode, an unprofiled chunk of steps and right
+after it a profiled chunk; the ratio of the two is that round's ratio, and the table shows the
+median over rounds with min and max. The `aa` mode profiles nothing in its second chunk: its
+spread is the noise floor. The profiler is started before and stopped after its chunk's timer.
+
+Modes
+  aa           A/A: both chunks unprofiled (noise floor)
+  dlpt         dlpt.profile(): lines, ops, forward/backward, kernels, copies, syncs
+  dlpt_nogpu   dlpt.profile(gpu=False): the CPU-side op path alone (no CUPTI)
+  dlpt_nested  dlpt.profile(nested_ops=True): every nested op recorded too
+  dlpt_nopy    dlpt's native core without Python-frame capture (ops, CUPTI)
+  rf_floor     an empty global RecordFunction callback with dlpt's settings (torch's own cost)
+  cupti_floor  an empty CUPTI subscriber with dlpt's callbacks and activity kinds (CUPTI's)
+  torchprof    torch.profiler, CPU + CUDA activities, no stacks
+  proton       Triton Proton, shadow context (kernels only); started once, activated per chunk
+
+--long (small_gpt): an unprofiled chunk of 300 steps, one dlpt session over 10 chunks of 300
+steps, another unprofiled chunk: the first and last profiled chunks against the unprofiled mean
+(does the cost per step grow with run length?), and host RSS at both.
+
+Writes <out>/paired-<gpu>-<date>.json and .md; the table is printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+if REPO not in sys.path:
+    sys.path.append(REPO)
+
+import torch  # noqa: E402
+
+import dlpt  # noqa: E402
+from paired_workloads import BUILDERS as PAIRED  # noqa: E402
+from workloads import BUILDERS as SHARED  # noqa: E402
+
+DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor")
+ALL_MODES = DLPT_MODES + ("torchprof", "proton")
+DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
+
+
+def native():
+    from dlpt.capture.native import core, cupti_candidates
+
+    return core(), cupti_candidates()
+
+
+def build(name: str):
+    if name in PAIRED:
+        return PAIRED[name]()
+    label, step = SHARED[name]()
+    return label, step, {"small_mlp": 40, "resnet50": 10, "gpt2": 10}.get(name, 20)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def chunk(step, n: int) -> float:
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / n
+
+
+class Native:
+    """A bare native-core session: a floor mode or dlpt without Python frames."""
+
+    def __init__(self, floor: int = 0, python_frames: bool = True, gpu: bool = True) -> None:
+        self.floor, self.python_frames, self.gpu = floor, python_frames, gpu
+
+    def __enter__(self):
+        C, cands = native()
+        info = C.start(self.gpu, cands if self.gpu else [], True, python_frames=self.python_frames,
+                       floor=self.floor)
+        if self.gpu and not info["gpu"]:
+            raise RuntimeError(f"CUPTI unavailable: {info['reason']}")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        torch.cuda.synchronize()
+        native()[0].stop()
+
+
+class Dlpt:
+    def __init__(self, **kw) -> None:
+        self.prof = dlpt.profile(**kw)
+        self.capture: dict = {}
+
+    def __enter__(self):
+        self.prof.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        session = self.prof.stop()
+        self.capture = dict(session.meta.get("capture", {}))
+        if self.prof.gpu and not session.meta["gpu"]["enabled"]:  # a CPU-only run would flatter dlpt
+            raise RuntimeError(f"dlpt ran without GPU capture: {session.meta['gpu']['reason']}")
+
+
+class TorchProf:
+    def __enter__(self):
+        from torch.profiler import ProfilerActivity, profile
+
+        self.p = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        self.p.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.p.__exit__(None, None, None)
+
+
+class Proton:
+    """One Proton session for the whole block; activated around each profiled chunk."""
+
+    session = None
+
+    def __enter__(self):
+        import triton.profiler as proton
+
+        if Proton.session is None:
+            Proton.session = proton.start("/tmp/dlpt_paired_proton", context="shadow")
+        else:
+            proton.activate(Proton.session)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import triton.profiler as proton
+
+        torch.cuda.synchronize()
+        proton.deactivate(Proton.session)
+
+    @staticmethod
+    def finalize() -> None:
+        if Proton.session is not None:
+            import triton.profiler as proton
+
+            proton.finalize()
+            Proton.session = None
+
+
+def profiler(mode: str):
+    return {
+        "dlpt": lambda: Dlpt(),
+        "dlpt_nogpu": lambda: Dlpt(gpu=False),
+        "dlpt_nested": lambda: Dlpt(nested_ops=True),
+        "dlpt_nopy": lambda: Native(python_frames=False),
+        "rf_floor": lambda: Native(floor=1, gpu=False),
+        "cupti_floor": lambda: Native(floor=2),
+        "torchprof": TorchProf,
+        "proton": Proton,
+    }[mode]()
+
+
+def run_pairs(step, n: int, modes: list[str], rounds: int) -> dict:
+    out: dict = {m: {"ratios": [], "base_s": [], "prof_s": [], "capture": []} for m in modes}
+    for _ in range(rounds):
+        for m in modes:
+            a = chunk(step, n)
+            if m == "aa":
+                b = chunk(step, n)
+                cap = None
+            else:
+                with profiler(m) as p:
+                    b = chunk(step, n)
+                cap = getattr(p, "capture", None)
+            r = out[m]
+            r["ratios"].append(b / a)
+            r["base_s"].append(a)
+            r["prof_s"].append(b)
+            if cap:
+                r["capture"].append({k: cap.get(k) for k in ("op_records", "api_callbacks", "self_ns", "rf_windows")})
+    return out
+
+
+def summarise(raw: dict, steps: int) -> dict:
+    out = {}
+    for m, r in raw.items():
+        if not r["ratios"]:
+            continue
+        s = {"ratio": statistics.median(r["ratios"]), "min": min(r["ratios"]), "max": max(r["ratios"]),
+             "base_ms": statistics.median(r["base_s"]) * 1e3, "prof_ms": statistics.median(r["prof_s"]) * 1e3,
+             "rounds": len(r["ratios"])}
+        if r["capture"]:
+            c = r["capture"]
+            for k in ("op_records", "api_callbacks", "self_ns"):
+                vals = [x[k] for x in c if x.get(k) is not None]
+                if vals:
+                    s[k + "_per_step"] = statistics.median(vals) / steps
+        out[m] = s
+    return out
+
+
+def long_run(step, steps: int = 300, chunks: int = 10) -> dict:
+    res: dict = {"steps_per_chunk": steps, "chunks": chunks}
+    base = [chunk(step, steps)]
+    prof = dlpt.profile()
+    prof.start()
+    times, rss = [], []
+    try:
+        for i in range(chunks):
+            times.append(chunk(step, steps))
+            if i in (0, chunks - 1):
+                gc.collect()
+                rss.append(rss_mb())
+    finally:
+        prof.stop()
+    base.append(chunk(step, steps))
+    b = statistics.mean(base)
+    res.update(base_ms=[x * 1e3 for x in base], chunk_ms=[x * 1e3 for x in times],
+               first_ratio=times[0] / b, last_ratio=times[-1] / b, rss_first_mb=rss[0], rss_last_mb=rss[-1],
+               nodes=len(prof.session.nodes))
+    return res
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| workload | base ms/step | mode | ratio (median) | min–max | rounds | dlpt self ns/step |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['workload']} | error: {r['error'][:80]} |||||")
+            continue
+        for m, s in r["modes"].items():
+            self_ns = s.get("self_ns_per_step")
+            lines.append(f"| {r['workload']} | {s['base_ms']:.2f} | {m} | **{s['ratio']:.3f}x** | "
+                         f"{s['min']:.2f}–{s['max']:.2f} | {s['rounds']} | "
+                         f"{'' if self_ns is None else f'{self_ns / 1e3:.0f} µs'} |")
+        if "long" in r:
+            lg = r["long"]
+            lines.append(f"| {r['workload']} | long run ({lg['chunks']}x{lg['steps_per_chunk']} steps) | dlpt | "
+                         f"first {lg['first_ratio']:.3f}x, last {lg['last_ratio']:.3f}x | "
+                         f"RSS {lg['rss_first_mb']:.0f} → {lg['rss_last_mb']:.0f} MB ||||")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workloads", nargs="+", default=list(DEFAULT_WORKLOADS))
+    ap.add_argument("--modes", nargs="+", default=list(ALL_MODES), choices=ALL_MODES)
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--chunk", type=int, default=None, help="steps per chunk (default: per workload)")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--long", action="store_true", help="also the long run (small_gpt)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    args = ap.parse_args()
+    gpu = torch.cuda.get_device_name(0)
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S")
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, f"paired-{gpu.replace(' ', '-')}-{stamp}")
+    results: list[dict] = []
+    meta = {"gpu": gpu, "torch": torch.__version__, "python": sys.version.split()[0], "rounds": args.rounds,
+            "argv": sys.argv, "date": stamp}
+    for w in args.workloads:
+        print(f"# {w}", file=sys.stderr, flush=True)
+        res: dict = {"workload": w}
+        try:
+            label, step, n = build(w)
+            n = args.chunk or n
+            res.update(name=label, steps_per_chunk=n)
+            for _ in range(args.warmup):
+                step()
+            torch.cuda.synchronize()
+            raw: dict = {}
+            # CUPTI has one subscriber: each tool's block runs on its own, Proton first (its
+            # finalize releases CUPTI for the others), then torch.profiler, then dlpt's modes.
+            blocks = ([m for m in args.modes if m == "proton"], [m for m in args.modes if m == "torchprof"],
+                      [m for m in args.modes if m in DLPT_MODES])
+            for block in blocks:
+                if not block:
+                    continue
+                try:
+                    raw.update(run_pairs(step, n, block, args.rounds))
+                except Exception as e:  # a tool that cannot run here is a finding, not the end
+                    res.setdefault("block_errors", {})[",".join(block)] = repr(e)[:300]
+                    print(traceback.format_exc(), file=sys.stderr)
+                finally:
+                    Proton.finalize()
+            res["modes"] = summarise(raw, n)
+            res["raw"] = raw
+            if args.long and w == "small_gpt":
+                res["long"] = long_run(step)
+        except Exception as e:  # record and go on: one broken workload must not lose the others
+            res["error"] = repr(e)[:300]
+            res["trace"] = traceback.format_exc()[-1500:]
+            print(res["trace"], file=sys.stderr)
+        results.append(res)
+        with open(base + ".json", "w") as f:
+            json.dump({"meta": meta, "results": results}, f, indent=1, default=str)
+        md = table(results)
+        with open(base + ".md", "w") as f:
+            f.write(f"Paired in-process overhead, {gpu}, torch {meta['torch']}, {args.rounds} rounds "
+                    f"(`{' '.join(sys.argv)}`)\n\n{md}\n")
+        print(md, flush=True)
+
+
+if __name__ == "__main__":
+    main()

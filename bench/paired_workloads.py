@@ -1,0 +1,69 @@
+"""Workloads of the paired benchmark (bench/paired.py) beyond the shared ones (workloads.py).
+
+Each builder returns (name, step, steps_per_chunk): step() runs one unit of work on the GPU.
+
+- small_gpt: nanoGPT's shakespeare-char size (6 layers, 384 wide, 6 heads, batch 64 x 256,
+  vocab 65), bf16 autocast, fused AdamW: the model size people iterate on; launch-bound on an
+  H100/H200, where a profiler's per-op and per-launch costs show in full.
+- small_gpt_compiled: the same model under torch.compile (default mode).
+- decode: Hugging Face GPT-2 124M built from its config (random weights, nothing downloaded),
+  bf16, `generate` with KV cache, batch 4, 64 new tokens greedy: one step = one generate call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+SMALL_GPT = dict(layers=6, width=384, seq=256, batch=64, vocab=65)
+
+
+def small_gpt(compiled: bool = False):
+    if _EXAMPLES not in sys.path:
+        sys.path.insert(0, _EXAMPLES)
+    import gpu_gpt
+
+    torch.manual_seed(0)
+    cfg = SMALL_GPT
+    model = gpu_gpt.GPT(cfg["vocab"], cfg["seq"], cfg["layers"], cfg["width"], cfg["width"] // 64).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=True)
+    ids = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device="cuda")
+    inputs, targets = ids[:, :-1], ids[:, 1:]
+    fwd = torch.compile(model) if compiled else model
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = fwd(inputs, targets)
+        loss.backward()
+        opt.step()
+
+    return ("small_gpt_compiled" if compiled else "small_gpt"), step, 20
+
+
+def decode():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config()
+    model = GPT2LMHeadModel(cfg).cuda().to(torch.bfloat16).eval()
+    prompt = torch.randint(0, cfg.vocab_size, (4, 16), device="cuda")
+    attention = torch.ones_like(prompt)
+
+    @torch.no_grad()
+    def step():
+        model.generate(prompt, attention_mask=attention, max_new_tokens=64, min_new_tokens=64, do_sample=False,
+                       use_cache=True, pad_token_id=cfg.eos_token_id)
+
+    return "hf_gpt2_generate_b4_64tok", step, 2
+
+
+BUILDERS = {
+    "small_gpt": small_gpt,
+    "small_gpt_compiled": lambda: small_gpt(compiled=True),
+    "decode": decode,
+}

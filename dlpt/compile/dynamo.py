@@ -1,0 +1,78 @@
+"""Collect Dynamo's compilation records while a profile runs.
+
+Dynamo keeps per-compilation metrics (compile times, graph-break restart reasons, the failed
+guard of a recompilation) in a queue that holds only the most recent entries, so they are read at
+the end of every compilation, through Dynamo's compile-end callback, rather than once at stop.
+The compile-start callback is where Inductor is known to be in use: that is when the partition
+line-map patch (:mod:`dlpt.compile.inductor_partitions`) goes in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dlpt.compile import failures, inductor_partitions
+from dlpt.compile.events import events_from_metrics
+
+__all__ = ["CompileEvents"]
+
+
+class CompileEvents:
+    """Collects compile events between :meth:`start` and :meth:`stop`. Never raises: what fails
+    is counted (:mod:`dlpt.compile.failures`) and the events seen so far are kept."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[Any, ...]] = set()
+        self._metrics: list[Any] = []
+        # (Dynamo's remove function, our callback) for each callback registered, to undo at stop
+        self._registered: list[tuple[Callable[[Any], None], Callable[..., None]]] = []
+
+    @staticmethod
+    def _key(m: Any) -> tuple[Any, ...]:
+        return (getattr(m, "compile_id", None), getattr(m, "frame_key", None), getattr(m, "start_time", None))
+
+    def _collect(self, *_args: Any) -> None:
+        try:
+            from torch._dynamo.utils import get_compilation_metrics
+
+            for m in get_compilation_metrics():
+                k = self._key(m)
+                if k not in self._seen:
+                    self._seen.add(k)
+                    self._metrics.append(m)
+        except Exception as e:  # noqa: BLE001 - never break the program over bookkeeping; counted
+            failures.record("compile_metrics", e)
+
+    def start(self) -> None:
+        """Register Dynamo callbacks; compilations that end from now on are collected."""
+        self._metrics = []  # a profile may run again (``@dlpt.profile()`` runs at every call)
+        try:
+            from torch._dynamo.callback import callback_handler
+            from torch._dynamo.utils import get_compilation_metrics
+
+            self._seen = {self._key(m) for m in get_compilation_metrics()}  # earlier compiles are not ours
+            callback_handler.register_end_callback(self._collect)
+            self._registered.append((callback_handler.remove_end_callback, self._collect))
+            callback_handler.register_start_callback(self._on_compile_start)
+            self._registered.append((callback_handler.remove_start_callback, self._on_compile_start))
+        except Exception as e:  # noqa: BLE001 - another Dynamo: no compile events; counted
+            failures.record("dynamo_callbacks", e)
+
+    @staticmethod
+    def _on_compile_start(*_args: Any) -> None:
+        # Inductor is being used: make sure its graph partitions keep their line maps.
+        inductor_partitions.install()
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Unregister and return the events of the compilations that ended since :meth:`start`."""
+        if not self._registered:
+            return []
+        self._collect()
+        for remove, callback in self._registered:
+            try:
+                remove(callback)
+            except Exception as e:  # noqa: BLE001 - stop must finish; counted
+                failures.record("dynamo_callbacks", e)
+        self._registered.clear()
+        return events_from_metrics(self._metrics)
