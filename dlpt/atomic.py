@@ -8,6 +8,7 @@ file in the target's directory, then rename it over the target (atomic on POSIX)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -31,8 +32,6 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):  # the temp file may already be gone
             os.unlink(tmp)
-        except OSError:
-            pass
         raise

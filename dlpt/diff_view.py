@@ -221,7 +221,7 @@ def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list
 def render_diff(
     d: SessionDiff, metric: Metric, threshold: float = 0.01, ascii: bool = False
 ) -> RenderableType:
-    """The terminal output of ``d`` for ``metric``: rows under ``threshold`` × the larger total
+    """The terminal output of ``d`` for ``metric``: rows under ``threshold`` times the larger total
     are left out (and counted)."""
     fmt = Fmt(steps=0, ascii=ascii)
     return Group(

@@ -91,7 +91,8 @@ def speedscope(
             frames.append(f)
         return i
 
-    profiles, active = [], 0
+    profiles: list[dict[str, Any]] = []
+    active = 0
     for m in METRICS.values():
         total = m(root.inclusive)
         if total <= 0:

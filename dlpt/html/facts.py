@@ -61,7 +61,7 @@ def _devices(meta: dict, fmt: Fmt) -> list[dict[str, Any]]:
     wall = _int(meta.get("wall_ns"))
     names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
     busy = _dict(meta.get("gpu_busy_ns"))
-    out = []
+    out: list[dict[str, Any]] = []
     for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
         d = names.get(dev, {})
         name = f"GPU {dev} {d.get('name', '')}".rstrip()

@@ -30,6 +30,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 GELU_LINE = 'gpu_gpt.py:44  h = F.gelu(h, approximate="tanh")'
 GELU_FWD = "triton_poi_fused_gelu_view_10 [0_forward]"
 GELU_BWD = "triton_poi_fused_gelu_gelu_backward_view_4 [0_backward]"
+MINUS = "\u2212"  # the diff page writes negative changes with a real minus sign
 
 # Bars of the flame graph as drawn: [{id, label, x, w, row, anc}] (anc: an ancestor of the zoom).
 ITEMS_JS = """() => { const a = dlpt.app, m = a.model;
@@ -280,9 +281,9 @@ def test_diff_page_pairs_eager_and_fused_kernels(open_report: Any, tmp_path: Pat
     write_diff_html(d, path, METRICS["gpu"])
     r = open_report(path)
     page = r.page
-    assert "change −224.0µs (0.92x)" in page.inner_text(".header").replace("\n", " ")
+    assert f"change {MINUS}224.0µs (0.92x)" in page.inner_text(".header").replace("\n", " ")
     first = page.locator(".diff-table tbody tr").first
-    assert first.locator("td").all_inner_texts()[1:5] == ["136.0µs", "62.0µs", "−74.0µs", "0.46x"]
+    assert first.locator("td").all_inner_texts()[1:5] == ["136.0µs", "62.0µs", f"{MINUS}74.0µs", "0.46x"]
     assert "gpu_gpt.py:44" in first.inner_text()
     first.click()
     side = page.inner_text(".diff-side")

@@ -3,6 +3,7 @@ eager vs compiled kernels on the same model line, and output that is safe to pri
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -176,9 +177,7 @@ def test_eager_vs_compiled_kernels_side_by_side_on_the_model_line() -> None:
 def _render(d, width: int = 160, **kw) -> str:
     from rich.console import Console
 
-    console = Console(
-        width=width, color_system=None, force_terminal=False, record=True, file=open("/dev/null", "w")
-    )
+    console = Console(width=width, color_system=None, force_terminal=False, record=True, file=io.StringIO())
     console.print(render_diff(d, default_diff_metric(d), **kw))
     return console.export_text()
 
