@@ -4,10 +4,11 @@ torch.profiler try to take CUPTI. Prints one line per scenario.
 
     python tools/cupti_handoff.py
 """
+
 import subprocess
 import sys
 
-SCENARIO = r'''
+SCENARIO = r"""
 import sys, torch
 mode = sys.argv[1]
 x = torch.randn(256, 256, device="cuda")
@@ -37,7 +38,7 @@ try:
     print("proton after", mode, ": ok")
 except Exception as e:
     print("proton after", mode, ":", e)
-'''
+"""
 
 for mode in ("dlpt", "cupti_floor", "native"):
     r = subprocess.run([sys.executable, "-c", SCENARIO, mode], capture_output=True, text=True, timeout=300)

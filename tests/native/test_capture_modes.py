@@ -36,8 +36,12 @@ def test_nested_ops_are_recorded_only_on_request():
     q = Q(nested.session)
     ops = ops_under(q, matmul_train, "matmul")
     mm = [n for n in ops if n["name"] == "aten::mm"]
-    parents = {q.nodes[q.nodes[n["parent"]]["parent"]]["name"] if q.nodes[n["parent"]]["kind"] == "phase"
-               else q.nodes[n["parent"]]["name"] for n in mm}
+    parents = {
+        q.nodes[q.nodes[n["parent"]]["parent"]]["name"]
+        if q.nodes[n["parent"]]["kind"] == "phase"
+        else q.nodes[n["parent"]]["name"]
+        for n in mm
+    }
     assert parents == {"aten::matmul", "MmBackward0"}  # forward under matmul, backward under its node
     assert sum(n["m"]["calls"] for n in mm) == 3 + 3  # per step: the forward mm, the grad of w
 
@@ -124,5 +128,7 @@ def test_a_profile_started_inside_a_region_pairs_what_it_saw():
     assert session.meta["capture"]["unmatched_op_ends"] == 0
     q = Q(session)
     for tag in ("inside", "later"):
-        ops = [n for n in q.under_line(HERE, line_of(tag, profile_started_inside_a_region)) if n["kind"] == "op"]
+        ops = [
+            n for n in q.under_line(HERE, line_of(tag, profile_started_inside_a_region)) if n["kind"] == "op"
+        ]
         assert [n["name"] for n in ops] == ["aten::mm"] and ops[0]["m"]["calls"] == 1
