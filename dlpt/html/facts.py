@@ -13,6 +13,7 @@ from typing import Any
 
 from dlpt.compile.events import graph_breaks, recompilations
 from dlpt.renderers.format import Fmt
+from dlpt.renderers.header import compile_attribution_notes
 from dlpt.session import Session
 from dlpt.tree import Node
 
@@ -149,6 +150,7 @@ def _warnings(meta: dict, fmt: Fmt) -> list[dict[str, str]]:
                 "before profiling started: shown at the replay call",
             }
         )
+    out.extend({"level": "warn", "text": text} for text in compile_attribution_notes(meta))
     return out
 
 

@@ -92,6 +92,30 @@ def test_context_bits_mark_passes_and_compiled_work() -> None:
     assert adam & CTX["optimizer"] and not adam & (CTX["forward"] | CTX["backward"])
 
 
+def test_header_says_when_torch_compile_attribution_degraded() -> None:
+    """The page shows every warning of the terminal header, the compile integration's included."""
+    raw = S.gpt_compiled()
+    raw["meta"]["capture"] = {
+        "compile_failures": {"line_map": 3, "compile_metrics": 1},
+        "inductor_unmapped_frames": 2,
+        "inductor_unmapped_kernels": 12,
+    }
+    warnings = build_model(Session.from_dict(raw))["header"]["warnings"]
+    assert {
+        "level": "warn",
+        "text": "12 Inductor kernel launches could not be mapped to model lines "
+        "(from 2 generated lines; they stay with the compiled call)",
+    } in warnings
+    assert {
+        "level": "warn",
+        "text": "torch.compile attribution incomplete: compile_metrics x1, "
+        "line_map x3 failed (details: DLPT_LOG=debug)",
+    } in warnings
+    raw["meta"]["capture"] = {"compile_failures": {}}
+    warnings = build_model(Session.from_dict(raw))["header"]["warnings"]
+    assert not any("Inductor" in w["text"] or "attribution" in w["text"] for w in warnings)
+
+
 def test_flat_rows_and_sources_come_from_the_session() -> None:
     model = build_model(Session.from_dict(S.gpt_eager()))
     s = model["strings"]
