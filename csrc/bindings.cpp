@@ -98,6 +98,8 @@ py::dict stop() {
   counters["op_records"] = r.self.op_records;
   counters["api_callbacks"] = r.self.api_callbacks;
   counters["self_ns"] = r.self.self_ns;
+  counters["self_python_ns"] = r.self.python_ns;
+  counters["self_window_ns"] = r.self.window_ns;
   counters["tsc"] = s.rate.tsc();
   if (!r.tracer.unsubscribe_error.empty()) counters["cupti_unsubscribe_error"] = r.tracer.unsubscribe_error;
   s.codes.release_all();

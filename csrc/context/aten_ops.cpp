@@ -108,16 +108,27 @@ void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::Rec
   }
   // Another profiler's thread-local callbacks (torch.profiler) would lose the nested ops too.
   if (info.max_nested < s.opts.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks()) return;
+  const uint64_t t0 = ticks();
   at::enableRecordFunction(false);
   t_window_owner = &rf;
+  ts.window_ticks.add(ticks() - t0);
   s.counters.rf_windows.fetch_add(1, std::memory_order_relaxed);
 }
 
 /// A record inside an open op.
-void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, const char* name,
-                     at::RecordScope scope, bool collecting) {
+void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, at::RecordScope scope,
+                     bool collecting) {
   OpEntry& parent = ts.top();
+  // The common case, kept short: a record inside an ordinary op is not recorded (its launches
+  // go to the op's context). Nothing about it is looked up.
+  if (!s.opts.nested_ops && parent.py_depth < 0 && scope != at::RecordScope::BACKWARD_FUNCTION) {
+    if (!collecting) return;
+    if (OpEntry* learner = ts.learner()) ++learner->nested;
+    ts.push(EntryKind::Skip, &rf).ctx_node = parent.ctx_node;
+    return;
+  }
   if (OpEntry* learner = ts.learner()) ++learner->nested;
+  const char* name = rf.name();
   const bool graft = scope == at::RecordScope::BACKWARD_FUNCTION && parent.kind == EntryKind::Wrapper;
   const uint32_t id = ts.name_id(name);
   const uint8_t flags = ts.name_info(id).flags;
@@ -161,8 +172,9 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
 }
 
 /// A record with no op open: an outermost op, a backward node, a top-level scope.
-void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, const char* name,
+void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, const at::RecordFunction& rf,
                         at::RecordScope scope, bool collecting) {
+  const char* name = rf.name();
   if (scope == at::RecordScope::FUNCTION && is_engine_wrapper(name)) {
     if (collecting) ts.push(EntryKind::Wrapper, &rf).start = ticks();  // placed by its node's record
     return;
@@ -195,7 +207,9 @@ void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& r
   }
   // An outermost forward op: capture the Python path once; nested ops and launches reuse it.
   size_t depth = 0;
+  const uint64_t t0 = timer.sampled() ? ticks() : 0;
   const NodeId py = ts.python_context(&depth);
+  if (t0) ts.python_ticks.add((ticks() - t0) * ThreadState::kSelfSample);
   OpEntry& e = ts.push(EntryKind::Op, &rf);
   e.op_node = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, id);
   e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
@@ -220,12 +234,11 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   ts.op_records.add(1);
   if (ts.full()) return nullptr;  // its end finds no entry and is ignored
   if (ts.rf_thread_id == 0) ts.rf_thread_id = rf.threadId();
-  const char* name = rf.name();
   const at::RecordScope scope = rf.scope();
   if (ts.no_open_op()) {
-    on_outermost_start(*s, ts, rf, name, scope, collecting);
+    on_outermost_start(*s, ts, timer, rf, scope, collecting);
   } else {
-    on_nested_start(*s, ts, rf, name, scope, collecting);
+    on_nested_start(*s, ts, rf, scope, collecting);
   }
   return nullptr;
 }
@@ -244,13 +257,17 @@ bool unwind_to(ThreadState& ts, const void* rf) {
 }
 
 void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
+  uint64_t window_ticks = 0;
   if (t_window_owner == &rf) {
+    const uint64_t t0 = ticks();
     at::enableRecordFunction(true);
     t_window_owner = nullptr;
+    window_ticks = ticks() - t0;
   }
   Session* s = current_session();
   if (s == nullptr) return;
   ThreadState* tsp = ThreadState::find(*s);
+  if (tsp != nullptr && window_ticks) tsp->window_ticks.add(window_ticks);
   if (tsp == nullptr || tsp->empty()) return;
   ThreadState& ts = *tsp;
   SelfTimer timer(ts);

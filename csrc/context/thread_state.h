@@ -143,6 +143,8 @@ class ThreadState {
   OwnedCounter op_records;       // RecordFunction callbacks run (start and end count once)
   OwnedCounter api_callbacks;    // CUPTI API callbacks run (enter and exit count once)
   OwnedCounter self_ticks;       // sampled time inside dlpt's callbacks, scaled to all calls
+  OwnedCounter python_ticks;     // ... of which walking Python frames (sampled the same way)
+  OwnedCounter window_ticks;     // time switching RecordFunction off and on (every switch)
   std::array<ApiCounter, kMaxWatchedApis> apis;
 
   /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).
@@ -177,6 +179,8 @@ class SelfTimer {
   ~SelfTimer() {
     if (start_) ts_.self_ticks.add((ticks() - start_) * ThreadState::kSelfSample);
   }
+  /// Whether this callback is one of the sampled ones (sub-timings are taken only then).
+  bool sampled() const { return start_ != 0; }
   SelfTimer(const SelfTimer&) = delete;
   SelfTimer& operator=(const SelfTimer&) = delete;
 
