@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from dlpt import outputs
 from dlpt.errors import DlptError, UsageError
 from dlpt.processors import METRICS
 from dlpt.report import VIEWS  # imported now: the program's sys.path[0] replaces ours later
@@ -59,7 +60,8 @@ def _build_parser() -> _Parser:
         prog="dlpt",
         allow_abbrev=False,  # abbreviations would make the script/option split ambiguous
         usage="dlpt [options] (script.py | -m module | -c code) [args ...]\n"
-        "       dlpt --load FILE [render options]",
+        "       dlpt --load FILE [render options]\n"
+        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]",
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="save the session (JSON) to FILE")
@@ -81,6 +83,7 @@ def _build_parser() -> _Parser:
     p.add_argument("--show-all", action="store_true", help="show library frames too")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
+    outputs.add_arguments(p)
     p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
     p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
     p.add_argument("--no-gpu", action="store_true", help="CPU-side attribution only")
@@ -116,7 +119,7 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
         if "=" not in tok and (len(tok) == 2 or tok.startswith("--")):
             action = parser._option_string_actions.get(tok)
             if action is not None and action.nargs != 0:
-                i += 1
+                i += action.nargs if isinstance(action.nargs, int) else 1
         i += 1
     return argv, []
 
@@ -125,12 +128,13 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = _build_parser()
     opts_part, program = _split(parser, argv)
     opts = parser.parse_args(opts_part)
+    opts.outputs = outputs.collect(opts)
     if opts.load is not None:
         if program:
             raise UsageError("--load re-renders a saved session and runs no program")
         for flag, bad in (
             ("-o", opts.output is not None),
-            ("--no-report", opts.no_report),
+            ("--no-report", opts.no_report and not opts.outputs),
             ("--skip-first", opts.skip_first != 0),
             ("--active", opts.active is not None),
             ("--no-gpu", opts.no_gpu),
@@ -149,8 +153,10 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
         raise UsageError("--active must be >= 1")
-    if opts.no_report and opts.output is None:
-        raise UsageError("--no-report without -o FILE would throw the profile away")
+    if opts.no_report and opts.output is None and not opts.outputs:
+        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    for out in opts.outputs:
+        _check_writable(out.path, out.flag)
     if opts.output is not None:
         _check_writable(opts.output)
         # The program may chdir; the file goes where the user meant when typing the command.
@@ -158,15 +164,11 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return opts, program
 
 
-def _check_writable(path: str) -> None:
+def _check_writable(path: str, flag: str = "-o") -> None:
     # Fail before a possibly hour-long run rather than lose its profile at the end.
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise UsageError(f"-o {path}: is a directory")
-    if not os.path.isdir(parent):
-        raise UsageError(f"-o {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"-o {path}: directory {parent} is not writable")
+    problem = outputs.path_problem(path)
+    if problem is not None:
+        raise UsageError(f"{flag} {path}: {problem}")
 
 
 def _set_path0(entry: str) -> None:
@@ -304,6 +306,8 @@ def _finish(prof: Any, opts: argparse.Namespace) -> bool:
         except (OSError, DlptError) as e:
             _say(f"could not save the profile to {opts.output}: {e}")
             ok = False
+    if opts.outputs:
+        ok = outputs.write_all(prof.session, opts.outputs, opts.metric, opts.show_all, _say) and ok
     if not opts.no_report:
         try:
             prof.print(**_render_kwargs(opts))
@@ -390,17 +394,23 @@ def _load(opts: argparse.Namespace) -> int:
 
     try:
         session = Session.load(opts.load)
-        print_report(session, **_render_kwargs(opts))
+        if not opts.no_report:
+            print_report(session, **_render_kwargs(opts))
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
-    return 0
+    ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, _say)
+    return 0 if ok else EXIT_USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dlpt`` command; returns the exit status (the program's own status
     when a program was run)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["diff"]:  # the subcommand; a script named diff runs as ./diff
+        from dlpt.diff_cli import main as diff_main
+
+        return diff_main(args[1:])
     try:
         opts, program = _parse(args)
     except UsageError as e:

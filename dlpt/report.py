@@ -2,14 +2,16 @@
 prints it. This is the stable name the API, the CLI and users import.
 
 A report is assembled here from the views in :mod:`dlpt.renderers` (which never print by
-themselves). Every render builds a fresh tree from the session, so rendering twice with
-different options gives independent results.
+themselves). Every render builds a fresh tree from the session (:func:`report_tree`), so
+rendering twice with different options gives independent results. The other outputs (the HTML
+report, the exports, ``dlpt diff``) start from the same :func:`report_tree`, so they agree with
+the terminal report on what a row is.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console, Group, RenderableType
@@ -37,9 +39,9 @@ from dlpt.renderers.header import Header
 from dlpt.renderers.summary import ApiTable, CopyTable, KernelTable, SyncTable
 from dlpt.renderers.tree_view import FlatView, TreeView
 from dlpt.session import Session
-from dlpt.tree import build_tree
+from dlpt.tree import Node, build_tree
 
-__all__ = ["render", "print_report", "VIEWS"]
+__all__ = ["render", "print_report", "report_tree", "VIEWS"]
 
 VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "all")
 
@@ -94,6 +96,30 @@ def render(
         return _render(session, view, metric, threshold, depth, show_all, ascii)
 
 
+def report_tree(
+    session: Session, show_all: bool = False, before_lone_forward: Callable[[Node], None] | None = None
+) -> Node:
+    """``session``'s tree as every report shows it: library frames folded into their callers
+    (unless ``show_all``), a ``<forward>`` phase that is its op's only phase dropped, compile-event
+    markers (graph break, recompiled xN) on the frames where they happened.
+
+    ``before_lone_forward`` is called on the tree while every op still has its ``<forward>``
+    phase, for callers that need to know which work ran in the forward pass (the phase row is
+    then dropped where it is the op's only phase).
+    """
+    root = build_tree(session)
+    if not show_all:
+        root = collapse_library(root)
+    if before_lone_forward is not None:
+        before_lone_forward(root)
+    # After library collapse: merging can give an op both phases, which must then stay.
+    root = collapse_lone_forward(root)
+    compiled = session.meta.get("compile")
+    if isinstance(compiled, list) and compiled:
+        root = mark_lines(root, line_markers(compiled))
+    return root
+
+
 def _render(
     session: Session,
     view: str,
@@ -103,14 +129,8 @@ def _render(
     show_all: bool,
     ascii: bool,
 ) -> RenderableType:
-    root = build_tree(session)
-    if not show_all:
-        root = collapse_library(root)
-    # After library collapse: merging can give an op both phases, which must then stay.
-    root = collapse_lone_forward(root)
+    root = report_tree(session, show_all)
     compiled = session.meta.get("compile")
-    if isinstance(compiled, list) and compiled:
-        root = mark_lines(root, line_markers(compiled))
     m = get_metric(metric) if metric is not None else default_metric(root)
     steps = session.meta.get("steps")
     n_steps = steps.get("profiled", 0) if isinstance(steps, dict) else 0

@@ -5,7 +5,7 @@ attribution that failed) - never hidden."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich import box
@@ -26,6 +26,34 @@ def _int(v: object) -> int:
 def _obj(v: object) -> dict[str, Any]:
     """A meta value that should be an object; {} if it is absent or not one (old sessions)."""
     return v if isinstance(v, dict) else {}
+
+
+def compile_attribution_notes(meta: Mapping[str, Any]) -> list[str]:
+    """What dlpt's torch.compile integration could not do (``meta.capture``, see
+    :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason. Shared with
+    the HTML report's header, which shows every warning of this one."""
+    c = _obj(meta.get("capture"))
+    lines = []
+    frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
+    generated = f"{frames:,} generated line{'s' if frames != 1 else ''}"
+    if kernels:
+        launches = f"{kernels:,} Inductor kernel launch{'es' if kernels != 1 else ''}"
+        lines.append(
+            f"{launches} could not be mapped to model lines "
+            f"(from {generated}; they stay with the compiled call)"
+        )
+    elif frames:
+        lines.append(
+            f"{generated} of Inductor's code could not be mapped to model lines "
+            "(their costs stay with the compiled call)"
+        )
+    failed = _obj(c.get("compile_failures"))
+    parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
+    if parts:
+        lines.append(
+            f"torch.compile attribution incomplete: {', '.join(parts)} failed (details: DLPT_LOG=debug)"
+        )
+    return lines
 
 
 class Header(View):
@@ -184,40 +212,7 @@ class Header(View):
         ]
 
     def _compile_lines(self) -> list[Text]:
-        """What dlpt's torch.compile integration could not do (``meta.capture``, see
-        :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason."""
-        c = _obj(self.meta.get("capture"))
-        lines = []
-        frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
-        generated = f"{frames:,} generated line{'s' if frames != 1 else ''}"
-        if kernels:
-            launches = f"{kernels:,} Inductor kernel launch{'es' if kernels != 1 else ''}"
-            lines.append(
-                Text(
-                    f"{launches} could not be mapped to model lines "
-                    f"(from {generated}; they stay with the compiled call)",
-                    "bold yellow",
-                )
-            )
-        elif frames:
-            lines.append(
-                Text(
-                    f"{generated} of Inductor's code could not be mapped to model lines "
-                    "(their costs stay with the compiled call)",
-                    "bold yellow",
-                )
-            )
-        failed = _obj(c.get("compile_failures"))
-        parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
-        if parts:
-            lines.append(
-                Text(
-                    f"torch.compile attribution incomplete: {', '.join(parts)} failed "
-                    "(details: DLPT_LOG=debug)",
-                    "bold yellow",
-                )
-            )
-        return lines
+        return [Text(line, "bold yellow") for line in compile_attribution_notes(self.meta)]
 
     @staticmethod
     def _fmt_count(fmt: Fmt, key: str, v: int) -> str:

@@ -1,7 +1,8 @@
 """Imports point downward (see README "Layout"): the data model knows nothing of capture or
 reports, capture and compile never reach into the report side, renderers never into capture or
-the profiler, only the native bridge loads ``dlpt._C``, and no module imports another's private
-names. Function-level imports count too."""
+the profiler, the HTML report, exports and dlpt diff sit above the terminal report and below the
+CLI, only the native bridge loads ``dlpt._C``, and no module imports another's private names.
+Function-level imports count too."""
 
 from __future__ import annotations
 
@@ -43,6 +44,56 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.errors",
         "dlpt.compile.events",
     ),
+    # The outputs besides the terminal report (HTML report, exports, dlpt diff) start from
+    # report.report_tree and reuse the renderers' formatting; capture, compile, the data model
+    # and the terminal report never import them. Shared helpers first.
+    "dlpt.atomic": (),
+    "dlpt.source_text": (),
+    "dlpt.contexts": ("dlpt.tree",),
+    "dlpt.exports": (
+        "dlpt",  # __version__, for the exporter field
+        "dlpt.atomic",
+        "dlpt.compile.resume",
+        "dlpt.errors",
+        "dlpt.processors",
+        "dlpt.report",
+        "dlpt.session",
+        "dlpt.tree",
+    ),
+    "dlpt.diff": (
+        "dlpt.compile.resume",
+        "dlpt.contexts",
+        "dlpt.processors",
+        "dlpt.report",
+        "dlpt.session",
+        "dlpt.source_text",
+        "dlpt.tree",
+    ),
+    "dlpt.diff_view": ("dlpt.compile.resume", "dlpt.diff", "dlpt.processors", "dlpt.renderers"),
+    "dlpt.html": (
+        "dlpt.html",
+        "dlpt.atomic",
+        "dlpt.compile.events",
+        "dlpt.compile.resume",
+        "dlpt.contexts",
+        "dlpt.diff",
+        "dlpt.processors",
+        "dlpt.renderers",
+        "dlpt.report",
+        "dlpt.session",
+        "dlpt.source_text",
+        "dlpt.tree",
+    ),
+    "dlpt.outputs": ("dlpt.errors", "dlpt.exports", "dlpt.html", "dlpt.session"),
+    "dlpt.diff_cli": (
+        "dlpt.errors",
+        "dlpt.outputs",
+        "dlpt.processors",
+        "dlpt.diff",
+        "dlpt.diff_view",
+        "dlpt.html",
+        "dlpt.session",
+    ),
     "dlpt.scope": ("dlpt.capture.native",),
     "dlpt.profiler": (
         "dlpt",
@@ -53,7 +104,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.steps",
         "dlpt.report",
     ),
-    "dlpt.cli": ("dlpt", "dlpt.errors", "dlpt.processors", "dlpt.report", "dlpt.session"),
+    "dlpt.cli": (
+        "dlpt",
+        "dlpt.errors",
+        "dlpt.processors",
+        "dlpt.report",
+        "dlpt.session",
+        "dlpt.outputs",
+        "dlpt.diff_cli",
+    ),
     "dlpt.__main__": ("dlpt.cli",),
 }
 
