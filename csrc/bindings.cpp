@@ -8,6 +8,7 @@
 
 #include "context/aten_ops.h"
 #include "controller.h"
+#include "testing/seams.h"
 #include "context/thread_state.h"
 
 namespace py = pybind11;
@@ -75,8 +76,15 @@ py::dict stop() {
   for (size_t i = 0; i < count; ++i) nodes.append(export_node(s, static_cast<NodeId>(i)));
   py::list api;
   for (const ApiStat& a : r.api) api.append(py::make_tuple(a.name, a.calls, a.total_ns, a.min_ns, a.max_ns));
-  py::dict busy;
-  for (const auto& [dev, ns] : r.busy_ns) busy[py::str(std::to_string(dev))] = ns;
+  py::dict busy, comm, exposed;
+  for (const auto& [dev, t] : r.busy) {
+    const py::str key(std::to_string(dev));
+    busy[key] = t.busy_ns;
+    if (t.comm_ns) {
+      comm[key] = t.comm_ns;
+      exposed[key] = t.exposed_ns;
+    }
+  }
   const Counters& c = s.counters;
   py::dict counters;
   counters["activity_records"] = c.activity_records.load();
@@ -103,10 +111,30 @@ py::dict stop() {
   counters["tsc"] = s.rate.tsc();
   if (!r.tracer.unsubscribe_error.empty()) counters["cupti_unsubscribe_error"] = r.tracer.unsubscribe_error;
   s.codes.release_all();
+  // Per-node details (see OpDetails): collectives, and the input signatures of FLOP-formula ops.
+  py::dict collectives;
+  for (const auto& [node, c] : s.details.comm()) {
+    py::dict d;
+    d["collective"] = c.collective;
+    d["dtype"] = c.dtype;
+    d["pg_name"] = c.pg_name;
+    d["pg_desc"] = c.pg_desc;
+    d["world_size"] = c.world_size;
+    d["calls"] = c.calls;
+    d["in_bytes"] = c.in_bytes;
+    d["out_bytes"] = c.out_bytes;
+    collectives[py::int_(node)] = d;
+  }
+  py::list op_inputs;
+  for (const auto& [key, count] : s.details.inputs()) op_inputs.append(py::make_tuple(key.first, key.second, count));
   py::dict out;
   out["nodes"] = nodes;
+  out["collectives"] = collectives;
+  out["op_inputs"] = op_inputs;
   out["api"] = api;
   out["gpu_busy_ns"] = busy;
+  out["gpu_comm_ns"] = comm;
+  out["gpu_comm_exposed_ns"] = exposed;
   out["counters"] = counters;
   out["gpu"] = s.gpu.load();
   out["flush_s"] = r.tracer.flush_s;
@@ -121,7 +149,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "start",
       [](bool gpu, const std::vector<std::string>& cupti_candidates, bool collecting, bool python_frames,
-         bool nested_ops, int floor) {
+         bool nested_ops, int floor, const std::vector<std::string>& flops_ops) {
         if (floor < 0 || floor > 2) throw std::invalid_argument("floor must be 0, 1 or 2");
         dlpt::CaptureOptions opts;
         opts.gpu = gpu;
@@ -130,6 +158,7 @@ PYBIND11_MODULE(_C, m) {
         opts.python_frames = python_frames;
         opts.nested_ops = nested_ops;
         opts.floor = static_cast<dlpt::Floor>(floor);
+        opts.flops_ops = flops_ops;
         dlpt::StartResult r = dlpt::start_capture(opts);
         py::dict out;
         out["gpu"] = r.gpu;
@@ -138,7 +167,7 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("gpu"), py::arg("cupti_candidates"), py::arg("collecting") = true, py::arg("python_frames") = true,
-      py::arg("nested_ops") = false, py::arg("floor") = 0);
+      py::arg("nested_ops") = false, py::arg("floor") = 0, py::arg("flops_ops") = std::vector<std::string>{});
   m.def("floor_records", &dlpt::floor_records_on_this_thread,
         "Records the floor-mode op callback saw on the calling thread (bench/floor.py).");
   m.def("stop", &dlpt::stop);
@@ -147,4 +176,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("running", &dlpt::capture_running);
   m.def("scope_push", &dlpt::push_scope, py::arg("name"), py::arg("skip_frames"));
   m.def("scope_pop", &dlpt::pop_scope);
+
+  // Unit-test seams (tests/native/test_core_units.py): the core's data structures in isolation.
+  py::module_ t = m.def_submodule("_testing", "synthetic-input drivers of the native data structures");
+  t.def("busy", &dlpt::testing::busy);
+  t.def("seq_ranges", &dlpt::testing::seq_ranges);
+  t.def("correlations", &dlpt::testing::correlations);
+  t.def("graph_nodes", &dlpt::testing::graph_nodes);
+  t.def("tree_children", &dlpt::testing::tree_children);
+  t.def("op_name_ids", &dlpt::testing::op_name_ids);
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "context/aten_ops.h"
+#include "context/op_names.h"
 #include "context/thread_state.h"
 
 namespace dlpt {
@@ -13,6 +14,9 @@ namespace dlpt {
 StartResult start_capture(const CaptureOptions& options) {
   if (current_session() != nullptr) throw std::runtime_error("a dlpt profile is already running");
   CaptureOptions opts = options;
+  // Counting FLOPs needs the matmuls inside composite ops (aten::mm under aten::linear, ...).
+  if (!opts.flops_ops.empty()) opts.nested_ops = true;
+  set_flops_ops(opts.flops_ops);
   if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED")) opts.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   StartResult res;
   Session* s = begin_session(opts);
@@ -35,7 +39,7 @@ StartResult start_capture(const CaptureOptions& options) {
   if (opts.floor == Floor::OpCallback) {
     install_floor_op_callback();
   } else if (!floor) {
-    install_op_callback();
+    install_op_callback(!opts.flops_ops.empty());
   }
   return res;
 }
@@ -65,7 +69,7 @@ StopResult stop_capture() {
     res.tracer = stop_gpu_tracing();
     PyEval_RestoreThread(saved);
     res.api = api_stats(*s);
-    res.busy_ns = s->busy.totals();
+    res.busy = s->busy.totals();
   }
   s->for_each_thread([&](ThreadState& ts) {
     res.self.op_records += ts.op_records.get();

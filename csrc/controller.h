@@ -45,7 +45,7 @@ struct StopResult {
   Session* session = nullptr;  // parked; valid until the next start
   TracerStopReport tracer;
   std::vector<ApiStat> api;
-  std::map<uint32_t, uint64_t> busy_ns;
+  std::map<uint32_t, BusyTotals> busy;
   SelfCost self;
 };
 

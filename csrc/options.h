@@ -26,6 +26,9 @@ struct CaptureOptions {
   uint32_t window_min_nested = 8;
   Floor floor = Floor::None;
   std::vector<std::string> cupti_candidates;
+  // Ops whose input shapes are recorded for FLOP counting (empty: none). Needs RecordFunction
+  // inputs for every op, and every nested op recorded: an opt-in (--flops).
+  std::vector<std::string> flops_ops;
 };
 
 }  // namespace dlpt

@@ -212,9 +212,14 @@ class profile:
     def _build_session(self, raw: dict[str, Any], wall_ns: int, stop_s: float) -> Session:
         assert self._window is not None
         c = raw["counters"]
-        mapped = map_generated_frames(native.to_nodes(raw["nodes"]))
+        mapped = map_generated_frames(native.to_nodes(raw["nodes"], raw.get("collectives")))
         nodes = mark_library_exec_frames(mapped.nodes)
         meta = dict(self._meta)
+        if raw.get("gpu_comm_ns"):
+            # Collective-communication kernels (NCCL): their busy time per device, and the part of
+            # it with no other GPU work running on that device (exposed).
+            meta["gpu_comm_ns"] = dict(raw["gpu_comm_ns"])
+            meta["gpu_comm_exposed_ns"] = dict(raw["gpu_comm_exposed_ns"])
         meta.update(
             {
                 "wall_ns": wall_ns,

@@ -44,7 +44,8 @@ struct Tracer {
 
   // Activity processing: CUPTI's worker thread, or the thread flushing at stop; under buffer_mu.
   std::mutex buffer_mu;
-  std::unordered_map<const char*, uint32_t> kernel_names;  // CUPTI-owned name -> interned id
+  // CUPTI-owned name -> interned id, and whether it is a collective-communication kernel.
+  std::unordered_map<const char*, std::pair<uint32_t, bool>> kernel_names;
   ChildCache leaves;  // the buffer thread's cache of kernel/copy/memset leaves
 
   // Activity buffers are recycled rather than freed: CUPTI asks for one on the launching thread
@@ -188,17 +189,19 @@ void recycle_buffer(uint8_t* buffer) {
   g.pool.push_back(buffer);
 }
 
-/// Under buffer_mu.
-uint32_t kernel_name_id(Tree& tree, const char* name) {
+/// Under buffer_mu. The interned id of a kernel name, and whether it is a collective-
+/// communication kernel (NCCL's are named ncclKernel_* / ncclDevKernel_*).
+std::pair<uint32_t, bool> kernel_name_id(Tree& tree, const char* name) {
   if (name == nullptr) name = "<unnamed kernel>";
   auto it = g.kernel_names.find(name);
   if (it != g.kernel_names.end()) return it->second;
   int status = 0;
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  const uint32_t id = tree.strings.intern(status == 0 && demangled ? demangled : name);
+  const char* readable = status == 0 && demangled ? demangled : name;
+  const uint32_t id = tree.strings.intern(readable);
+  const bool comm = std::strstr(readable, "ncclKernel") != nullptr || std::strstr(readable, "ncclDevKernel") != nullptr;
   std::free(demangled);
-  g.kernel_names.emplace(name, id);
-  return id;
+  return g.kernel_names.emplace(name, std::make_pair(id, comm)).first->second;
 }
 
 /// Under buffer_mu: a leaf (or phase) through the buffer thread's cache.
@@ -257,7 +260,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       NodeId ctx = resolve(s, k->correlationId, ns);
       if (ctx == kNoNode) return;
       if (k->graphNodeId != 0) ctx = replay_context(s, ctx, k->graphNodeId, ns);
-      s.busy.add(k->deviceId, k->start, k->end);
+      const auto [name_id, comm] = kernel_name_id(tree, k->name);
+      s.busy.add(k->deviceId, k->start, k->end, comm);
       KernelConfig cfg;
       cfg.grid[0] = k->gridX;
       cfg.grid[1] = k->gridY;
@@ -268,7 +272,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       cfg.regs = k->registersPerThread;
       cfg.smem_static = k->staticSharedMemory;
       cfg.smem_dynamic = k->dynamicSharedMemory;
-      const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, kernel_name_id(tree, k->name), k->deviceId}, &cfg);
+      const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, name_id, k->deviceId}, &cfg);
       tree.node(n).m.add_duration(ns);
       return;
     }

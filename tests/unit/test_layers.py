@@ -174,8 +174,12 @@ def test_no_private_names_cross_modules(path: Path) -> None:
         for t, n in dlpt_imports(path)
         if is_private(n) or is_private(t.rsplit(".", 1)[-1])
     ]
-    expected = ["dlpt._C"] if module_name(path) == "dlpt.capture.native" else []
-    assert private == expected
+    if (
+        module_name(path) == "dlpt.capture.native"
+    ):  # the sole importer of the native core (and its stub's types)
+        assert private and all(p == "dlpt._C" or p.startswith("dlpt._C.") for p in private)
+    else:
+        assert private == []
 
 
 def test_the_layer_table_names_real_modules() -> None:
