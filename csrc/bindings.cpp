@@ -135,6 +135,15 @@ py::dict stop() {
   out["gpu_busy_ns"] = busy;
   out["gpu_comm_ns"] = comm;
   out["gpu_comm_exposed_ns"] = exposed;
+  // Per device, the intervals between step marks: (start, end, recorded, busy, first, last),
+  // CUPTI timestamps; first/last 0 when no work ran in the interval.
+  py::dict steps;
+  for (const auto& [dev, v] : r.steps) {
+    py::list l;
+    for (const StepBusy& sb : v) l.append(py::make_tuple(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last));
+    steps[py::str(std::to_string(dev))] = l;
+  }
+  out["gpu_steps"] = steps;
   out["counters"] = counters;
   out["gpu"] = s.gpu.load();
   out["flush_s"] = r.tracer.flush_s;
@@ -172,6 +181,7 @@ PYBIND11_MODULE(_C, m) {
         "Records the floor-mode op callback saw on the calling thread (bench/floor.py).");
   m.def("stop", &dlpt::stop);
   m.def("set_collecting", &dlpt::set_collecting);
+  m.def("mark_step", &dlpt::mark_step);
   m.def("drain_code_refs", &dlpt::drain_code_refs);
   m.def("running", &dlpt::capture_running);
   m.def("scope_push", &dlpt::push_scope, py::arg("name"), py::arg("skip_frames"));
@@ -180,6 +190,7 @@ PYBIND11_MODULE(_C, m) {
   // Unit-test seams (tests/native/test_core_units.py): the core's data structures in isolation.
   py::module_ t = m.def_submodule("_testing", "synthetic-input drivers of the native data structures");
   t.def("busy", &dlpt::testing::busy);
+  t.def("busy_steps", &dlpt::testing::busy_steps);
   t.def("seq_ranges", &dlpt::testing::seq_ranges);
   t.def("correlations", &dlpt::testing::correlations);
   t.def("graph_nodes", &dlpt::testing::graph_nodes);

@@ -11,6 +11,14 @@
 
 namespace dlpt {
 
+namespace {
+/// A step mark at CUPTI's current time, recorded or not by the collection state now.
+void mark(Session& s) {
+  if (!s.gpu.load(std::memory_order_relaxed)) return;
+  if (const uint64_t t = cupti_now()) s.busy.mark_step(t, s.collecting.load(std::memory_order_relaxed));
+}
+}  // namespace
+
 StartResult start_capture(const CaptureOptions& options) {
   if (current_session() != nullptr) throw std::runtime_error("a dlpt profile is already running");
   CaptureOptions opts = options;
@@ -36,6 +44,7 @@ StartResult start_capture(const CaptureOptions& options) {
     }
   }
   s->collecting.store(opts.collecting, std::memory_order_release);
+  if (opts.collecting) mark(*s);
   if (opts.floor == Floor::OpCallback) {
     install_floor_op_callback();
   } else if (!floor) {
@@ -45,7 +54,14 @@ StartResult start_capture(const CaptureOptions& options) {
 }
 
 void set_collecting(bool on) {
-  if (Session* s = current_session()) s->collecting.store(on, std::memory_order_release);
+  Session* s = current_session();
+  if (s == nullptr || s->collecting.load() == on) return;
+  s->collecting.store(on, std::memory_order_release);
+  mark(*s);
+}
+
+void mark_step() {
+  if (Session* s = current_session()) mark(*s);
 }
 
 void drain_code_refs() {
@@ -58,7 +74,7 @@ StopResult stop_capture() {
   Session* s = current_session();
   if (s == nullptr) throw std::runtime_error("no dlpt profile is running");
   StopResult res;
-  s->collecting.store(false, std::memory_order_release);
+  if (s->collecting.exchange(false, std::memory_order_acq_rel)) mark(*s);
   remove_op_callback();
   remove_floor_op_callback();
   s->codes.drain();
@@ -70,6 +86,7 @@ StopResult stop_capture() {
     PyEval_RestoreThread(saved);
     res.api = api_stats(*s);
     res.busy = s->busy.totals();
+    res.steps = s->busy.steps();
   }
   s->for_each_thread([&](ThreadState& ts) {
     res.self.op_records += ts.op_records.get();

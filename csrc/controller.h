@@ -27,6 +27,10 @@ StartResult start_capture(const CaptureOptions& opts);
 /// Pauses/resumes cost recording at step boundaries.
 void set_collecting(bool on);
 
+/// A step boundary (call after the step window decided whether the next step is recorded): GPU
+/// work is split into steps at these marks (BusyTracker::steps).
+void mark_step();
+
 /// Takes references to code objects first seen since the last drain (see CodeRegistry).
 void drain_code_refs();
 
@@ -46,6 +50,7 @@ struct StopResult {
   TracerStopReport tracer;
   std::vector<ApiStat> api;
   std::map<uint32_t, BusyTotals> busy;
+  std::map<uint32_t, std::vector<StepBusy>> steps;
   SelfCost self;
 };
 

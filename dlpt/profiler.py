@@ -177,9 +177,11 @@ class profile:
             self._on_step("manual")
 
     def _on_step(self, source: str) -> None:
-        native.core().drain_code_refs()
+        C = native.core()
+        C.drain_code_refs()
         if self._window is not None:
             self._window.on_step(source)
+        C.mark_step()  # after the window decided: the mark says whether the next step is recorded
 
     def stop(self) -> Session:
         """Stop capture, flush all GPU activity and build the session."""
@@ -215,6 +217,8 @@ class profile:
         mapped = map_generated_frames(native.to_nodes(raw["nodes"], raw.get("collectives")))
         nodes = mark_library_exec_frames(mapped.nodes)
         meta = dict(self._meta)
+        if raw.get("gpu_steps"):
+            meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
         if raw.get("gpu_comm_ns"):
             # Collective-communication kernels (NCCL): their busy time per device, and the part of
             # it with no other GPU work running on that device (exposed).

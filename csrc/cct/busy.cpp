@@ -67,10 +67,51 @@ std::vector<Span> BusyTracker::merge(std::vector<Span> v) {
   return merged;
 }
 
+long BusyTracker::step_of(uint64_t t) const {
+  return static_cast<long>(std::upper_bound(marks_.begin(), marks_.end(), t) - marks_.begin()) - 1;
+}
+
+void BusyTracker::mark_step(uint64_t t, bool recorded) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (marks_.size() == kMaxMarks || (!marks_.empty() && t < marks_.back())) return;
+  marks_.push_back(t);
+  recorded_.push_back(recorded);
+}
+
+void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut) {
+  if (marks_.empty()) return;
+  if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
+  for (Span sp : merged) {
+    if (sp.first >= cut) break;
+    sp.second = std::min(sp.second, cut);
+    long k = step_of(sp.first);
+    if (k < 0) {
+      if (sp.second <= marks_[0]) continue;
+      sp.first = marks_[0];
+      k = 0;
+    }
+    // A span across marks counts in each step for the part inside it.
+    while (sp.first < sp.second) {
+      const uint64_t step_end = static_cast<size_t>(k) + 1 < marks_.size() ? marks_[k + 1] : UINT64_MAX;
+      const uint64_t part_end = std::min(sp.second, step_end);
+      d.steps[k].busy += part_end - sp.first;
+      sp.first = part_end;
+      ++k;
+    }
+  }
+}
+
 void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm) {
   if (end <= start) return;
   std::lock_guard<std::mutex> lock(mu_);
   Device& d = devices_[device];
+  const long k = step_of(start);
+  if (k >= 0) {
+    if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
+    StepAcc& st = d.steps[k];
+    st.first = std::min(st.first, start);
+    st.last = std::max(st.last, end);
+  }
   start = std::max(start, d.folded_until);
   if (end <= start) return;
   (comm ? d.comm : d.work).emplace_back(start, end);
@@ -83,12 +124,37 @@ void BusyTracker::fold(Device& d, bool everything) {
   const uint64_t cut = everything ? UINT64_MAX : std::min(open_from(work, kKeepSpans), open_from(comm, kKeepSpans));
   std::vector<Span> all = work;
   all.insert(all.end(), comm.begin(), comm.end());
-  d.folded.busy_ns += measure(merge(std::move(all)), cut);
+  all = merge(std::move(all));
+  d.folded.busy_ns += measure(all, cut);
+  add_to_steps(d, all, cut);
   d.folded.comm_ns += measure(comm, cut);
   d.folded.exposed_ns += measure(difference(comm, work), cut);
   d.work = clip(work, cut);
   d.comm = clip(comm, cut);
   if (cut != UINT64_MAX) d.folded_until = std::max(d.folded_until, cut);
+}
+
+std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<uint32_t, std::vector<StepBusy>> out;
+  for (auto& [dev, d] : devices_) {
+    std::vector<StepBusy>& v = out[dev];
+    for (size_t k = 0; k + 1 < marks_.size(); ++k) {
+      StepBusy sb;
+      sb.start = marks_[k];
+      sb.end = marks_[k + 1];
+      sb.recorded = recorded_[k];
+      if (k < d.steps.size()) {
+        sb.busy_ns = d.steps[k].busy;
+        if (d.steps[k].first != UINT64_MAX) {
+          sb.first = d.steps[k].first;
+          sb.last = d.steps[k].last;
+        }
+      }
+      v.push_back(sb);
+    }
+  }
+  return out;
 }
 
 std::map<uint32_t, BusyTotals> BusyTracker::totals() {

@@ -453,6 +453,12 @@ TracerStopReport stop_gpu_tracing() {
   return rep;
 }
 
+uint64_t cupti_now() {
+  uint64_t t = 0;
+  if (g.session.load(std::memory_order_acquire) == nullptr || g.api == nullptr) return 0;
+  return g.api->cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
+}
+
 std::vector<ApiStat> api_stats(Session& s) {
   std::vector<ApiStat> out;
   for (size_t i = 0; i < g.slot_cbid.size(); ++i) {

@@ -33,6 +33,9 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
 /// made), then disables activity and unsubscribes so another profiler can subscribe.
 TracerStopReport stop_gpu_tracing();
 
+/// [MT] CUPTI's clock now (the timestamps of activity records), or 0 when not tracing.
+uint64_t cupti_now();
+
 /// API call statistics of `s` (per CUDA function, outermost calls only, nanoseconds).
 std::vector<ApiStat> api_stats(Session& s);
 

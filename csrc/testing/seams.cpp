@@ -22,6 +22,20 @@ std::map<uint32_t, std::tuple<uint64_t, uint64_t, uint64_t>> busy(
   return out;
 }
 
+std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t>>> busy_steps(
+    const std::vector<std::pair<uint64_t, bool>>& marks,
+    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans) {
+  BusyTracker t;
+  for (const auto& [ts, recorded] : marks) t.mark_step(ts, recorded);
+  for (const auto& [dev, start, end, comm] : spans) t.add(dev, start, end, comm);
+  t.totals();
+  std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t>>> out;
+  for (const auto& [dev, v] : t.steps()) {
+    for (const StepBusy& sb : v) out[dev].emplace_back(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last);
+  }
+  return out;
+}
+
 std::vector<int64_t> seq_ranges(const std::vector<std::pair<int64_t, uint32_t>>& adds,
                                 const std::vector<int64_t>& queries) {
   auto r = std::make_unique<SeqRanges>();

@@ -16,6 +16,12 @@ namespace dlpt::testing {
 std::map<uint32_t, std::tuple<uint64_t, uint64_t, uint64_t>> busy(
     const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
 
+/// BusyTracker steps: marks (t, recorded) first, then spans -> device -> per interval (start, end,
+/// recorded, busy, first, last).
+std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t>>> busy_steps(
+    const std::vector<std::pair<uint64_t, bool>>& marks,
+    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
+
 /// SeqRanges: add (seq, node) pairs in order, then look up each query (-1: not found).
 std::vector<int64_t> seq_ranges(const std::vector<std::pair<int64_t, uint32_t>>& adds,
                                 const std::vector<int64_t>& queries);

@@ -181,3 +181,27 @@ def api_table(raw: list[tuple[str, int, int, int, int]]) -> list[dict[str, Any]]
         r["min_ns"] = min(r["min_ns"], mn)
         r["max_ns"] = max(r["max_ns"], mx)
     return sorted(rows.values(), key=lambda r: -r["total_ns"])
+
+
+def gpu_steps(raw: dict[str, list[tuple[int, int, bool, int, int, int]]]) -> dict[str, list[dict[str, int]]]:
+    """Per device, each recorded step's GPU time line (docs/session-format.md, meta.gpu_steps):
+    its span between host step boundaries, GPU busy time inside it, and the idle time before its
+    first and after its last GPU work. From stop()'s (start, end, recorded, busy, first, last)."""
+    out: dict[str, list[dict[str, int]]] = {}
+    for dev, intervals in raw.items():
+        rows = []
+        for start, end, recorded, busy, first, last in intervals:
+            if not recorded:
+                continue
+            span = end - start
+            worked = bool(first and last)
+            rows.append(
+                {
+                    "span_ns": span,
+                    "busy_ns": busy,
+                    "idle_before_ns": max(0, min(first, end) - start) if worked else span,
+                    "idle_after_ns": max(0, end - max(last, start)) if worked else 0,
+                }
+            )
+        out[dev] = rows
+    return out

@@ -43,6 +43,24 @@ def test_busy_folding_keeps_totals_exact_over_many_spans():
     assert T.busy(spans)[0] == reference_busy(spans)
 
 
+def test_gpu_work_is_split_into_steps_at_the_marks():
+    marks = [(100, True), (200, True), (300, False), (400, True), (500, False)]
+    spans = [(0, 50, 120, False), (0, 150, 250, False), (0, 260, 270, True), (0, 350, 360, False)]
+    steps = T.busy_steps(marks, spans)[0]
+    assert steps == [
+        (100, 200, True, 70, 150, 250),  # 100-120 and 150-200 (first/last: spans starting inside)
+        (200, 300, True, 60, 260, 270),  # 200-250 and 260-270
+        (300, 400, False, 10, 350, 360),
+        (400, 500, True, 0, 0, 0),
+    ]
+    from dlpt.capture.native import gpu_steps
+
+    rows = gpu_steps({"0": steps})["0"]
+    assert [r["span_ns"] for r in rows] == [100, 100, 100]  # recorded intervals only
+    assert rows[0] == {"span_ns": 100, "busy_ns": 70, "idle_before_ns": 50, "idle_after_ns": 0}
+    assert rows[2] == {"span_ns": 100, "busy_ns": 0, "idle_before_ns": 100, "idle_after_ns": 0}
+
+
 def test_sequence_ranges_answer_the_op_that_created_a_node():
     adds = [(10, 1), (13, 2), (13, 3), (20, 4)]  # equal numbers: the last op wins
     assert T.seq_ranges(adds, [9, 10, 12, 13, 19, 20, 99]) == [-1, 1, 1, 3, 3, 4, 4]
