@@ -87,6 +87,12 @@ NodeId backward_phase(Session& s, ThreadState& ts, const at::RecordFunction& rf)
   return ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Phase, 1);
 }
 
+/// A torch.compile region starts at entry `e`: frames entered from now on are its own.
+void begin_region(OpEntry& e) {
+  e.region = true;
+  e.region_frame = innermost_python_frame();
+}
+
 /// Remembers that forward sequence numbers from `seq` on were created inside `op` (see
 /// SeqRanges), so backward ops can be grafted under it.
 void record_forward_op(Session& s, ThreadState& ts, int64_t seq, NodeId op) {
@@ -209,7 +215,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   const char* name = rf.name();
   // The common case, kept short: an aten op inside an ordinary op is not recorded (its launches
   // go to the op's context). Nothing about it is looked up. (Other names may be collectives.)
-  if (!s.opts.nested_ops && parent.py_depth < 0 && scope != at::RecordScope::BACKWARD_FUNCTION &&
+  if (!s.opts.nested_ops && !parent.region && scope != at::RecordScope::BACKWARD_FUNCTION &&
       std::strncmp(name, "aten::", 6) == 0) {
     if (!collecting) return;
     if (OpEntry* learner = ts.learner()) ++learner->nested;
@@ -223,13 +229,14 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   const bool compiled = (flags & kCompiledRegion) != 0;
   // Under a compiled region, ops are launched by Inductor's generated Python: they are what the
   // model runs, each one as good as an outermost op.
-  const bool recorded = graft || compiled || parent.py_depth >= 0 || s.opts.nested_ops || (flags & kComm);
+  const bool recorded = graft || compiled || parent.region || s.opts.nested_ops || (flags & kComm);
   if (!collecting && !compiled) return;  // paused: only compiled regions are followed
   if (flags & kParamComms) note_collective(s, ts);
   if (!recorded || (flags & (kPlumbing | kParamComms))) {
     OpEntry& e = ts.push(EntryKind::Skip, &rf);
     e.ctx_node = parent.ctx_node;
-    e.py_depth = parent.py_depth;
+    e.region = parent.region;
+    e.region_frame = parent.region_frame;
     return;
   }
   if (graft) {
@@ -239,7 +246,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
     OpEntry& e = ts.push(EntryKind::Op, &rf);
     e.op_node = e.ctx_node = ts.child(phase, NodeKind::Op, id);
     e.name_id = id;
-    if (compiled) e.py_depth = static_cast<int>(python_frame_count());
+    if (compiled) begin_region(e);
     e.start = ticks();
     if (!compiled) learn_or_open_window(s, ts, e, rf);
     return;
@@ -254,11 +261,11 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
     // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
     // its CompiledFunctionBackward is grafted under.
     e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
-    e.py_depth = static_cast<int>(python_frame_count());
+    begin_region(e);
     record_forward_op(s, ts, rf.seqNr(), e.op_node);
   }
   e.start = ticks();
-  if (!compiled && parent.py_depth >= 0 && kind == NodeKind::Op) learn_or_open_window(s, ts, e, rf);
+  if (!compiled && parent.region && kind == NodeKind::Op) learn_or_open_window(s, ts, e, rf);
 }
 
 /// A record with no op open: an outermost op, a backward node, a top-level scope.
@@ -289,7 +296,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
     e.name_id = id;
     e.start = ticks();
     if (compiled) {
-      e.py_depth = static_cast<int>(python_frame_count());
+      begin_region(e);
     } else {
       learn_or_open_window(s, ts, e, rf);
     }
@@ -305,7 +312,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
   e.name_id = id;
   if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
-  if (compiled) e.py_depth = static_cast<int>(depth);
+  if (compiled) begin_region(e);
   record_forward_op(s, ts, rf.seqNr(), e.op_node);
   e.start = ticks();
   if (!compiled) learn_or_open_window(s, ts, e, rf);

@@ -39,8 +39,9 @@ struct OpEntry {
   NodeId ctx_node = kNoNode; // where its CPU self time, child ops and launches go
   uint64_t start = 0;        // ticks at start (0: not timed)
   uint64_t child = 0;        // ticks spent in timed child entries, subtracted for self time
-  int32_t py_depth = -1;     // >= 0: a torch.compile region; Python frames deeper than this many
+  bool region = false;       // a torch.compile region: the Python frames entered since it started
                              // (Inductor's generated code) are captured beneath it
+  const void* region_frame = nullptr;  // ... the innermost Python frame when it started
   uint32_t name_id = 0;      // learning entries: whose nested-record statistics to update
   uint32_t nested = 0;       // learning entries: nested records seen below this entry
   EntryKind kind = EntryKind::Skip;
@@ -110,9 +111,9 @@ class ThreadState {
   /// Innermost node of the current Python path (frames and scopes), or kNoNode without frames
   /// (or with Python-frame capture off). `depth` receives the number of user-visible frames.
   NodeId python_context(size_t* depth = nullptr);
-  /// The frames deeper than `depth` (those entered since a compiled region started), as a path
-  /// under `base`; `base` itself when there are none.
-  NodeId python_subpath(NodeId base, size_t depth);
+  /// The frames entered since frame `since` (a compiled region's start), as a path under `base`;
+  /// `base` itself when there are none.
+  NodeId python_subpath(NodeId base, const void* since);
   /// Where a GPU launch / sync made now belongs: the running op, else the Python path, else
   /// this thread's own node.
   NodeId launch_context();
