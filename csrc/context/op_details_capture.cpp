@@ -75,8 +75,8 @@ std::string input_signature(const at::RecordFunction& rf) {
 /// attaches to the thread for its duration (torch/csrc/distributed/c10d/ParamCommsUtils.hpp;
 /// checked against torch 2.11 and 2.13), added to the enclosing c10d op's node.
 void note_collective(Session& s, ThreadState& ts) {
-  auto* info = static_cast<torch::ParamCommsDebugInfo*>(
-      c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PARAM_COMMS_INFO));
+  auto* info =
+      static_cast<torch::ParamCommsDebugInfo*>(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PARAM_COMMS_INFO));
   if (info == nullptr) return;
   // The c10d op is the innermost entry with its own node.
   NodeId op = kNoNode;

@@ -46,7 +46,7 @@ struct InterpFrame {
 };
 inline PyObject* frame_code(const InterpFrame* f) { return reinterpret_cast<PyObject*>(f->f_code); }
 inline const CodeUnit* frame_instr(const InterpFrame* f) { return f->prev_instr; }
-#else  // 3.13
+#else                              // 3.13
 struct InterpFrame {
   PyObject* f_executable;  // a code object, or None for some internal frames
   InterpFrame* previous;
