@@ -17,6 +17,8 @@ Modes
   dlpt_nopy    dlpt's native core without Python-frame capture (ops, CUPTI)
   rf_floor     an empty global RecordFunction callback with dlpt's settings (torch's own cost)
   cupti_floor  an empty CUPTI subscriber with dlpt's callbacks and activity kinds (CUPTI's)
+  dlpt_w4, dlpt_w16, dlpt_nowin   dlpt with RecordFunction windows for ops with >= 4 / >= 16
+               nested records, or none (the default is 8; see csrc/context/aten_ops.cpp)
   torchprof    torch.profiler, CPU + CUDA activities, no stacks
   proton       Triton Proton, shadow context (kernels only); started once, activated per chunk
 
@@ -51,7 +53,8 @@ import dlpt  # noqa: E402
 from paired_workloads import BUILDERS as PAIRED  # noqa: E402
 from workloads import BUILDERS as SHARED  # noqa: E402
 
-DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor")
+DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
+              "dlpt_w4", "dlpt_w16", "dlpt_nowin")
 ALL_MODES = DLPT_MODES + ("torchprof", "proton")
 DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
 
@@ -103,17 +106,25 @@ class Native:
 
 
 class Dlpt:
-    def __init__(self, **kw) -> None:
+    def __init__(self, window_min_nested: int | None = None, **kw) -> None:
         self.prof = dlpt.profile(**kw)
         self.capture: dict = {}
+        self.window = window_min_nested
 
     def __enter__(self):
-        self.prof.start()
+        if self.window is not None:
+            os.environ["DLPT_WINDOW_MIN_NESTED"] = str(self.window)
+        try:
+            self.prof.start()
+        finally:
+            os.environ.pop("DLPT_WINDOW_MIN_NESTED", None)
         return self
 
     def __exit__(self, *exc) -> None:
         session = self.prof.stop()
         self.capture = dict(session.meta.get("capture", {}))
+        if self.prof.gpu and not session.meta["gpu"]["enabled"]:  # a CPU-only run would flatter dlpt
+            raise RuntimeError(f"dlpt ran without GPU capture: {session.meta['gpu']['reason']}")
 
 
 class TorchProf:
@@ -162,6 +173,9 @@ def profiler(mode: str):
         "dlpt": lambda: Dlpt(),
         "dlpt_nogpu": lambda: Dlpt(gpu=False),
         "dlpt_nested": lambda: Dlpt(nested_ops=True),
+        "dlpt_w4": lambda: Dlpt(window_min_nested=4),
+        "dlpt_w16": lambda: Dlpt(window_min_nested=16),
+        "dlpt_nowin": lambda: Dlpt(window_min_nested=1 << 30),
         "dlpt_nopy": lambda: Native(python_frames=False),
         "rf_floor": lambda: Native(floor=1, gpu=False),
         "cupti_floor": lambda: Native(floor=2),
@@ -187,7 +201,8 @@ def run_pairs(step, n: int, modes: list[str], rounds: int) -> dict:
             r["base_s"].append(a)
             r["prof_s"].append(b)
             if cap:
-                r["capture"].append({k: cap.get(k) for k in ("op_records", "api_callbacks", "self_ns", "rf_windows")})
+                r["capture"].append({k: cap.get(k) for k in ("op_records", "api_callbacks", "self_ns", "rf_windows",
+                                                             "self_python_ns", "self_window_ns")})
     return out
 
 
@@ -201,7 +216,7 @@ def summarise(raw: dict, steps: int) -> dict:
              "rounds": len(r["ratios"])}
         if r["capture"]:
             c = r["capture"]
-            for k in ("op_records", "api_callbacks", "self_ns"):
+            for k in ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns"):
                 vals = [x[k] for x in c if x.get(k) is not None]
                 if vals:
                     s[k + "_per_step"] = statistics.median(vals) / steps
@@ -279,11 +294,19 @@ def main() -> None:
                 step()
             torch.cuda.synchronize()
             raw: dict = {}
-            # CUPTI has one subscriber: dlpt's modes first, then torch.profiler, then Proton.
-            for block in ([m for m in args.modes if m in DLPT_MODES], [m for m in args.modes if m == "torchprof"],
-                          [m for m in args.modes if m == "proton"]):
-                if block:
+            # CUPTI has one subscriber: each tool's block runs on its own, Proton first (its
+            # finalize releases CUPTI for the others), then torch.profiler, then dlpt's modes.
+            blocks = ([m for m in args.modes if m == "proton"], [m for m in args.modes if m == "torchprof"],
+                      [m for m in args.modes if m in DLPT_MODES])
+            for block in blocks:
+                if not block:
+                    continue
+                try:
                     raw.update(run_pairs(step, n, block, args.rounds))
+                except Exception as e:  # a tool that cannot run here is a finding, not the end
+                    res.setdefault("block_errors", {})[",".join(block)] = repr(e)[:300]
+                    print(traceback.format_exc(), file=sys.stderr)
+                finally:
                     Proton.finalize()
             res["modes"] = summarise(raw, n)
             res["raw"] = raw

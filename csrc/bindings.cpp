@@ -7,8 +7,9 @@
 #include <string>
 
 #include "context/aten_ops.h"
-#include "controller.h"
 #include "context/thread_state.h"
+#include "controller.h"
+#include "testing/seams.h"
 
 namespace py = pybind11;
 
@@ -16,7 +17,8 @@ namespace dlpt {
 namespace {
 
 const char* kMemcpyKinds[] = {"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
-const char* kMemoryKinds[] = {"", "pageable", "pinned", "device", "array", "managed", "device_static", "managed_static"};
+const char* kMemoryKinds[] = {"",      "pageable", "pinned",        "device",
+                              "array", "managed",  "device_static", "managed_static"};
 
 /// Name, file, line and extras of one node, by kind.
 py::tuple export_node(Session& s, NodeId id) {
@@ -25,8 +27,12 @@ py::tuple export_node(Session& s, NodeId id) {
   int line = 0;
   py::dict x;
   switch (n.kind) {
-    case NodeKind::Root: name = "<root>"; break;
-    case NodeKind::Thread: name = n.a == 0 ? "<unknown>" : "<thread " + std::to_string(n.a) + ">"; break;
+    case NodeKind::Root:
+      name = "<root>";
+      break;
+    case NodeKind::Thread:
+      name = n.a == 0 ? "<unknown>" : "<thread " + std::to_string(n.a) + ">";
+      break;
     case NodeKind::Frame:
       if (!s.codes.describe(reinterpret_cast<PyObject*>(n.a), static_cast<int>(n.b), &file, &name, &line)) {
         name = "<code freed during profiling>";
@@ -34,8 +40,12 @@ py::tuple export_node(Session& s, NodeId id) {
       }
       break;
     case NodeKind::Scope:
-    case NodeKind::Op: name = s.tree.strings.get(static_cast<uint32_t>(n.a)); break;
-    case NodeKind::Phase: name = n.a == 0 ? "<forward>" : n.a == 1 ? "<backward>" : "<cuda graph replay>"; break;
+    case NodeKind::Op:
+      name = s.tree.strings.get(static_cast<uint32_t>(n.a));
+      break;
+    case NodeKind::Phase:
+      name = n.a == 0 ? "<forward>" : n.a == 1 ? "<backward>" : "<cuda graph replay>";
+      break;
     case NodeKind::Kernel:
       name = s.tree.strings.get(static_cast<uint32_t>(n.a));
       x["device"] = n.b;
@@ -54,8 +64,13 @@ py::tuple export_node(Session& s, NodeId id) {
       x["device"] = n.b >> 8;
       break;
     }
-    case NodeKind::Memset: name = "[memset]"; x["device"] = n.a; break;
-    case NodeKind::Sync: name = "[sync " + sync_api_name(n.a) + "]"; break;
+    case NodeKind::Memset:
+      name = "[memset]";
+      x["device"] = n.a;
+      break;
+    case NodeKind::Sync:
+      name = "[sync " + sync_api_name(n.a) + "]";
+      break;
   }
   const Metrics& m = n.m;
   const TickRate& r = s.rate;
@@ -75,8 +90,15 @@ py::dict stop() {
   for (size_t i = 0; i < count; ++i) nodes.append(export_node(s, static_cast<NodeId>(i)));
   py::list api;
   for (const ApiStat& a : r.api) api.append(py::make_tuple(a.name, a.calls, a.total_ns, a.min_ns, a.max_ns));
-  py::dict busy;
-  for (const auto& [dev, ns] : r.busy_ns) busy[py::str(std::to_string(dev))] = ns;
+  py::dict busy, comm, exposed;
+  for (const auto& [dev, t] : r.busy) {
+    const py::str key(std::to_string(dev));
+    busy[key] = t.busy_ns;
+    if (t.comm_ns) {
+      comm[key] = t.comm_ns;
+      exposed[key] = t.exposed_ns;
+    }
+  }
   const Counters& c = s.counters;
   py::dict counters;
   counters["activity_records"] = c.activity_records.load();
@@ -98,12 +120,44 @@ py::dict stop() {
   counters["op_records"] = r.self.op_records;
   counters["api_callbacks"] = r.self.api_callbacks;
   counters["self_ns"] = r.self.self_ns;
+  counters["self_python_ns"] = r.self.python_ns;
+  counters["self_window_ns"] = r.self.window_ns;
   counters["tsc"] = s.rate.tsc();
+  if (!r.tracer.unsubscribe_error.empty()) counters["cupti_unsubscribe_error"] = r.tracer.unsubscribe_error;
   s.codes.release_all();
+  // Per-node details (see OpDetails): collectives, and the input signatures of FLOP-formula ops.
+  py::dict collectives;
+  for (const auto& [node, c] : s.details.comm()) {
+    py::dict d;
+    d["collective"] = c.collective;
+    d["dtype"] = c.dtype;
+    d["pg_name"] = c.pg_name;
+    d["pg_desc"] = c.pg_desc;
+    d["world_size"] = c.world_size;
+    d["calls"] = c.calls;
+    d["in_bytes"] = c.in_bytes;
+    d["out_bytes"] = c.out_bytes;
+    collectives[py::int_(node)] = d;
+  }
+  py::list op_inputs;
+  for (const auto& [key, count] : s.details.inputs()) op_inputs.append(py::make_tuple(key.first, key.second, count));
   py::dict out;
   out["nodes"] = nodes;
+  out["collectives"] = collectives;
+  out["op_inputs"] = op_inputs;
   out["api"] = api;
   out["gpu_busy_ns"] = busy;
+  out["gpu_comm_ns"] = comm;
+  out["gpu_comm_exposed_ns"] = exposed;
+  // Per device, the intervals between step marks: (start, end, recorded, busy, first, last),
+  // CUPTI timestamps; first/last 0 when no work ran in the interval.
+  py::dict steps;
+  for (const auto& [dev, v] : r.steps) {
+    py::list l;
+    for (const StepBusy& sb : v) l.append(py::make_tuple(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last));
+    steps[py::str(std::to_string(dev))] = l;
+  }
+  out["gpu_steps"] = steps;
   out["counters"] = counters;
   out["gpu"] = s.gpu.load();
   out["flush_s"] = r.tracer.flush_s;
@@ -118,7 +172,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "start",
       [](bool gpu, const std::vector<std::string>& cupti_candidates, bool collecting, bool python_frames,
-         bool nested_ops, int floor) {
+         bool nested_ops, int floor, const std::vector<std::string>& flops_ops) {
         if (floor < 0 || floor > 2) throw std::invalid_argument("floor must be 0, 1 or 2");
         dlpt::CaptureOptions opts;
         opts.gpu = gpu;
@@ -127,6 +181,7 @@ PYBIND11_MODULE(_C, m) {
         opts.python_frames = python_frames;
         opts.nested_ops = nested_ops;
         opts.floor = static_cast<dlpt::Floor>(floor);
+        opts.flops_ops = flops_ops;
         dlpt::StartResult r = dlpt::start_capture(opts);
         py::dict out;
         out["gpu"] = r.gpu;
@@ -135,13 +190,24 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("gpu"), py::arg("cupti_candidates"), py::arg("collecting") = true, py::arg("python_frames") = true,
-      py::arg("nested_ops") = false, py::arg("floor") = 0);
+      py::arg("nested_ops") = false, py::arg("floor") = 0, py::arg("flops_ops") = std::vector<std::string>{});
   m.def("floor_records", &dlpt::floor_records_on_this_thread,
         "Records the floor-mode op callback saw on the calling thread (bench/floor.py).");
   m.def("stop", &dlpt::stop);
   m.def("set_collecting", &dlpt::set_collecting);
+  m.def("mark_step", &dlpt::mark_step);
   m.def("drain_code_refs", &dlpt::drain_code_refs);
   m.def("running", &dlpt::capture_running);
   m.def("scope_push", &dlpt::push_scope, py::arg("name"), py::arg("skip_frames"));
   m.def("scope_pop", &dlpt::pop_scope);
+
+  // Unit-test seams (tests/native/test_core_units.py): the core's data structures in isolation.
+  py::module_ t = m.def_submodule("_testing", "synthetic-input drivers of the native data structures");
+  t.def("busy", &dlpt::testing::busy);
+  t.def("busy_steps", &dlpt::testing::busy_steps);
+  t.def("seq_ranges", &dlpt::testing::seq_ranges);
+  t.def("correlations", &dlpt::testing::correlations);
+  t.def("graph_nodes", &dlpt::testing::graph_nodes);
+  t.def("tree_children", &dlpt::testing::tree_children);
+  t.def("op_name_ids", &dlpt::testing::op_name_ids);
 }

@@ -6,14 +6,27 @@
 #include <stdexcept>
 
 #include "context/aten_ops.h"
+#include "context/op_names.h"
 #include "context/thread_state.h"
 
 namespace dlpt {
 
+namespace {
+/// A step mark at CUPTI's current time, recorded or not by the collection state now.
+void mark(Session& s) {
+  if (!s.gpu.load(std::memory_order_relaxed)) return;
+  if (const uint64_t t = cupti_now()) s.busy.mark_step(t, s.collecting.load(std::memory_order_relaxed));
+}
+}  // namespace
+
 StartResult start_capture(const CaptureOptions& options) {
   if (current_session() != nullptr) throw std::runtime_error("a dlpt profile is already running");
   CaptureOptions opts = options;
-  if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED")) opts.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
+  // Counting FLOPs needs the matmuls inside composite ops (aten::mm under aten::linear, ...).
+  if (!opts.flops_ops.empty()) opts.nested_ops = true;
+  set_flops_ops(opts.flops_ops);
+  if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED"))
+    opts.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   StartResult res;
   Session* s = begin_session(opts);
   const bool floor = opts.floor != Floor::None;
@@ -32,16 +45,24 @@ StartResult start_capture(const CaptureOptions& options) {
     }
   }
   s->collecting.store(opts.collecting, std::memory_order_release);
+  if (opts.collecting) mark(*s);
   if (opts.floor == Floor::OpCallback) {
     install_floor_op_callback();
   } else if (!floor) {
-    install_op_callback();
+    install_op_callback(!opts.flops_ops.empty());
   }
   return res;
 }
 
 void set_collecting(bool on) {
-  if (Session* s = current_session()) s->collecting.store(on, std::memory_order_release);
+  Session* s = current_session();
+  if (s == nullptr || s->collecting.load() == on) return;
+  s->collecting.store(on, std::memory_order_release);
+  mark(*s);
+}
+
+void mark_step() {
+  if (Session* s = current_session()) mark(*s);
 }
 
 void drain_code_refs() {
@@ -54,7 +75,7 @@ StopResult stop_capture() {
   Session* s = current_session();
   if (s == nullptr) throw std::runtime_error("no dlpt profile is running");
   StopResult res;
-  s->collecting.store(false, std::memory_order_release);
+  if (s->collecting.exchange(false, std::memory_order_acq_rel)) mark(*s);
   remove_op_callback();
   remove_floor_op_callback();
   s->codes.drain();
@@ -65,14 +86,19 @@ StopResult stop_capture() {
     res.tracer = stop_gpu_tracing();
     PyEval_RestoreThread(saved);
     res.api = api_stats(*s);
-    res.busy_ns = s->busy.totals();
+    res.busy = s->busy.totals();
+    res.steps = s->busy.steps();
   }
   s->for_each_thread([&](ThreadState& ts) {
     res.self.op_records += ts.op_records.get();
     res.self.api_callbacks += ts.api_callbacks.get();
     res.self.self_ns += ts.self_ticks.get();
+    res.self.python_ns += ts.python_ticks.get();
+    res.self.window_ns += ts.window_ticks.get();
   });
   res.self.self_ns = s->rate.to_ns(res.self.self_ns);
+  res.self.python_ns = s->rate.to_ns(res.self.python_ns);
+  res.self.window_ns = s->rate.to_ns(res.self.window_ns);
   res.session = s;
   return res;
 }

@@ -27,6 +27,10 @@ StartResult start_capture(const CaptureOptions& opts);
 /// Pauses/resumes cost recording at step boundaries.
 void set_collecting(bool on);
 
+/// A step boundary (call after the step window decided whether the next step is recorded): GPU
+/// work is split into steps at these marks (BusyTracker::steps).
+void mark_step();
+
 /// Takes references to code objects first seen since the last drain (see CodeRegistry).
 void drain_code_refs();
 
@@ -37,13 +41,16 @@ struct SelfCost {
   uint64_t op_records = 0;     // RecordFunction start callbacks run
   uint64_t api_callbacks = 0;  // CUPTI API enter callbacks run
   uint64_t self_ns = 0;        // sampled time inside dlpt's callbacks, scaled to all calls
+  uint64_t python_ns = 0;      // ... of which walking Python frames
+  uint64_t window_ns = 0;      // ... of which switching RecordFunction off and on
 };
 
 struct StopResult {
   Session* session = nullptr;  // parked; valid until the next start
   TracerStopReport tracer;
   std::vector<ApiStat> api;
-  std::map<uint32_t, uint64_t> busy_ns;
+  std::map<uint32_t, BusyTotals> busy;
+  std::map<uint32_t, std::vector<StepBusy>> steps;
   SelfCost self;
 };
 

@@ -15,6 +15,7 @@
 #include "cct/busy.h"
 #include "cct/correlation.h"
 #include "cct/graph_nodes.h"
+#include "cct/op_details.h"
 #include "cct/seq_ranges.h"
 #include "cct/tree.h"
 #include "clock.h"
@@ -72,6 +73,7 @@ class Session {
   GraphNodeContexts graph_nodes;
   Counters counters;
   SeqRangesByThread seq_ranges;
+  OpDetails details;
   TickRate rate;
 
   /// Whether costs are recorded now (false during skip-first steps and after the active steps).

@@ -79,9 +79,16 @@ def build_session(
     ``start`` the meta from :func:`start_meta` plus the profile's own keys (gpu, compile),
     ``failures_before`` the compile-integration failure counts when the profile started."""
     c = raw["counters"]
-    mapped = map_generated_frames(native.to_nodes(raw["nodes"]))
+    mapped = map_generated_frames(native.to_nodes(raw["nodes"], raw.get("collectives")))
     nodes = mark_library_exec_frames(mapped.nodes)
     meta = dict(start)
+    if raw.get("gpu_steps"):
+        meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
+    if raw.get("gpu_comm_ns"):
+        # Collective-communication kernels (NCCL): their busy time per device, and the part of
+        # it with no other GPU work running on that device (exposed).
+        meta["gpu_comm_ns"] = dict(raw["gpu_comm_ns"])
+        meta["gpu_comm_exposed_ns"] = dict(raw["gpu_comm_exposed_ns"])
     meta.update(
         {
             "wall_ns": wall_ns,

@@ -9,7 +9,10 @@ built only for what passes the threshold: a few passes over the table, plus what
 
 The tree is the one ``prune(collapse_lone_forward(collapse_library(build_tree(s))), metric,
 threshold)`` gives (``tests/unit/test_display_tree.py`` holds the two to each other): inclusive
-metrics count what was pruned below a node, exclusive ones what landed on it.
+metrics count what was pruned below a node, exclusive ones what landed on it. Every output folds
+through here: the terminal report, and through :func:`dlpt.report.report_tree` the HTML report,
+the exports and ``dlpt diff`` (which also want each node's forward/backward/compiled context,
+:mod:`dlpt.contexts`, worked out while the lone ``<forward>`` phases are still there).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dlpt.contexts import CTX_KEY, node_context
 from dlpt.processors import Metric, folds_away, is_module_call
 from dlpt.session import Session
 from dlpt.tree import Node, add_metrics
@@ -63,17 +67,31 @@ class SyncSite:
 class FoldedTable:
     """The session's node table with folding applied, as arrays over folded-node indices.
 
-    ``show_all`` keeps library frames (only lone ``<forward>`` phases are dropped)."""
+    ``show_all`` keeps library frames (only lone ``<forward>`` phases are dropped).
+    ``contexts`` gives every built node its context bits (``extras["ctx"]``,
+    :func:`dlpt.contexts.node_context`), as :func:`dlpt.contexts.tag_contexts` would on the
+    folded tree before its lone ``<forward>`` phases are dropped."""
 
-    def __init__(self, session: Session, show_all: bool) -> None:
+    def __init__(self, session: Session, show_all: bool, contexts: bool = False) -> None:
         self.nodes = session.nodes
         # Indices of the recorded kernels, copies, memsets and syncs: the summary tables need
         # only these, and there may be a million other nodes.
         self.leaves: dict[str, list[int]] = {"kernel": [], "memcpy": [], "memset": [], "sync": []}
         keys, parents, first, of_raw = self._fold_library(show_all)
+        ctx = self._contexts(keys, parents, first) if contexts else None
         self.keys, self.parents, self.first, of_folded = self._drop_lone_forwards(keys, parents, first)
         # Each recorded node -> the shown node it merged into.
         self.of_raw = of_raw if of_folded is None else [of_folded[c] for c in of_raw]
+        # Context bits of each shown node: those of the first folded node merged into it.
+        self.ctx: list[int] | None = None
+        if ctx is not None:
+            if of_folded is None:
+                self.ctx = ctx
+            else:
+                self.ctx = [-1] * len(self.keys)
+                for c, d in enumerate(of_folded):
+                    if self.ctx[d] < 0:
+                        self.ctx[d] = ctx[c]
         self._totals: dict[str, int] | None = None
 
     def leaf_nodes(self, *kinds: str) -> list[dict[str, Any]]:
@@ -132,6 +150,15 @@ class FoldedTable:
             of_raw[i] = c
         return keys, parents, first, of_raw
 
+    def _contexts(self, keys: list[Key], parents: list[int], first: list[int]) -> list[int]:
+        """Context bits of each folded node (parents come before their children)."""
+        ctx = [0] * len(keys)
+        nodes = self.nodes
+        for c in range(1, len(keys)):
+            _, kind, name, _, _ = keys[c]
+            ctx[c] = node_context(kind, name, nodes[first[c]].get("x") or _NO_EXTRAS, ctx[parents[c]])
+        return ctx
+
     @staticmethod
     def _drop_lone_forwards(
         keys: list[Key], parents: list[int], first: list[int]
@@ -177,12 +204,12 @@ class FoldedTable:
 
     # -- what is shown ---------------------------------------------------------------------------
 
-    def tree(self, metric: Metric, threshold: float | None) -> Node:
+    def tree(self, metric: Metric | None = None, threshold: float | None = None) -> Node:
         """The folded tree with nodes whose inclusive ``metric`` is below ``threshold`` of the
-        total left out (None: every node). Inclusive metrics count everything beneath."""
+        total left out (either None: every node). Inclusive metrics count everything beneath."""
         parents, of_raw, nodes = self.parents, self.of_raw, self.nodes
         size = len(parents)
-        if threshold is None:
+        if threshold is None or metric is None:
             keep = [True] * size
         else:
             inc = [0] * size
@@ -224,7 +251,10 @@ class FoldedTable:
 
     def _node(self, c: int) -> Node:
         _, kind, name, file, line = self.keys[c]
-        return Node(kind, name, file, line, None, self.nodes[self.first[c]].get("x"))
+        node = Node(kind, name, file, line, None, self.nodes[self.first[c]].get("x"))
+        if self.ctx is not None:
+            node.extras[CTX_KEY] = self.ctx[c]
+        return node
 
     def sync_sites(self) -> list[SyncSite]:
         """Sync leaves grouped by sync call and nearest frame of the folded tree: each group

@@ -255,10 +255,14 @@ class profile:
             self._on_step("manual")
 
     def _on_step(self, source: str, began_ns: int | None = None) -> None:
-        native.core().drain_code_refs()
+        C = native.core()
+        C.drain_code_refs()
         with self._step_lock:
             if self._window is not None:
                 self._window.on_step(source, began_ns)
+            # After the window decided, in the same order: the mark says whether the next step
+            # is recorded (meta.gpu_steps).
+            C.mark_step()
 
     def _on_call_begin(self) -> None:
         with self._step_lock:

@@ -2,8 +2,10 @@
 prints it. This is the stable name the API, the CLI and users import.
 
 A report is assembled here from the views in :mod:`dlpt.renderers` (which never print by
-themselves). Every render builds a fresh tree from the session, so rendering twice with
-different options gives independent results.
+themselves). Every render folds the session afresh (:class:`dlpt.display_tree.FoldedTable`), so
+rendering twice with different options gives independent results. The other outputs (the HTML
+report, the exports, ``dlpt diff``) start from :func:`report_tree`, the same folding unpruned, so
+they agree with the terminal report on what a row is.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dlpt.renderers.tree_view import MAX_DEPTH, FlatView, TreeView
 from dlpt.session import Session
 from dlpt.tree import Node
 
-__all__ = ["render", "print_report", "VIEWS"]
+__all__ = ["render", "print_report", "report_tree", "VIEWS"]
 
 VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "all")
 
@@ -76,6 +78,28 @@ def render(
         return _render(session, view, metric, threshold, depth, show_all, ascii)
 
 
+def report_tree(session: Session, show_all: bool = False, contexts: bool = False) -> Node:
+    """``session``'s whole tree as every report shows it: library frames folded into their callers
+    (unless ``show_all``), a ``<forward>`` phase that is its op's only phase dropped, compile-event
+    markers (graph break, recompiled xN) on the frames where they happened. Nothing is pruned.
+
+    Folded by :class:`~dlpt.display_tree.FoldedTable`, as the terminal report's tree is.
+    ``contexts`` gives every node its forward/backward/compiled bits (:mod:`dlpt.contexts`),
+    worked out while the lone ``<forward>`` phases are still there.
+    """
+    with gc_paused():
+        return _whole(FoldedTable(session, show_all, contexts), _markers(session))
+
+
+def _markers(session: Session) -> dict[tuple[str, int], str]:
+    compiled = session.meta.get("compile")
+    return line_markers(compiled) if isinstance(compiled, list) and compiled else {}
+
+
+def _whole(folded: FoldedTable, markers: dict[tuple[str, int], str]) -> Node:
+    return mark_lines(folded.tree(), markers)
+
+
 def _render(
     session: Session,
     view: str,
@@ -87,7 +111,7 @@ def _render(
 ) -> RenderableType:
     folded = FoldedTable(session, show_all)
     compiled = session.meta.get("compile")
-    markers = line_markers(compiled) if isinstance(compiled, list) and compiled else {}
+    markers = _markers(session)
     # The tree view's tree, built first: its root holds the session's totals, which pick the
     # default metric (GPU time if there is any, else CPU op time: then it is built again).
     m = get_metric(metric) if metric is not None else METRICS["gpu"]
@@ -111,7 +135,7 @@ def _render(
 
     def whole() -> Node:
         if not full:
-            full.append(mark_lines(folded.tree(m, None), markers))
+            full.append(_whole(folded, markers))
         return full[0]
 
     parts: list[RenderableType] = [

@@ -1,8 +1,9 @@
 """Reading and writing files without ever destroying, hanging on or swallowing the wrong thing.
 
 dlpt reads files it is pointed at (``--load``, source files at stop) and writes where it is told
-(``-o``, ``prof.save``). Those paths may name a device (``/dev/zero``, ``/dev/full``), a FIFO that
-never delivers, a directory, ``/proc``, a symlink, or a file of gigabytes. So:
+(``-o``, ``prof.save``, ``--html``, ``--export``, ``dlpt diff --html``). Those paths may name a
+device (``/dev/zero``, ``/dev/full``), a FIFO that never delivers, a directory, ``/proc``, a
+symlink, or a file of gigabytes. So:
 
 - reads open with ``O_NONBLOCK`` (a FIFO cannot block the open), accept regular files only and
   read at most a given number of bytes;
@@ -22,7 +23,7 @@ from typing import IO
 
 from dlpt.errors import UnsafeFileError
 
-__all__ = ["read_regular_file", "check_output_path", "atomic_text_writer"]
+__all__ = ["read_regular_file", "check_output_path", "atomic_text_writer", "write_text_file"]
 
 
 def _kind(mode: int) -> str:
@@ -69,12 +70,13 @@ def _size(n: int) -> str:
     return f"{v:.1f} GiB"
 
 
-def check_output_path(path: str) -> str:
+def check_output_path(path: str, what: str = "sessions") -> str:
     """Where writing ``path`` would go (a symlink's target), checked without writing it: an
     existing regular file we may replace, or a new name in a directory where we can create files.
 
     Raises :class:`~dlpt.errors.UnsafeFileError` saying why not (an empty path, a device, FIFO,
-    directory or socket, a missing or read-only directory, ``/proc``)."""
+    directory or socket, a missing or read-only directory, ``/proc``); ``what`` names what is
+    written ("sessions", "HTML reports") in the message."""
     if not path:
         raise UnsafeFileError("the path is empty")
     target = os.path.realpath(path)
@@ -86,7 +88,7 @@ def check_output_path(path: str) -> str:
         raise UnsafeFileError(e.strerror or str(e)) from None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFileError(f"is {_kind(st.st_mode)}; dlpt writes sessions to regular files only")
+            raise UnsafeFileError(f"is {_kind(st.st_mode)}; dlpt writes {what} to regular files only")
         if not os.access(target, os.W_OK):
             raise UnsafeFileError("the file is not writable")
     directory = os.path.dirname(target)
@@ -104,14 +106,14 @@ def check_output_path(path: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_text_writer(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
+def atomic_text_writer(path: str | os.PathLike[str], what: str = "sessions") -> Iterator[IO[str]]:
     """A UTF-8 text file to write; on success it replaces the target of ``path`` atomically.
 
     The target is ``path`` with symlinks resolved (the link stays, its file changes). It must be
     a regular file or not exist (:class:`~dlpt.errors.UnsafeFileError` otherwise). A replaced
     file keeps its permissions; a new one gets those ``open()`` would give it. If the body
     raises, the temporary file is removed and the target is untouched."""
-    target = check_output_path(os.fspath(path))
+    target = check_output_path(os.fspath(path), what)
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
@@ -142,3 +144,10 @@ def _sync_directory(directory: str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def write_text_file(path: str | os.PathLike[str], text: str, what: str) -> None:
+    """Write ``text`` to ``path`` through :func:`atomic_text_writer`: HTML reports and exports
+    follow the same rules as sessions (``what`` names them in an error)."""
+    with atomic_text_writer(path, what) as f:
+        f.write(text)

@@ -35,7 +35,7 @@ _PACKAGES_DIR = r"[\\/](?:site-packages|dist-packages)[\\/]"
 _FOREIGN_FRAMEWORK = re.compile(
     _PACKAGES_DIR + "(?:" + "|".join(_FRAMEWORK_PACKAGES) + r")[\\/]"
     r"|[\\/]torchinductor_[^\\/]*[\\/]|:codegen\("
-    r"|[\\/]dlpt[\\/](?:__main__|cli|profiler|scope|step_on)\.py$"
+    r"|[\\/]dlpt[\\/](?:__main__|cli|launch|profiler|scope|step_on)\.py$"
 )
 _FOREIGN_PACKAGE = re.compile(_PACKAGES_DIR)
 _FOREIGN_STDLIB = re.compile(r"[\\/]lib[\\/]python\d+(\.\d+)?t?[\\/]")

@@ -9,7 +9,7 @@ things real training scripts run into are built in, so the report has them to sh
 - a recompilation: every `--short-every`-th batch is shorter (like the last batch of an epoch or
   variable-length data), so the compiled graph's shape guard fails once.
 
-    python -m dlpt --skip-first 5 examples/compiled_gpt.py [--mode reduce-overhead]
+    python -m dlpt --skip-first 5 examples/compiled_gpt.py [--mode reduce-overhead|eager]
     python examples/compiled_gpt.py --steps 20 [--no-break] [--short-every 0]
 
 `--compile-optimizer` also compiles `opt.step` (foreach kernels, attributed to the step line).
@@ -63,7 +63,7 @@ def make_step(
     model = LoggedGPT(
         cfg["vocab"], cfg["seq"], cfg["layers"], cfg["width"], heads, graph_break=graph_break
     ).to(device)
-    compiled = torch.compile(model, mode=None if mode == "default" else mode)
+    compiled = model if mode == "eager" else torch.compile(model, mode=None if mode == "default" else mode)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, foreach=True)
     opt_step = torch.compile(opt.step) if compile_optimizer else opt.step
     ids = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device=device)
@@ -91,8 +91,8 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--mode",
         default="default",
-        choices=["default", "reduce-overhead", "max-autotune-no-cudagraphs"],
-        help="torch.compile mode (reduce-overhead replays CUDA graphs)",
+        choices=["default", "reduce-overhead", "max-autotune-no-cudagraphs", "eager"],
+        help="torch.compile mode (reduce-overhead replays CUDA graphs); eager: not compiled",
     )
     ap.add_argument("--no-break", action="store_true", help="leave out the graph break")
     ap.add_argument(

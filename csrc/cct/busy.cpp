@@ -7,43 +7,162 @@ namespace dlpt {
 namespace {
 constexpr size_t kFoldAt = 1u << 16;
 constexpr size_t kKeepSpans = 1024;  // recent spans left open for late, overlapping records
-}  // namespace
 
-void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end) {
-  if (end <= start) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  Device& d = devices_[device];
-  start = std::max(start, d.folded_until);
-  if (end <= start) return;
-  d.pending.emplace_back(start, end);
-  if (d.pending.size() >= kFoldAt) fold(d, kKeepSpans);
+using Span = BusyTracker::Span;
+
+/// Length of `spans` (sorted, disjoint) before `cut`.
+uint64_t measure(const std::vector<Span>& spans, uint64_t cut) {
+  uint64_t n = 0;
+  for (const Span& s : spans) {
+    if (s.first >= cut) break;
+    n += std::min(s.second, cut) - s.first;
+  }
+  return n;
 }
 
-void BusyTracker::fold(Device& d, size_t keep_spans) {
-  auto& v = d.pending;
+/// a minus b, both sorted and disjoint.
+std::vector<Span> difference(const std::vector<Span>& a, const std::vector<Span>& b) {
+  std::vector<Span> out;
+  size_t j = 0;
+  for (Span s : a) {
+    while (j < b.size() && b[j].second <= s.first) ++j;
+    size_t k = j;
+    while (k < b.size() && b[k].first < s.second) {
+      if (b[k].first > s.first) out.emplace_back(s.first, b[k].first);
+      s.first = std::max(s.first, b[k].second);
+      if (s.first >= s.second) break;
+      ++k;
+    }
+    if (s.first < s.second) out.push_back(s);
+  }
+  return out;
+}
+
+/// The parts of `spans` at or after `cut`.
+std::vector<Span> clip(const std::vector<Span>& spans, uint64_t cut) {
+  std::vector<Span> out;
+  for (const Span& s : spans) {
+    if (s.second > cut) out.emplace_back(std::max(s.first, cut), s.second);
+  }
+  return out;
+}
+
+/// Where the most recent `keep` spans begin (everything from there on stays open).
+uint64_t open_from(const std::vector<Span>& merged, size_t keep) {
+  if (merged.empty()) return UINT64_MAX;
+  return merged[merged.size() > keep ? merged.size() - keep : 0].first;
+}
+}  // namespace
+
+std::vector<Span> BusyTracker::merge(std::vector<Span> v) {
   std::sort(v.begin(), v.end());
-  std::vector<std::pair<uint64_t, uint64_t>> merged;
-  for (const auto& iv : v) {
+  std::vector<Span> merged;
+  for (const Span& iv : v) {
     if (!merged.empty() && iv.first <= merged.back().second) {
       merged.back().second = std::max(merged.back().second, iv.second);
     } else {
       merged.push_back(iv);
     }
   }
-  size_t fold_n = merged.size() > keep_spans ? merged.size() - keep_spans : 0;
-  for (size_t i = 0; i < fold_n; ++i) {
-    d.folded_ns += merged[i].second - merged[i].first;
-    d.folded_until = merged[i].second;
-  }
-  v.assign(merged.begin() + static_cast<long>(fold_n), merged.end());
+  return merged;
 }
 
-std::map<uint32_t, uint64_t> BusyTracker::totals() {
+long BusyTracker::step_of(uint64_t t) const {
+  return static_cast<long>(std::upper_bound(marks_.begin(), marks_.end(), t) - marks_.begin()) - 1;
+}
+
+void BusyTracker::mark_step(uint64_t t, bool recorded) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::map<uint32_t, uint64_t> out;
+  if (marks_.size() == kMaxMarks || (!marks_.empty() && t < marks_.back())) return;
+  marks_.push_back(t);
+  recorded_.push_back(recorded);
+}
+
+void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut) {
+  if (marks_.empty()) return;
+  if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
+  for (Span sp : merged) {
+    if (sp.first >= cut) break;
+    sp.second = std::min(sp.second, cut);
+    long k = step_of(sp.first);
+    if (k < 0) {
+      if (sp.second <= marks_[0]) continue;
+      sp.first = marks_[0];
+      k = 0;
+    }
+    // A span across marks counts in each step for the part inside it.
+    while (sp.first < sp.second) {
+      const uint64_t step_end = static_cast<size_t>(k) + 1 < marks_.size() ? marks_[k + 1] : UINT64_MAX;
+      const uint64_t part_end = std::min(sp.second, step_end);
+      d.steps[k].busy += part_end - sp.first;
+      sp.first = part_end;
+      ++k;
+    }
+  }
+}
+
+void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm) {
+  if (end <= start) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Device& d = devices_[device];
+  const long k = step_of(start);
+  if (k >= 0) {
+    if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
+    StepAcc& st = d.steps[k];
+    st.first = std::min(st.first, start);
+    st.last = std::max(st.last, end);
+  }
+  start = std::max(start, d.folded_until);
+  if (end <= start) return;
+  (comm ? d.comm : d.work).emplace_back(start, end);
+  if (d.work.size() + d.comm.size() >= kFoldAt) fold(d, false);
+}
+
+void BusyTracker::fold(Device& d, bool everything) {
+  std::vector<Span> work = merge(std::move(d.work));
+  std::vector<Span> comm = merge(std::move(d.comm));
+  const uint64_t cut = everything ? UINT64_MAX : std::min(open_from(work, kKeepSpans), open_from(comm, kKeepSpans));
+  std::vector<Span> all = work;
+  all.insert(all.end(), comm.begin(), comm.end());
+  all = merge(std::move(all));
+  d.folded.busy_ns += measure(all, cut);
+  add_to_steps(d, all, cut);
+  d.folded.comm_ns += measure(comm, cut);
+  d.folded.exposed_ns += measure(difference(comm, work), cut);
+  d.work = clip(work, cut);
+  d.comm = clip(comm, cut);
+  if (cut != UINT64_MAX) d.folded_until = std::max(d.folded_until, cut);
+}
+
+std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<uint32_t, std::vector<StepBusy>> out;
   for (auto& [dev, d] : devices_) {
-    fold(d, 0);
-    out[dev] = d.folded_ns;
+    std::vector<StepBusy>& v = out[dev];
+    for (size_t k = 0; k + 1 < marks_.size(); ++k) {
+      StepBusy sb;
+      sb.start = marks_[k];
+      sb.end = marks_[k + 1];
+      sb.recorded = recorded_[k];
+      if (k < d.steps.size()) {
+        sb.busy_ns = d.steps[k].busy;
+        if (d.steps[k].first != UINT64_MAX) {
+          sb.first = d.steps[k].first;
+          sb.last = d.steps[k].last;
+        }
+      }
+      v.push_back(sb);
+    }
+  }
+  return out;
+}
+
+std::map<uint32_t, BusyTotals> BusyTracker::totals() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<uint32_t, BusyTotals> out;
+  for (auto& [dev, d] : devices_) {
+    fold(d, true);
+    out[dev] = d.folded;
   }
   return out;
 }

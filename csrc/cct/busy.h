@@ -1,9 +1,14 @@
-// GPU busy time per device: the length of the union of kernel/copy/memset intervals.
+// GPU busy time per device, and how much of the communication was exposed.
+//
+// Busy time is the length of the union of all kernel/copy/memset intervals. Communication
+// (collective kernels: NCCL's) is also kept apart: its union, and the part of it during which no
+// other GPU work ran on that device ("exposed" communication, which is what a step waits for;
+// communication overlapped with compute is free).
 //
 // Records arrive in batches, out of order across streams. Intervals are buffered and, when the
-// buffer fills, merged; all merged spans except the most recent few are folded into a running
-// total and everything before the fold point is clipped from later intervals. Memory is bounded
-// whatever the run length.
+// buffer fills, merged; everything before a cut point (the start of the most recent spans, which
+// late records may still overlap) is folded into running totals, and later intervals are clipped
+// to start there. Memory is bounded whatever the run length.
 #pragma once
 
 #include <cstdint>
@@ -14,23 +19,58 @@
 
 namespace dlpt {
 
+struct BusyTotals {
+  uint64_t busy_ns = 0;     // union of all GPU work
+  uint64_t comm_ns = 0;     // union of communication kernels
+  uint64_t exposed_ns = 0;  // communication with no other work running
+};
+
+/// One interval between two step marks, on one device.
+struct StepBusy {
+  uint64_t start = 0, end = 0;   // the marks (CUPTI timestamps)
+  bool recorded = false;         // a recorded step (collection was on from its start mark)
+  uint64_t busy_ns = 0;          // union of GPU work inside it
+  uint64_t first = 0, last = 0;  // first work start and last work end (0: no work)
+};
+
 class BusyTracker {
  public:
-  /// [MT] Buffer-processing thread(s).
-  void add(uint32_t device, uint64_t start, uint64_t end);
-  /// Busy nanoseconds per device, everything folded (call after the final flush).
-  std::map<uint32_t, uint64_t> totals();
+  using Span = std::pair<uint64_t, uint64_t>;
+
+  /// [MT] Buffer-processing thread(s). `comm`: a collective-communication kernel.
+  void add(uint32_t device, uint64_t start, uint64_t end, bool comm = false);
+  /// [MT] A step boundary at CUPTI time `t`; `recorded`: whether collection is on after it.
+  /// Work is split into steps by these marks (host time: in a launch-bound step the GPU runs
+  /// right behind the host, and that is when idle time inside a step matters).
+  void mark_step(uint64_t t, bool recorded);
+  /// Totals per device, everything folded (call after the final flush).
+  std::map<uint32_t, BusyTotals> totals();
+  /// Per device, the intervals between consecutive marks (call after totals()).
+  std::map<uint32_t, std::vector<StepBusy>> steps();
+
+  /// Union of sorted, possibly overlapping spans (exposed for unit tests).
+  static std::vector<Span> merge(std::vector<Span> spans);
 
  private:
-  struct Device {
-    std::vector<std::pair<uint64_t, uint64_t>> pending;
-    uint64_t folded_ns = 0;
-    uint64_t folded_until = 0;  // intervals are clipped to start here
+  struct StepAcc {
+    uint64_t busy = 0, first = UINT64_MAX, last = 0;
   };
-  void fold(Device& d, size_t keep_spans);
+  struct Device {
+    std::vector<Span> work, comm;  // pending, unmerged
+    BusyTotals folded;
+    uint64_t folded_until = 0;   // intervals are clipped to start here
+    std::vector<StepAcc> steps;  // by interval after mark i
+  };
+  void fold(Device& d, bool everything);
+  /// The interval a time falls in (-1 before the first mark). Under mu_.
+  long step_of(uint64_t t) const;
+  void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut);
 
+  static constexpr size_t kMaxMarks = 1u << 20;
   std::mutex mu_;
   std::map<uint32_t, Device> devices_;
+  std::vector<uint64_t> marks_;
+  std::vector<bool> recorded_;
 };
 
 }  // namespace dlpt

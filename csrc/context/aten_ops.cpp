@@ -17,16 +17,19 @@
 // instructions for the pair, as much as 6-7 records of its machinery (~940 instructions each;
 // callgrind, torch 2.13 CPU). So each op name is first watched for kLearnCalls calls (its nested
 // records are counted, not recorded) and only ops that made at least
-// CaptureOptions::window_min_nested get a window. With nested_ops on, every record is recorded as an op node (aten::mm under
-// aten::matmul), at the full cost.
+// CaptureOptions::window_min_nested get a window (docs/overhead.md has the measurements). With
+// nested_ops on, every record is recorded as an op node (aten::mm under aten::matmul), at the
+// full cost.
 #include "aten_ops.h"
 
 #include <ATen/record_function.h>
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "../session.h"
+#include "op_details_capture.h"
 #include "thread_state.h"
 
 namespace dlpt {
@@ -83,6 +86,12 @@ NodeId backward_phase(Session& s, ThreadState& ts, const at::RecordFunction& rf)
   return ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Phase, 1);
 }
 
+/// A torch.compile region starts at entry `e`: frames entered from now on are its own.
+void begin_region(OpEntry& e) {
+  e.region = true;
+  e.region_frame = innermost_python_frame();
+}
+
 /// Remembers that forward sequence numbers from `seq` on were created inside `op` (see
 /// SeqRanges), so backward ops can be grafted under it.
 void record_forward_op(Session& s, ThreadState& ts, int64_t seq, NodeId op) {
@@ -108,15 +117,27 @@ void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::Rec
   }
   // Another profiler's thread-local callbacks (torch.profiler) would lose the nested ops too.
   if (info.max_nested < s.opts.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks()) return;
+  const uint64_t t0 = ticks();
   at::enableRecordFunction(false);
   t_window_owner = &rf;
+  ts.window_ticks.add(ticks() - t0);
   s.counters.rf_windows.fetch_add(1, std::memory_order_relaxed);
 }
 
 /// A record inside an open op.
-void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, const char* name,
-                     at::RecordScope scope, bool collecting) {
+void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, at::RecordScope scope,
+                     bool collecting) {
   OpEntry& parent = ts.top();
+  const char* name = rf.name();
+  // The common case, kept short: an aten op inside an ordinary op is not recorded (its launches
+  // go to the op's context). Nothing about it is looked up. (Other names may be collectives.)
+  if (!s.opts.nested_ops && !parent.region && scope != at::RecordScope::BACKWARD_FUNCTION &&
+      std::strncmp(name, "aten::", 6) == 0) {
+    if (!collecting) return;
+    if (OpEntry* learner = ts.learner()) ++learner->nested;
+    ts.push(EntryKind::Skip, &rf).ctx_node = parent.ctx_node;
+    return;
+  }
   if (OpEntry* learner = ts.learner()) ++learner->nested;
   const bool graft = scope == at::RecordScope::BACKWARD_FUNCTION && parent.kind == EntryKind::Wrapper;
   const uint32_t id = ts.name_id(name);
@@ -124,12 +145,14 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   const bool compiled = (flags & kCompiledRegion) != 0;
   // Under a compiled region, ops are launched by Inductor's generated Python: they are what the
   // model runs, each one as good as an outermost op.
-  const bool recorded = graft || compiled || parent.py_depth >= 0 || s.opts.nested_ops;
+  const bool recorded = graft || compiled || parent.region || s.opts.nested_ops || (flags & kComm);
   if (!collecting && !compiled) return;  // paused: only compiled regions are followed
-  if (!recorded || (flags & kPlumbing)) {
+  if (flags & kParamComms) note_collective(s, ts);
+  if (!recorded || (flags & (kPlumbing | kParamComms))) {
     OpEntry& e = ts.push(EntryKind::Skip, &rf);
     e.ctx_node = parent.ctx_node;
-    e.py_depth = parent.py_depth;
+    e.region = parent.region;
+    e.region_frame = parent.region_frame;
     return;
   }
   if (graft) {
@@ -139,7 +162,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
     OpEntry& e = ts.push(EntryKind::Op, &rf);
     e.op_node = e.ctx_node = ts.child(phase, NodeKind::Op, id);
     e.name_id = id;
-    if (compiled) e.py_depth = static_cast<int>(python_frame_count());
+    if (compiled) begin_region(e);
     e.start = ticks();
     if (!compiled) learn_or_open_window(s, ts, e, rf);
     return;
@@ -149,20 +172,22 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   OpEntry& e = ts.push(EntryKind::Op, &rf);
   e.op_node = e.ctx_node = ts.child(parent_ctx, kind, id);
   e.name_id = id;
+  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
   if (compiled) {
     // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
     // its CompiledFunctionBackward is grafted under.
     e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
-    e.py_depth = static_cast<int>(python_frame_count());
+    begin_region(e);
     record_forward_op(s, ts, rf.seqNr(), e.op_node);
   }
   e.start = ticks();
-  if (!compiled && parent.py_depth >= 0 && kind == NodeKind::Op) learn_or_open_window(s, ts, e, rf);
+  if (!compiled && parent.region && kind == NodeKind::Op) learn_or_open_window(s, ts, e, rf);
 }
 
 /// A record with no op open: an outermost op, a backward node, a top-level scope.
-void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, const char* name,
+void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, const at::RecordFunction& rf,
                         at::RecordScope scope, bool collecting) {
+  const char* name = rf.name();
   if (scope == at::RecordScope::FUNCTION && is_engine_wrapper(name)) {
     if (collecting) ts.push(EntryKind::Wrapper, &rf).start = ticks();  // placed by its node's record
     return;
@@ -187,7 +212,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& r
     e.name_id = id;
     e.start = ticks();
     if (compiled) {
-      e.py_depth = static_cast<int>(python_frame_count());
+      begin_region(e);
     } else {
       learn_or_open_window(s, ts, e, rf);
     }
@@ -195,12 +220,15 @@ void on_outermost_start(Session& s, ThreadState& ts, const at::RecordFunction& r
   }
   // An outermost forward op: capture the Python path once; nested ops and launches reuse it.
   size_t depth = 0;
+  const uint64_t t0 = timer.sampled() ? ticks() : 0;
   const NodeId py = ts.python_context(&depth);
+  if (t0) ts.python_ticks.add((ticks() - t0) * ThreadState::kSelfSample);
   OpEntry& e = ts.push(EntryKind::Op, &rf);
   e.op_node = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, id);
   e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
   e.name_id = id;
-  if (compiled) e.py_depth = static_cast<int>(depth);
+  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
+  if (compiled) begin_region(e);
   record_forward_op(s, ts, rf.seqNr(), e.op_node);
   e.start = ticks();
   if (!compiled) learn_or_open_window(s, ts, e, rf);
@@ -220,12 +248,11 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   ts.op_records.add(1);
   if (ts.full()) return nullptr;  // its end finds no entry and is ignored
   if (ts.rf_thread_id == 0) ts.rf_thread_id = rf.threadId();
-  const char* name = rf.name();
   const at::RecordScope scope = rf.scope();
   if (ts.no_open_op()) {
-    on_outermost_start(*s, ts, rf, name, scope, collecting);
+    on_outermost_start(*s, ts, timer, rf, scope, collecting);
   } else {
-    on_nested_start(*s, ts, rf, name, scope, collecting);
+    on_nested_start(*s, ts, rf, scope, collecting);
   }
   return nullptr;
 }
@@ -244,13 +271,17 @@ bool unwind_to(ThreadState& ts, const void* rf) {
 }
 
 void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
+  uint64_t window_ticks = 0;
   if (t_window_owner == &rf) {
+    const uint64_t t0 = ticks();
     at::enableRecordFunction(true);
     t_window_owner = nullptr;
+    window_ticks = ticks() - t0;
   }
   Session* s = current_session();
   if (s == nullptr) return;
   ThreadState* tsp = ThreadState::find(*s);
+  if (tsp != nullptr && window_ticks) tsp->window_ticks.add(window_ticks);
   if (tsp == nullptr || tsp->empty()) return;
   ThreadState& ts = *tsp;
   SelfTimer timer(ts);
@@ -304,8 +335,8 @@ at::RecordFunctionCallback callback(at::RecordFunctionCallback::StartCallback st
 
 }  // namespace
 
-void install_op_callback() {
-  if (g_handle == 0) g_handle = at::addGlobalCallback(callback(on_op_start, on_op_end));
+void install_op_callback(bool needs_inputs) {
+  if (g_handle == 0) g_handle = at::addGlobalCallback(callback(on_op_start, on_op_end).needsInputs(needs_inputs));
 }
 
 void remove_op_callback() {

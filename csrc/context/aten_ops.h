@@ -5,8 +5,10 @@
 
 namespace dlpt {
 
-/// [GIL] Registers the global callback (FUNCTION, BACKWARD_FUNCTION, USER_SCOPE; no inputs).
-void install_op_callback();
+/// [GIL] Registers the global callback (FUNCTION, BACKWARD_FUNCTION, USER_SCOPE). Inputs are
+/// asked for only when op shapes are recorded (FLOP counting): torch then packs every op's
+/// arguments.
+void install_op_callback(bool needs_inputs);
 /// [GIL] Removes it. Callbacks already running on other threads finish against their session.
 void remove_op_callback();
 

@@ -21,8 +21,15 @@ size_t ptr_slot(const char* p) {
   return static_cast<size_t>((v ^ (v >> 12)) * 0x9E3779B97F4A7C15ull >> 54);  // top 10 bits
 }
 
+std::vector<std::string> g_flops_ops;  // written under the GIL before capture starts
+
 uint8_t flags_of(std::string_view name) {
   uint8_t f = 0;
+  if (name.rfind("c10d::", 0) == 0 || name.rfind("_c10d_functional::", 0) == 0) f |= kComm;
+  if (name == "record_param_comms") f |= kParamComms;
+  for (const std::string& op : g_flops_ops) {
+    if (name == op) f |= kFlops;
+  }
   if (name.rfind("Torch-Compiled Region", 0) == 0 || name == "CompiledFunction" || name == "CompiledFunctionBackward")
     f |= kCompiledRegion;
   if (name.rfind("profiler::", 0) == 0) f |= kPlumbing;
@@ -32,6 +39,8 @@ uint8_t flags_of(std::string_view name) {
 }  // namespace
 
 static_assert((size_t{1} << 10) == 1024, "ptr_slot yields 10 bits");
+
+void set_flops_ops(const std::vector<std::string>& names) { g_flops_ops = names; }
 
 OpNames::OpNames(StringTable& strings) : strings_(strings), ptr_cache_(new PtrSlot[kPtrSlots]), texts_(256) {}
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../cct/tree.h"
@@ -21,7 +22,13 @@ namespace dlpt {
 enum NameFlag : uint8_t {
   kCompiledRegion = 1,  // torch.compile's regions: "Torch-Compiled Region: …", CompiledFunction[Backward]
   kPlumbing = 2,        // profiler::… ops (record_function's own plumbing): never recorded
+  kComm = 4,            // torch.distributed's collectives (c10d::…): recorded even when nested
+  kParamComms = 8,      // "record_param_comms": carries what the enclosing collective moves
+  kFlops = 16,          // an op whose input shapes are recorded (CaptureOptions::flops_ops)
 };
+
+/// [GIL] The op names that get kFlops, for the session about to start (before any callback).
+void set_flops_ops(const std::vector<std::string>& names);
 
 /// Per thread, per name: flags and what was learned about the op's nested records.
 struct NameInfo {

@@ -37,6 +37,7 @@ bool bind_all(void* lib, std::string* missing) {
 #undef DLPT_BIND
   bind(lib, "cuptiSubscribe_v2", &g_api.cuptiSubscribe_v2, nullptr);
   bind(lib, "cuptiActivityFlushPeriod", &g_api.cuptiActivityFlushPeriod, nullptr);
+  bind(lib, "cuptiFinalize", &g_api.cuptiFinalize, nullptr);
   return ok;
 }
 

@@ -30,6 +30,8 @@ struct CuptiApi {
   decltype(&::cuptiActivityFlushPeriod) cuptiActivityFlushPeriod = nullptr;
   // Optional (CUDA 13+): tells who already holds the subscriber slot.
   decltype(&::cuptiSubscribe_v2) cuptiSubscribe_v2 = nullptr;
+  // Optional: detaches CUPTI from the process (see stop_gpu_tracing).
+  decltype(&::cuptiFinalize) cuptiFinalize = nullptr;
 
   std::string path;  // the library actually used
 

@@ -38,13 +38,14 @@ struct Tracer {
 
   // Watched driver callback ids: their class and a compact index into ThreadState::apis.
   uint8_t cls[kMaxCbid] = {};
-  uint8_t slot[kMaxCbid] = {};  // index + 1; 0 = not watched
+  uint16_t slot[kMaxCbid] = {};  // index + 1 into ThreadState::apis; 0 = no statistics slot
   std::vector<uint32_t> slot_cbid;
   std::vector<std::string> slot_name;
 
   // Activity processing: CUPTI's worker thread, or the thread flushing at stop; under buffer_mu.
   std::mutex buffer_mu;
-  std::unordered_map<const char*, uint32_t> kernel_names;  // CUPTI-owned name -> interned id
+  // CUPTI-owned name -> interned id, and whether it is a collective-communication kernel.
+  std::unordered_map<const char*, std::pair<uint32_t, bool>> kernel_names;
   ChildCache leaves;  // the buffer thread's cache of kernel/copy/memset leaves
 
   // Activity buffers are recycled rather than freed: CUPTI asks for one on the launching thread
@@ -77,6 +78,8 @@ bool starts(const char* s, const char* prefix) { return std::strncmp(s, prefix, 
 uint8_t classify(const char* name) {
   if (has(name, "HostFunc")) return kNone;  // host callbacks: no GPU activity to match
   if (starts(name, "cuLaunch") || starts(name, "cuGraphLaunch")) return kWork;
+  // Building or editing graph nodes (cuGraphAddMemcpyNode, ...) runs nothing on the GPU.
+  if (starts(name, "cuGraph")) return kNone;
   if (has(name, "Memcpy")) return has(name, "Async") ? kWork : (kWork | kSync);
   if (has(name, "Memset")) return kWork;
   if (starts(name, "cuCtxSynchronize") || starts(name, "cuStreamSynchronize") || starts(name, "cuEventSynchronize"))
@@ -152,7 +155,7 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   // Exit.
   if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
     const uint64_t t = ticks() - ts.api_start;
-    if (const uint8_t slot = g.slot[cbid]) ts.apis[slot - 1].add(t);
+    if (const uint16_t slot = g.slot[cbid]) ts.apis[slot - 1].add(t);
     Tree& tree = s->tree;
     tree.node(ts.api_context).m.api_ticks.fetch_add(t, std::memory_order_relaxed);
     if (cls & kSync) {
@@ -186,17 +189,19 @@ void recycle_buffer(uint8_t* buffer) {
   g.pool.push_back(buffer);
 }
 
-/// Under buffer_mu.
-uint32_t kernel_name_id(Tree& tree, const char* name) {
+/// Under buffer_mu. The interned id of a kernel name, and whether it is a collective-
+/// communication kernel (NCCL's are named ncclKernel_* / ncclDevKernel_*).
+std::pair<uint32_t, bool> kernel_name_id(Tree& tree, const char* name) {
   if (name == nullptr) name = "<unnamed kernel>";
   auto it = g.kernel_names.find(name);
   if (it != g.kernel_names.end()) return it->second;
   int status = 0;
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  const uint32_t id = tree.strings.intern(status == 0 && demangled ? demangled : name);
+  const char* readable = status == 0 && demangled ? demangled : name;
+  const uint32_t id = tree.strings.intern(readable);
+  const bool comm = std::strstr(readable, "ncclKernel") != nullptr || std::strstr(readable, "ncclDevKernel") != nullptr;
   std::free(demangled);
-  g.kernel_names.emplace(name, id);
-  return id;
+  return g.kernel_names.emplace(name, std::make_pair(id, comm)).first->second;
 }
 
 /// Under buffer_mu: a leaf (or phase) through the buffer thread's cache.
@@ -255,7 +260,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       NodeId ctx = resolve(s, k->correlationId, ns);
       if (ctx == kNoNode) return;
       if (k->graphNodeId != 0) ctx = replay_context(s, ctx, k->graphNodeId, ns);
-      s.busy.add(k->deviceId, k->start, k->end);
+      const auto [name_id, comm] = kernel_name_id(tree, k->name);
+      s.busy.add(k->deviceId, k->start, k->end, comm);
       KernelConfig cfg;
       cfg.grid[0] = k->gridX;
       cfg.grid[1] = k->gridY;
@@ -266,7 +272,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       cfg.regs = k->registersPerThread;
       cfg.smem_static = k->staticSharedMemory;
       cfg.smem_dynamic = k->dynamicSharedMemory;
-      const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, kernel_name_id(tree, k->name), k->deviceId}, &cfg);
+      const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, name_id, k->deviceId}, &cfg);
       tree.node(n).m.add_duration(ns);
       return;
     }
@@ -283,8 +289,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
         host_kind = c->srcKind;
       if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH)
         host_kind = c->dstKind;
-      const NodeId n =
-          leaf(tree, NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
+      const NodeId n = leaf(
+          tree, NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
       tree.node(n).m.add_duration(ns);
       tree.node(n).m.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
       return;
@@ -366,12 +372,15 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
     const char* name = nullptr;
     if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
     const uint8_t cls = classify(name);
-    if (cls == kNone || g.slot_cbid.size() == kMaxWatchedApis) continue;
+    if (cls == kNone) continue;
     g.cls[cbid] = cls;
+    api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    // Statistics slots run out only if a future CUDA adds many more variants: then the extra
+    // functions are still traced, just not tabulated.
+    if (g.slot_cbid.size() == kMaxWatchedApis) continue;
     g.slot_cbid.push_back(cbid);
     g.slot_name.emplace_back(name);
-    g.slot[cbid] = static_cast<uint8_t>(g.slot_cbid.size());
-    api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    g.slot[cbid] = static_cast<uint16_t>(g.slot_cbid.size());
   }
   // Graph node creation and cloning: where replayed kernels were captured.
   api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
@@ -402,7 +411,8 @@ TracerStopReport stop_gpu_tracing() {
   if (s == nullptr || g.api == nullptr) return rep;
   const auto t0 = std::chrono::steady_clock::now();
   // Disable callbacks first: nothing new gets mapped while we drain.
-  g.api->cuptiUnsubscribe(g.subscriber);
+  const CUptiResult unsub = g.api->cuptiUnsubscribe(g.subscriber);
+  if (unsub != CUPTI_SUCCESS) rep.unsubscribe_error = g.api->error_string(unsub);
   g.subscriber = nullptr;
   uint64_t last_completed = UINT64_MAX;
   for (int i = 0; i < 200 && !g.floor; ++i) {
@@ -422,6 +432,16 @@ TracerStopReport stop_gpu_tracing() {
     std::lock_guard<std::mutex> lock(g.buffer_mu);
     g.session.store(nullptr, std::memory_order_release);
   }
+  // Detach CUPTI from the process. The caller synchronised every device and everything was
+  // flushed, which is what cuptiFinalize asks for. Unsubscribing alone leaves this copy of CUPTI
+  // attached to the driver: a profiler with its own copy (Triton's Proton bundles one) then
+  // cannot subscribe for the rest of the process, and launches keep paying for the hooks.
+  // A later start() attaches again. DLPT_KEEP_CUPTI=1 skips this.
+  const char* keep = std::getenv("DLPT_KEEP_CUPTI");
+  if (g.api->cuptiFinalize && !(keep && *keep && std::strcmp(keep, "0") != 0)) {
+    const CUptiResult fin = g.api->cuptiFinalize();
+    if (fin != CUPTI_SUCCESS) rep.unsubscribe_error = std::string("cuptiFinalize: ") + g.api->error_string(fin);
+  }
   {
     std::lock_guard<std::mutex> lock(g.pool_mu);
     for (uint8_t* b : g.pool) std::free(b);
@@ -431,6 +451,12 @@ TracerStopReport stop_gpu_tracing() {
   rep.completed = s->counters.completed.load();
   rep.flush_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
+}
+
+uint64_t cupti_now() {
+  uint64_t t = 0;
+  if (g.session.load(std::memory_order_acquire) == nullptr || g.api == nullptr) return 0;
+  return g.api->cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
 }
 
 std::vector<ApiStat> api_stats(Session& s) {
@@ -455,6 +481,12 @@ std::vector<ApiStat> api_stats(Session& s) {
 
 std::string sync_api_name(uint64_t cbid) {
   if (cbid < kMaxCbid && g.slot[cbid]) return g.slot_name[g.slot[cbid] - 1];
+  const char* name = nullptr;
+  if (cbid < kMaxCbid && g.api &&
+      g.api->cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, static_cast<CUpti_CallbackId>(cbid), &name) ==
+          CUPTI_SUCCESS &&
+      name)
+    return name;
   return "sync";
 }
 

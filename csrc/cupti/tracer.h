@@ -21,6 +21,7 @@ struct TracerStopReport {
   uint64_t submitted = 0;
   uint64_t completed = 0;
   double flush_s = 0;
+  std::string unsubscribe_error;  // empty when CUPTI was released for other profilers
 };
 
 /// [GIL] Subscribes to CUPTI for `session`. If another client holds CUPTI (torch.profiler, nsys,
@@ -31,6 +32,9 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
 /// [GIL released by caller] Flushes until every mapped correlation completed (or no progress is
 /// made), then disables activity and unsubscribes so another profiler can subscribe.
 TracerStopReport stop_gpu_tracing();
+
+/// [MT] CUPTI's clock now (the timestamps of activity records), or 0 when not tracing.
+uint64_t cupti_now();
 
 /// API call statistics of `s` (per CUDA function, outermost calls only, nanoseconds).
 std::vector<ApiStat> api_stats(Session& s);

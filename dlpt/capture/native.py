@@ -13,22 +13,26 @@ import os
 import re
 import site
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dlpt.capture.kernel_names import shorten_kernel_name
 from dlpt.errors import NativeUnavailableError
+
+if TYPE_CHECKING:
+    from dlpt._C import Collective, RawNodeTuple
 
 _module: ModuleType | None = None
 
 
 def core() -> ModuleType:
-    """Return ``dlpt._C``, importing torch first (the extension links against its libraries)."""
+    """Return ``dlpt._C``, importing torch first (the extension links against its libraries).
+    Its interface is typed in dlpt/_C.pyi."""
     global _module
     if _module is None:
         try:
             import torch  # noqa: F401  (loads libtorch_cpu/libc10 that _C needs)
 
-            from dlpt import _C  # type: ignore[attr-defined]  # a compiled module, no stub
+            from dlpt import _C
         except ImportError as e:
             raise NativeUnavailableError(
                 f"dlpt's native extension is not built or does not match this torch ({e}).\n"
@@ -66,37 +70,95 @@ def api_display_name(name: str) -> str:
     return _VERSION_SUFFIX.sub("", name)
 
 
-# Metric tuple from the core: calls, cpu_ns, gpu_ns, count, bytes, sync_ns, api_ns, min_ns, max_ns.
-def _metrics(kind: str, t: tuple[int, ...]) -> dict[str, int]:
-    calls, cpu, gpu, count, nbytes, sync, api, mn, mx = t
+class RawMetrics(NamedTuple):
+    """A node's counters as the core exports them (bindings.cpp, export_node). `gpu_ns` is the
+    activity time of whatever the node is (kernel, copy or memset); `completed` how many finished."""
+
+    calls: int
+    cpu_ns: int
+    gpu_ns: int
+    completed: int  # kernels / copies / memsets / syncs
+    bytes: int
+    sync_ns: int
+    api_ns: int
+    min_ns: int
+    max_ns: int
+
+
+class RawNode(NamedTuple):
+    """One node of the core's tree (bindings.cpp, export_node)."""
+
+    id: int
+    parent: int
+    kind: str
+    name: str
+    file: str
+    line: int
+    metrics: RawMetrics
+    extras: dict[str, Any]
+
+    @classmethod
+    def of(cls, t: RawNodeTuple) -> RawNode:
+        return cls(*t[:6], RawMetrics(*t[6]), t[7])
+
+
+def _metrics(kind: str, t: RawMetrics) -> dict[str, int]:
     if kind == "kernel":
-        m = {"gpu_ns": gpu, "kernels": count, "min_ns": mn, "max_ns": mx}
+        m = {"gpu_ns": t.gpu_ns, "kernels": t.completed, "min_ns": t.min_ns, "max_ns": t.max_ns}
     elif kind == "memcpy":
-        m = {"copy_ns": gpu, "copies": count, "copy_bytes": nbytes, "min_ns": mn, "max_ns": mx}
+        m = {
+            "copy_ns": t.gpu_ns,
+            "copies": t.completed,
+            "copy_bytes": t.bytes,
+            "min_ns": t.min_ns,
+            "max_ns": t.max_ns,
+        }
     elif kind == "memset":
-        m = {"memset_ns": gpu, "memsets": count, "min_ns": mn, "max_ns": mx}
+        m = {"memset_ns": t.gpu_ns, "memsets": t.completed, "min_ns": t.min_ns, "max_ns": t.max_ns}
     elif kind == "sync":
-        m = {"sync_ns": sync, "syncs": count}
+        m = {"sync_ns": t.sync_ns, "syncs": t.completed}
     else:
-        m = {"calls": calls, "cpu_ns": cpu}
-    m["api_ns"] = api
+        m = {"calls": t.calls, "cpu_ns": t.cpu_ns}
+    m["api_ns"] = t.api_ns
     return {k: v for k, v in m.items() if v}
 
 
-def to_nodes(raw: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    """Convert the core's node tuples into session nodes."""
+def to_nodes(
+    raw: list[RawNodeTuple], collectives: dict[int, Collective] | None = None
+) -> list[dict[str, Any]]:
+    """Convert the core's node tuples into session nodes; `collectives` (from stop()) adds what
+    each c10d op moved."""
+    collectives = collectives or {}
     nodes: list[dict[str, Any]] = []
-    for nid, parent, kind, name, file, line, metrics, extras in raw:
+    for t in raw:
+        r = RawNode.of(t)
         node: dict[str, Any] = {
-            "id": nid,
-            "parent": parent,
-            "kind": kind,
-            "name": name,
-            "file": file,
-            "line": line,
-            "m": _metrics(kind, metrics),
+            "id": r.id,
+            "parent": r.parent,
+            "kind": r.kind,
+            "name": r.name,
+            "file": r.file,
+            "line": r.line,
+            "m": _metrics(r.kind, r.metrics),
         }
-        x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()}
+        kind, name = r.kind, r.name
+        x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in r.extras.items()}
+        coll = collectives.get(r.id)
+        if coll is not None:
+            x.update(
+                collective=coll["collective"],
+                dtype=coll["dtype"],
+                pg_name=coll["pg_name"],
+                pg_desc=coll["pg_desc"],
+                world_size=coll["world_size"],
+            )
+            for key, value in (
+                ("comm_calls", coll["calls"]),
+                ("comm_in_bytes", coll["in_bytes"]),
+                ("comm_out_bytes", coll["out_bytes"]),
+            ):
+                if value:
+                    node["m"][key] = value
         if kind == "kernel":
             x["full_name"] = name
             node["name"] = shorten_kernel_name(name)
@@ -119,3 +181,27 @@ def api_table(raw: list[tuple[str, int, int, int, int]]) -> list[dict[str, Any]]
         r["min_ns"] = min(r["min_ns"], mn)
         r["max_ns"] = max(r["max_ns"], mx)
     return sorted(rows.values(), key=lambda r: -r["total_ns"])
+
+
+def gpu_steps(raw: dict[str, list[tuple[int, int, bool, int, int, int]]]) -> dict[str, list[dict[str, int]]]:
+    """Per device, each recorded step's GPU time line (docs/session-format.md, meta.gpu_steps):
+    its span between host step boundaries, GPU busy time inside it, and the idle time before its
+    first and after its last GPU work. From stop()'s (start, end, recorded, busy, first, last)."""
+    out: dict[str, list[dict[str, int]]] = {}
+    for dev, intervals in raw.items():
+        rows = []
+        for start, end, recorded, busy, first, last in intervals:
+            if not recorded:
+                continue
+            span = end - start
+            worked = bool(first and last)
+            rows.append(
+                {
+                    "span_ns": span,
+                    "busy_ns": busy,
+                    "idle_before_ns": max(0, min(first, end) - start) if worked else span,
+                    "idle_after_ns": max(0, end - max(last, start)) if worked else 0,
+                }
+            )
+        out[dev] = rows
+    return out

@@ -5,7 +5,7 @@ attribution that failed) - never hidden."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rich import box
@@ -16,6 +16,7 @@ from rich.text import Text
 from dlpt.processors import Metric
 from dlpt.renderers.base import View
 from dlpt.renderers.format import Fmt
+from dlpt.renderers.safe_text import escape_control
 from dlpt.tree import Node
 
 
@@ -26,6 +27,85 @@ def _int(v: object) -> int:
 def _obj(v: object) -> dict[str, Any]:
     """A meta value that should be an object; {} if it is absent or not one (old sessions)."""
     return v if isinstance(v, dict) else {}
+
+
+def compile_attribution_notes(
+    meta: Mapping[str, Any], clean: Callable[[str], str] = escape_control
+) -> list[str]:
+    """What dlpt's torch.compile integration could not do (``meta.capture``, see
+    :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason. Shared with
+    the HTML report's header, which shows every warning of this one. The failure reasons come
+    from the session (any string): ``clean`` makes them printable (control characters escaped;
+    the terminal header passes its :meth:`Fmt.clean`, which also honours ``--ascii``)."""
+    c = _obj(meta.get("capture"))
+    lines = []
+    frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
+    generated = f"{frames:,} generated line{'s' if frames != 1 else ''}"
+    if kernels:
+        launches = f"{kernels:,} Inductor kernel launch{'es' if kernels != 1 else ''}"
+        lines.append(
+            f"{launches} could not be mapped to model lines "
+            f"(from {generated}; they stay with the compiled call)"
+        )
+    elif frames:
+        lines.append(
+            f"{generated} of Inductor's code could not be mapped to model lines "
+            "(their costs stay with the compiled call)"
+        )
+    failed = _obj(c.get("compile_failures"))
+    parts = [f"{clean(str(reason))} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
+    if parts:
+        lines.append(
+            f"torch.compile attribution incomplete: {', '.join(parts)} failed (details: DLPT_LOG=debug)"
+        )
+    return lines
+
+
+def step_source(steps: Mapping[str, Any], clean: Callable[[str], str] = escape_control) -> str:
+    """What the steps were ("optimizer steps", "calls of generate"), from ``meta.steps``."""
+    if steps.get("source") == "call" and isinstance(steps.get("step_on"), str):
+        return f"calls of {clean(steps['step_on'])}"
+    return f"{clean(str(steps['source']))} steps"
+
+
+def step_notes(steps: Mapping[str, Any], clean: Callable[[str], str] = escape_control) -> list[str]:
+    """Why nothing was recorded when steps were to be skipped, and a --step-on that matched no
+    function: said, never left for the user to guess. Shared with the HTML report's header."""
+    lines = []
+    step_on = steps.get("step_on")
+    matched = steps.get("step_on_matched")
+    if isinstance(step_on, str) and isinstance(matched, list) and not matched:
+        lines.append(f"--step-on {clean(step_on)} matched no function")
+    skip, seen = _int(steps.get("skip_first")), _int(steps.get("seen"))
+    if skip and not _int(steps.get("profiled")) and seen <= skip:
+        if not seen:
+            what = (
+                f"no call of {clean(step_on)} returned"
+                if isinstance(step_on, str)
+                else "no step was seen (steps are optimizer steps, prof.step() calls, or the "
+                "calls of the function named with --step-on)"
+            )
+        else:
+            what = f"only {seen} step{'s' if seen != 1 else ''} seen, all of them skipped"
+        lines.append(
+            f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
+            f"skipped (--skip-first), but {what}"
+        )
+    return lines
+
+
+def thread_notes(meta: Mapping[str, Any], clean: Callable[[str], str] = escape_control) -> list[str]:
+    """Threads the profile did not wait for: their later work is missing. Shared with the HTML
+    report's header."""
+    names = [n for n in meta.get("threads_running") or [] if isinstance(n, str)]
+    if not names:
+        return []
+    n = len(names)
+    shown = ", ".join(clean(name) for name in names[:5]) + (", ..." if n > 5 else "")
+    return [
+        f"{n} thread{'s were' if n != 1 else ' was'} still running when the profile stopped; "
+        f"their later work is not included ({shown})"
+    ]
 
 
 class Header(View):
@@ -52,7 +132,7 @@ class Header(View):
         profiled = _int(steps.get("profiled"))
         if profiled:
             t.append(f"{sep}{profiled} step{'s' if profiled != 1 else ''} profiled")
-            why = [self._step_source(steps, fmt)] if steps.get("source") else []
+            why = [step_source(steps, fmt.clean)] if steps.get("source") else []
             if _int(steps.get("seen")):
                 why.append(f"{_int(steps.get('seen'))} seen, first {_int(steps.get('skip_first'))} skipped")
             if why:
@@ -69,7 +149,7 @@ class Header(View):
                 )
             )
 
-        lines.extend(self._step_notes(steps, fmt))
+        lines.extend(Text(n, "bold yellow") for n in step_notes(steps, fmt.clean))
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
         lines.extend(self._graph_lines(fmt))
@@ -86,7 +166,8 @@ class Header(View):
                 note = " (shown under <unknown>)" if key == "unattributed" else ""
                 lines.append(Text(f"{label}: {', '.join(parts)}{note}", style))
         lines.extend(self._compile_lines(fmt))
-        lines.extend(self._thread_lines(fmt))
+        lines.extend(Text(n, "bold yellow") for n in thread_notes(meta, fmt.clean))
+        lines.extend(self._self_cost_lines(fmt, wall))
         versions = [f"{k} {fmt.clean(str(meta[k]))}" for k in ("python", "torch", "dlpt") if meta.get(k)]
         if meta.get("started_at"):
             versions.append(f"started {fmt.clean(str(meta['started_at']))}")
@@ -95,56 +176,6 @@ class Header(View):
         for n in self.notes:
             lines.append(Text(n, "dim"))
         yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED, expand=True)
-
-    @staticmethod
-    def _step_source(steps: dict[str, Any], fmt: Fmt) -> str:
-        if steps.get("source") == "call" and isinstance(steps.get("step_on"), str):
-            return f"calls of {fmt.clean(steps['step_on'])}"
-        return f"{fmt.clean(str(steps['source']))} steps"
-
-    @staticmethod
-    def _step_notes(steps: dict[str, Any], fmt: Fmt) -> list[Text]:
-        """Why nothing was recorded when steps were to be skipped, and a --step-on that
-        matched no function: said, never left for the user to guess."""
-        lines = []
-        step_on = steps.get("step_on")
-        matched = steps.get("step_on_matched")
-        if isinstance(step_on, str) and isinstance(matched, list) and not matched:
-            lines.append(Text(f"--step-on {fmt.clean(step_on)} matched no function", "bold yellow"))
-        skip, seen = _int(steps.get("skip_first")), _int(steps.get("seen"))
-        if skip and not _int(steps.get("profiled")) and seen <= skip:
-            if not seen:
-                what = (
-                    f"no call of {fmt.clean(step_on)} returned"
-                    if isinstance(step_on, str)
-                    else "no step was seen (steps are optimizer steps, prof.step() calls, or the "
-                    "calls of the function named with --step-on)"
-                )
-            else:
-                what = f"only {seen} step{'s' if seen != 1 else ''} seen, all of them skipped"
-            lines.append(
-                Text(
-                    f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
-                    f"skipped (--skip-first), but {what}",
-                    "bold yellow",
-                )
-            )
-        return lines
-
-    def _thread_lines(self, fmt: Fmt) -> list[Text]:
-        """Threads the profile did not wait for: their later work is missing."""
-        names = [n for n in self.meta.get("threads_running") or [] if isinstance(n, str)]
-        if not names:
-            return []
-        n = len(names)
-        shown = ", ".join(fmt.clean(name) for name in names[:5]) + (", ..." if n > 5 else "")
-        return [
-            Text(
-                f"{n} thread{'s were' if n != 1 else ' was'} still running when the profile stopped; "
-                f"their later work is not included ({shown})",
-                "bold yellow",
-            )
-        ]
 
     def _totals(self, fmt: Fmt, inc: dict[str, int], sep: str) -> Text:
         per = f"per step (/{fmt.steps}): " if fmt.steps > 0 else "totals: "
@@ -216,41 +247,26 @@ class Header(View):
             )
         return lines
 
-    def _compile_lines(self, fmt: Fmt) -> list[Text]:
-        """What dlpt's torch.compile integration could not do (``meta.capture``, see
-        :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason."""
+    def _self_cost_lines(self, fmt: Fmt, wall: int) -> list[Text]:
+        """What dlpt's own callbacks cost while recording (sampled, see csrc SelfTimer), so that
+        a reader knows which part of the step time is the profiler. torch's RecordFunction
+        machinery and CUPTI cost more on top; the README's overhead table measures all of it."""
         c = _obj(self.meta.get("capture"))
-        lines = []
-        frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
-        generated = f"{frames:,} generated line{'s' if frames != 1 else ''}"
-        if kernels:
-            launches = f"{kernels:,} Inductor kernel launch{'es' if kernels != 1 else ''}"
-            lines.append(
-                Text(
-                    f"{launches} could not be mapped to model lines "
-                    f"(from {generated}; they stay with the compiled call)",
-                    "bold yellow",
-                )
+        own = _int(c.get("self_ns"))
+        if not own or not wall:
+            return []
+        per = " per step" if fmt.steps else ""
+        return [
+            Text(
+                f"profiling: dlpt's own callbacks took {fmt.time(own)}{per} "
+                f"({100 * own / wall:.1f}% of the wall time); torch's op hooks and CUPTI add "
+                "more (README: Overhead)",
+                "dim",
             )
-        elif frames:
-            lines.append(
-                Text(
-                    f"{generated} of Inductor's code could not be mapped to model lines "
-                    "(their costs stay with the compiled call)",
-                    "bold yellow",
-                )
-            )
-        failed = _obj(c.get("compile_failures"))
-        parts = [f"{fmt.clean(reason)} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
-        if parts:
-            lines.append(
-                Text(
-                    f"torch.compile attribution incomplete: {', '.join(parts)} failed "
-                    "(details: DLPT_LOG=debug)",
-                    "bold yellow",
-                )
-            )
-        return lines
+        ]
+
+    def _compile_lines(self, fmt: Fmt) -> list[Text]:
+        return [Text(line, "bold yellow") for line in compile_attribution_notes(self.meta, fmt.clean)]
 
     @staticmethod
     def _fmt_count(fmt: Fmt, key: str, v: int) -> str:

@@ -280,6 +280,7 @@ def test_exec_frames_called_from_library_fold_like_library() -> None:
         ("/usr/lib/python3/dist-packages/timm/models/vit.py", "package"),
         ("/home/user/proj/model.py", "user"),
         ("/home/other/checkout/dlpt/cli.py", "framework"),  # a session from another dlpt checkout
+        ("/home/other/checkout/dlpt/launch.py", "framework"),  # ... whose launcher runs the program
         ("/home/user/proj/dlpt/model.py", "user"),
     ],
 )

@@ -151,6 +151,16 @@ def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
     assert "Inductor" not in text and "attribution incomplete" not in text
 
 
+def test_the_profilers_own_time_is_said_in_the_header(h) -> None:
+    meta = h.gpu_meta(steps=4)  # wall 4 x 40 ms
+    meta["capture"] = {"self_ns": 4_000_000}
+    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    # 4 ms over 4 steps: 1 ms per step, 2.5% of the 160 ms recorded wall time.
+    assert "profiling: dlpt's own callbacks took 1.00ms per step (2.5% of the wall time)" in text
+    meta["capture"] = {}
+    assert "profiling:" not in h.render_text(render(h.build_gpu().session(meta)), width=200)
+
+
 def test_source_text_comes_from_the_session_only(h, tmp_path: Path) -> None:
     """Source text is what the profile saved (meta.sources), never what the file holds now: a
     file named in the session is not opened, whether it exists, changed or was never saved."""

@@ -1,0 +1,46 @@
+// Unit-test seams: drive the native core's data structures directly with synthetic input
+// (no GPU, no profile), so that tests/native/test_core_units.py checks each in isolation.
+// Exposed as dlpt._C._testing by bindings.cpp. Nothing here runs during profiling.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace dlpt::testing {
+
+/// BusyTracker: (device, start, end, comm) spans in the given order -> device -> (busy, comm,
+/// exposed) ns. Over 65,536 spans per device exercise the bounded-memory folding.
+std::map<uint32_t, std::tuple<uint64_t, uint64_t, uint64_t>> busy(
+    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
+
+/// BusyTracker steps: marks (t, recorded) first, then spans -> device -> per interval (start, end,
+/// recorded, busy, first, last).
+std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t>>> busy_steps(
+    const std::vector<std::pair<uint64_t, bool>>& marks,
+    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
+
+/// SeqRanges: add (seq, node) pairs in order, then look up each query (-1: not found).
+std::vector<int64_t> seq_ranges(const std::vector<std::pair<int64_t, uint32_t>>& adds,
+                                const std::vector<int64_t>& queries);
+
+/// CorrelationTable: put (corr, node) pairs, then get each id: (status, node, first_time), status
+/// 0 found, 1 outside window, 2 unknown. `outside` marks ids put as outside the window.
+std::vector<std::tuple<int, int64_t, bool>> correlations(const std::vector<std::tuple<uint32_t, uint32_t, bool>>& puts,
+                                                         const std::vector<uint32_t>& gets);
+
+/// GraphNodeContexts: ops ("put", node, ctx) / ("clone", original, node), then find each id (-1).
+std::vector<int64_t> graph_nodes(const std::vector<std::tuple<std::string, uint64_t, uint64_t>>& ops,
+                                 const std::vector<uint64_t>& finds);
+
+/// Tree + ChildCache: create children for (parent, kind, a, b) keys in order through a cache of
+/// one thread; returns the ids (equal keys -> equal ids, parents before children).
+std::vector<uint32_t> tree_children(const std::vector<std::tuple<uint32_t, int, uint64_t, uint64_t>>& keys);
+
+/// OpNames: ids for names given as (buffer index, text): each text is copied into the buffer slot
+/// before lookup, so one pointer can carry different texts (as torch's fresh strings do).
+std::vector<uint32_t> op_name_ids(const std::vector<std::pair<int, std::string>>& lookups);
+
+}  // namespace dlpt::testing

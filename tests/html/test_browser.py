@@ -1,0 +1,317 @@
+"""The HTML report in a real browser (headless Chromium): it loads without console errors, the
+flame graph draws the golden session's frames at their widths, clicking zooms, search finds a
+kernel, the source view shows a known line's cost and kernels, hostile names stay text, a
+10,000-node report stays quick, and the diff page pairs eager and fused kernels.
+
+Screenshots of each state are saved as test artefacts (``$DLPT_ARTIFACTS``); with
+``DLPT_UPDATE_DOCS=1`` the README's screenshots in docs/ are rewritten from them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dlpt.diff import diff_sessions
+from dlpt.html import write_html
+from dlpt.html.diff_page import write_diff_html
+from dlpt.processors import METRICS
+from dlpt.report import report_tree
+from dlpt.session import Session
+from dlpt.tree import walk
+from tests import sessions as S
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+GELU_LINE = 'gpu_gpt.py:44  h = F.gelu(h, approximate="tanh")'
+GELU_FWD = "triton_poi_fused_gelu_view_10 [0_forward]"
+GELU_BWD = "triton_poi_fused_gelu_gelu_backward_view_4 [0_backward]"
+MINUS = "\u2212"  # the diff page writes negative changes with a real minus sign
+
+# Bars of the flame graph as drawn: [{id, label, x, w, row, anc}] (anc: an ancestor of the zoom).
+ITEMS_JS = """() => { const a = dlpt.app, m = a.model;
+  return a.flame.items.map(it => ({id: it.id, label: m.label(it.id), x: it.x, w: it.w, row: it.row,
+                                   anc: !!it.anc})); }"""
+# The colour at a point of the flame canvas, and the colour a CSS colour string paints.
+PIXEL_JS = """([x, y]) => { const c = dlpt.app.flame.canvas, r = window.devicePixelRatio || 1;
+  const probe = document.createElement('canvas'); probe.width = probe.height = 1;
+  const g = probe.getContext('2d', {willReadFrequently: true});
+  g.drawImage(c, Math.round(x * r), Math.round(y * r), 1, 1, 0, 0, 1, 1);
+  return Array.from(g.getImageData(0, 0, 1, 1).data); }"""
+PAINT_JS = """(css) => { const c = document.createElement('canvas'); c.width = c.height = 1;
+  const g = c.getContext('2d', {willReadFrequently: true}); g.fillStyle = css; g.fillRect(0, 0, 1, 1);
+  return Array.from(g.getImageData(0, 0, 1, 1).data); }"""
+
+
+def _save(page: Any, artifacts: Path, name: str, docs_name: str | None = None, **kw: Any) -> Path:
+    path = artifacts / name
+    page.screenshot(path=str(path), **kw)
+    assert path.stat().st_size > 10_000, "a blank screenshot"
+    if docs_name and os.environ.get("DLPT_UPDATE_DOCS") == "1":
+        shutil.copyfile(path, DOCS / docs_name)
+    return path
+
+
+@pytest.fixture(scope="module")
+def compiled_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("reports") / "compiled.html"
+    write_html(Session.from_dict(S.gpt_compiled()), path)
+    return path
+
+
+def _items(r: Any) -> list[dict]:
+    return r.js(ITEMS_JS)
+
+
+def _item(r: Any, label: str, **match: Any) -> dict:
+    found = [it for it in _items(r) if it["label"] == label and all(it[k] == v for k, v in match.items())]
+    assert found, f"no bar {label!r}"
+    return found[0]
+
+
+def _canvas_point(r: Any, it: dict) -> tuple[float, float]:
+    """Page coordinates of a bar's centre (scrolled into view)."""
+    r.page.locator(".flame-canvas").scroll_into_view_if_needed()
+    box = r.page.locator(".flame-canvas").bounding_box()
+    row = r.js("() => dlpt.FLAME_ROW")
+    return box["x"] + it["x"] + it["w"] / 2, box["y"] + it["row"] * row + row / 2
+
+
+def _pixel_at_bar(r: Any, it: dict) -> list[int]:
+    row = r.js("() => dlpt.FLAME_ROW")
+    return r.js(PIXEL_JS, [it["x"] + min(it["w"] / 2, 3), it["row"] * row + 3])
+
+
+def test_report_loads_and_draws_the_golden_frames(
+    open_report: Any, compiled_html: Path, artifacts: Path
+) -> None:
+    r = open_report(compiled_html)
+    page = r.page
+    assert page.inner_text(".topbar .title") == "examples/compiled_gpt.py"
+    header = page.inner_text(".header")
+    assert "12 profiled" in header and "NVIDIA H200" in header and "idle 36.4%" in header
+    assert "3 compilations" in header and "1 graph break," in header and "1 recompilation" in header
+    labels = {it["label"] for it in _items(r)}
+    for expected in (
+        "compiled_gpt.py:73  loss = compiled(inputs, targets)",
+        "Torch-Compiled Region: 0/1",
+        "CompiledFunctionBackward",
+        "<backward>",
+        "<forward>",
+        GELU_LINE,
+        GELU_FWD,
+        GELU_BWD,
+    ):
+        assert expected in labels, expected
+    assert not any("module.py" in label for label in labels), "library frames folded"
+
+    # Widths are the GPU time share: the first compiled region holds 74.5% of it.
+    root = report_tree(Session.from_dict(S.gpt_compiled()))
+    region = next(n for n, _ in walk(root) if n.name == "Torch-Compiled Region: 0/1")
+    share = METRICS["gpu"](region.inclusive) / METRICS["gpu"](root.inclusive)
+    width = page.locator(".flame-canvas").bounding_box()["width"]
+    bar = _item(r, "Torch-Compiled Region: 0/1")
+    assert bar["w"] == pytest.approx(share * width, abs=1.0)
+
+    # The bar is really painted, in its colour (a compiled-region op).
+    color = r.js("(id) => dlpt.app.colors[id]", bar["id"])
+    assert _pixel_at_bar(r, bar) == r.js(PAINT_JS, color)
+    legend = page.inner_text(".legend")
+    for entry in ("forward", "backward", "compiled region", "kernel", "fused (Inductor) kernel", "sync wait"):
+        assert entry in legend
+    # Hovering shows the node's inclusive/exclusive times.
+    page.mouse.move(*_canvas_point(r, _item(r, GELU_LINE)))
+    tip = page.locator(".tooltip")
+    tip.wait_for(state="visible")
+    assert "GPU time" in tip.inner_text() and "compiled" in tip.inner_text() and "44" in tip.inner_text()
+    _save(page, artifacts, "report.png", "html-report.png")
+
+
+def test_click_zooms_and_the_breadcrumb_goes_back(
+    open_report: Any, compiled_html: Path, artifacts: Path
+) -> None:
+    r = open_report(compiled_html)
+    page = r.page
+    target = _item(r, "gpu_gpt.py:58  x = x + self.mlp(self.ln2(x))")
+    page.mouse.click(*_canvas_point(r, target))
+    assert r.js("() => dlpt.app.flame.zoom") == target["id"]
+    zoomed = _item(r, target["label"], id=target["id"])
+    width = page.locator(".flame-canvas").bounding_box()["width"]
+    assert zoomed["x"] == 0 and zoomed["w"] == pytest.approx(width)
+    crumbs = page.locator(".crumbs .crumb").all_inner_texts()
+    assert (
+        crumbs[0] == "all"
+        and crumbs[-1] == "gpu_gpt.py:58 forward"
+        and "Torch-Compiled Region: 0/1" in crumbs
+    )
+    # Children fill the zoomed bar in proportion: the GELU line's share of the line-58 time.
+    kids = [it for it in _items(r) if it["row"] == zoomed["row"] + 1]
+    assert sum(it["w"] for it in kids) == pytest.approx(width, rel=0.02)
+    assert page.inner_text(".selection").startswith("gpu_gpt.py:58")
+    # The top-down table opens the path to the clicked bar and highlights its row.
+    assert r.js("() => document.querySelector('.pane[data-pane=topdown] tr.selected').dataset.key") == str(
+        target["id"]
+    )
+    _save(page, artifacts, "zoomed.png")
+    page.locator(".flame-wrap").press("Escape")
+    assert r.js("() => dlpt.app.flame.zoom") == r.js("(id) => dlpt.app.model.parent[id]", target["id"])
+    page.locator(".crumbs .crumb").first.click()
+    assert r.js("() => dlpt.app.flame.zoom") == 0
+
+
+def test_search_finds_a_kernel(open_report: Any, compiled_html: Path, artifacts: Path) -> None:
+    r = open_report(compiled_html)
+    page = r.page
+    page.fill("#search", "triton_poi_fused_gelu")
+    page.wait_for_function("() => document.querySelector('.search-status').textContent.includes('match')")
+    status = page.inner_text(".search-status")
+    # Two fused kernels, 62.0µs per step of 2.43ms.
+    assert status.startswith("2 matches") and "62.0µs" in status and "(2.5%)" in status
+    matched = r.js(
+        "() => Array.from(dlpt.app.flame.match).flatMap((v, i) => v ? [dlpt.app.model.label(i)] : [])"
+    )
+    assert sorted(matched) == sorted([GELU_FWD, GELU_BWD])
+    hit, miss = _item(r, GELU_FWD), _item(r, "Torch-Compiled Region: 1/1")
+    assert _pixel_at_bar(r, hit) == r.js(PAINT_JS, r.js("(id) => dlpt.app.colors[id]", hit["id"]))
+    assert _pixel_at_bar(r, miss) == r.js(PAINT_JS, "#eceef1"), "bars without a match are greyed"
+    _save(page, artifacts, "search.png")
+    page.locator("#search").press("Escape")
+    assert page.inner_text(".search-status") == "" and r.js("() => dlpt.app.flame.match") is None
+
+
+def test_source_view_shows_the_known_lines_cost(
+    open_report: Any, compiled_html: Path, artifacts: Path
+) -> None:
+    r = open_report(compiled_html)
+    page = r.page
+    page.click("button[data-tab=source]")
+    page.click(".src-files button.file[data-file$='gpu_gpt.py']")
+    row = page.locator("table.code tr[data-line='44']")
+    cells = row.locator("td").all_inner_texts()
+    # self = total = the fused GELU kernels, forward and backward, per step: (6.5 + 9.0) x 4 blocks.
+    assert cells[1:4] == ["62.0µs", "62.0µs", "44"]
+    assert cells[4] == S.GPT_SOURCE[44]
+    assert row.locator(".heat-bar").count() == 1
+    row.click()
+    detail = page.inner_text(".src-detail")
+    assert GELU_FWD in detail and GELU_BWD in detail
+    assert "forward 26.0µs" in detail and "backward 36.0µs" in detail
+    assert page.locator(".leaf .tag.fwd").count() >= 1 and page.locator(".leaf .tag.bwd").count() >= 1
+    _save(page.locator(".tabs"), artifacts, "source.png", "html-source.png")
+    # Totals instead of per step: 12 steps.
+    page.uncheck("#perstep")
+    assert page.locator("table.code tr[data-line='44'] td").nth(1).inner_text() == "744.0µs"
+    # Lines that were not stored are marked as a gap, not invented.
+    assert "lines not stored" in page.inner_text("table.code")
+
+
+def test_tables_metric_switch_and_links(open_report: Any, compiled_html: Path) -> None:
+    r = open_report(compiled_html)
+    page = r.page
+    first = page.locator(".pane[data-pane=topdown] tbody tr").first.locator("td").all_inner_texts()
+    assert first[:2] == ["2.43ms", "100%"] and first[-1].strip().endswith("all")
+    page.select_option("#metric", "cpu")
+    first = page.locator(".pane[data-pane=topdown] tbody tr").first.locator("td").all_inner_texts()
+    assert first[0] == "337.0µs", "CPU op time per step"
+    page.select_option("#metric", "gpu")
+    page.click("button[data-tab=bottomup]")
+    top = page.locator(".pane[data-pane=bottomup] tbody tr").first.inner_text()
+    assert "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt" in top and "1.07ms" in top
+    page.click("button[data-tab=flat]")
+    page.click(".pane[data-pane=flat] .seg button:has-text('By kernel')")
+    assert page.locator(".pane[data-pane=flat] tbody tr").count() >= 20
+    page.click(".pane[data-pane=flat] .seg button:has-text('By source line')")
+    page.locator(".pane[data-pane=flat] tbody tr", has_text="h = F.gelu").first.click()
+    assert page.locator(".pane[data-pane=source]").is_visible()
+    assert page.locator("table.code tr.selected").get_attribute("data-line") == "44"
+    # The graph break links to its line.
+    page.click(".compile summary")
+    page.click(".compile-table button:has-text('compiled_gpt.py:44')")
+    assert page.locator("table.code tr.selected").get_attribute("data-line") == "44"
+    assert "compiled_gpt.py" in page.inner_text(".src-main .pane-title")
+
+
+def test_hostile_names_stay_text(open_report: Any, tmp_path: Path, artifacts: Path) -> None:
+    path = tmp_path / "hostile.html"
+    write_html(Session.from_dict(S.hostile()), path)
+    r = open_report(path)
+    page = r.page
+    assert r.js("() => document.title").startswith("dlpt")
+    assert r.js("() => document.querySelectorAll('img, svg, iframe, b, i').length") == 0
+    assert r.js("() => document.scripts.length") == 2
+    page.fill("#search", "onerror")
+    page.wait_for_function("() => document.querySelector('.search-status').textContent.includes('match')")
+    assert page.inner_text(".search-status").startswith("1 match")
+    page.click("button[data-tab=bottomup]")
+    text = page.inner_text(".pane[data-pane=bottomup]")
+    assert "</script><img src=x" in text and "\x1b" not in text
+    page.click("button[data-tab=source]")
+    assert "document.title" in page.inner_text("table.code")
+    _save(page, artifacts, "hostile.png")
+
+
+def test_ten_thousand_nodes_load_quickly(open_report: Any, tmp_path: Path, artifacts: Path) -> None:
+    path = tmp_path / "big.html"
+    write_html(Session.from_dict(S.big(10_000)), path)
+    t0 = time.perf_counter()
+    r = open_report(path)
+    r.page.wait_for_selector(".pane[data-pane=topdown] tbody tr")
+    load_s = time.perf_counter() - t0
+    assert load_s < 8, f"{load_s:.1f}s to load"
+    assert r.js("() => dlpt.app.model.n") > 5_000
+    t0 = time.perf_counter()
+    r.page.fill("#search", "functor_42")
+    r.page.wait_for_function("() => document.querySelector('.search-status').textContent.includes('match')")
+    assert time.perf_counter() - t0 < 3
+    r.page.click("button[data-tab=bottomup]")
+    r.page.click("button[data-tab=source]")
+    assert r.page.locator("table.code tr.hot").count() > 0
+    _save(r.page, artifacts, "big.png")
+
+
+def test_diff_page_pairs_eager_and_fused_kernels(open_report: Any, tmp_path: Path, artifacts: Path) -> None:
+    d = diff_sessions(
+        Session.from_dict(S.gpt_eager()), Session.from_dict(S.gpt_compiled()), "eager.json", "compiled.json"
+    )
+    path = tmp_path / "diff.html"
+    write_diff_html(d, path, METRICS["gpu"])
+    r = open_report(path)
+    page = r.page
+    assert f"change {MINUS}224.0µs (0.92x)" in page.inner_text(".header").replace("\n", " ")
+    first = page.locator(".diff-table tbody tr").first
+    assert first.locator("td").all_inner_texts()[1:5] == ["136.0µs", "62.0µs", f"{MINUS}74.0µs", "0.46x"]
+    assert "gpu_gpt.py:44" in first.inner_text()
+    first.click()
+    side = page.inner_text(".diff-side")
+    assert "GeluCUDAKernelImpl" in side and GELU_FWD in side and "fuses aten.view+aten.gelu" in side
+    _save(page, artifacts, "diff.png", "html-diff.png")
+    page.fill("#search", "self.head")
+    page.wait_for_function("() => document.querySelectorAll('.diff-table tbody tr').length === 1")
+    page.fill("#search", "")
+    page.wait_for_function("() => document.querySelectorAll('.diff-table tbody tr').length > 3")
+    page.select_option("#metric", "cpu")
+    assert page.locator(".diff-table tbody tr").count() > 3
+
+
+@pytest.mark.parametrize("kind", ["empty", "cpu only"])
+def test_sparse_sessions_load_cleanly(open_report: Any, tmp_path: Path, kind: str) -> None:
+    b = S.Builder(steps=1)
+    if kind == "cpu only":  # no GPU, no steps, no source text: what an old CPU run looks like
+        b.op(b.frame(0, "/home/user/run.py", 3, "<module>"), "aten::mm", cpu_ns=7_000)
+    path = tmp_path / "sparse.html"
+    write_html(Session.from_dict(b.session({})), path)
+    r = open_report(path)
+    page = r.page
+    assert page.locator("#perstep").is_disabled()
+    if kind == "empty":
+        assert "No GPU time" in page.inner_text(".flame-empty")
+        return
+    assert page.locator("#metric").input_value() == "cpu"
+    assert "run.py:3" in {it["label"].split()[0] for it in _items(r)}
+    page.click("button[data-tab=source]")
+    assert "holds no source text" in page.inner_text(".pane[data-pane=source]")
+    assert page.locator("table.code tr[data-line='3'] td").nth(1).inner_text() == "7.0µs"

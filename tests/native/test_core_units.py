@@ -1,0 +1,109 @@
+"""The native core's data structures in isolation, through dlpt._C._testing: synthetic input,
+exact expected output (C++ unit tests driven by pytest; no GPU, no profile)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dlpt.capture.native import core
+
+T = core()._testing
+
+
+def test_busy_time_is_the_union_of_intervals_per_device():
+    spans = [(0, 0, 10, False), (0, 5, 15, False), (0, 20, 30, False), (1, 0, 7, False)]
+    assert T.busy(spans) == {0: (25, 0, 0), 1: (7, 0, 0)}
+
+
+def test_exposed_communication_is_what_no_other_work_overlaps():
+    # comm 0-100; compute 10-30 and 50-60 overlap 30 ns of it: 70 ns exposed.
+    spans = [(0, 0, 100, True), (0, 10, 30, False), (0, 50, 60, False), (0, 200, 210, False)]
+    assert T.busy(spans) == {0: (110, 100, 70)}
+    assert T.busy([(0, 0, 50, False), (0, 10, 20, True)]) == {0: (50, 10, 0)}  # fully hidden
+
+
+def reference_busy(spans):
+    """Brute force over unit time slots (small coordinates only)."""
+    work, comm = set(), set()
+    for _, s, e, c in spans:
+        (comm if c else work).update(range(s, e))
+    return len(work | comm), len(comm), len(comm - work)
+
+
+def test_busy_folding_keeps_totals_exact_over_many_spans():
+    rng = random.Random(7)
+    spans, t = [], 0
+    for _ in range(140_000):  # over two folds' worth
+        t += rng.randint(0, 3)
+        d = rng.randint(1, 5)
+        spans.append((0, t, t + d, rng.random() < 0.3))
+    rng.shuffle(spans[-500:])  # late records arrive out of order within a buffer
+    assert T.busy(spans)[0] == reference_busy(spans)
+
+
+def test_gpu_work_is_split_into_steps_at_the_marks():
+    marks = [(100, True), (200, True), (300, False), (400, True), (500, False)]
+    spans = [(0, 50, 120, False), (0, 150, 250, False), (0, 260, 270, True), (0, 350, 360, False)]
+    steps = T.busy_steps(marks, spans)[0]
+    assert steps == [
+        (100, 200, True, 70, 150, 250),  # 100-120 and 150-200 (first/last: spans starting inside)
+        (200, 300, True, 60, 260, 270),  # 200-250 and 260-270
+        (300, 400, False, 10, 350, 360),
+        (400, 500, True, 0, 0, 0),
+    ]
+    from dlpt.capture.native import gpu_steps
+
+    rows = gpu_steps({"0": steps})["0"]
+    assert [r["span_ns"] for r in rows] == [100, 100, 100]  # recorded intervals only
+    assert rows[0] == {"span_ns": 100, "busy_ns": 70, "idle_before_ns": 50, "idle_after_ns": 0}
+    assert rows[2] == {"span_ns": 100, "busy_ns": 0, "idle_before_ns": 100, "idle_after_ns": 0}
+
+
+def test_sequence_ranges_answer_the_op_that_created_a_node():
+    adds = [(10, 1), (13, 2), (13, 3), (20, 4)]  # equal numbers: the last op wins
+    assert T.seq_ranges(adds, [9, 10, 12, 13, 19, 20, 99]) == [-1, 1, 1, 3, 3, 4, 4]
+    assert T.seq_ranges([(5, 1), (3, 2)], [4, 5]) == [-1, 1]  # numbers never go back
+
+
+def test_sequence_ranges_forget_only_the_oldest_entries():
+    n = (1 << 15) + 5000
+    found = T.seq_ranges([(i * 2, i) for i in range(n)], [0, 2 * (n - 1), 2 * (n - 100) + 1])
+    assert found[0] == -1 and found[1] == n - 1 and found[2] == n - 100
+
+
+def test_correlations_map_ids_and_say_first_sighting():
+    puts = [(7, 3, False), (8, 4, True)]
+    # (the first-sighting flag only matters for ids found in the window)
+    assert T.correlations(puts, [7, 7, 8, 9]) == [(0, 3, True), (0, 3, False), (1, -1, True), (2, -1, False)]
+    # A slot is reused only 2^20 ids later: the old id then reads as unknown.
+    assert T.correlations([(5, 1, False), (5 + (1 << 20), 2, False)], [5, 5 + (1 << 20)]) == [
+        (2, -1, False),
+        (0, 2, True),
+    ]
+
+
+def test_graph_node_contexts_follow_clones():
+    ops = [("put", 100, 7), ("clone", 100, 200), ("clone", 999, 300)]
+    assert T.graph_nodes(ops, [100, 200, 300]) == [7, 7, -1]
+
+
+@pytest.mark.parametrize("order", ["forward", "shuffled"])
+def test_tree_gives_one_id_per_distinct_child(order):
+    keys = [(0, 2, code, line) for code in range(50) for line in range(20)]  # 1,000 frames under root
+    if order == "shuffled":
+        random.Random(1).shuffle(keys)
+    ids = T.tree_children(keys + keys[:300])  # the repeats come from the thread's cache
+    assert len(set(ids[:1000])) == 1000 and min(ids) == 1
+    assert ids[1000:] == ids[:300]
+    nested = T.tree_children([(0, 4, 1, 0), (1, 5, 0, 0), (1, 5, 1, 0), (2, 4, 9, 0)])
+    assert nested == [1, 2, 3, 4]  # parents before children, ids in creation order
+
+
+def test_op_names_survive_pointer_reuse_and_fresh_strings():
+    # Slot 0 is one buffer: the same pointer first holds "aten::mm", then "aten::add".
+    ids = T.op_name_ids(
+        [(0, "aten::mm"), (0, "aten::mm"), (0, "aten::add"), (1, "aten::mm"), (2, "aten::add")]
+    )
+    assert ids[0] == ids[1] == ids[3] and ids[2] == ids[4] and ids[0] != ids[2]
