@@ -39,6 +39,11 @@ def _int(v: Any, where: str) -> None:
         raise SchemaError(where, f"must be a non-negative integer below 2**64, got {_short(v)}")
 
 
+def _signed_int(v: Any, where: str) -> None:
+    if type(v) is not int or not -MAX_INT < v < MAX_INT:
+        raise SchemaError(where, f"must be an integer, got {_short(v)}")
+
+
 def _str(v: Any, where: str) -> None:
     if type(v) is not str:
         raise SchemaError(where, f"must be a string, got {_short(v)}")
@@ -124,6 +129,33 @@ _COMPILE_EVENT = _obj(
     },
 )
 
+_GPU_STEP = _obj(required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int))
+
+# meta.capture's counters from the native core (csrc/bindings.cpp, stop()).
+_CAPTURE_COUNTERS = (
+    "activity_records",
+    "delivered_gpu_ns",
+    "dropped_records",
+    "unknown_correlation",
+    "unknown_gpu_ns",
+    "submitted",
+    "completed",
+    "outside_window",
+    "backward_unresolved",
+    "code_lost",
+    "graph_nodes_captured",
+    "graph_replay_ns",
+    "graph_unmapped_ns",
+    "tree_overflow",
+    "unmatched_op_ends",
+    "rf_windows",
+    "op_records",
+    "api_callbacks",
+    "self_ns",
+    "self_python_ns",
+    "self_window_ns",
+)
+
 SCHEMA: dict[str, Check] = {
     "argv": _list_of(_str),
     "python": _str,
@@ -153,8 +185,19 @@ SCHEMA: dict[str, Check] = {
     "unattributed": _dict_of(_int),
     "compile": _list_of(_COMPILE_EVENT),
     "cuda_graphs": _dict_of(_int),
+    "gpu_comm_ns": _dict_of(_int),
+    "gpu_comm_exposed_ns": _dict_of(_int),
+    "gpu_steps": _dict_of(_list_of(_GPU_STEP)),
+    # The native core's counters are integers (the tsc flag aside), the times the profiler adds
+    # are seconds; keys of other dlpt versions pass through.
     "capture": _obj(
         optional={
+            **dict.fromkeys(_CAPTURE_COUNTERS, _int),
+            "tsc": _bool,
+            "cupti_unsubscribe_error": _optional(_str),
+            "flush_s": _num,
+            "stop_s": _num,
+            "pid": _int,
             "compile_failures": _dict_of(_int),
             "inductor_unmapped_frames": _int,
             "inductor_unmapped_kernels": _int,
@@ -187,6 +230,12 @@ EXTRAS: dict[str, Check] = {
     "graph": _str,
     "fuses": _list_of(_str),
     "library": _bool,
+    # Collectives (c10d ops): what they moved (docs/session-format.md).
+    "collective": _str,
+    "dtype": _str,
+    "pg_name": _str,
+    "pg_desc": _str,
+    "world_size": _signed_int,
 }
 
 
