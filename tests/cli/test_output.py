@@ -1,6 +1,7 @@
 """``-o`` writes a session where the user meant it and nowhere else: through a symlink to its
 target (the link stays), atomically over a regular file (its permissions kept), never over a
-device node, and without leaving anything else behind."""
+device node, and without leaving anything else behind. ``--html``, ``--export`` and ``dlpt diff
+--html`` follow the same rules, and never overwrite the session being saved or read."""
 
 from __future__ import annotations
 
@@ -75,3 +76,62 @@ def test_nothing_else_is_created(env: dict) -> None:
     root: Path = env["root"]
     assert sorted(p.name for p in root.iterdir()) == env["before"]
     assert sorted(p.name for p in (root / "sub").iterdir()) == ["new.json"]
+
+
+@pytest.fixture(scope="module")
+def outputs_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """``--html``, ``--export`` and ``dlpt diff --html`` go through the same rules as ``-o``."""
+    root = tmp_path_factory.mktemp("outputs_safety")
+    write(root / "prog.py", "print('ran', flush=True)\n")
+    write(root / "real.html", "old contents\n")
+    (root / "link.html").symlink_to("real.html")
+    (root / "adir").mkdir()
+    kind = _device_or_fifo(root / "node.html")
+    first = run_many(
+        {
+            "html link": Job(["--html", "link.html", "-o", "s.json", "--no-report", "prog.py"], root),
+            "html device": Job(["--html", "node.html", "prog.py"], root),
+            "export dir": Job(["--export", "folded", "adir", "prog.py"], root),
+            "html is -o": Job(["-o", "same.json", "--html", "./same.json", "prog.py"], root),
+        }
+    )
+    second = run_many(
+        {
+            "load html is load": Job(["--load", "s.json", "--html", "s.json"], root),
+            "diff html is A": Job(["diff", "s.json", "s.json", "--html", "s.json"], root),
+            "diff html device": Job(["diff", "s.json", "s.json", "--html", "node.html"], root),
+        }
+    )
+    return {"root": root, "kind": kind, "results": {**first, **second}}
+
+
+def test_html_through_a_symlink_writes_its_target(outputs_env: dict) -> None:
+    root: Path = outputs_env["root"]
+    r: Result = outputs_env["results"]["html link"]
+    assert r.rc == 0 and "wrote HTML report to link.html" in r.err, r.err
+    assert (root / "link.html").is_symlink() and os.readlink(root / "link.html") == "real.html"
+    assert (root / "real.html").read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("html device", "--html node.html: is {kind}; dlpt writes HTML reports to regular files only"),
+        ("export dir", "--export folded adir: is a directory; dlpt writes exports to regular files only"),
+        ("html is -o", "--html ./same.json: the same file as -o"),
+        ("load html is load", "--html s.json: the same file as --load"),
+        ("diff html is A", "diff: --html s.json: is one of the sessions compared"),
+        ("diff html device", "diff: --html node.html: is {kind}; dlpt writes HTML reports"),
+    ],
+)
+def test_outputs_that_would_destroy_a_file_are_refused_before_the_run(
+    outputs_env: dict, name: str, message: str
+) -> None:
+    r: Result = outputs_env["results"][name]
+    assert r.rc == 2 and "ran" not in r.out, (r.rc, r.out, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and message.format(kind=outputs_env["kind"]) in lines[0], r.err
+    root: Path = outputs_env["root"]
+    mode = (root / "node.html").lstat().st_mode
+    assert stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+    assert not (root / "same.json").exists() and json.loads((root / "s.json").read_text())["version"] == 2
