@@ -1,7 +1,9 @@
 """The report's tree, folded and pruned from the flat table (dlpt.display_tree), is the tree the
 processors give: prune(collapse_lone_forward(collapse_library(build_tree(s)))). Same nodes, same
-exclusive and inclusive metrics, same extras; library folding keeps model code inside module
-calls."""
+exclusive and inclusive metrics, same extras, the same forward/backward/compiled context bits as
+dlpt.contexts.tag_contexts gives before the lone <forward> phases go; library folding keeps model
+code inside module calls. report_tree (what the HTML report, exports and dlpt diff start from) is
+that folding, unpruned."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from typing import Any
 import pytest
 
 from dlpt.capture.exec_frames import mark_library_exec_frames
+from dlpt.contexts import CTX_KEY, tag_contexts
 from dlpt.display_tree import FoldedTable
 from dlpt.processors import METRICS, collapse_library, collapse_lone_forward, prune
+from dlpt.report import report_tree
 from dlpt.session import Session
 from dlpt.tree import Node, build_tree
 from tests.big_sessions import wide_session
@@ -36,7 +40,7 @@ def reference(session: Session, metric: str, threshold: float | None, show_all: 
     return root if threshold is None else prune(root, METRICS[metric], threshold)
 
 
-def random_session(seed: int, n: int = 3000) -> Session:
+def random_session(seed: int, n: int = 3000, contexts: bool = False) -> Session:
     """Frames of user files, torch (module calls among them), installed packages and <string>
     exec'd code, ops with one or both phases, duplicate keys everywhere (merges across folds),
     kernels, copies and syncs, all with random costs."""
@@ -88,7 +92,50 @@ def random_session(seed: int, n: int = 3000) -> Session:
     for node in nodes:
         node.setdefault("file", "")
     mark_library_exec_frames(nodes)  # <string> frames called from library code, as capture marks them
+    if contexts:
+        _add_contexts(nodes, rng)
     return Session.from_dict({"format": "dlpt-session", "version": 2, "meta": {}, "nodes": nodes})
+
+
+def _add_contexts(nodes: list[dict[str, Any]], rng: random.Random) -> None:
+    """What the context bits read: optimizer scopes, compiled regions, Inductor's generated and
+    mapped frames and graph kernels, CUDA graph replays. As the core records them, nodes whose
+    extras differ never share a key (a graph kernel's name carries its graph, generated and mapped
+    frames have lines of their own here) and an op that has phases has nothing else directly
+    beneath it: no merge is decided by which node comes first (not part of the contract)."""
+    for n in nodes[1:]:
+        r = rng.random()
+        if n["kind"] == "op" and r < 0.15:
+            n["name"] = rng.choice(["CompiledFunction", "Torch-Compiled Region: 0/0"])
+        elif n["kind"] == "frame" and r < 0.05:
+            n.update(kind="scope", name="Optimizer.step#AdamW.step", file="", line=0)
+        elif n["kind"] == "frame" and r < 0.2:
+            extra = rng.choice(["generated", "mapped_from"])
+            n["x"] = {**n.get("x", {}), extra: "inductor"}
+            n["line"] = 7 if extra == "generated" else 8
+        elif n["kind"] == "kernel" and r < 0.3:
+            n["x"] = {**n.get("x", {}), "graph": "0_forward"}
+            n["name"] += " [0_forward]"
+        elif n["kind"] == "phase" and n["name"] == "<backward>" and r < 0.2:
+            n["name"] = "<cuda graph replay>"
+    # Only outermost ops (no op above them) have phases, and nothing else directly beneath them.
+    outermost = [False] * len(nodes)
+    below_op = [False] * len(nodes)
+    for n in nodes[1:]:
+        p = n["parent"]
+        below_op[n["id"]] = below_op[p] or nodes[p]["kind"] == "op"
+        outermost[n["id"]] = n["kind"] == "op" and not below_op[n["id"]]
+    first_phase: dict[int, int] = {}
+    for n in nodes[1:]:
+        p = n["parent"]
+        if n["kind"] == "phase" and not outermost[p]:
+            n["kind"] = "scope"  # a nested op's "phase": any other region
+        elif n["kind"] == "phase":
+            first_phase.setdefault(p, n["id"])
+    for n in nodes[1:]:
+        p = n["parent"]
+        if outermost[p] and n["kind"] != "phase":
+            n["parent"] = first_phase[p] if first_phase.get(p, n["id"]) < n["id"] else nodes[p]["parent"]
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -99,6 +146,25 @@ def test_same_tree_as_the_processors(seed: int, threshold: float | None, show_al
     for metric in ("gpu", "cpu"):
         fast = FoldedTable(session, show_all).tree(METRICS[metric], threshold)
         assert canonical(fast) == canonical(reference(session, metric, threshold, show_all))
+
+
+def canonical_ctx(node: Node) -> Any:
+    kids = sorted((canonical_ctx(c) for c in node.children), key=repr)
+    return (node.key, node.metrics, node.inclusive, node.extras.get(CTX_KEY), tuple(kids))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("show_all", [False, True])
+def test_same_context_bits_as_tagging_the_tree(seed: int, show_all: bool) -> None:
+    session = random_session(seed, contexts=True)
+    root = build_tree(session)
+    if not show_all:
+        root = collapse_library(root)
+    tag_contexts(root)
+    expected = canonical_ctx(collapse_lone_forward(root))
+    assert canonical_ctx(FoldedTable(session, show_all, contexts=True).tree()) == expected
+    assert canonical_ctx(report_tree(session, show_all, contexts=True)) == expected
+    assert canonical(report_tree(session, show_all)) == canonical(reference(session, "gpu", None, show_all))
 
 
 def test_same_tree_for_the_golden_sessions(h) -> None:
