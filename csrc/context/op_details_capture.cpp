@@ -13,8 +13,9 @@
 namespace dlpt {
 
 /// JSON text of a record's inputs: tensors as ["T", [dtype, [sizes]]] (["T", null] when undefined),
-/// tensor lists as ["TL", [[dtype, [sizes]], ...]], numbers and booleans as themselves, None as null, int lists as
-/// lists; anything else as "?". What dlpt.insights needs to evaluate torch's FLOP formulas.
+/// tensor lists as ["TL", [[dtype, [sizes]], ...]], numbers and booleans as themselves, None as
+/// null, int and bool lists as lists; anything else as "?". Non-finite doubles are written as
+/// nan/inf (not JSON): readers map them to None. What dlpt.insights needs to evaluate torch's FLOP formulas.
 std::string input_signature(const at::RecordFunction& rf) {
   std::string out = "[";
   auto ints = [&](c10::IntArrayRef values) {
@@ -63,6 +64,15 @@ std::string input_signature(const at::RecordFunction& rf) {
       out += std::to_string(v.toDouble());
     } else if (v.isIntList()) {
       ints(v.toDimVector());
+    } else if (v.isBoolList()) {  // e.g. convolution_backward's output_mask
+      out += '[';
+      bool f = true;
+      for (bool b : v.toBoolList()) {
+        if (!f) out += ',';
+        out += b ? "true" : "false";
+        f = false;
+      }
+      out += ']';
     } else {
       out += "\"?\"";
     }
