@@ -12,6 +12,7 @@ import os
 import platform
 import sys
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from dlpt.capture import native
@@ -19,6 +20,7 @@ from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.capture.sources import collect_sources
 from dlpt.compile import failures
 from dlpt.compile.inductor_lines import map_generated_frames
+from dlpt.ranks.annotate import annotate_comm
 from dlpt.session import Session
 
 __all__ = ["start_meta", "build_session", "threads_running"]
@@ -74,14 +76,21 @@ def build_session(
     failures_before: dict[str, int],
     sources: bool,
     step_on_matched: list[str] | None,
+    comm_signatures: Sequence[dict[str, Any]] = (),
+    distributed: dict[str, Any] | None = None,
 ) -> Session:
     """The session of a stopped profile: ``raw`` is what the native core's stop() returned,
     ``start`` the meta from :func:`start_meta` plus the profile's own keys (gpu, compile),
-    ``failures_before`` the compile-integration failure counts when the profile started."""
+    ``failures_before`` the compile-integration failure counts when the profile started,
+    ``comm_signatures`` what the wrapped Python collectives moved (dlpt.ranks.pycomm) and
+    ``distributed`` this rank's place in the job (dlpt.ranks.env), if it is one of several."""
     c = raw["counters"]
     mapped = map_generated_frames(native.to_nodes(raw["nodes"], raw.get("collectives")))
-    nodes = mark_library_exec_frames(mapped.nodes)
+    # Communication kernels and collective calls marked (comm_ns, comm_wait_ns, bytes).
+    nodes = annotate_comm(mark_library_exec_frames(mapped.nodes), comm_signatures)
     meta = dict(start)
+    if distributed is not None:
+        meta["distributed"] = distributed
     if raw.get("gpu_steps"):
         meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
     if raw.get("gpu_comm_ns"):
