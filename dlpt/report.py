@@ -29,6 +29,7 @@ from dlpt.processors import (
     mark_lines,
     prune,
 )
+from dlpt.ranks.comm_view import CollectivesTable, header_lines, tree_columns
 from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import Header
@@ -139,8 +140,16 @@ def _render(
         return full[0]
 
     parts: list[RenderableType] = [
-        Header(session.meta, totals, m, fmt, [_note(m, fmt, threshold, depth, show_all)])
+        Header(
+            session.meta,
+            totals,
+            m,
+            fmt,
+            [_note(m, fmt, threshold, depth, show_all)],
+            comm=header_lines(session.meta, totals.inclusive, fmt),
+        )
     ]
+    comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
 
     def tree() -> RenderableType:
         title = "Top-down (callees below their callers)"
@@ -148,7 +157,15 @@ def _render(
             return _nothing(m, title, session)
         assert shown is not None
         capped = None if depth else MAX_DEPTH  # --depth given: that is the limit, as asked
-        return TreeView(limit_depth(mark_lines(shown, markers), depth), m, fmt, title, gpu, max_depth=capped)
+        return TreeView(
+            limit_depth(mark_lines(shown, markers), depth),
+            m,
+            fmt,
+            title,
+            gpu,
+            max_depth=capped,
+            extra=comm_columns,
+        )
 
     def bottom_up() -> RenderableType:
         title = "Bottom-up (callers below)"
@@ -180,11 +197,13 @@ def _render(
         kernels,
         CopyTable(session, fmt, folded.leaf_nodes("memcpy", "memset")),
     ]
+    collectives = CollectivesTable(session, fmt)
     if isinstance(compiled, list) and compiled and view in ("tree", "summary", "all"):
         parts.append(CompileView(compiled, fmt))
     if view == "tree":
         parts.append(tree())
         parts.extend([*gpu_tables, syncs] if gpu else [syncs])
+        parts.append(collectives)
     elif view == "bottom-up":
         parts.append(bottom_up())
     elif view == "flat":
@@ -193,9 +212,9 @@ def _render(
         parts.append(kernels if gpu else _no_gpu(session))
     elif view == "summary":
         parts.extend([*gpu_tables, syncs] if gpu else [_no_gpu(session), syncs])
-        parts.append(ApiTable(session, fmt))
+        parts.extend([collectives, ApiTable(session, fmt)])
     else:  # all
-        parts.extend([tree(), bottom_up(), *flat(), *gpu_tables, syncs, ApiTable(session, fmt)])
+        parts.extend([tree(), bottom_up(), *flat(), *gpu_tables, syncs, collectives, ApiTable(session, fmt)])
     return Group(*parts)
 
 
