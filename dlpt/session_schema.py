@@ -204,6 +204,18 @@ SCHEMA: dict[str, Check] = {
         }
     ),
     "threads_running": _list_of(_str),
+    # One of several ranks (dlpt.ranks.env): renderers print these and index ranks by them.
+    "distributed": _obj(
+        required={"rank": _int, "world_size": _int},
+        optional={
+            "local_rank": _optional(_int),
+            "hostname": _str,
+            "device": _optional(_int),
+            "backends": _list_of(_str),
+            "source": _str,
+            "run_id": _optional(_str),
+        },
+    ),
     "sources": _dict_of(_dict_of(_str, key=_line_number)),
 }
 
@@ -236,6 +248,11 @@ EXTRAS: dict[str, Check] = {
     "pg_name": _str,
     "pg_desc": _str,
     "world_size": _signed_int,
+    # Communication (dlpt.ranks.annotate): NCCL's algorithm and protocol of a kernel, the
+    # process group's backend of a collective call dlpt wrapped.
+    "algorithm": _str,
+    "protocol": _str,
+    "backend": _str,
 }
 
 

@@ -110,7 +110,8 @@ class RanksHeader(View):
             what = "GPU compute" if any(t.gpu for t in per_rank.values()) else "CPU op time outside waits"
             t = Text(f"load imbalance ({what} per step, (max - mean) / mean): ")
             t.append(f"{100 * imb[0]:.1f}%", "bold red" if imb[0] >= 0.1 else "bold")
-            t.append(f", most on rank {imb[1]} ({fmt.time(work[imb[1]])})")
+            if imb[0] >= 0.0005:
+                t.append(f", most on rank {imb[1]} ({fmt.time(work[imb[1]])})")
             lines.append(t)
         for s in self.stragglers:
             t = Text(f"straggler: rank {s.rank}", "bold red")
@@ -212,14 +213,19 @@ class StragglerView(View):
             yield t
             longer = s.compute_ns - s.others_compute_ns
             work = f"{fmt.time(s.compute_ns)} per step, the others {fmt.time(s.others_compute_ns)} (median)"
+            outside = (
+                "outside the recorded work (host-side Python, data loading, I/O, another process on "
+                "its CPU or GPU)"
+            )
             if s.others_compute_ns > 0 and longer >= 0.5 * s.waited_ns:
                 why = f"  its own work is longer ({work}): it computes more, or slower"
-            else:
+            elif longer > 0:
                 why = (
-                    f"  its own recorded work ({work}) explains at most {fmt.time(max(longer, 0.0))} of "
-                    "the wait: the rest of its delay is outside the recorded work (host-side Python, "
-                    "data loading, I/O, another process on its CPU or GPU)"
+                    f"  its own recorded work ({work}) explains {fmt.time(longer)} of the wait; "
+                    f"the rest of its delay is {outside}"
                 )
+            else:
+                why = f"  its own recorded work is not longer ({work}): its delay is {outside}"
             yield Text(why, "dim")
 
 
