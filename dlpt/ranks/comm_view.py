@@ -210,7 +210,9 @@ def _add_call(
 
 
 def _gbs(v: float) -> str:
-    return f"{v:.1f} GB/s" if v >= 1 else f"{v * 1000:.1f} MB/s"
+    if v >= 1:
+        return f"{v:.1f} GB/s"
+    return f"{v * 1e3:.1f} MB/s" if v >= 1e-4 else f"{v * 1e6:.1f} kB/s"
 
 
 class CollectivesTable(View):

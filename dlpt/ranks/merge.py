@@ -163,7 +163,8 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
     walls = [w for w in meta.get("step_wall_ns") or [] if _int(w)]
     exposed = meta.get("gpu_comm_exposed_ns")
     ex = sum(_int(v) for v in exposed.values()) if isinstance(exposed, dict) else 0
-    wall = median([float(w) for w in walls]) if walls else rank.per_step(_int(meta.get("wall_ns")))
+    # The mean, as every other value per step here is (the first step may hold set-up work).
+    wall = sum(walls) / len(walls) if walls else rank.per_step(_int(meta.get("wall_ns")))
     return RankTotals(
         rank=rank.rank,
         steps=rank.steps,

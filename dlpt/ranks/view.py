@@ -100,8 +100,8 @@ class RanksHeader(View):
             slow = max(walls, key=lambda r: (walls[r], -r))
             lines.append(
                 Text(
-                    f"steps profiled: {', '.join(map(str, steps))}{sep}step time: median "
-                    f"{fmt.time(median(list(walls.values())))}, max {fmt.time(walls[slow])} (rank {slow})"
+                    f"steps profiled: {', '.join(map(str, steps))}{sep}step time (each rank's mean): "
+                    f"median {fmt.time(median(list(walls.values())))}, max {fmt.time(walls[slow])} (rank {slow})"
                 )
             )
         work = {r: t.compute_ns for r, t in per_rank.items()}

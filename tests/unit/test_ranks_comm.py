@@ -230,7 +230,7 @@ def test_rank_report_golden(h: Any) -> None:
     text = h.render_text(render(R.ddp_gpu(1), threshold=0.0), width=120)
     h.check_golden("ranks_rank_report", text)
     assert "[rank 1/4 (local 1) on node0, GPU 1, nccl]" in text
-    assert "allreduce BFloat16 25.0 MiB/call group default_pg" in text
+    assert "c10d::allreduce_  allreduce BFloat16 25.0 MiB/call group def" in text
 
 
 def test_cpu_rank_report_golden(h: Any) -> None:
