@@ -105,7 +105,7 @@ def ddp_gpu(rank: int, world: int = 4, comm_ns: int = 2_000_000, fc2_ns: int = 6
     t = _Table()
     s = STEPS
     main = t.add(0, "frame", "main", TRAIN, 30)
-    for line, name, fwd_ns, bwd_ns, bucket in (
+    for line, _layer, fwd_ns, bwd_ns, bucket in (
         (10, "fc1", 4_000_000, 8_000_000, False),
         (11, "fc2", fc2_ns, 8_000_000, True),
     ):

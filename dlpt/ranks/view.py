@@ -98,10 +98,11 @@ class RanksHeader(View):
         walls = {r: t.step_wall_ns for r, t in per_rank.items() if t.step_wall_ns > 0}
         if walls:
             slow = max(walls, key=lambda r: (walls[r], -r))
+            mid = fmt.time(median(list(walls.values())))
             lines.append(
                 Text(
                     f"steps profiled: {', '.join(map(str, steps))}{sep}step time (each rank's mean): "
-                    f"median {fmt.time(median(list(walls.values())))}, max {fmt.time(walls[slow])} (rank {slow})"
+                    f"median {mid}, max {fmt.time(walls[slow])} (rank {slow})"
                 )
             )
         work = {r: t.compute_ns for r, t in per_rank.items()}

@@ -89,6 +89,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.diff_view": ("dlpt.compile.resume", "dlpt.diff", "dlpt.processors", "dlpt.renderers"),
     "dlpt.html": (
         "dlpt.html",
+        "dlpt.ranks.comm_view",
         "dlpt.compile.events",
         "dlpt.compile.resume",
         "dlpt.contexts",

@@ -237,3 +237,13 @@ def test_cpu_rank_report_golden(h: Any) -> None:
     text = h.render_text(render(R.gloo_cpu(0), threshold=0.0), width=120)
     h.check_golden("ranks_cpu_report", text)
     assert "bytes unknown" in text and "wait" in text
+
+
+def test_html_header_names_the_rank_and_communication() -> None:
+    from dlpt.html.facts import header_facts
+    from dlpt.report import report_tree
+
+    s = R.ddp_gpu(1)
+    facts = dict(reversed(header_facts(s, report_tree(s), R.STEPS)["facts"]))
+    assert facts["rank"] == "rank 1/4 (local 1) on node0, GPU 1, nccl"
+    assert facts["communication"].startswith("GPU time: compute 27.00ms, communication 2.00ms")
