@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CollectiveHooks", "OP_PREFIX", "FUNCTIONS"]
+__all__ = ["CollectiveHooks", "OP_PREFIX", "FUNCTIONS", "timed"]
 
 log = logging.getLogger("dlpt")
 
@@ -213,7 +213,7 @@ class CollectiveHooks:
             if described is None:
                 return original(*args, **kwargs)
             sig, asynchronous = described
-            result = _timed("call", sig, original, args, kwargs)
+            result = timed("call", sig, original, args, kwargs)
             if asynchronous:
                 self._remember(result, sig)
             return result
@@ -226,7 +226,7 @@ class CollectiveHooks:
             sig = self._pending.pop(id(work), None)
             if sig is None or not _free():
                 return original(work, *args, **kwargs)
-            return _timed("wait", sig, original, (work, *args), kwargs)
+            return timed("wait", sig, original, (work, *args), kwargs)
 
         return wait
 
@@ -306,7 +306,7 @@ def _default_group() -> Any:
     return dist.group.WORLD
 
 
-def _timed(op: str, sig: int, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def timed(op: str, sig: int, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``fn`` as the op ``c10d::_dlpt_<op>_<sig>``."""
     try:
         run = _op(op, sig)
