@@ -10,7 +10,8 @@ rank that waits for a straggler shows nothing at all.
 How: from :meth:`CollectiveHooks.install` to :meth:`CollectiveHooks.remove` (the profile's start
 and stop), ``torch.distributed.all_reduce`` and the other collectives (the attributes of
 ``torch.distributed`` and ``torch.distributed.distributed_c10d``, where they are still torch's
-own) are replaced by a wrapper that, for a process group whose backend is not NCCL:
+own) are replaced by a wrapper that, for CPU tensors (collectives of a gloo group, or of a group's
+gloo backend when it also has NCCL for CUDA tensors):
 
 1. reads what the call moves from its tensor arguments (data type, bytes in and out, process
    group, world size) into a signature, numbered once per distinct signature;
@@ -247,14 +248,16 @@ class CollectiveHooks:
             bound = params.bind(*args, **kwargs).arguments if params is not None else {}
             asynchronous = asynchronous or bool(bound.get("async_op"))
             group = bound.get("group")
-            backend = _backend(group)
-            if "nccl" in backend:
-                return None
-            self.backends.add(backend)
             sent, received = _ROLES[name]
             ins = [bound.get(p) for p in sent]
             outs = [bound.get(p) for p in received]
             first = next((t for v in ins + outs for t in _tensors(v)), None)
+            backend = _backend(group)
+            # Device tensors go to NCCL (a group may hold gloo for CPU tensors and NCCL for CUDA
+            # ones), which records itself; so does a barrier on an NCCL group.
+            if (first is not None and first.device.type != "cpu") or (first is None and "nccl" in backend):
+                return None
+            self.backends.add(backend)
             dtype = str(first.dtype).removeprefix("torch.") if first is not None else ""
             pg = group if group is not None else _default_group()
             key = (

@@ -1,6 +1,6 @@
 """Many ranks on one host, as a user runs them: ``torchrun ... -m dlpt -o run.json`` with the gloo
 backend (2 and 3 processes), the API under ``mp.spawn`` (ranks known only from torch.distributed),
-and ``--load 'run.rank*.json'``.
+tensor parallelism (DTensor) and ``--load 'run.rank*.json'``.
 
 - every rank writes its own session, saying its rank, host, backend and launch;
 - only rank 0 prints, and what it prints is the report across ranks (it waited for the others);
@@ -77,7 +77,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
     straggle = torchrun(2, "--skip-first", "2", "-o", str(fsdp / "run.json"))
     straggle += [EXAMPLE, "--mode", "fsdp2", "--steps", "5", "--straggle", "1", "--straggle-ms", "200"]
     out = {"fsdp": (run(Job(straggle, fsdp, dlpt=False)), fsdp)}
-    dies, spawn = tmp_path_factory.mktemp("dies"), tmp_path_factory.mktemp("spawn")
+    dies, spawn, tp = (tmp_path_factory.mktemp(n) for n in ("dies", "spawn", "tp"))
     write(dies / "job.py", DIES)
     write(spawn / "spawned.py", SPAWN)
     jobs = {
@@ -88,6 +88,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
         ),
         "spawn": Job(["spawned.py", str(spawn / "api.json"), str(spawn / "store")], spawn, dlpt=False),
         "load": Job(["--load", str(fsdp / "run.rank*.json"), "--threshold", "5"], fsdp),
+        "tp": Job(
+            torchrun(2, "--report-ranks", "none", "-o", "tp.json", EXAMPLE, "--mode", "tp", "--steps", "3"),
+            tp,
+            dlpt=False,
+        ),
     }
     done = run_many(jobs)
     out.update({k: (done[k], jobs[k].cwd) for k in done})
@@ -162,6 +167,18 @@ def test_the_api_finds_the_rank_from_the_process_group(runs: dict) -> None:
         ddp = [n for n in nodes if n["name"] == "c10d::allreduce_"]
         assert ddp and not any(n["m"].get("comm_in_bytes") for n in ddp)  # issued by DDP's C++ reducer
     assert r.out.count("saved") == 2
+
+
+def test_tensor_parallel_collectives_are_communication(runs: dict) -> None:
+    r, where = runs["tp"]
+    assert r.rc == 0, r.err
+    assert r.out.strip().startswith("ddp_train: tp on 2 ranks") and "dlpt" not in r.out  # none prints
+    for i in (0, 1):
+        nodes = json.loads((where / f"tp.rank{i}.json").read_text())["nodes"]
+        names = {n["name"] for n in nodes}
+        # DTensor's functional collectives, and the waits for their results.
+        assert "_c10d_functional::all_reduce" in names and "_c10d_functional::wait_tensor" in names
+        assert any(n["name"] == "_c10d_functional::wait_tensor" and n["m"].get("comm_wait_ns") for n in nodes)
 
 
 def test_bad_rank_options_fail_before_running(tmp_path: Path) -> None:
