@@ -40,20 +40,25 @@ def annotate_comm(
 ) -> list[dict[str, Any]]:
     """``nodes`` (a session's table) with communication marked, in place; returned for
     chaining."""
-    children: list[list[int]] = [[] for _ in nodes]
-    for n in nodes[1:]:
-        children[n["parent"]].append(n["id"])
+    ops: list[dict[str, Any]] = []  # wrapped calls and waits: they need their subtrees
     for n in nodes:
         if n["kind"] == "kernel":
             _mark_kernel(n)
-        elif n["kind"] == "op":
-            wrapped = _WRAPPED.fullmatch(n["name"])
-            if wrapped is not None:
-                sig = int(wrapped.group(2))
-                info = signatures[sig] if 0 < sig < len(signatures) else {}
-                _describe(n, wrapped.group(1) == "wait", info, children, nodes)
-            elif n["name"] in WAIT_OPS:
-                _set_wait(n, children, nodes)
+        elif n["kind"] == "op" and (n["name"] in WAIT_OPS or n["name"].startswith("c10d::_dlpt_")):
+            ops.append(n)
+    if not ops:
+        return nodes
+    children: list[list[int]] = [[] for _ in nodes]
+    for n in nodes[1:]:
+        children[n["parent"]].append(n["id"])
+    for n in ops:
+        wrapped = _WRAPPED.fullmatch(n["name"])
+        if wrapped is not None:
+            sig = int(wrapped.group(2))
+            info = signatures[sig] if 0 < sig < len(signatures) else {}
+            _describe(n, wrapped.group(1) == "wait", info, children, nodes)
+        elif n["name"] in WAIT_OPS:
+            _set_wait(n, children, nodes)
     return nodes
 
 

@@ -131,6 +131,12 @@ def collective_rows(nodes: list[dict[str, Any]]) -> list[CollectiveRow]:
     bytes, communication kernels and waits are summed over its subtree, where the native core
     (NCCL) or dlpt's wrapper (gloo) said what it moved. Communication kernels outside any
     collective op get a row of their own operation."""
+    if not any(
+        (n["kind"] == "op" and is_collective_op(n["name"]))
+        or (n["kind"] == "kernel" and is_comm_kernel(n["name"]))
+        for n in nodes
+    ):
+        return []  # the common case, a single process: no pass over a million nodes' children
     children: list[list[int]] = [[] for _ in nodes]
     for n in nodes[1:]:
         children[n["parent"]].append(n["id"])
