@@ -92,6 +92,11 @@ def _build_parser() -> _Parser:
         action="store_true",
         help="also record ops inside ops (aten::mm under aten::matmul); slower",
     )
+    p.add_argument(
+        "--flops",
+        action="store_true",
+        help="record op shapes for FLOPs, TFLOP/s and MFU per line (costs time on every op)",
+    )
     p.add_argument("--version", action="version", version=f"dlpt {_version()}")
     return p
 
@@ -139,6 +144,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--active", opts.active is not None),
             ("--no-gpu", opts.no_gpu),
             ("--nested-ops", opts.nested_ops),
+            ("--flops", opts.flops),
         ):
             if bad:
                 raise UsageError(f"{flag} applies when running a program, not with --load")
@@ -375,7 +381,11 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         return _exit_status(e)
     _install(prog)
     prof = dlpt.profile(
-        skip_first=opts.skip_first, active=opts.active, gpu=not opts.no_gpu, nested_ops=opts.nested_ops
+        skip_first=opts.skip_first,
+        active=opts.active,
+        gpu=not opts.no_gpu,
+        nested_ops=opts.nested_ops,
+        flops=opts.flops,
     )
     try:
         prof.start()

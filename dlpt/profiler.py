@@ -24,6 +24,7 @@ from dlpt.compile import failures
 from dlpt.compile.dynamo import CompileEvents
 from dlpt.compile.inductor_lines import map_generated_frames
 from dlpt.errors import ProfilerBusyError, UsageError
+from dlpt.insights.annotate import annotate, recorded_ops
 from dlpt.session import Session
 from dlpt.steps import StepWindow, install_optimizer_hook
 
@@ -87,13 +88,22 @@ class profile:
             ``aten::matmul``, ``aten::mm`` under ``MmBackward0``). Off by default: kernels land on
             the same lines either way, and recording every nested op costs several times more
             per step on launch-bound work.
+        flops: record the input shapes of the ops with a FLOP formula in torch's registry (and of
+            elementwise ops, for their bytes), for FLOPs and TFLOP/s per line, MFU and the
+            roofline bound. Off by default: torch then packs every op's arguments, which costs
+            time on every op (README: "Why is this line slow").
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
     """
 
     def __init__(
-        self, skip_first: int = 0, active: int | None = None, gpu: bool = True, nested_ops: bool = False
+        self,
+        skip_first: int = 0,
+        active: int | None = None,
+        gpu: bool = True,
+        nested_ops: bool = False,
+        flops: bool = False,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=False)
         _check_count("active", active, allow_none=True)
@@ -101,6 +111,7 @@ class profile:
         self.active = active
         self.gpu = gpu
         self.nested_ops = bool(nested_ops)
+        self.flops = bool(flops)
         self._session: Session | None = None
         self._window: StepWindow | None = None
         self._hook: Any = None
@@ -149,6 +160,7 @@ class profile:
             native.cupti_candidates() if want_gpu else [],
             self._window.collecting,
             nested_ops=self.nested_ops,
+            flops_ops=recorded_ops() if self.flops else [],
         )
         if not self.gpu:
             reason = "GPU capture disabled (gpu=False / --no-gpu)"
@@ -214,9 +226,14 @@ class profile:
     def _build_session(self, raw: dict[str, Any], wall_ns: int, stop_s: float) -> Session:
         assert self._window is not None
         c = raw["counters"]
-        mapped = map_generated_frames(native.to_nodes(raw["nodes"], raw.get("collectives")))
+        table = native.to_nodes(raw["nodes"], raw.get("collectives"))
+        # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids.
+        flops = annotate(table, raw.get("op_inputs") or []) if self.flops else None
+        mapped = map_generated_frames(table)
         nodes = mark_library_exec_frames(mapped.nodes)
         meta = dict(self._meta)
+        if flops is not None:
+            meta["flops"] = flops
         if raw.get("gpu_steps"):
             meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
         if raw.get("gpu_comm_ns"):

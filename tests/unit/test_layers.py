@@ -36,6 +36,22 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.compile.events",
         "dlpt.compile.resume",
     ),
+    # Why is this line slow: analysis of a session above the renderers (its views use them), below
+    # the report. Its capture half (signatures, FLOP formulas, bytes, the pinned-copy probe) imports
+    # nothing from the report side, so the profiler can use it at session build time.
+    "dlpt.insights": (
+        "dlpt.insights",
+        "dlpt.session",
+        "dlpt.tree",
+        "dlpt.processors",
+        "dlpt.renderers",
+        "dlpt.compile.events",
+    ),
+    "dlpt.insights.peaks": (),
+    "dlpt.insights.signature": (),
+    "dlpt.insights.flops": ("dlpt.insights.signature",),
+    "dlpt.insights.traffic": ("dlpt.insights.flops", "dlpt.insights.signature"),
+    "dlpt.insights.annotate": ("dlpt.insights.flops", "dlpt.insights.signature", "dlpt.insights.traffic"),
     "dlpt.report": (
         "dlpt.renderers",
         "dlpt.processors",
@@ -98,6 +114,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.profiler": (
         "dlpt",
         "dlpt.capture",
+        "dlpt.insights",
         "dlpt.compile",
         "dlpt.errors",
         "dlpt.session",
