@@ -97,6 +97,12 @@ def _build_parser() -> _Parser:
         action="store_true",
         help="record op shapes for FLOPs, TFLOP/s and MFU per line (costs time on every op)",
     )
+    p.add_argument(
+        "--peak-tflops",
+        type=float,
+        metavar="N",
+        help="the GPU's dense peak TFLOP/s for MFU and %% of peak (default: datasheet table)",
+    )
     p.add_argument("--version", action="version", version=f"dlpt {_version()}")
     return p
 
@@ -155,6 +161,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
     if opts.depth is not None and opts.depth < 1:
         raise UsageError("--depth must be >= 1")
+    if opts.peak_tflops is not None and not 0 < opts.peak_tflops < float("inf"):
+        raise UsageError(f"--peak-tflops must be a positive number, got {opts.peak_tflops:g}")
     if opts.skip_first < 0:
         raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
@@ -331,6 +339,7 @@ def _render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
         depth=opts.depth,
         show_all=opts.show_all,
         ascii=opts.ascii,
+        peak_tflops=opts.peak_tflops,
     )
 
 

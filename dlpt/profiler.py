@@ -25,6 +25,7 @@ from dlpt.compile.dynamo import CompileEvents
 from dlpt.compile.inductor_lines import map_generated_frames
 from dlpt.errors import ProfilerBusyError, UsageError
 from dlpt.insights.annotate import annotate, recorded_ops
+from dlpt.insights.stop import finish_session
 from dlpt.session import Session
 from dlpt.steps import StepWindow, install_optimizer_hook
 
@@ -270,7 +271,9 @@ class profile:
                 ),
             }
         )
-        return Session(nodes, meta)
+        session = Session(nodes, meta)
+        finish_session(session)  # meta.suggestions (and the pinned-copy probe they may need)
+        return session
 
     # -- context manager / decorator --------------------------------------------------------
 

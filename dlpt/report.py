@@ -19,6 +19,10 @@ from rich.text import Text
 
 from dlpt.compile.events import line_markers
 from dlpt.errors import UsageError
+from dlpt.insights.analysis import analyze
+from dlpt.insights.suggest import findings
+from dlpt.insights.view import SuggestionsView, header_lines
+from dlpt.insights.work_view import WorkView
 from dlpt.processors import (
     METRICS,
     Metric,
@@ -43,7 +47,9 @@ from dlpt.tree import Node, build_tree
 
 __all__ = ["render", "print_report", "report_tree", "VIEWS"]
 
-VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "all")
+VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "suggestions", "all")
+#: Suggestions shown in the default tree view (``--view suggestions`` lists them all).
+TREE_SUGGESTIONS = 5
 
 
 @contextmanager
@@ -60,13 +66,19 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _check(view: str, threshold: float, depth: int | None) -> None:
+def _check(view: str, threshold: float, depth: int | None, peak_tflops: float | None = None) -> None:
     if view not in VIEWS:
         raise UsageError(f"unknown view {view!r}; choose one of: {', '.join(VIEWS)}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
         raise UsageError(f"threshold must be a fraction in [0, 1), got {threshold!r}")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise UsageError(f"depth must be a positive integer, got {depth!r}")
+    if peak_tflops is not None and (
+        isinstance(peak_tflops, bool)
+        or not isinstance(peak_tflops, (int, float))
+        or not 0 < peak_tflops < float("inf")
+    ):
+        raise UsageError(f"peak_tflops must be a positive number of TFLOP/s, got {peak_tflops!r}")
 
 
 def render(
@@ -77,6 +89,7 @@ def render(
     depth: int | None = None,
     show_all: bool = False,
     ascii: bool = False,
+    peak_tflops: float | None = None,
 ) -> RenderableType:
     """Render ``session`` as a rich renderable.
 
@@ -89,11 +102,13 @@ def render(
     show_all: keep library frames (torch, site-packages, stdlib, dlpt) instead of folding them
         into their callers.
     ascii: ASCII output even on a UTF-8 console (it is automatic on other encodings).
+    peak_tflops: the GPU's dense peak in TFLOP/s for MFU and % of peak, instead of the
+        datasheet table's (dlpt.insights.peaks).
     Raises UsageError on an unknown view or metric or out-of-range option.
     """
-    _check(view, threshold, depth)
+    _check(view, threshold, depth, peak_tflops)
     with _gc_paused():
-        return _render(session, view, metric, threshold, depth, show_all, ascii)
+        return _render(session, view, metric, threshold, depth, show_all, ascii, peak_tflops)
 
 
 def report_tree(
@@ -128,6 +143,7 @@ def _render(
     depth: int | None,
     show_all: bool,
     ascii: bool,
+    peak_tflops: float | None = None,
 ) -> RenderableType:
     root = report_tree(session, show_all)
     compiled = session.meta.get("compile")
@@ -138,9 +154,20 @@ def _render(
     gpu = METRICS["gpu"](root.inclusive) > 0 or root.inclusive.get("kernels", 0) > 0
     total = m(root.inclusive)
 
+    insight = analyze(session, root, peak_tflops)
+    found = findings(insight)
     parts: list[RenderableType] = [
-        Header(session.meta, root, m, fmt, [_note(m, fmt, threshold, depth, show_all)])
+        Header(
+            session.meta,
+            root,
+            m,
+            fmt,
+            [_note(m, fmt, threshold, depth, show_all)],
+            header_lines(insight, fmt),
+        )
     ]
+    if view in ("tree", "suggestions", "all"):
+        parts.append(SuggestionsView(found, fmt, TREE_SUGGESTIONS if view == "tree" else None))
 
     def tree() -> RenderableType:
         return TreeView(
@@ -180,11 +207,17 @@ def _render(
         parts.extend(flat())
     elif view == "kernels":
         parts.append(KernelTable(session, fmt) if gpu else _no_gpu(session))
+    elif view == "suggestions":
+        if not found:
+            parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
+        parts.append(WorkView(insight, fmt))
     elif view == "summary":
         parts.extend([*gpu_tables, syncs] if gpu else [_no_gpu(session), syncs])
         parts.append(ApiTable(session, fmt))
     else:  # all
-        parts.extend([tree(), bottom_up(), *flat(), *gpu_tables, syncs, ApiTable(session, fmt)])
+        parts.extend(
+            [tree(), bottom_up(), *flat(), *gpu_tables, syncs, ApiTable(session, fmt), WorkView(insight, fmt)]
+        )
     return Group(*parts)
 
 
@@ -212,10 +245,18 @@ def print_report(
     depth: int | None = None,
     show_all: bool = False,
     ascii: bool = False,
+    peak_tflops: float | None = None,
 ) -> None:
     """Print :func:`render`'s report to ``console`` (a default rich Console if None)."""
     renderable = render(
-        session, view=view, metric=metric, threshold=threshold, depth=depth, show_all=show_all, ascii=ascii
+        session,
+        view=view,
+        metric=metric,
+        threshold=threshold,
+        depth=depth,
+        show_all=show_all,
+        ascii=ascii,
+        peak_tflops=peak_tflops,
     )
     with _gc_paused():  # the views lay out their rows while printing
         (console or Console()).print(renderable)

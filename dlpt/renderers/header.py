@@ -5,7 +5,7 @@ attribution that failed) - never hidden."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
@@ -61,9 +61,18 @@ class Header(View):
 
     gap_before = False
 
-    def __init__(self, meta: dict[str, Any], root: Node, metric: Metric, fmt: Fmt, notes: list[str]) -> None:
+    def __init__(
+        self,
+        meta: dict[str, Any],
+        root: Node,
+        metric: Metric,
+        fmt: Fmt,
+        notes: list[str],
+        insights: Sequence[Text] = (),
+    ) -> None:
         super().__init__(fmt)
         self.meta, self.root, self.metric, self.notes = meta, root, metric, notes
+        self.insights = insights  # MFU and GPU idle lines (dlpt.insights.view), after the GPU lines
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         meta, inc = self.meta, self.root.inclusive
@@ -99,6 +108,7 @@ class Header(View):
 
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
+        lines.extend(Text(fmt.clean(t.plain), t.style) for t in self.insights)
         lines.extend(self._graph_lines(fmt))
 
         for key, label, style in (

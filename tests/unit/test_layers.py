@@ -49,10 +49,12 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "dlpt.insights.peaks": (),
     "dlpt.insights.signature": (),
+    "dlpt.insights.probe": (),
     "dlpt.insights.flops": ("dlpt.insights.signature",),
     "dlpt.insights.traffic": ("dlpt.insights.flops", "dlpt.insights.signature"),
     "dlpt.insights.annotate": ("dlpt.insights.flops", "dlpt.insights.signature", "dlpt.insights.traffic"),
     "dlpt.report": (
+        "dlpt.insights",
         "dlpt.renderers",
         "dlpt.processors",
         "dlpt.tree",
@@ -88,6 +90,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.diff_view": ("dlpt.compile.resume", "dlpt.diff", "dlpt.processors", "dlpt.renderers"),
     "dlpt.html": (
         "dlpt.html",
+        "dlpt.insights",
         "dlpt.atomic",
         "dlpt.compile.events",
         "dlpt.compile.resume",
