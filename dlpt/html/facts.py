@@ -1,5 +1,6 @@
 """The header facts of an HTML report: what was profiled, for how long, how busy each GPU was,
-torch.compile events, and every warning that limits trust in the numbers.
+MFU and GPU idle per step, the suggestions, torch.compile events, and every warning that limits
+trust in the numbers.
 
 The values are formatted here with the terminal report's :class:`~dlpt.renderers.format.Fmt`
 (per step when steps were detected), so both reports print the same numbers the same way; the
@@ -12,6 +13,9 @@ import shlex
 from typing import Any
 
 from dlpt.compile.events import graph_breaks, recompilations
+from dlpt.insights.analysis import analyze
+from dlpt.insights.suggest import findings
+from dlpt.insights.view import gain_text, header_lines, where_text
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import compile_attribution_notes
 from dlpt.session import Session
@@ -154,6 +158,28 @@ def _warnings(meta: dict, fmt: Fmt) -> list[dict[str, str]]:
     return out
 
 
+def _insights(session: Session, fmt: Fmt) -> dict[str, Any]:
+    """MFU and GPU idle lines and the suggestions, as the terminal report words them
+    (dlpt.insights.view); the page lists them in the header."""
+    a = analyze(session)
+    return {
+        "lines": [t.plain for t in header_lines(a, fmt)],
+        "suggestions": [
+            {
+                "gain": gain_text(f, fmt),
+                "where": where_text(f),
+                "file": f.file,
+                "line": f.line,
+                "title": f.title,
+                "evidence": f.evidence,
+                "action": f.action,
+                "basis": f.basis,
+            }
+            for f in findings(a)
+        ],
+    }
+
+
 def header_facts(session: Session, root: Node, steps: int) -> dict[str, Any]:
     """Header of the report as strings and small records (see module docstring)."""
     meta = session.meta
@@ -193,5 +219,6 @@ def header_facts(session: Session, root: Node, steps: int) -> dict[str, Any]:
         "devices": _devices(meta, fmt),
         "compile": _compile(meta),
         "warnings": _warnings(meta, fmt),
+        "insights": _insights(session, fmt),
         "versions": " · ".join(versions),
     }
