@@ -39,6 +39,9 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
     "dropped": dict,
     "unattributed": dict,
     "compile": list,
+    "flops": dict,
+    "host_link_probe": dict,
+    "suggestions": list,
 }
 
 
