@@ -24,6 +24,17 @@ from dlpt.insights.signature import Tensor, tensors
 __all__ = ["formula_ops", "flops_of", "flop_dtype", "conv_output_sizes"]
 
 
+# Ops the registry has no entry for whose arguments start like a registered op's, so that op's
+# formula applies: the CPU's flash attention (query, key, value, ...; its backward grad_out,
+# query, key, value, ...), which CPU runs of scaled_dot_product_attention dispatch to.
+_SAME_FORMULA = {
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": (
+        "aten::_scaled_dot_product_flash_attention_backward"
+    ),
+}
+
+
 @functools.cache
 def _registry() -> dict[str, Callable[..., int]]:
     """aten op name ("aten::mm") -> formula. Higher-order ops (flex attention) have no aten name
@@ -35,6 +46,9 @@ def _registry() -> dict[str, Callable[..., int]]:
         name = getattr(target, "_qualified_op_name", None)
         if isinstance(name, str) and name.startswith("aten::"):
             out[name] = formula
+    for alias, op in _SAME_FORMULA.items():
+        if op in out and alias not in out:
+            out[alias] = out[op]
     return out
 
 

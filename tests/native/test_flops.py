@@ -4,6 +4,7 @@ however deeply torch nests the ops that have formulas."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -79,7 +80,14 @@ def test_nested_formula_ops_are_counted_once_and_match_flop_counter_mode():
         y, z = lin(x), conv(img)
         a = F.scaled_dot_product_attention(q, k, v)
         (y.sum() + z.sum() + a.sum()).backward()
-    assert prof.session.meta["flops"]["flops"] == counter.get_total_flops() * STEPS
+    # FlopCounterMode has no entry for the CPU's flash attention; dlpt applies the CUDA flash
+    # formula to it (same arguments), so add that formula's count for the attention.
+    from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+
+    attention = sdpa_flop_count(q.shape, k.shape, v.shape) + sdpa_backward_flop_count(
+        q.shape, q.shape, k.shape, v.shape
+    )
+    assert prof.session.meta["flops"]["flops"] == (counter.get_total_flops() + attention) * STEPS
     lin_row = line_flops(prof.session, nested_steps, "linear")
     assert lin_row.flops_forward == 2 * 32 * K * N * STEPS
     assert lin_row.flops_backward == 4 * 32 * K * N * STEPS
@@ -100,3 +108,33 @@ def test_work_survives_save_and_load(tmp_path):
     assert line_flops(loaded, matmul_steps, "matmul").flops == 6 * M * N * K * STEPS
     mm = [n for n in loaded.nodes if n["m"].get("flops")]
     assert mm and all(n["x"]["flop_dtype"] == "Float" and n["m"]["mem_bytes"] > 0 for n in mm)
+
+
+def test_gpt_step_model_flops_on_the_cpu_match_the_analytic_count():
+    """The CPU twin of tests/gpu/test_insights.py's MFU test: examples/gpu_gpt.py's training
+    step. Its matmuls are exactly 6·N·T; attention (the CPU's flash kernel, which shares the CUDA
+    flash formula) adds torch's 14·L·B·seq²·width (PaLM's 12, plus the backward's recomputation
+    of q·kᵀ), within 10% of the PaLM estimate overall."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "gpu_gpt.py"
+    spec = importlib.util.spec_from_file_location("gpu_gpt", path)
+    assert spec is not None and spec.loader is not None
+    gpt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpt)
+    layers, width, seq, batch, vocab = 2, 64, 32, 2, 512
+    step, _ = gpt.make_step("cpu", False, layers=layers, width=width, seq=seq, batch=batch, vocab=vocab)
+    with dlpt.profile(gpu=False, flops=True, skip_first=1) as prof:
+        for _ in range(4):
+            step()
+    s = prof.session
+    steps = s.meta["steps"]["profiled"]
+    assert steps == 3 and s.meta["flops"]["unevaluated"] == {}
+    tokens = batch * seq
+    n = layers * 12 * width * width + vocab * width
+    mm = sum(nd["m"].get("flops", 0) for nd in s.nodes if nd["name"] in ("aten::addmm", "aten::mm"))
+    assert mm == 6 * n * tokens * steps
+    per_step = s.meta["flops"]["flops"] / steps
+    assert per_step == 6 * n * tokens + 14 * layers * batch * seq * seq * width
+    assert per_step == pytest.approx(6 * n * tokens + 12 * layers * tokens * seq * width, rel=0.10)
