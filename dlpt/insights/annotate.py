@@ -46,6 +46,7 @@ class _Work:
     nbytes: int | None = None
     dtype: str | None = None  # of the signature with the most FLOPs
     dtype_flops: int = -1
+    failed: int = 0  # calls of a formula op whose signature the formula could not take
 
 
 def _conv_backward_mask(nodes: list[dict[str, Any]], children: dict[int, list[int]], op: int) -> list[bool]:
@@ -68,10 +69,9 @@ def annotate(nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, in
     """Add ``m.flops``, ``m.mem_bytes`` and ``x.flop_dtype`` to the op nodes (in place) and
     return the session's ``meta.flops`` summary: ``ops`` (op nodes with FLOPs), ``flops``
     (their total) and ``unevaluated`` (``{op: calls}`` of formula ops whose signature the
-    formula could not take)."""
+    formula could not take and whose work no op nested in them counted either)."""
     formulas = set(formula_ops())
     work: dict[int, _Work] = {}
-    unevaluated: dict[str, int] = {}
     children: dict[int, list[int]] = {}
     for node_id, signature, calls in op_inputs:
         if not 0 <= node_id < len(nodes):
@@ -85,9 +85,9 @@ def annotate(nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, in
             args[10] = _conv_backward_mask(nodes, children, node_id)
         flops = flops_of(name, args) if args is not None else None
         nbytes = bytes_of(name, args) if args is not None else None
-        if flops is None and name in formulas:
-            unevaluated[name] = unevaluated.get(name, 0) + calls
         w = work.setdefault(node_id, _Work())
+        if flops is None and name in formulas:
+            w.failed += calls
         if flops is not None and args is not None:
             w.flops = (w.flops or 0) + flops * calls
             if flops * calls > w.dtype_flops:
@@ -96,10 +96,12 @@ def annotate(nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, in
             w.nbytes = (w.nbytes or 0) + nbytes * calls
     # Parents come before children (format invariant): one pass, inheriting "inside a counted op".
     inside: list[tuple[bool, bool]] = [(False, False)] * len(nodes)
+    outer = [False] * len(nodes)  # the node is inside an op whose FLOPs were counted
     total = counted = 0
     for node in nodes:
         nid, parent = node["id"], node["parent"]
         f_in, b_in = (False, False) if parent < 0 or _resets(node) else inside[parent]
+        outer[nid] = f_in
         done = work.get(nid)
         if done is not None:
             if done.flops is not None and not f_in and done.flops > 0:
@@ -113,4 +115,21 @@ def annotate(nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, in
             f_in = f_in or done.flops is not None
             b_in = b_in or done.nbytes is not None
         inside[nid] = (f_in, b_in)
-    return {"ops": counted, "flops": total, "unevaluated": unevaluated}
+    return {"ops": counted, "flops": total, "unevaluated": _unevaluated(nodes, work, outer)}
+
+
+def _unevaluated(nodes: list[dict[str, Any]], work: dict[int, _Work], outer: list[bool]) -> dict[str, int]:
+    """Calls whose FLOPs are missing: of formula ops the formula could not take, that are not
+    inside a counted op and have no counted op inside them (a nested op with a formula, such as
+    ``aten::_flash_attention_forward`` in its ``_scaled_dot_product_flash_attention``, then
+    counted the work)."""
+    below = [bool(n["m"].get("flops")) for n in nodes]
+    for n in reversed(nodes):  # children come after their parents
+        if n["parent"] >= 0 and below[n["id"]]:
+            below[n["parent"]] = True
+    out: dict[str, int] = {}
+    for nid, w in work.items():
+        if w.failed and not outer[nid] and not below[nid]:
+            name = nodes[nid]["name"]
+            out[name] = out.get(name, 0) + w.failed
+    return out

@@ -57,10 +57,10 @@ def mfu_text(a: Analysis, fmt: Fmt) -> list[str]:
     flops = flops_text(m.flops_per_step)
     share = f"{100 * m.share:.0f}% of them in {m.key or 'an unknown dtype'}"
     if m.value is None or m.peak_tflops is None:
-        what = f"'{a.device_name}'" if a.device_name else "this run (no GPU)"
+        why = f"no datasheet peak for '{a.device_name}'" if a.device_name else "no GPU in this run"
         return [
             f"model FLOPs {step} {flops} ({share}), {rate_text(m.achieved_tflops)} over the {wall} {t}; "
-            f"MFU: no datasheet peak for {what} (give one with --peak-tflops)"
+            f"MFU: {why} (give a peak with --peak-tflops)"
         ]
     return [
         f"MFU {100 * m.value:.1f}% = model FLOPs {step} / {wall} / peak = {flops} / {t} / "

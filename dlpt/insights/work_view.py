@@ -61,8 +61,14 @@ class WorkView(View):
         peaks = (
             "" if a.device is not None or a.peak_override else f"; no datasheet peaks for '{a.device_name}'"
         )
+        # Without GPU time (a CPU run) only the FLOPs mean anything: rank by them.
+        gpu = a.gpu
+        if not gpu:
+            ops = [w for w in ops if w.flops]
+            peaks = "; no GPU time recorded: FLOPs only"
         lines = sorted(
-            (lw for lw in line_work(a.root) if lw.flops or lw.nbytes), key=lambda lw: -lw.kernel_ns
+            (lw for lw in line_work(a.root) if (lw.flops or lw.nbytes) and (gpu or lw.flops)),
+            key=lambda lw: (-lw.kernel_ns, -lw.flops),
         )
         t = make_table("Work per line", fmt, f"{per}; bytes estimated from tensor sizes{peaks}")
         for col in ("GPU", "FLOPs", "fwd+bwd", *_RATE_COLUMNS):
@@ -77,13 +83,13 @@ class WorkView(View):
                 else ""
             )
             work = flops_text(fmt.scale(lw.flops)) if lw.flops else "-"
-            cells: list[str | Text] = [fmt.time(lw.kernel_ns), work, split]
+            cells: list[str | Text] = [fmt.time(lw.kernel_ns) if gpu else "-", work, split]
             rows.append(Row([*cells, *_rate_cells(b, a.peak_tflops(lw.key), bw)], label_parts(lw.line, fmt)))
         add_rows(t, rows, width, fmt.ascii)
         yield t
         yield Text("")
 
-        ranked = sorted(ops, key=lambda w: -w.kernel_ns)
+        ranked = sorted((w for w in ops if w.kernel_ns or not gpu), key=lambda w: (-w.kernel_ns, -w.flops))
         t = make_table("Work per op and its kernels", fmt, f"{per}; bytes estimated from tensor sizes")
         for col in ("GPU", "kernels", "FLOPs", "dtype", *_RATE_COLUMNS):
             t.add_column(col, justify="right", no_wrap=True)
@@ -101,8 +107,8 @@ class WorkView(View):
             if w.kernel:
                 label.append("  " + fmt.clean(w.kernel), STYLES["kernel"])
             cells = [
-                fmt.time(w.kernel_ns),
-                fmt.count(w.launches),
+                fmt.time(w.kernel_ns) if gpu else "-",
+                fmt.count(w.launches) if gpu else "-",
                 flops_text(fmt.scale(w.flops)) if w.flops else "-",
                 w.key or "-",
             ]

@@ -34,7 +34,7 @@ def test_flops_run_saves_work_and_suggestions_and_reloads(tmp_path) -> None:
     assert saved["meta"]["flops"]["flops"] == 4 * 3 * 2 * 64 * 128 * 32  # forward + 2 backward mm, 4 steps
     assert isinstance(saved["meta"]["suggestions"], list)
     assert "Work per line" in r.out and "mm.py:6" in r.out and "1.57 MFLOP" in r.out
-    assert "MFU: no datasheet peak for this run (no GPU)" in flat(r.out)
+    assert "MFU: no GPU in this run (give a peak with --peak-tflops)" in flat(r.out)
     r = run(Job(["--load", "s.json", "--view", "suggestions", "--peak-tflops", "1"], tmp_path))
     assert r.rc == 0, r.err
     assert "MFU " in r.out and "/ 1 TFLOP/s (--peak-tflops)" in flat(r.out)

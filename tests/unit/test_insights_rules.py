@@ -361,3 +361,11 @@ def test_malformed_saved_findings_are_dropped(bad: dict[str, Any]) -> None:
     d = Finding("r", "t", "e", "a", "b", 5).to_dict()
     d.update(bad)
     assert Finding.from_dict(d) is None
+
+
+def test_optimizer_loop_is_silent_on_a_cpu_run(h: Any) -> None:
+    b = h.Builder()
+    scope = b.add(b.frame(0, TRAIN, 45, "train_step"), "scope", "Optimizer.step#AdamW.step", calls=STEPS)
+    for name in ("aten::mul_", "aten::add_", "aten::addcmul_", "aten::addcdiv_"):
+        b.op(scope, name, calls=100 * STEPS, cpu_ns=1_000_000 * STEPS)
+    assert optimizer_loop(analyze(b.session(meta(h, gpu={"enabled": False, "reason": "--no-gpu"})))) == []

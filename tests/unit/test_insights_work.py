@@ -207,3 +207,11 @@ def test_annotate_counts_signatures_no_formula_could_take() -> None:
     nodes = [_node(0, -1, "root", "<root>"), _node(1, 0, "op", "aten::mm")]
     summary = annotate(nodes, [(1, sig(T("Float", 2, 3), T("Float", 5, 4)), 7)])
     assert summary["unevaluated"] == {"aten::mm": 7} and "flops" not in nodes[1]["m"]
+
+
+def test_a_failed_outer_formula_is_covered_by_a_nested_one() -> None:
+    bad = sig(T("Float", 2, 3), T("Float", 5, 4))
+    good = sig(T("Float", 4, 4), T("Float", 4, 4))
+    nodes = [_node(0, -1, "root", "<root>"), _node(1, 0, "op", "aten::addmm"), _node(2, 1, "op", "aten::mm")]
+    summary = annotate(nodes, [(1, bad, 1), (2, good, 1)])
+    assert nodes[2]["m"]["flops"] == 128 and summary["unevaluated"] == {}

@@ -7,7 +7,8 @@ the step is bound by the host. Gain per step, from measured numbers: the optimiz
 ``G`` of GPU kernel time. Multi-tensor (foreach) code issues one call per kind instead of one per
 parameter, about ``C x K / N``; the GPU still has to move the same bytes, assumed to take ``G``
 again. The step's optimizer part goes from ``max(C, G)`` to ``max(C x K / N, G)``. Python
-overhead between the calls is not in ``C``, so this is conservative.
+overhead between the calls is not in ``C``, so this is conservative. GPU runs only: on the CPU
+the ops' time is the update's arithmetic, which multi-tensor code does not remove.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def optimizer_loop(a: Analysis) -> list[Finding]:
         kinds = len({o.name for o in top or ops})
         if calls < MIN_CALLS or not kinds:
             continue
+        if not node.inclusive.get("kernels"):
+            continue  # a CPU run: its op time is the update's arithmetic, not per-call overhead
         cpu = node.inclusive.get("cpu_ns", 0) / a.per
         gpu = node.inclusive.get("gpu_ns", 0) / a.per
         after = max(cpu * kinds / calls, gpu)
