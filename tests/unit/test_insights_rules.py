@@ -369,3 +369,30 @@ def test_optimizer_loop_is_silent_on_a_cpu_run(h: Any) -> None:
     for name in ("aten::mul_", "aten::add_", "aten::addcmul_", "aten::addcdiv_"):
         b.op(scope, name, calls=100 * STEPS, cpu_ns=1_000_000 * STEPS)
     assert optimizer_loop(analyze(b.session(meta(h, gpu={"enabled": False, "reason": "--no-gpu"})))) == []
+
+
+def test_stop_measures_pinned_copies_only_when_pageable_ones_were_seen(h: Any, monkeypatch: Any) -> None:
+    from dlpt.insights import stop
+
+    calls: list[tuple[int, int]] = []
+
+    def probe(nbytes: int, device: int) -> dict[str, Any]:
+        calls.append((nbytes, device))
+        return {"device": str(device), "bytes": nbytes, "ns": 700_000, "copies": 5}
+
+    monkeypatch.setattr(stop, "pinned_htod", probe)
+    s = copy_session(h, "pageable")
+    stop.finish_session(s)
+    assert calls == [(16 * MIB, 0)]  # the size of one pageable copy, on its device
+    assert s.meta["host_link_probe"]["ns"] == 700_000
+    saved = s.meta["suggestions"]
+    assert [d["rule"] for d in saved] == ["pinned_memory"] and "measured by dlpt" in saved[0]["basis"]
+    assert Session.from_dict({"format": "dlpt-session", "version": 1, "meta": s.meta, "nodes": s.nodes})
+    calls.clear()
+    pinned = copy_session(h, "pinned")
+    stop.finish_session(pinned)
+    assert calls == [] and "host_link_probe" not in pinned.meta
+    # A pinned copy that still blocks the host (no non_blocking=True) is a sync in the step.
+    (found,) = [Finding.from_dict(d) for d in pinned.meta["suggestions"]]
+    assert found is not None and found.rule == "sync_in_step" and "host-to-device" in found.title
+    assert "non_blocking=True" in found.action

@@ -48,6 +48,15 @@ def _cause(sync: Node) -> tuple[str, str]:
         if p.kind == "op":
             names.add(p.name)
         p = p.parent
+    op = sync.parent
+    htod = op is not None and any(
+        n.kind == "memcpy" and n.extras.get("direction") == "HtoD" for n, _ in walk(op)
+    )
+    if htod and not names & {"aten::item", "aten::_local_scalar_dense"}:
+        return (
+            "a blocking host-to-device copy",
+            "copy from pinned memory with .to(device, non_blocking=True), so the host does not wait",
+        )
     for ops, label, action in _CAUSES:
         if names & set(ops):
             return label, action
