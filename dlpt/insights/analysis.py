@@ -94,8 +94,8 @@ class Analysis:
 def _device(meta: dict[str, Any]) -> tuple[str, str | None]:
     """(name, index) of the busiest GPU of the run: the one the numbers are about."""
     devices = [d for d in meta.get("devices") or [] if isinstance(d, dict)]
-    busy = meta.get("gpu_busy_ns") if isinstance(meta.get("gpu_busy_ns"), dict) else {}
-    assert isinstance(busy, dict)
+    raw = meta.get("gpu_busy_ns")
+    busy: dict[str, Any] = raw if isinstance(raw, dict) else {}
     if not devices:
         return "", None
     best = max(devices, key=lambda d: int_of(busy.get(str(d.get("index")))))
