@@ -7,9 +7,9 @@
 #include <string>
 
 #include "context/aten_ops.h"
+#include "context/thread_state.h"
 #include "controller.h"
 #include "testing/seams.h"
-#include "context/thread_state.h"
 
 namespace py = pybind11;
 
@@ -17,7 +17,8 @@ namespace dlpt {
 namespace {
 
 const char* kMemcpyKinds[] = {"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
-const char* kMemoryKinds[] = {"", "pageable", "pinned", "device", "array", "managed", "device_static", "managed_static"};
+const char* kMemoryKinds[] = {"",      "pageable", "pinned",        "device",
+                              "array", "managed",  "device_static", "managed_static"};
 
 /// Name, file, line and extras of one node, by kind.
 py::tuple export_node(Session& s, NodeId id) {
@@ -26,8 +27,12 @@ py::tuple export_node(Session& s, NodeId id) {
   int line = 0;
   py::dict x;
   switch (n.kind) {
-    case NodeKind::Root: name = "<root>"; break;
-    case NodeKind::Thread: name = n.a == 0 ? "<unknown>" : "<thread " + std::to_string(n.a) + ">"; break;
+    case NodeKind::Root:
+      name = "<root>";
+      break;
+    case NodeKind::Thread:
+      name = n.a == 0 ? "<unknown>" : "<thread " + std::to_string(n.a) + ">";
+      break;
     case NodeKind::Frame:
       if (!s.codes.describe(reinterpret_cast<PyObject*>(n.a), static_cast<int>(n.b), &file, &name, &line)) {
         name = "<code freed during profiling>";
@@ -35,8 +40,12 @@ py::tuple export_node(Session& s, NodeId id) {
       }
       break;
     case NodeKind::Scope:
-    case NodeKind::Op: name = s.tree.strings.get(static_cast<uint32_t>(n.a)); break;
-    case NodeKind::Phase: name = n.a == 0 ? "<forward>" : n.a == 1 ? "<backward>" : "<cuda graph replay>"; break;
+    case NodeKind::Op:
+      name = s.tree.strings.get(static_cast<uint32_t>(n.a));
+      break;
+    case NodeKind::Phase:
+      name = n.a == 0 ? "<forward>" : n.a == 1 ? "<backward>" : "<cuda graph replay>";
+      break;
     case NodeKind::Kernel:
       name = s.tree.strings.get(static_cast<uint32_t>(n.a));
       x["device"] = n.b;
@@ -55,8 +64,13 @@ py::tuple export_node(Session& s, NodeId id) {
       x["device"] = n.b >> 8;
       break;
     }
-    case NodeKind::Memset: name = "[memset]"; x["device"] = n.a; break;
-    case NodeKind::Sync: name = "[sync " + sync_api_name(n.a) + "]"; break;
+    case NodeKind::Memset:
+      name = "[memset]";
+      x["device"] = n.a;
+      break;
+    case NodeKind::Sync:
+      name = "[sync " + sync_api_name(n.a) + "]";
+      break;
   }
   const Metrics& m = n.m;
   const TickRate& r = s.rate;

@@ -25,7 +25,8 @@ StartResult start_capture(const CaptureOptions& options) {
   // Counting FLOPs needs the matmuls inside composite ops (aten::mm under aten::linear, ...).
   if (!opts.flops_ops.empty()) opts.nested_ops = true;
   set_flops_ops(opts.flops_ops);
-  if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED")) opts.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
+  if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED"))
+    opts.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   StartResult res;
   Session* s = begin_session(opts);
   const bool floor = opts.floor != Floor::None;

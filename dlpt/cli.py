@@ -1,58 +1,45 @@
-"""Command line: ``python -m dlpt [options] (script.py | -m module | -c code) [args...]``.
+"""Command line: ``python -m dlpt [options] (script.py | -m module | -c code) [args...]``,
+``python -m dlpt --load FILE [render options]`` and ``python -m dlpt diff A.json B.json``
+(:mod:`dlpt.diff_cli`).
 
-The profiled program must not be able to tell it is not run by plain ``python``: same
-``sys.argv``, ``sys.path[0]``, ``__main__`` module (``__name__``, ``__file__``, ``__spec__``,
-``__package__``, ``__loader__``), working directory and exit status. We therefore build the
-``__main__`` module ourselves (as CPython's ``pymain_run_*`` does) instead of going through
-``runpy.run_path``, which would force ``sys.argv[0]`` to equal ``__file__``.
+This module is the argument handling and the orchestration of a run: parse and check every
+option before the program starts (bad values and unwritable output paths fail at once, not after
+an hour-long run), start the profile, run the program as plain ``python`` would
+(:mod:`dlpt.launch`), then stop, save and show.
 
-Whatever way the program ends (normal end, ``sys.exit``, exception, Ctrl-C), the profile is first
-stopped, saved and shown; only then does the program's traceback / exit status follow.
+Whatever way the program ends (normal end, ``sys.exit``, exception, Ctrl-C, SIGTERM), the profile
+is first stopped, saved (``-o``, ``--html``, ``--export``) and shown; only then does the
+program's traceback / exit status follow (:mod:`dlpt.signals` says how signals are handled). A
+forked child that returns from the program exits with the program's status and reports nothing:
+the profile is its parent's.
 """
 
 from __future__ import annotations
 
 import argparse
-import builtins
-import contextlib
-import importlib.machinery
-import io
 import os
-import runpy
+import signal
 import sys
-import types
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from dlpt import outputs
 from dlpt.errors import DlptError, UsageError
+from dlpt.launch import exit_status, install, resolve, run_program
 from dlpt.processors import METRICS
 from dlpt.report import VIEWS  # imported now: the program's sys.path[0] replaces ours later
+from dlpt.signals import Interrupted, Signals
+from dlpt.step_on import parse_spec
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
-EXIT_SIGINT = 128 + 2  # what a shell reports for a program killed by Ctrl-C
-
-# Keep the module dlpt itself ran as (python -m dlpt) alive once the program's module replaces it
-# in sys.modules["__main__"]; its globals are still in use by our caller's frame.
-_launcher_main: Any = None
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one clear line instead of usage + error
         raise UsageError(message)
-
-
-@dataclass
-class _Program:
-    """What to run and how the interpreter state must look while it runs."""
-
-    code: types.CodeType
-    argv: list[str]
-    path0: str  # sys.path[0] as python would set it
-    module: types.ModuleType = field(default_factory=lambda: types.ModuleType("__main__"))
 
 
 def _build_parser() -> _Parser:
@@ -86,6 +73,15 @@ def _build_parser() -> _Parser:
     outputs.add_arguments(p)
     p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
     p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
+    p.add_argument(
+        "--step-on",
+        metavar="NAME",
+        help="each outermost call of NAME is a step (function, Class.method, module:function): "
+        "steps for inference loops, which have no optimizer step",
+    )
+    p.add_argument(
+        "--no-source", action="store_true", help="do not save the profiled lines' source text in the session"
+    )
     p.add_argument("--no-gpu", action="store_true", help="CPU-side attribution only")
     p.add_argument(
         "--nested-ops",
@@ -150,6 +146,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--active", opts.active is not None),
             ("--no-gpu", opts.no_gpu),
             ("--nested-ops", opts.nested_ops),
+            ("--step-on", opts.step_on is not None),
+            ("--no-source", opts.no_source),
             ("--flops", opts.flops),
         ):
             if bad:
@@ -169,162 +167,48 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--active must be >= 1")
     if opts.no_report and opts.output is None and not opts.outputs:
         raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    if opts.step_on is not None:
+        parse_spec(opts.step_on)
     for out in opts.outputs:
-        _check_writable(out.path, out.flag)
+        outputs.check_writable(out.path, out.flag)
     if opts.output is not None:
-        _check_writable(opts.output)
+        outputs.check_writable(opts.output, "-o")
         # The program may chdir; the file goes where the user meant when typing the command.
         opts.output_abs = os.path.abspath(opts.output)
     return opts, program
 
 
-def _check_writable(path: str, flag: str = "-o") -> None:
-    # Fail before a possibly hour-long run rather than lose its profile at the end.
-    problem = outputs.path_problem(path)
-    if problem is not None:
-        raise UsageError(f"{flag} {path}: {problem}")
-
-
-def _set_path0(entry: str) -> None:
-    # python -P / -I / PYTHONSAFEPATH prepend nothing, so there is no entry of ours to replace.
-    if not sys.flags.safe_path:
-        sys.path[0] = entry
-
-
-def _main_module(program: _Program, **attrs: Any) -> None:
-    d = program.module.__dict__
-    # CPython's main module always starts with these (pylifecycle.c: add_main_module).
-    d.update(__builtins__=builtins, __annotations__={}, __doc__=None)
-    d.update(attrs)
-
-
-def _from_script(path: str, args: list[str]) -> _Program:
-    if os.path.isdir(path) or _is_zip(path):
-        return _from_main_dir(path, args)
-    with io.open_code(path) as f:  # OSError → "can't open file", like python
-        source = f.read()
-    # Like python >= 3.9: __file__ is absolute (not normalised), sys.path[0] is the real directory.
-    filename = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-    code = compile(source, filename, "exec", dont_inherit=True)
-    prog = _Program(code, [path, *args], os.path.dirname(os.path.realpath(path)))
-    _main_module(
-        prog,
-        __file__=filename,
-        __cached__=None,
-        __package__=None,
-        __spec__=None,
-        __loader__=importlib.machinery.SourceFileLoader("__main__", filename),
-    )
-    return prog
-
-
-def _is_zip(path: str) -> bool:
-    import zipfile
-
-    return os.path.isfile(path) and zipfile.is_zipfile(path)
-
-
-def _from_main_dir(path: str, args: list[str]) -> _Program:
-    """A directory or zip with __main__.py: python puts it on sys.path and runs ``__main__``."""
-    path0 = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-    _set_path0(path0)
-    saved = sys.modules.pop("__main__", None)  # so the lookup finds the program's __main__
-    try:
-        # runpy's private helpers are what python's own -m and directory runs use; they give
-        # python's exact lookup semantics and error messages (private: not in typeshed).
-        _, spec, code = runpy._get_module_details("__main__", UsageError)  # type: ignore[attr-defined]
-    except UsageError:
-        raise UsageError(f"can't find '__main__' module in {path!r}") from None
-    finally:
-        if saved is not None:
-            sys.modules["__main__"] = saved
-    prog = _Program(code, [path, *args], path0)
-    _module_attrs(prog, spec)
-    return prog
-
-
-def _from_module(name: str, args: list[str]) -> _Program:
-    _set_path0(os.getcwd())  # python -m: the working directory, absolute
-    # The helper python -m itself uses (see _from_main_dir); private, hence not in typeshed.
-    _, spec, code = runpy._get_module_details(name, UsageError)  # type: ignore[attr-defined]
-    prog = _Program(code, [spec.origin, *args], os.getcwd())
-    _module_attrs(prog, spec)
-    return prog
-
-
-def _module_attrs(prog: _Program, spec: Any) -> None:
-    _main_module(
-        prog,
-        __file__=spec.origin,
-        __cached__=spec.cached,
-        __loader__=spec.loader,
-        __package__=spec.parent,
-        __spec__=spec,
-    )
-
-
-def _from_code(source: str, args: list[str]) -> _Program:
-    prog = _Program(compile(source, "<string>", "exec", dont_inherit=True), ["-c", *args], "")
-    _main_module(prog, __package__=None, __spec__=None, __loader__=importlib.machinery.BuiltinImporter)
-    return prog
-
-
-def _resolve(program: list[str]) -> _Program:
-    head, rest = program[0], program[1:]
-    for flag, make in (("-m", _from_module), ("-c", _from_code)):
-        if head.startswith(flag):
-            if head == flag:
-                if not rest:
-                    raise UsageError(f"argument {flag} needs a value")
-                head, rest = flag + rest[0], rest[1:]
-            return make(head[2:], rest)
-    if head == "-":
-        raise UsageError("reading the program from stdin is not supported; pass a file")
-    try:
-        return _from_script(head, rest)
-    except OSError as e:
-        raise UsageError(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}") from None
-
-
-def _install(prog: _Program) -> None:
-    global _launcher_main
-    _launcher_main = sys.modules.get("__main__")
-    sys.argv[:] = prog.argv  # in place: code may hold a reference to the list
-    _set_path0(prog.path0)
-    # pickle and multiprocessing look the program's classes up through sys.modules['__main__'].
-    sys.modules["__main__"] = prog.module
-
-
-def _run_program(prog: _Program) -> BaseException | None:
-    """Execute the program; return how it ended (None for a normal end)."""
-    try:
-        exec(prog.code, prog.module.__dict__)
-    except BaseException as e:  # noqa: BLE001 - every way out (SystemExit, Ctrl-C) is the outcome
-        return e
-    return None
-
-
-def _finish(prof: Any, opts: argparse.Namespace) -> bool:
+def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
     """Stop, save and show the profile; report dlpt's own failures without hiding the
-    program's outcome. Returns whether everything worked."""
+    program's outcome. Returns whether everything worked.
+
+    Signals are only noted while stopping and saving; they cut the report short."""
     ok = True
-    try:
-        prof.stop()
-    except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
-        _say(f"failed to stop the profiler: {e}")
-        return False
-    if opts.output is not None:
+    with signals.deferred():
         try:
-            prof.save(opts.output_abs)
-            _say(f"saved profile to {opts.output}")
-        except (OSError, DlptError) as e:
-            _say(f"could not save the profile to {opts.output}: {e}")
-            ok = False
-    if opts.outputs:
-        ok = outputs.write_all(prof.session, opts.outputs, opts.metric, opts.show_all, _say) and ok
+            prof.stop()
+        except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
+            _say(f"failed to stop the profiler: {e}")
+            return False
+        if opts.output is not None:
+            try:
+                prof.save(opts.output_abs)
+                _say(f"saved profile to {opts.output}")
+            except (OSError, DlptError) as e:
+                _say(f"could not save the profile to {opts.output}: {e}")
+                ok = False
+        if opts.outputs:
+            ok = outputs.write_all(prof.session, opts.outputs, opts.metric, opts.show_all, _say) and ok
     if not opts.no_report:
         try:
-            prof.print(**_render_kwargs(opts))
+            with signals.interruptible():
+                prof.print(**_render_kwargs(opts))
+        except Interrupted as e:
+            _say(
+                f"report interrupted ({e}); the profile was saved"
+                if opts.output or opts.outputs
+                else f"report interrupted ({e})"
+            )
         except Exception as e:  # noqa: BLE001
             _say(f"could not render the report: {type(e).__name__}: {e}")
             ok = False
@@ -347,63 +231,49 @@ def _say(msg: str) -> None:
     print(f"dlpt: {msg}", file=sys.stderr, flush=True)
 
 
-def _strip_launcher_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """Drop the leading frames of dlpt and runpy so the traceback starts at the program's code,
-    as python shows it."""
-    ours = {_run_program.__code__.co_filename, getattr(runpy, "__file__", ""), "<frozen runpy>"}
-    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
-        tb = tb.tb_next
-    return tb
-
-
-def _exit_status(outcome: BaseException | None) -> int:
-    """Translate how the program ended into python's exit status, printing what python prints."""
-    if outcome is None:
-        return 0
-    # The report and program output come before the traceback. The program may have closed
-    # stdout or replaced it (even with None): a failing flush must not hide its outcome.
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    if isinstance(outcome, SystemExit):
-        code = outcome.code
-        if code is None:
-            return 0
-        if isinstance(code, int):
-            return code
-        print(code, file=sys.stderr, flush=True)  # sys.exit("msg"): message, status 1
-        return 1
-    tb = _strip_launcher_frames(outcome.__traceback__)
-    outcome.__traceback__ = tb
-    sys.excepthook(type(outcome), outcome, tb)  # honour a hook the program installed
-    return EXIT_SIGINT if isinstance(outcome, KeyboardInterrupt) else 1
-
-
 def _run(opts: argparse.Namespace, program: list[str]) -> int:
     import dlpt
 
     try:
-        prog = _resolve(program)
+        prog = resolve(program, opts.step_on)
     except UsageError as e:
         _say(str(e))
         return EXIT_USAGE
     except BaseException as e:  # noqa: BLE001 - the program's package failed to import, or a SyntaxError
-        return _exit_status(e)
-    _install(prog)
+        return exit_status(e)
+    install(prog)
+    # joinable: a dlpt.profile() the program starts (@dlpt.profile() on its main) joins this one.
     prof = dlpt.profile(
         skip_first=opts.skip_first,
         active=opts.active,
         gpu=not opts.no_gpu,
         nested_ops=opts.nested_ops,
+        step_on=opts.step_on,
+        sources=not opts.no_source,
         flops=opts.flops,
+        joinable=True,
     )
     try:
         prof.start()
     except DlptError as e:
         _say(f"cannot start profiling: {e}")
         return EXIT_USAGE
-    outcome = _run_program(prog)
-    ok = _finish(prof, opts)
-    status = _exit_status(outcome)
+    signals = Signals()
+    signals.terminate_with(lambda: _finish(prof, opts, signals))
+    pid = os.getpid()
+    # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
+    # handled here (dlpt.cli.main called from a thread other than the main one).
+    holds = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) not in (
+        signal.SIG_IGN,
+        None,
+    )
+    outcome = run_program(prog, signals.note if holds else None)
+    if os.getpid() != pid:  # a forked child returned: the profile and the report are the parent's
+        return exit_status(outcome)
+    ok = _finish(prof, opts, signals)
+    status = exit_status(outcome)
+    if signals.status is not None:  # a signal arrived while dlpt finished: end as it asks
+        return signals.status
     return status if status != 0 or ok else EXIT_USAGE
 
 

@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 
 from dlpt.compile.resume import parse_resume_name
-from dlpt.contexts import CTX, context_of, tag_contexts
+from dlpt.contexts import CTX, context_of
 from dlpt.processors import METRICS, Metric, flatten_by_line
 from dlpt.report import report_tree
 from dlpt.session import Session
@@ -178,7 +178,7 @@ def _line_leaves(root: Node) -> dict[tuple[str, int], dict[tuple[str, str], Leaf
 
 def _lines(session: Session, use_text: bool) -> tuple[dict[tuple, LineCost], Node, dict[str, int]]:
     """Lines of ``session`` keyed for matching, its tree, and the work under no line."""
-    root = report_tree(session, before_lone_forward=tag_contexts)
+    root = report_tree(session, contexts=True)
     sources = session_sources(session.meta)
     leaves = _line_leaves(root)
     costs: list[LineCost] = []

@@ -8,12 +8,13 @@ gives one line on stderr and exit status 2, like the rest of the command line.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from dlpt.errors import DlptError, UsageError
-from dlpt.outputs import path_problem
+from dlpt.outputs import check_writable
 from dlpt.processors import METRICS
 
 __all__ = ["main"]
@@ -68,10 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0.0 <= opts.threshold < 100.0:
         _say(f"diff: --threshold must be a percentage in [0, 100), got {opts.threshold:g}")
         return EXIT_USAGE
-    problem = path_problem(opts.html) if opts.html is not None else None
-    if problem:
-        _say(f"diff: --html {opts.html}: {problem}")
-        return EXIT_USAGE
+    if opts.html is not None:
+        try:
+            check_writable(opts.html, "--html")
+        except UsageError as e:
+            _say(f"diff: {e}")
+            return EXIT_USAGE
+        if os.path.realpath(opts.html) in (os.path.realpath(opts.a), os.path.realpath(opts.b)):
+            _say(f"diff: --html {opts.html}: is one of the sessions compared; it would be overwritten")
+            return EXIT_USAGE
 
     from rich.console import Console
 
@@ -94,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             write_diff_html(d, opts.html, metric)
-        except OSError as e:
+        except (OSError, DlptError) as e:
             _say(f"could not write the HTML diff to {opts.html}: {e}")
             return EXIT_USAGE
         _say(f"wrote HTML diff to {opts.html}")

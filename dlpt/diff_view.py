@@ -2,9 +2,10 @@
 kernels of the most changed lines side by side (eager ATen kernels next to the fused Triton
 kernels that replaced them, for example).
 
-Every string from a session (file, function and kernel names, source text) is made printable
-before it reaches the terminal: a session can come from anywhere, and an escape sequence in a
-kernel name must not drive the terminal.
+Every string from a session (file, function and kernel names, source text) goes through the
+terminal report's escaping (:meth:`Fmt.clean`, :mod:`dlpt.renderers.safe_text`) before it reaches
+the terminal, and into rich only as ``Text``: a session can come from anywhere, and an escape
+sequence in a kernel name must not drive the terminal.
 """
 
 from __future__ import annotations
@@ -19,16 +20,11 @@ from dlpt.processors import Metric
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.tables import make_table
 
-__all__ = ["render_diff", "printable", "short_kernel"]
+__all__ = ["render_diff", "short_kernel"]
 
 ROW_LIMIT = 40
 KERNEL_LINES = 5
 KERNELS_PER_LINE = 6
-
-
-def printable(s: str) -> str:
-    """``s`` with control characters (escape sequences, newlines, tabs) shown as ``?``."""
-    return "".join(c if c.isprintable() else "?" for c in s)
 
 
 def _value(fmt: Fmt, metric: Metric, v: float) -> str:
@@ -54,17 +50,18 @@ def _ratio(a: float, b: float, row: LineDiff | None = None) -> Text:
     return Text("")
 
 
-def _where(row: LineDiff, ascii: bool) -> Text:
+def _where(row: LineDiff, fmt: Fmt) -> Text:
     """``file.py:44 function  text``; ``file.py:44->47`` when the line moved between runs."""
     one = row.a or row.b
     assert one is not None
-    t = Text(printable(one.where), "cyan")
+    t = Text(fmt.clean(one.where), "cyan")
     if row.a and row.b and row.a.line != row.b.line:
-        t.append(f"{'->' if ascii else '→'}{row.b.line}", "cyan")
-    t.append(" " + printable(display_name(one.function)), "bold")
+        t.append(f"{'->' if fmt.ascii else '→'}{row.b.line}", "cyan")
+    t.append(" " + fmt.clean(display_name(one.function)), "bold")
     text = (row.a.text if row.a and row.a.text else None) or (row.b.text if row.b else None)
     if text:
-        t.append("  " + printable(text), "dim")
+        # Tabs would change the printed width after fitting (as in the terminal report).
+        t.append("  " + fmt.clean(text.replace("\t", " ")), "dim")
     return t
 
 
@@ -75,11 +72,11 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
         out.append(
             Text.assemble(
                 (f"  {tag}  ", "bold"),
-                (printable(side.label), "cyan"),
-                (f"  {printable(side.program)}{steps}", "dim"),
+                (fmt.clean(side.label), "cyan"),
+                (f"  {fmt.clean(side.program)}{steps}", "dim"),
             )
         )
-    out.append(Text(f"  {d.note}", "dim"))
+    out.append(Text(f"  {fmt.clean(d.note)}", "dim"))
     ta, tb = d.total(metric, "a"), d.total(metric, "b")
     total = Text("  total  ")
     total.append(f"A {_value(fmt, metric, ta)}  B {_value(fmt, metric, tb)}  delta ")
@@ -110,7 +107,7 @@ def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> 
                 _value(fmt, metric, b),
                 _delta(fmt, metric, a, b),
                 _ratio(a, b, r),
-                _where(r, fmt.ascii),
+                _where(r, fmt),
             )
         )
     oa, ob = metric(d.a.off_lines) / d.a.scale, metric(d.b.off_lines) / d.b.scale
@@ -163,11 +160,11 @@ def _leaf_cells(fmt: Fmt, leaf: Leaf | None, scale: int) -> tuple[str, str, Text
     if leaf is None:
         return "", "", Text("")
     name = Text(
-        printable(short_kernel(leaf.name)),
+        fmt.clean(short_kernel(leaf.name)),
         "green" if leaf.kind == "kernel" else "blue" if leaf.kind != "sync" else "red",
     )
     if leaf.detail:
-        name.append("  " + printable(leaf.detail), "dim")
+        name.append("  " + fmt.clean(leaf.detail), "dim")
     return fmt.time(leaf.time_ns / scale), fmt.count(leaf.count / scale), name
 
 
@@ -186,7 +183,7 @@ def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list
         Text("Kernels, copies and syncs of the lines that changed most, A | B", "bold"),
     ]
     for r in rows:
-        head = _where(r, fmt.ascii)
+        head = _where(r, fmt)
         a, b = d.value(metric, r, "a"), d.value(metric, r, "b")
         head.append(f"   A {_value(fmt, metric, a)} {'->' if fmt.ascii else '→'} B {_value(fmt, metric, b)}")
         t = Table(

@@ -13,6 +13,7 @@ __all__ = [
     "UsageError",
     "ProfilerBusyError",
     "NativeUnavailableError",
+    "UnsafeFileError",
 ]
 
 
@@ -42,3 +43,9 @@ class ProfilerBusyError(DlptError):
 
 class NativeUnavailableError(DlptError):
     """The native extension (dlpt._C) could not be loaded or lacks a needed capability."""
+
+
+class UnsafeFileError(DlptError):
+    """A path names something dlpt will not read or write: not a regular file (a device, FIFO,
+    directory, socket), a file larger than dlpt reads, or a place where no file can be created.
+    The message completes the path: ``f"{path}: {err}"``."""

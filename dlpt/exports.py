@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from dlpt import __version__
-from dlpt.atomic import write_text_atomic
 from dlpt.compile.resume import display_name
 from dlpt.errors import UsageError
 from dlpt.processors import METRICS, Metric, default_metric, get_metric
 from dlpt.report import report_tree
+from dlpt.safe_files import write_text_file
 from dlpt.session import Session
 from dlpt.tree import Node, walk
 
@@ -153,4 +153,4 @@ def write_export(
         text = folded(session, metric, show_all)
     else:
         raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    write_text_atomic(path, text)
+    write_text_file(path, text, "exports")

@@ -3,8 +3,10 @@
 terminal report is still printed unless ``--no-report``.
 
 The CLI collects them while parsing (:func:`collect`), checks that every path can be written
-before the program runs, and writes them once the session exists (:func:`write_all`); each
-file is written atomically, and a failure is reported without stopping the other outputs.
+before the program runs (:func:`check_writable`, the same check as ``-o``'s), and writes them
+once the session exists (:func:`write_all`). Every file is written by :mod:`dlpt.safe_files`'
+rules, as sessions are: atomically, through a symlink to its target, never over a device, a
+FIFO or a directory; a failure is reported without stopping the other outputs.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dlpt.errors import DlptError, UsageError
+from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.exports import FORMATS as EXPORT_FORMATS
 from dlpt.exports import write_export
+from dlpt.safe_files import check_output_path
 from dlpt.session import Session
 
-__all__ = ["Output", "add_arguments", "collect", "path_problem", "write_all"]
+__all__ = ["Output", "add_arguments", "collect", "check_writable", "write_all"]
 
 
 @dataclass(frozen=True)
@@ -39,16 +42,14 @@ class Output:
         return "HTML report" if self.kind == "html" else f"{self.kind} export"
 
 
-def path_problem(path: str) -> str | None:
-    """Why ``path`` cannot be written, or None (checked before a run, not after it)."""
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        return "is a directory"
-    if not os.path.isdir(parent):
-        return f"directory {parent} does not exist"
-    if not os.access(parent, os.W_OK):
-        return f"directory {parent} is not writable"
-    return None
+def check_writable(path: str, flag: str) -> None:
+    """UsageError saying why ``path`` (given with ``flag``) cannot be written: checked before a
+    possibly hour-long run rather than losing its output at the end (dlpt.safe_files)."""
+    what = "sessions" if flag == "-o" else "HTML reports" if flag.endswith("--html") else "exports"
+    try:
+        check_output_path(path, what)
+    except UnsafeFileError as e:
+        raise UsageError(f"{flag} {path}: {e}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def collect(opts: argparse.Namespace) -> list[Output]:
-    """The outputs ``opts`` asks for; UsageError on an unknown format or a path given twice."""
+    """The outputs ``opts`` asks for; UsageError on an unknown format or a file given twice
+    (``-o`` and ``--load``'s session included; a symlink and its target are the same file)."""
     out = []
     if getattr(opts, "html", None) is not None:
         out.append(Output("html", opts.html, os.path.abspath(opts.html)))
@@ -77,11 +79,15 @@ def collect(opts: argparse.Namespace) -> list[Output]:
         if fmt not in EXPORT_FORMATS:
             raise UsageError(f"--export: unknown format {fmt!r}; choose one of: {', '.join(EXPORT_FORMATS)}")
         out.append(Output(fmt, path, os.path.abspath(path)))
-    seen: dict[str, Output] = {}
+    seen: dict[str, str] = {}
+    for flag, given in (("--load", getattr(opts, "load", None)), ("-o", getattr(opts, "output", None))):
+        if given:
+            seen[os.path.realpath(given)] = flag
     for o in out:
-        if o.abspath in seen:
-            raise UsageError(f"{o.flag} {o.path}: the same file as {seen[o.abspath].flag}")
-        seen[o.abspath] = o
+        real = os.path.realpath(o.abspath)
+        if real in seen:
+            raise UsageError(f"{o.flag} {o.path}: the same file as {seen[real]}")
+        seen[real] = o.flag
     return out
 
 

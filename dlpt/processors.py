@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from dlpt.errors import UsageError
-from dlpt.source_files import is_library_file
+from dlpt.source_files import file_kind, is_library_file, is_module_call_file
 from dlpt.tree import Node, add_metrics, compute_inclusive, merge_child, walk
 
 __all__ = [
@@ -21,6 +21,8 @@ __all__ = [
     "default_metric",
     "is_library_frame",
     "is_user_frame",
+    "is_module_call",
+    "folds_away",
     "lift",
     "collapse_library",
     "collapse_lone_forward",
@@ -105,6 +107,30 @@ def is_user_frame(node: Node) -> bool:
     return node.kind == "frame" and not is_library_frame(node)
 
 
+def is_module_call(kind: str, file: str) -> bool:
+    """A frame of ``torch.nn.Module``'s call machinery: what runs below it is a module's code."""
+    return kind == "frame" and is_module_call_file(file)
+
+
+def folds_away(kind: str, file: str, name: str, extras: Mapping[str, object], in_module_call: bool) -> bool:
+    """Whether a node is folded into its caller by default: frames of the framework (torch, the
+    stdlib, generated code, dlpt, code a library exec'd), and frames of installed packages unless
+    they run inside a module call (``in_module_call``: a module-call frame is an ancestor) and are
+    not a closure (a decorator's ``<locals>.wrapper``: plumbing, not model code).
+
+    Installed packages hold the model code people tune (transformers' modeling_*.py, timm,
+    torchvision's and diffusers' models): inside ``nn.Module.__call__`` their lines stay, while
+    their loops and helpers outside modules (``generate()``'s decoding loop, a trainer) fold."""
+    if kind != "frame":
+        return False
+    if extras.get("library"):
+        return True
+    where = file_kind(file)
+    if where == "package":
+        return not in_module_call or ".<locals>." in name
+    return where == "framework"
+
+
 # -- structural transforms ------------------------------------------------------------------
 
 
@@ -127,9 +153,15 @@ def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
 
 
 def collapse_library(root: Node) -> Node:
-    """Remove library frames (see :func:`is_library_frame`), lifting their children into the
-    nearest kept ancestor, so that user lines call user lines and ops directly."""
-    return lift(root, is_library_frame)
+    """Remove the frames that fold by default (see :func:`folds_away`), lifting their children
+    into the nearest kept ancestor, so that user and model lines call each other and ops
+    directly."""
+    in_module_call: dict[int, bool] = {id(root): False}
+    for node, _ in walk(root):
+        inside = in_module_call[id(node)] or is_module_call(node.kind, node.file)
+        for c in node.children:
+            in_module_call[id(c)] = inside
+    return lift(root, lambda n: folds_away(n.kind, n.file, n.name, n.extras, in_module_call[id(n)]))
 
 
 def collapse_lone_forward(root: Node) -> Node:

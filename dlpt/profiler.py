@@ -1,16 +1,24 @@
 """``dlpt.profile``: start and stop capture, and turn what the native core collected into a
 :class:`~dlpt.session.Session`.
 
-Thread contract: start/stop/step are called from the profiled program's thread with the GIL held.
-Capture itself happens in the native core on every thread (see csrc/).
+One profile records at a time in a process. A profile started while another runs raises
+:class:`~dlpt.errors.ProfilerBusyError`, except when the running one is *joinable* (the one
+``python -m dlpt`` starts): then the new profile joins it instead of recording on its own (see
+:class:`profile`), so ``@dlpt.profile()`` in a script still works under the CLI.
+
+A forked child inherits no running profile (the native core stops capturing in the child): the
+child neither stops nor reports its parent's profile, and may start one of its own (which then
+makes no measurement of its own on the GPU at stop: see :mod:`dlpt.insights.stop`).
+
+Thread contract: start/stop are called with the GIL held, normally from the program's main
+thread; steps may arrive from any thread (optimizer steps, ``step_on`` calls, ``prof.step()``)
+and are serialised here. Capture itself happens in the native core on every thread (csrc/).
 """
 
 from __future__ import annotations
 
-import datetime
 import functools
 import os
-import platform
 import sys
 import threading
 import time
@@ -18,28 +26,39 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from dlpt.assemble import build_session, start_meta
 from dlpt.capture import native
-from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.compile import failures
 from dlpt.compile.dynamo import CompileEvents
-from dlpt.compile.inductor_lines import map_generated_frames
-from dlpt.errors import ProfilerBusyError, UsageError
-from dlpt.insights.annotate import annotate, recorded_ops
+from dlpt.errors import DlptError, ProfilerBusyError, UsageError
+from dlpt.insights.annotate import recorded_ops
 from dlpt.insights.stop import finish_session
 from dlpt.session import Session
-from dlpt.steps import StepWindow, install_optimizer_hook
+from dlpt.step_on import StepOn, parse_spec
+from dlpt.steps import CALL, OptimizerHook, StepWindow
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 _running_lock = threading.Lock()
 _running: profile | None = None
+_in_forked_child = False  # this process was fork()ed from the one that imported dlpt
 
 
-def _dlpt_version() -> str:
-    from dlpt import __version__
+def _forget_in_child() -> None:
+    """After fork(), in the child: the parent's profile is not this process's to stop. Its hooks
+    go (the child's optimizer steps and step_on calls cost nothing), its locks are new (another
+    thread may have held one at fork())."""
+    global _running, _running_lock, _in_forked_child
+    parent, _running = _running, None
+    _in_forked_child = True  # CUDA may be unusable here: stop() makes no GPU measurement
+    _running_lock = threading.Lock()
+    if parent is not None:
+        parent._step_lock = threading.Lock()
+        parent._remove_hooks()
 
-    return __version__
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _check_count(name: str, value: Any, allow_none: bool) -> None:
@@ -54,18 +73,6 @@ def _check_count(name: str, value: Any, allow_none: bool) -> None:
         raise UsageError(
             f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}"
         )
-
-
-def _cuda_devices() -> list[dict[str, Any]]:
-    import torch
-
-    if not torch.cuda.is_available():
-        return []
-    out = []
-    for i in range(torch.cuda.device_count()):
-        p = torch.cuda.get_device_properties(i)
-        out.append({"index": i, "name": p.name, "capability": f"{p.major}.{p.minor}"})
-    return out
 
 
 def _synchronize_all() -> None:
@@ -89,13 +96,28 @@ class profile:
             ``aten::matmul``, ``aten::mm`` under ``MmBackward0``). Off by default: kernels land on
             the same lines either way, and recording every nested op costs several times more
             per step on launch-bound work.
+        step_on: the function whose outermost calls are the steps (``"generate"``,
+            ``"GPT2LMHeadModel.forward"``, ``"pkg.mod:serve"``; see :mod:`dlpt.step_on`), for
+            inference loops, which have no optimizer step. Optimizer steps and ``prof.step()``
+            are then ignored.
+        sources: save the text of the profiled lines of your files (and 2 lines around each) in
+            the session, so reports show the code as it was when it ran.
         flops: record the input shapes of the ops with a FLOP formula in torch's registry (and of
             elementwise ops, for their bytes), for FLOPs and TFLOP/s per line, MFU and the
             roofline bound. Off by default: torch then packs every op's arguments, which costs
             time on every op (README: "Why is this line slow").
+        joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
+            ProfilerBusyError (``python -m dlpt`` starts its profile this way).
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
+
+    A profile that joined a running one records nothing itself: its ``step()`` marks steps of the
+    running profile and its ``stop()`` leaves that profile running (and returns None). The
+    session is the running profile's, so it exists once that one stops (under ``python -m dlpt``:
+    when the program ends). Until then ``prof.session`` raises UsageError saying so,
+    ``prof.print()`` prints a one-line note (the CLI prints the report at the end) and
+    ``prof.save(path)`` writes the file when the running profile stops.
     """
 
     def __init__(
@@ -104,32 +126,51 @@ class profile:
         active: int | None = None,
         gpu: bool = True,
         nested_ops: bool = False,
+        step_on: str | None = None,
+        sources: bool = True,
         flops: bool = False,
+        joinable: bool = False,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=False)
         _check_count("active", active, allow_none=True)
+        if step_on is not None:
+            parse_spec(step_on)  # a malformed name fails here, not at the end of the run
         self.skip_first = skip_first
         self.active = active
         self.gpu = gpu
         self.nested_ops = bool(nested_ops)
+        self.step_on = step_on
+        self.sources = bool(sources)
         self.flops = bool(flops)
+        self.joinable = bool(joinable)
         self._session: Session | None = None
         self._window: StepWindow | None = None
-        self._hook: Any = None
+        self._step_lock = threading.Lock()
+        self._hook: OptimizerHook | None = None
+        self._step_on: StepOn | None = None
+        self._step_on_matched: list[str] = []  # what the last run's step_on wrapped
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
         self._failures_before: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
+        self._pid = 0  # the process that started this profile
+        self._host: profile | None = None  # the running profile this one joined, if it did
+        self._inside_host = False  # between start() and stop() of a joined profile
+        self._save_at_stop: list[str] = []  # paths joined profiles asked to save to
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> profile:
         global _running
         with _running_lock:
-            if _running is not None:
-                raise ProfilerBusyError(
-                    "a dlpt profile is already running in this process; stop it before starting another"
-                )
+            host = _running
+            if host is not None:
+                if not host.joinable or host is self:
+                    raise ProfilerBusyError(
+                        "a dlpt profile is already running in this process; stop it before starting another"
+                    )
+                self._join(host)
+                return self
             _running = self
         try:
             self._start()
@@ -139,33 +180,78 @@ class profile:
             raise
         return self
 
-    def _start(self) -> None:
-        import torch
-
-        C = native.core()
-        self._session = None
-        devices = _cuda_devices() if self.gpu else []
-        want_gpu = bool(self.gpu and devices)
-        _synchronize_all()
-        self._meta = {
-            "argv": list(sys.argv),
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "dlpt": _dlpt_version(),
-            "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "devices": devices,
-        }
-        self._window = StepWindow(self.skip_first, self.active, C.set_collecting)
-        self._start_info = C.start(
-            want_gpu,
-            native.cupti_candidates() if want_gpu else [],
-            self._window.collecting,
-            nested_ops=self.nested_ops,
-            flops_ops=recorded_ops() if self.flops else [],
+    def _options(self) -> tuple[Any, ...]:
+        return (
+            self.skip_first,
+            self.active,
+            self.step_on,
+            self.gpu,
+            self.nested_ops,
+            self.sources,
+            self.flops,
         )
+
+    def _join(self, host: profile) -> None:
+        own = self._options()
+        if own != profile()._options() and own != host._options():
+            warnings.warn(
+                "dlpt: this profile joins the one already running (python -m dlpt); its options "
+                "(skip_first, active, step_on, gpu, nested_ops, sources, flops) are ignored: give them on "
+                "the command line instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        self._host, self._inside_host = host, True
+        self._session = None
+
+    def _start(self) -> None:
+        """Set everything up, then start capture and the clock: dlpt's own set-up (imports,
+        hooks, module scans) is never part of the profile's steps or wall time."""
+        C = native.core()
+        self._session, self._host = None, None
+        self._pid = os.getpid()
+        self._save_at_stop = []
+        self._meta = start_meta(self.gpu)
+        want_gpu = bool(self.gpu and self._meta["devices"])
+        _synchronize_all()
+        self._window = StepWindow(
+            self.skip_first, self.active, C.set_collecting, only=CALL if self.step_on else None
+        )
+        try:
+            self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
+            if self.step_on is not None:
+                self._step_on = StepOn(self.step_on, self._on_call_begin, self._on_call_end)
+                self._step_on.start()
+            self._failures_before = failures.snapshot()
+            self._compile_events.start()
+            self._start_info = C.start(
+                want_gpu,
+                native.cupti_candidates() if want_gpu else [],
+                self._window.collecting,
+                nested_ops=self.nested_ops,
+                flops_ops=recorded_ops() if self.flops else [],
+            )
+        except BaseException:
+            self._remove_hooks()
+            self._compile_events.stop()
+            raise
+        self._window.start()
+        self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
+
+    def _remove_hooks(self) -> None:
+        """Undo the optimizer hook and the step_on wrappers (the originals are back)."""
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        if self._step_on is not None:
+            self._step_on.stop()
+            self._step_on_matched = self._step_on.matched
+            self._step_on = None
+
+    def _gpu_meta(self, have_devices: bool) -> dict[str, Any]:
         if not self.gpu:
             reason = "GPU capture disabled (gpu=False / --no-gpu)"
-        elif not devices:
+        elif not have_devices:
             reason = "no CUDA GPU available"
         else:
             reason = self._start_info["reason"]
@@ -173,44 +259,65 @@ class profile:
                 warnings.warn(
                     f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
                     RuntimeWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
-        self._meta["gpu"] = {
+        return {
             "enabled": bool(self._start_info["gpu"]),
             "reason": reason,
             "cupti": self._start_info.get("cupti_path") or None,
         }
-        self._hook = install_optimizer_hook(lambda: self._on_step("optimizer"))
-        self._failures_before = failures.snapshot()
-        self._compile_events.start()
 
     def step(self) -> None:
-        """Mark the end of a training step (optional: optimizer steps are detected anyway)."""
-        if _running is self:
+        """Mark the end of a step (optional: optimizer steps are detected anyway)."""
+        if self._inside_host and self._host is not None:
+            self._host.step()
+        elif _running is self:
             self._on_step("manual")
 
-    def _on_step(self, source: str) -> None:
+    def _on_step(self, source: str, began_ns: int | None = None) -> None:
         C = native.core()
         C.drain_code_refs()
-        if self._window is not None:
-            self._window.on_step(source)
-        C.mark_step()  # after the window decided: the mark says whether the next step is recorded
+        with self._step_lock:
+            if self._window is not None:
+                self._window.on_step(source, began_ns)
+            # After the window decided, in the same order: the mark says whether the next step
+            # is recorded (meta.gpu_steps).
+            C.mark_step()
 
-    def stop(self) -> Session:
-        """Stop capture, flush all GPU activity and build the session."""
+    def _on_call_begin(self) -> None:
+        with self._step_lock:
+            if self._window is not None:
+                self._window.begin_call()
+
+    def _on_call_end(self, began_ns: int) -> None:
+        self._on_step(CALL, began_ns)
+
+    def stop(self) -> Session | None:
+        """Stop capture, flush all GPU activity and build the session.
+
+        A profile that joined a running one only leaves it (see the class docstring) and
+        returns None."""
         global _running
+        if self._host is not None:  # joined: leave (again, harmlessly)
+            self._inside_host = False
+            return None
         if _running is not self:
+            if self._pid and self._pid != os.getpid():
+                raise UsageError(
+                    f"this dlpt profile belongs to process {self._pid}; "
+                    "a forked child neither stops nor reports it"
+                )
             raise UsageError("this dlpt profile is not running")
         t0 = time.perf_counter()
+        gpu_usable = True
         try:
-            if self._hook is not None:
-                self._hook.remove()
-                self._hook = None
+            self._remove_hooks()
             # Stop recording first: our own synchronisation below is not the program's.
             native.core().set_collecting(False)
             try:
                 _synchronize_all()
             except Exception as e:  # noqa: BLE001 - a broken CUDA context must not lose the CPU-side profile
+                gpu_usable = False
                 warnings.warn(
                     f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning, stacklevel=1
                 )
@@ -221,59 +328,39 @@ class profile:
         finally:
             with _running_lock:
                 _running = None
-        self._session = self._build_session(raw, wall_ns, time.perf_counter() - t0)
+        steps = self._window.meta()
+        if self.step_on is not None:
+            steps["step_on"] = self.step_on
+        self._session = build_session(
+            raw,
+            self._meta,
+            steps=steps,
+            step_wall_ns=list(self._window.step_wall_ns),
+            wall_ns=wall_ns,
+            stop_s=time.perf_counter() - t0,
+            failures_before=self._failures_before,
+            sources=self.sources,
+            step_on_matched=self._step_on_matched if self.step_on is not None else None,
+            flops=self.flops,
+        )
+        # meta.suggestions, and the pinned-copy probe they may need: a measurement on the GPU,
+        # never made in a forked child (CUDA may be unusable there) or on a GPU that failed to
+        # synchronise. Joined profiles never get here: the running profile stops for them.
+        finish_session(self._session, probe=gpu_usable and not _in_forked_child)
+        self._save_for_joined()
         return self._session
 
-    def _build_session(self, raw: dict[str, Any], wall_ns: int, stop_s: float) -> Session:
-        assert self._window is not None
-        c = raw["counters"]
-        table = native.to_nodes(raw["nodes"], raw.get("collectives"))
-        # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids.
-        flops = annotate(table, raw.get("op_inputs") or []) if self.flops else None
-        mapped = map_generated_frames(table)
-        nodes = mark_library_exec_frames(mapped.nodes)
-        meta = dict(self._meta)
-        if flops is not None:
-            meta["flops"] = flops
-        if raw.get("gpu_steps"):
-            meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
-        if raw.get("gpu_comm_ns"):
-            # Collective-communication kernels (NCCL): their busy time per device, and the part of
-            # it with no other GPU work running on that device (exposed).
-            meta["gpu_comm_ns"] = dict(raw["gpu_comm_ns"])
-            meta["gpu_comm_exposed_ns"] = dict(raw["gpu_comm_exposed_ns"])
-        meta.update(
-            {
-                "wall_ns": wall_ns,
-                "steps": self._window.meta(),
-                "step_wall_ns": list(self._window.step_wall_ns),
-                "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
-                "api": native.api_table(raw["api"]),
-                "dropped": {
-                    "activity_records": c["dropped_records"],
-                    "correlations_missing": max(0, c["submitted"] - c["completed"]),
-                    "tree_overflow": c["tree_overflow"],
-                },
-                "unattributed": {"gpu_ns": c["unknown_gpu_ns"], "records": c["unknown_correlation"]},
-                "cuda_graphs": {
-                    "replay_gpu_ns": c.get("graph_replay_ns", 0),
-                    "uncaptured_gpu_ns": c.get("graph_unmapped_ns", 0),
-                    "nodes_captured": c.get("graph_nodes_captured", 0),
-                },
-                "capture": dict(
-                    c,
-                    flush_s=raw["flush_s"],
-                    stop_s=stop_s,
-                    pid=os.getpid(),
-                    compile_failures=failures.since(self._failures_before),
-                    inductor_unmapped_frames=mapped.unmapped_frames,
-                    inductor_unmapped_kernels=mapped.unmapped_kernels,
-                ),
-            }
-        )
-        session = Session(nodes, meta)
-        finish_session(session)  # meta.suggestions (and the pinned-copy probe they may need)
-        return session
+    def _save_for_joined(self) -> None:
+        """Write the files joined profiles asked for; a failure is said, never raised (the
+        profile itself is safe in memory, and the CLI saves its own copy)."""
+        for path in self._save_at_stop:
+            try:
+                self.save(path)
+            except (OSError, DlptError) as e:
+                warnings.warn(
+                    f"dlpt: could not save the profile to {path}: {e}", RuntimeWarning, stacklevel=2
+                )
+        self._save_at_stop = []
 
     # -- context manager / decorator --------------------------------------------------------
 
@@ -281,7 +368,12 @@ class profile:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        if not self._forked():
+            self.stop()
+
+    def _forked(self) -> bool:
+        """Started by the process we forked from: not ours to stop or report."""
+        return bool(self._pid) and self._pid != os.getpid() and not self._inside_host
 
     def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         """``@dlpt.profile(...)``: profile each call of ``fn`` and print the report after it."""
@@ -292,8 +384,11 @@ class profile:
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.stop()
-                self.print()
+                if self._inside_host:
+                    self.stop()  # the running profile reports at its own end
+                elif not self._forked():
+                    self.stop()
+                    self.print()
 
         return wrapper
 
@@ -302,6 +397,14 @@ class profile:
     @property
     def session(self) -> Session:
         """The recorded session (available once the profile stopped)."""
+        host = self._host
+        if host is not None:
+            if host._session is None:
+                raise UsageError(
+                    "this profile joined the one already running (python -m dlpt): the session is "
+                    "that profile's and exists once it stops, when the program ends (-o FILE keeps it)"
+                )
+            return host._session
         if self._session is None:
             raise UsageError("the profile has no session yet: it is still running or never ran")
         return self._session
@@ -310,10 +413,22 @@ class profile:
         """Print the report (see :func:`dlpt.report.print_report` for ``options``)."""
         from dlpt.report import print_report
 
+        if self._host is not None and self._host._session is None:
+            print(
+                "dlpt: this profile joined the running one; its report comes when that one stops",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
         print_report(self.session, view=view, **options)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the session as JSON; re-render later with ``python -m dlpt --load PATH``."""
+        """Write the session as JSON; re-render later with ``python -m dlpt --load PATH``.
+
+        For a profile that joined a running one, the file is written when that one stops."""
+        if self._host is not None and self._host._session is None:
+            self._host._save_at_stop.append(os.path.abspath(path))
+            return
         self.session.save(path)
 
 

@@ -2,23 +2,22 @@
 prints it. This is the stable name the API, the CLI and users import.
 
 A report is assembled here from the views in :mod:`dlpt.renderers` (which never print by
-themselves). Every render builds a fresh tree from the session (:func:`report_tree`), so
+themselves). Every render folds the session afresh (:class:`dlpt.display_tree.FoldedTable`), so
 rendering twice with different options gives independent results. The other outputs (the HTML
-report, the exports, ``dlpt diff``) start from the same :func:`report_tree`, so they agree with
-the terminal report on what a row is.
+report, the exports, ``dlpt diff``) start from :func:`report_tree`, the same folding unpruned, so
+they agree with the terminal report on what a row is. The insights (MFU, GPU idle, suggestions,
+work tables: :mod:`dlpt.insights`) read the same folded tree.
 """
 
 from __future__ import annotations
-
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from dlpt.compile.events import line_markers
+from dlpt.display_tree import FoldedTable
 from dlpt.errors import UsageError
+from dlpt.gc_pause import gc_paused
 from dlpt.insights.analysis import analyze
 from dlpt.insights.suggest import findings
 from dlpt.insights.view import SuggestionsView, header_lines
@@ -26,8 +25,6 @@ from dlpt.insights.work_view import WorkView
 from dlpt.processors import (
     METRICS,
     Metric,
-    collapse_library,
-    collapse_lone_forward,
     default_metric,
     flatten_by_kind,
     flatten_by_line,
@@ -41,29 +38,15 @@ from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import Header
 from dlpt.renderers.summary import ApiTable, CopyTable, KernelTable, SyncTable
-from dlpt.renderers.tree_view import FlatView, TreeView
+from dlpt.renderers.tree_view import MAX_DEPTH, FlatView, TreeView
 from dlpt.session import Session
-from dlpt.tree import Node, build_tree
+from dlpt.tree import Node
 
 __all__ = ["render", "print_report", "report_tree", "VIEWS"]
 
 VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "suggestions", "all")
 #: Suggestions shown in the default tree view (``--view suggestions`` lists them all).
 TREE_SUGGESTIONS = 5
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building trees: tens of thousands of new nodes would trigger
-    full collections that also traverse everything torch allocated (measured: ~2x render
-    time with torch imported). The trees are garbage-collected normally afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _check(view: str, threshold: float, depth: int | None, peak_tflops: float | None = None) -> None:
@@ -93,8 +76,9 @@ def render(
 ) -> RenderableType:
     """Render ``session`` as a rich renderable.
 
-    view: "tree" (header, top-down tree and, with GPU data, kernel and copy summaries),
-        "bottom-up", "flat" (by source line, op, kernel), "kernels", "summary" or "all".
+    view: "tree" (header, the first suggestions, top-down tree and, with GPU data, kernel and
+        copy summaries), "bottom-up", "flat" (by source line, op, kernel), "kernels",
+        "summary", "suggestions" (every suggestion and the work tables) or "all".
     metric: a name in ``dlpt.processors.METRICS``; default "gpu" if the session has GPU time,
         else "cpu".
     threshold: hide tree nodes / flat rows below this fraction of the total.
@@ -107,32 +91,30 @@ def render(
     Raises UsageError on an unknown view or metric or out-of-range option.
     """
     _check(view, threshold, depth, peak_tflops)
-    with _gc_paused():
+    with gc_paused():
         return _render(session, view, metric, threshold, depth, show_all, ascii, peak_tflops)
 
 
-def report_tree(
-    session: Session, show_all: bool = False, before_lone_forward: Callable[[Node], None] | None = None
-) -> Node:
-    """``session``'s tree as every report shows it: library frames folded into their callers
+def report_tree(session: Session, show_all: bool = False, contexts: bool = False) -> Node:
+    """``session``'s whole tree as every report shows it: library frames folded into their callers
     (unless ``show_all``), a ``<forward>`` phase that is its op's only phase dropped, compile-event
-    markers (graph break, recompiled xN) on the frames where they happened.
+    markers (graph break, recompiled xN) on the frames where they happened. Nothing is pruned.
 
-    ``before_lone_forward`` is called on the tree while every op still has its ``<forward>``
-    phase, for callers that need to know which work ran in the forward pass (the phase row is
-    then dropped where it is the op's only phase).
+    Folded by :class:`~dlpt.display_tree.FoldedTable`, as the terminal report's tree is.
+    ``contexts`` gives every node its forward/backward/compiled bits (:mod:`dlpt.contexts`),
+    worked out while the lone ``<forward>`` phases are still there.
     """
-    root = build_tree(session)
-    if not show_all:
-        root = collapse_library(root)
-    if before_lone_forward is not None:
-        before_lone_forward(root)
-    # After library collapse: merging can give an op both phases, which must then stay.
-    root = collapse_lone_forward(root)
+    with gc_paused():
+        return _whole(FoldedTable(session, show_all, contexts), _markers(session))
+
+
+def _markers(session: Session) -> dict[tuple[str, int], str]:
     compiled = session.meta.get("compile")
-    if isinstance(compiled, list) and compiled:
-        root = mark_lines(root, line_markers(compiled))
-    return root
+    return line_markers(compiled) if isinstance(compiled, list) and compiled else {}
+
+
+def _whole(folded: FoldedTable, markers: dict[tuple[str, int], str]) -> Node:
+    return mark_lines(folded.tree(), markers)
 
 
 def _render(
@@ -145,46 +127,70 @@ def _render(
     ascii: bool,
     peak_tflops: float | None = None,
 ) -> RenderableType:
-    root = report_tree(session, show_all)
+    folded = FoldedTable(session, show_all)
     compiled = session.meta.get("compile")
-    m = get_metric(metric) if metric is not None else default_metric(root)
+    markers = _markers(session)
+    # The tree view's tree, built first: its root holds the session's totals, which pick the
+    # default metric (GPU time if there is any, else CPU op time: then it is built again).
+    m = get_metric(metric) if metric is not None else METRICS["gpu"]
+    shown = folded.tree(m, threshold) if view in ("tree", "all") else None
+    totals = Node("root", "<root>")  # the whole session's totals, for the header
+    totals.inclusive = folded.totals()
+    if metric is None and default_metric(totals) is not m:
+        m = default_metric(totals)
+        shown = folded.tree(m, threshold) if shown is not None else None
     steps = session.meta.get("steps")
     n_steps = steps.get("profiled", 0) if isinstance(steps, dict) else 0
-    fmt = Fmt(steps=n_steps if isinstance(n_steps, int) and n_steps > 0 else 0, ascii=ascii)
-    gpu = METRICS["gpu"](root.inclusive) > 0 or root.inclusive.get("kernels", 0) > 0
-    total = m(root.inclusive)
+    sources = session.meta.get("sources")
+    fmt = Fmt(
+        steps=n_steps if isinstance(n_steps, int) and n_steps > 0 else 0,
+        ascii=ascii,
+        sources=sources if isinstance(sources, dict) else {},
+    )
+    gpu = METRICS["gpu"](totals.inclusive) > 0 or totals.inclusive.get("kernels", 0) > 0
+    total = m(totals.inclusive)
+    full: list[Node] = []  # the unpruned folded tree, built once if a view needs it
 
-    insight = analyze(session, root, peak_tflops)
-    found = findings(insight)
+    def whole() -> Node:
+        if not full:
+            full.append(_whole(folded, markers))
+        return full[0]
+
+    # The insights read the same whole tree as the other views, built only if one walks it;
+    # suggestions are looked up (or derived) only for the views that show them.
+    insight = analyze(session, whole, peak_tflops, totals=totals.inclusive)
+    shows_suggestions = view in ("tree", "suggestions", "all")
+    found = findings(insight) if shows_suggestions else []
     parts: list[RenderableType] = [
         Header(
             session.meta,
-            root,
+            totals,
             m,
             fmt,
             [_note(m, fmt, threshold, depth, show_all)],
             header_lines(insight, fmt),
         )
     ]
-    if view in ("tree", "suggestions", "all"):
+    if shows_suggestions:
         parts.append(SuggestionsView(found, fmt, TREE_SUGGESTIONS if view == "tree" else None))
 
     def tree() -> RenderableType:
-        return TreeView(
-            limit_depth(prune(root, m, threshold), depth),
-            m,
-            fmt,
-            "Top-down (callees below their callers)",
-            gpu,
-        )
+        title = "Top-down (callees below their callers)"
+        if total == 0:
+            return _nothing(m, title, session)
+        assert shown is not None
+        capped = None if depth else MAX_DEPTH  # --depth given: that is the limit, as asked
+        return TreeView(limit_depth(mark_lines(shown, markers), depth), m, fmt, title, gpu, max_depth=capped)
 
     def bottom_up() -> RenderableType:
-        inv = invert(root, m)
-        return TreeView(
-            limit_depth(prune(inv, m, threshold), depth), m, fmt, "Bottom-up (callers below)", gpu
-        )
+        title = "Bottom-up (callers below)"
+        if total == 0:
+            return _nothing(m, title, session)
+        inv = invert(whole(), m)
+        return TreeView(limit_depth(prune(inv, m, threshold), depth), m, fmt, title, gpu)
 
     def flat() -> list[RenderableType]:
+        root = whole()
         out: list[RenderableType] = [
             FlatView(flatten_by_line(root), m, fmt, "By source line", gpu, total, threshold),
             FlatView(flatten_by_kind(root, "op"), m, fmt, "By op", gpu, total, threshold),
@@ -194,8 +200,18 @@ def _render(
         return out
 
     wall = session.meta.get("wall_ns")
-    syncs = SyncTable(root, fmt, wall if isinstance(wall, int) else 0)
-    gpu_tables: list[RenderableType] = [KernelTable(session, fmt), CopyTable(session, fmt)]
+    sites = folded.sync_sites()
+    for site in sites:  # torch.compile markers on the frames syncs are attributed to
+        if site.site is not None and (site.site.file, site.site.line) in markers:
+            site.site.extras["marker"] = markers[(site.site.file, site.site.line)]
+    syncs = SyncTable(sites, fmt, wall if isinstance(wall, int) else 0)
+    kernels = KernelTable(
+        session, fmt, kernels=folded.leaf_nodes("kernel"), gpu_total=METRICS["gpu"](totals.inclusive)
+    )
+    gpu_tables: list[RenderableType] = [
+        kernels,
+        CopyTable(session, fmt, folded.leaf_nodes("memcpy", "memset")),
+    ]
     if isinstance(compiled, list) and compiled and view in ("tree", "summary", "all"):
         parts.append(CompileView(compiled, fmt))
     if view == "tree":
@@ -206,7 +222,7 @@ def _render(
     elif view == "flat":
         parts.extend(flat())
     elif view == "kernels":
-        parts.append(KernelTable(session, fmt) if gpu else _no_gpu(session))
+        parts.append(kernels if gpu else _no_gpu(session))
     elif view == "suggestions":
         if not found:
             parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
@@ -219,6 +235,17 @@ def _render(
             [tree(), bottom_up(), *flat(), *gpu_tables, syncs, ApiTable(session, fmt), WorkView(insight, fmt)]
         )
     return Group(*parts)
+
+
+def _nothing(m: Metric, title: str, session: Session) -> Text:
+    """Instead of a tree of zeros: the metric has no value anywhere in the session."""
+    text = Text(f"\n{title}: no {m.label} recorded", "yellow")
+    if m.name in ("gpu", "kernel", "copy", "memset", "kernels", "bytes"):
+        gpu = session.meta.get("gpu")
+        reason = gpu.get("reason") if isinstance(gpu, dict) else None
+        text.append(f" ({reason})" if isinstance(reason, str) and reason else "")
+        text.append("; --metric cpu ranks by CPU op time")
+    return text
 
 
 def _note(m: Metric, fmt: Fmt, threshold: float, depth: int | None, show_all: bool) -> str:
@@ -258,5 +285,5 @@ def print_report(
         ascii=ascii,
         peak_tflops=peak_tflops,
     )
-    with _gc_paused():  # the views lay out their rows while printing
+    with gc_paused():  # the views lay out their rows while printing
         (console or Console()).print(renderable)

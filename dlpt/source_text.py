@@ -31,7 +31,7 @@ def session_sources(meta: Mapping[str, Any]) -> Sources:
             continue
         clean: dict[int, str] = {}
         for num, text in lines.items():
-            if isinstance(num, str) and num.isdigit() and isinstance(text, str):
+            if isinstance(num, str) and num.isascii() and num.isdigit() and isinstance(text, str):
                 clean[int(num)] = text.rstrip("\r\n")
         if clean:
             out[file] = clean

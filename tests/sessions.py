@@ -220,7 +220,10 @@ def _meta(
             "active": None,
             "source": "optimizer",
         },
-        "step_wall_ns": [wall_ns // STEPS + (i % 3 - 1) * 40_000 for i in range(STEPS)],
+        # Steps 40 us apart (less for a tiny wall time: a step's wall time is never negative).
+        "step_wall_ns": [
+            wall_ns // STEPS + (i % 3 - 1) * min(40_000, wall_ns // STEPS // 10) for i in range(STEPS)
+        ],
         "gpu_busy_ns": {"0": gpu_busy_ns},
         "api": [
             {

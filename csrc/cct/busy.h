@@ -27,10 +27,10 @@ struct BusyTotals {
 
 /// One interval between two step marks, on one device.
 struct StepBusy {
-  uint64_t start = 0, end = 0;  // the marks (CUPTI timestamps)
-  bool recorded = false;        // a recorded step (collection was on from its start mark)
-  uint64_t busy_ns = 0;         // union of GPU work inside it
-  uint64_t first = 0, last = 0; // first work start and last work end (0: no work)
+  uint64_t start = 0, end = 0;   // the marks (CUPTI timestamps)
+  bool recorded = false;         // a recorded step (collection was on from its start mark)
+  uint64_t busy_ns = 0;          // union of GPU work inside it
+  uint64_t first = 0, last = 0;  // first work start and last work end (0: no work)
 };
 
 class BusyTracker {
@@ -58,8 +58,8 @@ class BusyTracker {
   struct Device {
     std::vector<Span> work, comm;  // pending, unmerged
     BusyTotals folded;
-    uint64_t folded_until = 0;     // intervals are clipped to start here
-    std::vector<StepAcc> steps;    // by interval after mark i
+    uint64_t folded_until = 0;   // intervals are clipped to start here
+    std::vector<StepAcc> steps;  // by interval after mark i
   };
   void fold(Device& d, bool everything);
   /// The interval a time falls in (-1 before the first mark). Under mu_.

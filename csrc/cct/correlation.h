@@ -27,9 +27,7 @@ class CorrelationTable {
   }
 
   /// [MT] Called from the CUPTI API callback on the launching thread.
-  void put(uint32_t corr, NodeId node) {
-    slots_[corr & kMask].store(pack(corr, node), std::memory_order_release);
-  }
+  void put(uint32_t corr, NodeId node) { slots_[corr & kMask].store(pack(corr, node), std::memory_order_release); }
 
   /// [MT] Called from buffer processing. `first_time` tells whether this is the first activity
   /// record seen for this id (graph launches and runtime+driver pairs map several records to one
@@ -49,9 +47,7 @@ class CorrelationTable {
   static constexpr uint32_t kSlots = 1u << 20;
   static constexpr uint32_t kMask = kSlots - 1;
   static constexpr uint32_t kSeen = 0x80000000u;
-  static uint64_t pack(uint32_t corr, NodeId node) {
-    return (static_cast<uint64_t>(corr) << 32) | (node & ~kSeen);
-  }
+  static uint64_t pack(uint32_t corr, NodeId node) { return (static_cast<uint64_t>(corr) << 32) | (node & ~kSeen); }
   std::unique_ptr<std::atomic<uint64_t>[]> slots_;
 };
 

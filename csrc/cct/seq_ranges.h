@@ -61,7 +61,10 @@ class SeqRanges {
     uint64_t lo = oldest, hi = n;  // last index with seq <= target
     while (hi - lo > 1) {
       const uint64_t mid = lo + (hi - lo) / 2;
-      if (slot_seq(mid) <= seq) lo = mid; else hi = mid;
+      if (slot_seq(mid) <= seq)
+        lo = mid;
+      else
+        hi = mid;
     }
     const NodeId node = slots_[lo & kMask].node.load(std::memory_order_acquire);
     // Overwritten meanwhile? Then what we read may belong to a newer entry.

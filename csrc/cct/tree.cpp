@@ -4,16 +4,26 @@ namespace dlpt {
 
 const char* node_kind_name(NodeKind kind) {
   switch (kind) {
-    case NodeKind::Root: return "root";
-    case NodeKind::Thread: return "thread";
-    case NodeKind::Frame: return "frame";
-    case NodeKind::Scope: return "scope";
-    case NodeKind::Op: return "op";
-    case NodeKind::Phase: return "phase";
-    case NodeKind::Kernel: return "kernel";
-    case NodeKind::Memcpy: return "memcpy";
-    case NodeKind::Memset: return "memset";
-    case NodeKind::Sync: return "sync";
+    case NodeKind::Root:
+      return "root";
+    case NodeKind::Thread:
+      return "thread";
+    case NodeKind::Frame:
+      return "frame";
+    case NodeKind::Scope:
+      return "scope";
+    case NodeKind::Op:
+      return "op";
+    case NodeKind::Phase:
+      return "phase";
+    case NodeKind::Kernel:
+      return "kernel";
+    case NodeKind::Memcpy:
+      return "memcpy";
+    case NodeKind::Memset:
+      return "memset";
+    case NodeKind::Sync:
+      return "sync";
   }
   return "unknown";
 }

@@ -7,8 +7,8 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,9 +34,7 @@ struct NodeKey {
   NodeKind kind;
   uint64_t a;
   uint64_t b;
-  bool operator==(const NodeKey& o) const {
-    return parent == o.parent && kind == o.kind && a == o.a && b == o.b;
-  }
+  bool operator==(const NodeKey& o) const { return parent == o.parent && kind == o.kind && a == o.a && b == o.b; }
 };
 
 struct NodeKeyHash {

@@ -17,20 +17,19 @@
 // instructions for the pair, as much as 6-7 records of its machinery (~940 instructions each;
 // callgrind, torch 2.13 CPU). So each op name is first watched for kLearnCalls calls (its nested
 // records are counted, not recorded) and only ops that made at least
-// CaptureOptions::window_min_nested get a window. With nested_ops on, every record is recorded as an op node (aten::mm under
-// aten::matmul), at the full cost.
+// CaptureOptions::window_min_nested get a window (docs/overhead.md has the measurements). With
+// nested_ops on, every record is recorded as an op node (aten::mm under aten::matmul), at the
+// full cost.
 #include "aten_ops.h"
 
-#include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
-#include <c10/util/ThreadLocalDebugInfo.h>
-#include <torch/csrc/distributed/c10d/ParamCommsUtils.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "../session.h"
+#include "op_details_capture.h"
 #include "thread_state.h"
 
 namespace dlpt {
@@ -87,6 +86,12 @@ NodeId backward_phase(Session& s, ThreadState& ts, const at::RecordFunction& rf)
   return ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Phase, 1);
 }
 
+/// A torch.compile region starts at entry `e`: frames entered from now on are its own.
+void begin_region(OpEntry& e) {
+  e.region = true;
+  e.region_frame = innermost_python_frame();
+}
+
 /// Remembers that forward sequence numbers from `seq` on were created inside `op` (see
 /// SeqRanges), so backward ops can be grafted under it.
 void record_forward_op(Session& s, ThreadState& ts, int64_t seq, NodeId op) {
@@ -119,89 +124,6 @@ void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::Rec
   s.counters.rf_windows.fetch_add(1, std::memory_order_relaxed);
 }
 
-/// JSON text of a record's inputs: tensors as ["T", dtype, [sizes]], tensor lists as
-/// ["TL", [[dtype, [sizes]], ...]], numbers and booleans as themselves, None as null, int lists as
-/// lists; anything else as "?". What dlpt.insights needs to evaluate torch's FLOP formulas.
-std::string input_signature(const at::RecordFunction& rf) {
-  std::string out = "[";
-  auto ints = [&](c10::IntArrayRef values) {
-    out += '[';
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (i) out += ',';
-      out += std::to_string(values[i]);
-    }
-    out += ']';
-  };
-  auto tensor = [&](const at::Tensor& t) {  // [dtype, [sizes]] or null
-    if (!t.defined()) {
-      out += "null";
-      return;
-    }
-    out += "[\"";
-    out += c10::toString(t.scalar_type());
-    out += "\",";
-    ints(t.sizes());
-    out += ']';
-  };
-  bool first = true;
-  for (const c10::IValue& v : rf.inputs()) {
-    if (!first) out += ',';
-    first = false;
-    if (v.isTensor()) {
-      out += "[\"T\",";
-      tensor(v.toTensor());
-      out += ']';
-    } else if (v.isTensorList()) {
-      out += "[\"TL\",[";
-      bool f = true;
-      for (const at::Tensor& t : v.toTensorVector()) {
-        if (!f) out += ',';
-        tensor(t);
-        f = false;
-      }
-      out += "]]";
-    } else if (v.isNone()) {
-      out += "null";
-    } else if (v.isBool()) {
-      out += v.toBool() ? "true" : "false";
-    } else if (v.isInt()) {
-      out += std::to_string(v.toInt());
-    } else if (v.isDouble()) {
-      out += std::to_string(v.toDouble());
-    } else if (v.isIntList()) {
-      ints(v.toDimVector());
-    } else {
-      out += "\"?\"";
-    }
-  }
-  out += ']';
-  return out;
-}
-
-/// At a collective's "record_param_comms" record: what it moves, from the debug info torch
-/// attaches to the thread for its duration (torch/csrc/distributed/c10d/ParamCommsUtils.hpp;
-/// checked against torch 2.11 and 2.13), added to the enclosing c10d op's node.
-void note_collective(Session& s, ThreadState& ts) {
-  auto* info = static_cast<torch::ParamCommsDebugInfo*>(
-      c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PARAM_COMMS_INFO));
-  if (info == nullptr) return;
-  // The c10d op is the innermost entry with its own node.
-  NodeId op = kNoNode;
-  for (size_t i = ts.depth(); i-- > 0 && op == kNoNode;) op = ts.at(i).op_node;
-  if (op == kNoNode) return;
-  const size_t elem = c10::elementSize(info->getDType());
-  CommCall c;
-  c.collective = info->getCollectiveName();
-  c.dtype = c10::toString(info->getDType());
-  c.pg_name = info->getProcessGroupName();
-  c.pg_desc = info->getProcessGroupDesc();
-  c.world_size = info->getWorldSize();
-  c.calls = 1;
-  c.in_bytes = static_cast<uint64_t>(std::max<int64_t>(info->getInMessageNelems(), 0)) * elem;
-  c.out_bytes = static_cast<uint64_t>(std::max<int64_t>(info->getOutMessageNelems(), 0)) * elem;
-  s.details.add_comm(op, c);
-}
-
 /// A record inside an open op.
 void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, at::RecordScope scope,
                      bool collecting) {
@@ -209,7 +131,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   const char* name = rf.name();
   // The common case, kept short: an aten op inside an ordinary op is not recorded (its launches
   // go to the op's context). Nothing about it is looked up. (Other names may be collectives.)
-  if (!s.opts.nested_ops && parent.py_depth < 0 && scope != at::RecordScope::BACKWARD_FUNCTION &&
+  if (!s.opts.nested_ops && !parent.region && scope != at::RecordScope::BACKWARD_FUNCTION &&
       std::strncmp(name, "aten::", 6) == 0) {
     if (!collecting) return;
     if (OpEntry* learner = ts.learner()) ++learner->nested;
@@ -223,13 +145,14 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   const bool compiled = (flags & kCompiledRegion) != 0;
   // Under a compiled region, ops are launched by Inductor's generated Python: they are what the
   // model runs, each one as good as an outermost op.
-  const bool recorded = graft || compiled || parent.py_depth >= 0 || s.opts.nested_ops || (flags & kComm);
+  const bool recorded = graft || compiled || parent.region || s.opts.nested_ops || (flags & kComm);
   if (!collecting && !compiled) return;  // paused: only compiled regions are followed
   if (flags & kParamComms) note_collective(s, ts);
   if (!recorded || (flags & (kPlumbing | kParamComms))) {
     OpEntry& e = ts.push(EntryKind::Skip, &rf);
     e.ctx_node = parent.ctx_node;
-    e.py_depth = parent.py_depth;
+    e.region = parent.region;
+    e.region_frame = parent.region_frame;
     return;
   }
   if (graft) {
@@ -239,7 +162,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
     OpEntry& e = ts.push(EntryKind::Op, &rf);
     e.op_node = e.ctx_node = ts.child(phase, NodeKind::Op, id);
     e.name_id = id;
-    if (compiled) e.py_depth = static_cast<int>(python_frame_count());
+    if (compiled) begin_region(e);
     e.start = ticks();
     if (!compiled) learn_or_open_window(s, ts, e, rf);
     return;
@@ -254,11 +177,11 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
     // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
     // its CompiledFunctionBackward is grafted under.
     e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
-    e.py_depth = static_cast<int>(python_frame_count());
+    begin_region(e);
     record_forward_op(s, ts, rf.seqNr(), e.op_node);
   }
   e.start = ticks();
-  if (!compiled && parent.py_depth >= 0 && kind == NodeKind::Op) learn_or_open_window(s, ts, e, rf);
+  if (!compiled && parent.region && kind == NodeKind::Op) learn_or_open_window(s, ts, e, rf);
 }
 
 /// A record with no op open: an outermost op, a backward node, a top-level scope.
@@ -289,7 +212,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
     e.name_id = id;
     e.start = ticks();
     if (compiled) {
-      e.py_depth = static_cast<int>(python_frame_count());
+      begin_region(e);
     } else {
       learn_or_open_window(s, ts, e, rf);
     }
@@ -305,7 +228,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
   e.name_id = id;
   if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
-  if (compiled) e.py_depth = static_cast<int>(depth);
+  if (compiled) begin_region(e);
   record_forward_op(s, ts, rf.seqNr(), e.op_node);
   e.start = ticks();
   if (!compiled) learn_or_open_window(s, ts, e, rf);

@@ -56,7 +56,7 @@ class ChildCache {
     uint64_t a = 0;
     uint64_t b = 0;
   };
-  static size_t index(const NodeKey& k) { return NodeKeyHash{}(k) & kMask; }
+  static size_t index(const NodeKey& k) { return NodeKeyHash{}(k)&kMask; }
 
   std::unique_ptr<Slot[]> slots_;
 };

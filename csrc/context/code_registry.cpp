@@ -22,7 +22,8 @@ CodeRegistry::~CodeRegistry() {
 void CodeRegistry::note(PyObject* code) {
   auto* co = reinterpret_cast<PyCodeObject*>(code);
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = codes_.try_emplace(code, Entry{State::Pending, {co->co_filename, co->co_name, co->co_firstlineno}});
+  auto [it, inserted] =
+      codes_.try_emplace(code, Entry{State::Pending, {co->co_filename, co->co_name, co->co_firstlineno}});
   if (!inserted) return;
   if (PyGILState_Check()) {
     Py_INCREF(code);

@@ -4,7 +4,8 @@
 
 namespace dlpt {
 
-NodeId PathCache::build(ThreadState& ts, const RawFrame* raw, size_t n, size_t skip, NodeId base, uint32_t* usable_out) {
+NodeId PathCache::build(ThreadState& ts, const RawFrame* raw, size_t n, size_t skip, NodeId base,
+                        uint32_t* usable_out) {
   if (!valid_ || base != base_ || skip != skip_) {
     frames_.clear();
     base_ = base;

@@ -32,9 +32,9 @@ class PathCache {
 
  private:
   struct Entry {
-    RawFrame raw;      // decoded (raw.code == nullptr: not user code, no node of its own)
-    NodeId node;       // node of the path up to and including this frame
-    uint32_t usable;   // user-visible frames up to and including this one, from the outermost
+    RawFrame raw;     // decoded (raw.code == nullptr: not user code, no node of its own)
+    NodeId node;      // node of the path up to and including this frame
+    uint32_t usable;  // user-visible frames up to and including this one, from the outermost
   };
   std::vector<Entry> frames_;  // outermost first, skipped frames included (node = base)
   NodeId base_ = kNoNode;

@@ -46,7 +46,7 @@ struct InterpFrame {
 };
 inline PyObject* frame_code(const InterpFrame* f) { return reinterpret_cast<PyObject*>(f->f_code); }
 inline const CodeUnit* frame_instr(const InterpFrame* f) { return f->prev_instr; }
-#else  // 3.13
+#else                              // 3.13
 struct InterpFrame {
   PyObject* f_executable;  // a code object, or None for some internal frames
   InterpFrame* previous;
@@ -77,16 +77,21 @@ inline const InterpFrame* top_frame(PyThreadState* ts) {
 
 }  // namespace
 
-size_t walk_python_frames(RawFrame* out, size_t max) {
+size_t walk_python_frames(RawFrame* out, size_t max, const void* stop) {
   // PyGILState_GetThisThreadState reads a thread-local: valid without holding the GIL.
   PyThreadState* ts = PyGILState_GetThisThreadState();
   if (ts == nullptr) return 0;
   size_t n = 0;
-  for (const InterpFrame* f = top_frame(ts); f != nullptr && n < max; f = f->previous) {
+  for (const InterpFrame* f = top_frame(ts); f != nullptr && f != stop && n < max; f = f->previous) {
     if (f->owner == kOwnedByCStack) continue;  // shim frames at C->Python entry: no user code
     out[n++] = RawFrame{f, frame_instr(f), nullptr, 0};
   }
   return n;
+}
+
+const void* innermost_python_frame() {
+  RawFrame f;
+  return walk_python_frames(&f, 1) ? f.frame : nullptr;
 }
 
 void decode_frame(RawFrame& rf) {
@@ -112,11 +117,6 @@ size_t capture_python_frames(RawFrame* out, size_t max) {
     if (raw[i].code != nullptr) out[kept++] = raw[i];
   }
   return kept;
-}
-
-size_t python_frame_count() {
-  RawFrame frames[kMaxPythonFrames];
-  return capture_python_frames(frames, kMaxPythonFrames);
 }
 
 const void* python_frame_at(size_t skip) {

@@ -31,7 +31,11 @@ constexpr size_t kMaxPythonFrames = 256;
 
 /// [MT] Fills `out` with the calling thread's frames, innermost first (frame and instr only;
 /// C-stack shim frames skipped); returns how many. 0 on a thread without a Python thread state.
-size_t walk_python_frames(RawFrame* out, size_t max);
+/// The walk stops before frame `stop` when it is met (the frames entered since `stop` ran).
+size_t walk_python_frames(RawFrame* out, size_t max, const void* stop = nullptr);
+
+/// [MT] The calling thread's innermost frame (as in walk_python_frames), or nullptr.
+const void* innermost_python_frame();
 
 /// [MT] Fills f.code and f.lasti; f.code is nullptr for frames that hold no user-visible code
 /// (an internal frame, or one still being set up).
@@ -39,10 +43,6 @@ void decode_frame(RawFrame& f);
 
 /// [MT] The calling thread's user-visible frames, innermost first, decoded.
 size_t capture_python_frames(RawFrame* out, size_t max);
-
-/// [MT] How many user-visible frames the calling thread has now (among the innermost
-/// kMaxPythonFrames).
-size_t python_frame_count();
 
 /// [GIL] The frame `skip` levels above the innermost user-visible one (0 = innermost), or nullptr.
 const void* python_frame_at(size_t skip);

@@ -93,17 +93,19 @@ NodeId ThreadState::python_context(size_t* depth) {
   return usable ? node : kNoNode;
 }
 
-NodeId ThreadState::python_subpath(NodeId base, size_t depth) {
+NodeId ThreadState::python_subpath(NodeId base, const void* since) {
   if (!session.opts.python_frames) return base;
+  // Only the frames newer than the region's start: a launch from Inductor's generated code
+  // walks a handful of frames, not the whole stack.
   RawFrame raw[kMaxPythonFrames];
-  const size_t n = walk_python_frames(raw, kMaxPythonFrames);
-  return n ? region_path_.build(*this, raw, n, depth, base, nullptr) : base;
+  const size_t n = walk_python_frames(raw, kMaxPythonFrames, since);
+  return n ? region_path_.build(*this, raw, n, 0, base, nullptr) : base;
 }
 
 NodeId ThreadState::launch_context() {
   if (depth_ > 0 && stack_[depth_ - 1].ctx_node != kNoNode) {
     const OpEntry& top = stack_[depth_ - 1];
-    return top.py_depth >= 0 ? python_subpath(top.ctx_node, static_cast<size_t>(top.py_depth)) : top.ctx_node;
+    return top.region ? python_subpath(top.ctx_node, top.region_frame) : top.ctx_node;
   }
   const NodeId py = python_context();
   if (py != kNoNode) return py;

@@ -34,17 +34,18 @@ enum class EntryKind : uint8_t {
 
 /// One RecordFunction that started on this thread and has not ended.
 struct OpEntry {
-  const void* rf = nullptr;  // the RecordFunction: start and end callbacks get the same object
-  NodeId op_node = kNoNode;  // where `calls` is counted (kNoNode: not counted)
-  NodeId ctx_node = kNoNode; // where its CPU self time, child ops and launches go
-  uint64_t start = 0;        // ticks at start (0: not timed)
-  uint64_t child = 0;        // ticks spent in timed child entries, subtracted for self time
-  int32_t py_depth = -1;     // >= 0: a torch.compile region; Python frames deeper than this many
-                             // (Inductor's generated code) are captured beneath it
-  uint32_t name_id = 0;      // learning entries: whose nested-record statistics to update
-  uint32_t nested = 0;       // learning entries: nested records seen below this entry
+  const void* rf = nullptr;            // the RecordFunction: start and end callbacks get the same object
+  NodeId op_node = kNoNode;            // where `calls` is counted (kNoNode: not counted)
+  NodeId ctx_node = kNoNode;           // where its CPU self time, child ops and launches go
+  uint64_t start = 0;                  // ticks at start (0: not timed)
+  uint64_t child = 0;                  // ticks spent in timed child entries, subtracted for self time
+  bool region = false;                 // a torch.compile region: the Python frames entered since it started
+                                       // (Inductor's generated code) are captured beneath it
+  const void* region_frame = nullptr;  // ... the innermost Python frame when it started
+  uint32_t name_id = 0;                // learning entries: whose nested-record statistics to update
+  uint32_t nested = 0;                 // learning entries: nested records seen below this entry
   EntryKind kind = EntryKind::Skip;
-  bool learning = false;     // counts its nested records (see aten_ops.cpp, RecordFunction windows)
+  bool learning = false;  // counts its nested records (see aten_ops.cpp, RecordFunction windows)
 };
 
 struct ScopeEntry {
@@ -110,9 +111,9 @@ class ThreadState {
   /// Innermost node of the current Python path (frames and scopes), or kNoNode without frames
   /// (or with Python-frame capture off). `depth` receives the number of user-visible frames.
   NodeId python_context(size_t* depth = nullptr);
-  /// The frames deeper than `depth` (those entered since a compiled region started), as a path
-  /// under `base`; `base` itself when there are none.
-  NodeId python_subpath(NodeId base, size_t depth);
+  /// The frames entered since frame `since` (a compiled region's start), as a path under `base`;
+  /// `base` itself when there are none.
+  NodeId python_subpath(NodeId base, const void* since);
   /// Where a GPU launch / sync made now belongs: the running op, else the Python path, else
   /// this thread's own node.
   NodeId launch_context();
@@ -139,12 +140,12 @@ class ThreadState {
   bool api_submitted = false;  // the outermost call was counted as a launch awaiting activity
 
   // -- read at stop ---------------------------------------------------------------------------
-  OwnedCounter submitted;        // launches mapped and awaiting activity
-  OwnedCounter op_records;       // RecordFunction callbacks run (start and end count once)
-  OwnedCounter api_callbacks;    // CUPTI API callbacks run (enter and exit count once)
-  OwnedCounter self_ticks;       // sampled time inside dlpt's callbacks, scaled to all calls
-  OwnedCounter python_ticks;     // ... of which walking Python frames (sampled the same way)
-  OwnedCounter window_ticks;     // time switching RecordFunction off and on (every switch)
+  OwnedCounter submitted;      // launches mapped and awaiting activity
+  OwnedCounter op_records;     // RecordFunction callbacks run (start and end count once)
+  OwnedCounter api_callbacks;  // CUPTI API callbacks run (enter and exit count once)
+  OwnedCounter self_ticks;     // sampled time inside dlpt's callbacks, scaled to all calls
+  OwnedCounter python_ticks;   // ... of which walking Python frames (sampled the same way)
+  OwnedCounter window_ticks;   // time switching RecordFunction off and on (every switch)
   std::array<ApiCounter, kMaxWatchedApis> apis;
 
   /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).

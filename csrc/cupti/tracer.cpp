@@ -289,8 +289,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
         host_kind = c->srcKind;
       if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH)
         host_kind = c->dstKind;
-      const NodeId n =
-          leaf(tree, NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
+      const NodeId n = leaf(
+          tree, NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
       tree.node(n).m.add_duration(ns);
       tree.node(n).m.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
       return;
@@ -483,7 +483,9 @@ std::string sync_api_name(uint64_t cbid) {
   if (cbid < kMaxCbid && g.slot[cbid]) return g.slot_name[g.slot[cbid] - 1];
   const char* name = nullptr;
   if (cbid < kMaxCbid && g.api &&
-      g.api->cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, static_cast<CUpti_CallbackId>(cbid), &name) == CUPTI_SUCCESS && name)
+      g.api->cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, static_cast<CUpti_CallbackId>(cbid), &name) ==
+          CUPTI_SUCCESS &&
+      name)
     return name;
   return "sync";
 }

@@ -57,7 +57,9 @@ std::vector<std::tuple<int, int64_t, bool>> correlations(const std::vector<std::
     NodeId node = kNoNode;
     bool first = false;
     const auto status = t->get(corr, &node, &first);
-    const int code = status == CorrelationTable::Lookup::Found ? 0 : status == CorrelationTable::Lookup::OutsideWindow ? 1 : 2;
+    const int code = status == CorrelationTable::Lookup::Found           ? 0
+                     : status == CorrelationTable::Lookup::OutsideWindow ? 1
+                                                                         : 2;
     out.emplace_back(code, code == 0 ? static_cast<int64_t>(node) : -1, first);
   }
   return out;

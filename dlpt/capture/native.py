@@ -193,7 +193,7 @@ def gpu_steps(raw: dict[str, list[tuple[int, int, bool, int, int, int]]]) -> dic
         for start, end, recorded, busy, first, last in intervals:
             if not recorded:
                 continue
-            span = end - start
+            span = max(0, end - start)  # never negative in the session (meta.gpu_steps is typed)
             worked = bool(first and last)
             rows.append(
                 {

@@ -115,12 +115,13 @@ def recompilations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         r = ev.get("resume_of")
         fn = f"{r['function']} (after the graph break at line {r['line']})" if r else ev["function"]
+        lines = ev["recompile_reason"].strip().splitlines()
         out.append(
             {
                 "file": ev["file"],
                 "line": ev["line"],
                 "function": fn,
-                "reason": _squeeze(ev["recompile_reason"].strip().splitlines()[0]),
+                "reason": _squeeze(lines[0]) if lines else "",
             }
         )
     return out

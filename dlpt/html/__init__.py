@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
-from dlpt.atomic import write_text_atomic
 from dlpt.html.data import build_model
 from dlpt.html.page import document
 from dlpt.processors import Metric
+from dlpt.safe_files import write_text_file
 from dlpt.session import Session
 
 __all__ = ["render_html", "write_html", "REPORT_SCRIPTS", "REPORT_STYLES"]
@@ -43,5 +43,5 @@ def render_html(session: Session, metric: str | Metric | None = None, show_all: 
 def write_html(
     session: Session, path: str | os.PathLike[str], metric: str | Metric | None = None, show_all: bool = False
 ) -> None:
-    """Write :func:`render_html`'s document to ``path`` (temp file, then rename)."""
-    write_text_atomic(path, render_html(session, metric=metric, show_all=show_all))
+    """Write :func:`render_html`'s document to ``path`` atomically, by dlpt.safe_files' rules."""
+    write_text_file(path, render_html(session, metric=metric, show_all=show_all), "HTML reports")

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.compile.resume import display_name
-from dlpt.contexts import CTX, context_of, tag_contexts
+from dlpt.contexts import CTX, context_of
 from dlpt.html.facts import header_facts
 from dlpt.processors import (
     METRICS,
@@ -185,7 +185,7 @@ def build_model(
     ``metric`` is the one shown first (default: GPU time if there is any, else CPU op time);
     ``show_all`` keeps library frames instead of folding them into their callers.
     """
-    root = report_tree(session, show_all, tag_contexts)
+    root = report_tree(session, show_all, contexts=True)
     chosen = get_metric(metric) if metric is not None else default_metric(root)
     strings = _Strings()
     tree, ids = _node_table(root, strings)

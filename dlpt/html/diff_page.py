@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dlpt.atomic import write_text_atomic
 from dlpt.compile.resume import display_name
 from dlpt.diff import LineCost, SessionDiff, Side
 from dlpt.html.data import KEYS, METRIC_KEYS
 from dlpt.html.page import document
 from dlpt.processors import METRICS, Metric
+from dlpt.safe_files import write_text_file
 
 __all__ = ["build_diff_model", "render_diff_html", "write_diff_html"]
 
@@ -94,4 +94,4 @@ def render_diff_html(d: SessionDiff, metric: Metric) -> str:
 
 
 def write_diff_html(d: SessionDiff, path: str | os.PathLike[str], metric: Metric) -> None:
-    write_text_atomic(path, render_diff_html(d, metric))
+    write_text_file(path, render_diff_html(d, metric), "HTML reports")

@@ -17,7 +17,7 @@ from dlpt.insights.analysis import analyze
 from dlpt.insights.suggest import findings
 from dlpt.insights.view import gain_text, header_lines, where_text
 from dlpt.renderers.format import Fmt
-from dlpt.renderers.header import compile_attribution_notes
+from dlpt.renderers.header import compile_attribution_notes, step_notes, step_source, thread_notes
 from dlpt.session import Session
 from dlpt.tree import Node
 
@@ -38,7 +38,7 @@ def _dict(v: object) -> dict:
 
 def _steps_text(steps: dict) -> str:
     profiled = _int(steps.get("profiled"))
-    why = [f"{steps['source']} steps"] if isinstance(steps.get("source"), str) else []
+    why = [step_source(steps)] if isinstance(steps.get("source"), str) else []
     if _int(steps.get("seen")):
         why.append(f"{_int(steps.get('seen'))} seen, first {_int(steps.get('skip_first'))} skipped")
     return f"{profiled} profiled" + (f" ({'; '.join(why)})" if why else "")
@@ -154,26 +154,31 @@ def _warnings(meta: dict, fmt: Fmt) -> list[dict[str, str]]:
                 "before profiling started: shown at the replay call",
             }
         )
-    out.extend({"level": "warn", "text": text} for text in compile_attribution_notes(meta))
+    # The terminal header's own warnings, from the functions it uses (dlpt.renderers.header).
+    notes = [*step_notes(_dict(meta.get("steps"))), *compile_attribution_notes(meta), *thread_notes(meta)]
+    out.extend({"level": "warn", "text": text} for text in notes)
     return out
 
 
-def _insights(session: Session, fmt: Fmt) -> dict[str, Any]:
+def _insights(session: Session, root: Node, fmt: Fmt) -> dict[str, Any]:
     """MFU and GPU idle lines and the suggestions, as the terminal report words them
-    (dlpt.insights.view); the page lists them in the header."""
-    a = analyze(session)
+    (dlpt.insights.view), from the page's own tree; the page lists them in the header. Their
+    text comes from the session (any string): control characters are escaped, as in the
+    terminal report; ``file`` stays as recorded, the key the source view looks the line up by."""
+    a = analyze(session, root)
+    clean = fmt.clean
     return {
         "lines": [t.plain for t in header_lines(a, fmt)],
         "suggestions": [
             {
                 "gain": gain_text(f, fmt),
-                "where": where_text(f),
+                "where": where_text(f, clean),
                 "file": f.file,
                 "line": f.line,
-                "title": f.title,
-                "evidence": f.evidence,
-                "action": f.action,
-                "basis": f.basis,
+                "title": clean(f.title),
+                "evidence": clean(f.evidence),
+                "action": clean(f.action),
+                "basis": clean(f.basis),
             }
             for f in findings(a)
         ],
@@ -219,6 +224,6 @@ def header_facts(session: Session, root: Node, steps: int) -> dict[str, Any]:
         "devices": _devices(meta, fmt),
         "compile": _compile(meta),
         "warnings": _warnings(meta, fmt),
-        "insights": _insights(session, fmt),
+        "insights": _insights(session, root, fmt),
         "versions": " · ".join(versions),
     }

@@ -10,6 +10,9 @@ too, and torch's registry holds both an op and the ops it calls (``aten::convolu
 ``aten::copy_``). Counting each would count the same work two or three times. The nest ends at a
 frame, a ``<backward>`` or ``<cuda graph replay>`` phase (a backward grafted under a forward op
 is different work).
+
+Totals are kept below 2**64, the bound of every count in a session (a saved session holding more
+would not load): a run long and fast enough to do more FLOPs on one op node saturates there.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from dlpt.insights.signature import parse
 from dlpt.insights.traffic import bytes_of, bytes_ops
 
 __all__ = ["recorded_ops", "annotate"]
+
+_MAX = 2**64 - 1  # dlpt.session_schema.MAX_INT - 1: the largest count a session holds
 
 
 def recorded_ops() -> list[str]:
@@ -50,10 +55,12 @@ class _Work:
 
 
 def _conv_backward_mask(nodes: list[dict[str, Any]], children: dict[int, list[int]], op: int) -> list[bool]:
-    """aten::convolution_backward's ``output_mask`` (which gradients it computed): the core
-    records bool lists as "?", so it is read off the op's kernels (cuDNN's ``dgrad`` computes the
-    input's gradient, ``wgrad`` the weight's); without such kernels (CPU, other libraries) both
-    are assumed, which overcounts a first layer whose input needs no gradient."""
+    """aten::convolution_backward's ``output_mask`` (which gradients it computed) when its
+    signature does not hold it. The native core records bool lists as lists of true/false, so
+    only a signature from a core built before it did (bool lists as "?") gets here. The mask is
+    then read off the op's kernels (cuDNN's ``dgrad`` computes the input's gradient, ``wgrad``
+    the weight's); without such kernels (CPU, other libraries) both are assumed, which
+    overcounts a first layer whose input needs no gradient."""
     names: list[str] = []
     stack = list(children.get(op, ()))
     while stack:
@@ -78,6 +85,7 @@ def annotate(nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, in
             continue
         name = nodes[node_id]["name"]
         args = parse(signature)
+        # The recorded output_mask is a list of bools; "?" only from an older core (fallback).
         if name == "aten::convolution_backward" and args is not None and len(args) > 10 and args[10] == "?":
             if not children:
                 for n in nodes[1:]:
@@ -105,17 +113,17 @@ def annotate(nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, in
         done = work.get(nid)
         if done is not None:
             if done.flops is not None and not f_in and done.flops > 0:
-                node["m"]["flops"] = done.flops
+                node["m"]["flops"] = min(done.flops, _MAX)
                 if done.dtype is not None:
                     node.setdefault("x", {})["flop_dtype"] = done.dtype
                 total += done.flops
                 counted += 1
             if done.nbytes is not None and not b_in and done.nbytes > 0:
-                node["m"]["mem_bytes"] = done.nbytes
+                node["m"]["mem_bytes"] = min(done.nbytes, _MAX)
             f_in = f_in or done.flops is not None
             b_in = b_in or done.nbytes is not None
         inside[nid] = (f_in, b_in)
-    return {"ops": counted, "flops": total, "unevaluated": _unevaluated(nodes, work, outer)}
+    return {"ops": counted, "flops": min(total, _MAX), "unevaluated": _unevaluated(nodes, work, outer)}
 
 
 def _unevaluated(nodes: list[dict[str, Any]], work: dict[int, _Work], outer: list[bool]) -> dict[str, int]:

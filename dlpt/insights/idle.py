@@ -61,7 +61,7 @@ def step_idle(a: Analysis) -> list[StepIdle]:
     raw = a.meta.get("gpu_steps")
     if not isinstance(raw, dict):
         return []
-    inc = a.root.inclusive
+    inc = a.totals
     launches, kernel_ns = inc.get("kernels", 0), inc.get("gpu_ns", 0)
     out = []
     for dev in sorted(raw, key=lambda s: (len(str(s)), str(s))):

@@ -46,6 +46,8 @@ class Mfu:
 
 def mfu(a: Analysis) -> Mfu | None:
     """The MFU of ``a``'s run; None when it recorded no FLOPs (run without ``--flops``)."""
+    if not a.totals.get("flops"):  # without walking the tree
+        return None
     by_key = model_flops(a.root)
     total = sum(by_key.values())
     if total <= 0 or a.step_wall_ns <= 0:

@@ -5,8 +5,10 @@ bandwidth rather than a datasheet figure when the run made no pinned copy of its
 Made only when the run copied from pageable memory, after capture stopped (the copies are not
 in the profile), with a warm-up copy first and the median of a few timed copies (CUDA events on
 the current stream of the copies' device). Memory is pinned for the probe only (at most
-256 MiB) and freed afterwards. Any failure (no CUDA, out of memory) leaves the result out: the
-rule then falls back to the datasheet and says so.
+256 MiB) and freed afterwards. No probe where CUDA is unusable or unused: no GPU, a forked child
+of a process that initialised CUDA, or a process that never initialised CUDA itself (the run made
+no copy then, and the probe would pay for creating a context). Any failure (out of memory, a
+broken context) leaves the result out: the rule then falls back to the datasheet and says so.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ def pinned_htod(nbytes: int, device: int, reps: int = 5) -> dict[str, Any] | Non
     try:
         import torch
 
-        if not torch.cuda.is_available() or device >= torch.cuda.device_count():
+        cuda = torch.cuda
+        # _is_in_bad_fork: a child forked after its parent initialised CUDA, where any CUDA call
+        # raises (it is what torch.cuda's own lazy init checks).
+        initialized = cuda.is_initialized()  # type: ignore[no-untyped-call]  # untyped in torch's stubs
+        if cuda._is_in_bad_fork() or not initialized or not cuda.is_available():
+            return None
+        if not 0 <= device < cuda.device_count():
             return None
         n = max(_MIN_PROBE_BYTES, min(int(nbytes), MAX_PROBE_BYTES))
         with torch.cuda.device(device):

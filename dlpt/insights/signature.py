@@ -1,12 +1,12 @@
 """The input signatures the native core records for ops with a work formula (``--flops``): JSON
 text, one per distinct (op node, inputs), parsed here into plain Python values.
 
-Format (csrc/context/aten_ops.cpp, ``input_signature``): a list with one entry per op input; a
-tensor is ``["T", [dtype, [sizes]]]`` (``["T", null]`` when undefined), a tensor list
-``["TL", [[dtype, [sizes]] | null, ...]]``, numbers, bools, None and int lists as themselves,
-anything else ``"?"``. Doubles are printed with C++'s ``std::to_string``, which writes ``nan``,
-``inf`` and ``-inf``: JSON has no such tokens, so they are read as None (no formula needs a
-non-finite scalar).
+Format (csrc/context/op_details_capture.cpp, ``input_signature``): a list with one entry per op
+input; a tensor is ``["T", [dtype, [sizes]]]`` (``["T", null]`` when undefined), a tensor list
+``["TL", [[dtype, [sizes]] | null, ...]]``, numbers, bools, None, int lists and bool lists (such
+as ``convolution_backward``'s ``output_mask``) as themselves, anything else ``"?"``. Doubles are
+printed with C++'s ``std::to_string``, which writes ``nan``, ``inf`` and ``-inf``: JSON has no
+such tokens, so they are read as None (no formula needs a non-finite scalar).
 """
 
 from __future__ import annotations

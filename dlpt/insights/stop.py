@@ -2,8 +2,13 @@
 from pageable memory (``meta.host_link_probe``) and the suggestions (``meta.suggestions``), so
 that a saved session shows what was found when it was recorded.
 
-Called by :mod:`dlpt.profiler` with the GIL held, after the native core stopped; never raises
-(a failure is logged and leaves the keys out: reports then derive the suggestions themselves).
+Called by :mod:`dlpt.profiler` with the GIL held, after the native core stopped and
+:func:`dlpt.assemble.build_session` built the session; never raises (a failure is logged and
+leaves the keys out: reports then derive the suggestions themselves). The profiler asks for no
+probe in a forked child (its CUDA may be unusable) or after the GPU failed to synchronise; the
+probe itself is skipped when the run's GPU capture was off or CUDA is not usable in this process
+(:func:`dlpt.insights.probe.pinned_htod`). A profile that joined a running one never stops it,
+so it never gets here.
 """
 
 from __future__ import annotations
@@ -33,15 +38,17 @@ def _pageable_htod(session: Session) -> tuple[int, int] | None:
     return (best[1], best[2]) if best is not None else None
 
 
-def finish_session(session: Session) -> None:
-    """Add ``meta.host_link_probe`` (when useful) and ``meta.suggestions`` to ``session``."""
+def finish_session(session: Session, probe: bool = True) -> None:
+    """Add ``meta.host_link_probe`` (when useful and ``probe`` allows a measurement on the GPU)
+    and ``meta.suggestions`` to ``session``."""
     try:
         gpu = session.meta.get("gpu")
-        target = _pageable_htod(session) if isinstance(gpu, dict) and gpu.get("enabled") else None
+        enabled = probe and isinstance(gpu, dict) and gpu.get("enabled") is True
+        target = _pageable_htod(session) if enabled else None
         if target is not None:
-            probe = pinned_htod(target[1], target[0])
-            if probe is not None:
-                session.meta["host_link_probe"] = probe
+            measured = pinned_htod(target[1], target[0])
+            if measured is not None:
+                session.meta["host_link_probe"] = measured
         session.meta["suggestions"] = to_meta(derive(analyze(session)))
     except Exception:  # noqa: BLE001 - suggestions must never cost the profile; logged
         _log.debug("could not derive suggestions at stop", exc_info=True)

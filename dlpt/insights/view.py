@@ -4,12 +4,17 @@ and the Suggestions section.
 Every number printed comes with where it came from: the MFU line prints its formula with the
 values put in and names the peak's source; each suggestion prints its evidence and the basis of
 its gain estimate.
+
+Everything here that comes from the session (device names, op names, a saved suggestion's text
+and file: any string, in a loaded file) is made printable by :meth:`Fmt.clean` (control
+characters escaped, :mod:`dlpt.renderers.safe_text`) and reaches rich only inside a ``Text``,
+never as markup.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.console import RenderableType
 from rich.padding import Padding
@@ -21,6 +26,7 @@ from dlpt.insights.idle import step_idle
 from dlpt.insights.mfu import mfu
 from dlpt.renderers.base import View
 from dlpt.renderers.format import LOCATION_STYLE, Fmt
+from dlpt.renderers.safe_text import escape_control
 
 __all__ = [
     "flops_text",
@@ -57,7 +63,7 @@ def mfu_text(a: Analysis, fmt: Fmt) -> list[str]:
     flops = flops_text(m.flops_per_step)
     share = f"{100 * m.share:.0f}% of them in {m.key or 'an unknown dtype'}"
     if m.value is None or m.peak_tflops is None:
-        why = f"no datasheet peak for '{a.device_name}'" if a.device_name else "no GPU in this run"
+        why = f"no datasheet peak for '{fmt.clean(a.device_name)}'" if a.device_name else "no GPU in this run"
         return [
             f"model FLOPs {step} {flops} ({share}), {rate_text(m.achieved_tflops)} over the {wall} {t}; "
             f"MFU: {why} (give a peak with --peak-tflops)"
@@ -79,7 +85,7 @@ def idle_texts(a: Analysis, fmt: Fmt) -> list[tuple[str, bool]]:
 
     for s in step_idle(a):
         text = (
-            f"GPU {s.device} idle per step: {t(s.before_ns)} before its first kernel, "
+            f"GPU {fmt.clean(s.device)} idle per step: {t(s.before_ns)} before its first kernel, "
             f"{t(s.between_ns)} between kernels, {t(s.after_ns)} after its last "
             f"(of {t(s.span_ns)}; {s.kernels:.0f} kernels of {t(s.mean_kernel_ns)} on average"
         )
@@ -90,13 +96,13 @@ def idle_texts(a: Analysis, fmt: Fmt) -> list[tuple[str, bool]]:
     return out
 
 
-def _coverage(a: Analysis) -> list[str]:
+def _coverage(a: Analysis, fmt: Fmt) -> list[str]:
     """Ops whose FLOP formula could not take the recorded inputs (their FLOPs are missing)."""
     info = a.meta.get("flops")
     missed = info.get("unevaluated") if isinstance(info, dict) else None
     if not isinstance(missed, dict) or not missed:
         return []
-    parts = [f"{name} x{int_of(n)}" for name, n in sorted(missed.items()) if int_of(n)]
+    parts = [f"{fmt.clean(str(name))} x{int_of(n)}" for name, n in sorted(missed.items()) if int_of(n)]
     return [f"FLOPs not counted (formula could not take the inputs): {', '.join(parts)}"] if parts else []
 
 
@@ -104,7 +110,7 @@ def header_lines(a: Analysis, fmt: Fmt) -> list[Text]:
     """Lines for the report header: MFU, idle per step, FLOP coverage."""
     lines = [Text(s) for s in mfu_text(a, fmt)]
     lines += [Text(s, "bold red" if bad else "") for s, bad in idle_texts(a, fmt)]
-    lines += [Text(s, "yellow") for s in _coverage(a)]
+    lines += [Text(s, "yellow") for s in _coverage(a, fmt)]
     return lines
 
 
@@ -114,11 +120,12 @@ def gain_text(f: Finding, fmt: Fmt) -> str:
     return f"-{t}/step" if f.per_step else f"-{t} once"
 
 
-def where_text(f: Finding) -> str:
-    """``train.py:40 train_step``, or ``the whole step`` without a line."""
+def where_text(f: Finding, clean: Callable[[str], str] = escape_control) -> str:
+    """``train.py:40 train_step``, or ``the whole step`` without a line; the file and function
+    names made printable by ``clean``."""
     if not f.file:
         return "the whole step"
-    return f"{os.path.basename(f.file) or f.file}:{f.line} {f.function}".rstrip()
+    return clean(f"{os.path.basename(f.file) or f.file}:{f.line} {f.function}".rstrip())
 
 
 def _plain(fmt: Fmt, text: str) -> str:

@@ -59,7 +59,9 @@ class WorkView(View):
         bw = a.device.mem_gbs if a.device is not None else None
         per = f"  per step (/{fmt.steps})" if fmt.steps else ""
         peaks = (
-            "" if a.device is not None or a.peak_override else f"; no datasheet peaks for '{a.device_name}'"
+            ""
+            if a.device is not None or a.peak_override
+            else f"; no datasheet peaks for '{fmt.clean(a.device_name)}'"
         )
         # Without GPU time (a CPU run) only the FLOPs mean anything: rank by them.
         gpu = a.gpu

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 
 from rich.console import Console, ConsoleOptions, RenderableType
@@ -21,7 +22,7 @@ class View:
         self.fmt = fmt
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
-        fmt = Fmt(self.fmt.steps, self.fmt.ascii or options.ascii_only)
+        fmt = dataclasses.replace(self.fmt, ascii=self.fmt.ascii or options.ascii_only)
         parts = list(self.build(fmt, options.max_width))
         if parts and self.gap_before:
             yield Text("")

@@ -53,7 +53,10 @@ class CompileView(View):
         t.add_column(what, no_wrap=True, overflow="ellipsis")
         add_rows(
             t,
-            [Row((_where(r["file"], r["line"], r["function"]),), r["reason"]) for r in rows],
+            [
+                Row((Text(fmt.clean(_where(r["file"], r["line"], r["function"]))),), fmt.clean(r["reason"]))
+                for r in rows
+            ],
             width,
             fmt.ascii,
         )

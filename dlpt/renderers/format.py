@@ -5,10 +5,9 @@ Values are scaled per profiled step here (one place), so every view agrees on wh
 
 from __future__ import annotations
 
-import linecache
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich import box
@@ -16,6 +15,7 @@ from rich.text import Text
 
 from dlpt.compile.resume import display_name
 from dlpt.processors import Metric
+from dlpt.renderers.safe_text import escape_control
 from dlpt.tree import Node
 
 # A header rule only, like box.SIMPLE_HEAD, but made of ASCII so that it survives a console
@@ -50,11 +50,14 @@ COUNT_KEY: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Fmt:
-    """How to print numbers: ``steps`` > 0 divides totals by the number of profiled steps;
-    ``ascii`` avoids non-ASCII characters (``us`` instead of ``µs``)."""
+    """How to print: ``steps`` > 0 divides totals by the number of profiled steps; ``ascii``
+    avoids non-ASCII characters (``us`` instead of ``µs``); ``sources`` is the session's saved
+    source text (``meta.sources``: file -> line number as a string -> text), the only place
+    source text comes from (a report never opens the files a session names)."""
 
     steps: int = 0
     ascii: bool = False
+    sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
 
     def scale(self, v: float) -> float:
         return v / self.steps if self.steps > 0 else v
@@ -102,8 +105,17 @@ class Fmt:
         return f"{100.0 * part / total:.1f}%" if total > 0 else "-"
 
     def clean(self, s: str) -> str:
-        """Make ``s`` printable on an ASCII console (source lines may hold any character)."""
+        """Make ``s``, a string from the session, safe to print: control characters escaped
+        (:mod:`.safe_text`), and only ASCII on an ASCII console."""
+        s = escape_control(s)
         return s.encode("ascii", "replace").decode("ascii") if self.ascii else s
+
+    def source(self, file: str, line: int) -> str:
+        """The saved text of ``file:line``, stripped and printable, or "" when the session has
+        none (``--no-source``, a version 1 session, a library file)."""
+        text = self.sources.get(file, {}).get(str(line), "")
+        # Tabs would change the printed width after fitting; other controls are escaped.
+        return self.clean(text.strip().replace("\t", " ")) if text else ""
 
 
 def _dims(v: object) -> str:
@@ -114,14 +126,6 @@ def _dims(v: object) -> str:
     while len(dims) > 1 and dims[-1] == "1":
         dims.pop()
     return "x".join(dims)
-
-
-def source_line(file: str, line: int) -> str:
-    """The stripped text of ``file:line``, or "" if the file cannot be read (e.g. gone)."""
-    if not file or line <= 0 or file.startswith("<"):
-        return ""
-    # Tabs and other control characters would change the printed width after fitting.
-    return "".join(c if c.isprintable() else " " for c in linecache.getline(file, line).strip())
 
 
 def kernel_config(x: Mapping[str, Any]) -> str:
@@ -149,12 +153,12 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
     style = STYLES.get(kind, "")
     m = node.inclusive if metrics is None else metrics
     if kind == "frame":
-        main = Text(f"{os.path.basename(node.file) or node.file}:{node.line} ", LOCATION_STYLE)
+        main = Text(f"{fmt.clean(os.path.basename(node.file) or node.file)}:{node.line} ", LOCATION_STYLE)
         main.append(fmt.clean(display_name(node.name)), style)
         marker = node.extras.get("marker")
         if marker:  # torch.compile events at this line (graph break, recompilations)
             main.append(f" {'!!' if fmt.ascii else '⚠'} {marker}", "bold red")
-        return main, fmt.clean(source_line(node.file, node.line))
+        return main, fmt.source(node.file, node.line)
     if kind == "root":
         return Text("total", style), ""
     if kind == "scope":
@@ -165,7 +169,7 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
         detail = kernel_config(node.extras)
         if isinstance(fuses, list) and fuses:
             detail = f"fuses {'+'.join(str(f) for f in fuses)}  {detail}".rstrip()
-        return Text(fmt.clean(node.name), style), detail
+        return Text(fmt.clean(node.name), style), fmt.clean(detail)
     if kind == "memcpy":
         detail = " ".join(
             p
@@ -175,7 +179,7 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
             )
             if p
         )
-        return Text(node.name, style), detail
+        return Text(fmt.clean(node.name), style), fmt.clean(detail)
     return Text(fmt.clean(node.name), style), ""
 
 

@@ -5,7 +5,7 @@ attribution that failed) - never hidden."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
@@ -16,6 +16,7 @@ from rich.text import Text
 from dlpt.processors import Metric
 from dlpt.renderers.base import View
 from dlpt.renderers.format import Fmt
+from dlpt.renderers.safe_text import escape_control
 from dlpt.tree import Node
 
 
@@ -28,10 +29,14 @@ def _obj(v: object) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def compile_attribution_notes(meta: Mapping[str, Any]) -> list[str]:
+def compile_attribution_notes(
+    meta: Mapping[str, Any], clean: Callable[[str], str] = escape_control
+) -> list[str]:
     """What dlpt's torch.compile integration could not do (``meta.capture``, see
     :mod:`dlpt.compile.failures`): Inductor lines left unmapped, failures by reason. Shared with
-    the HTML report's header, which shows every warning of this one."""
+    the HTML report's header, which shows every warning of this one. The failure reasons come
+    from the session (any string): ``clean`` makes them printable (control characters escaped;
+    the terminal header passes its :meth:`Fmt.clean`, which also honours ``--ascii``)."""
     c = _obj(meta.get("capture"))
     lines = []
     frames, kernels = _int(c.get("inductor_unmapped_frames")), _int(c.get("inductor_unmapped_kernels"))
@@ -48,12 +53,59 @@ def compile_attribution_notes(meta: Mapping[str, Any]) -> list[str]:
             "(their costs stay with the compiled call)"
         )
     failed = _obj(c.get("compile_failures"))
-    parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
+    parts = [f"{clean(str(reason))} x{n}" for reason, n in sorted(failed.items()) if _int(n)]
     if parts:
         lines.append(
             f"torch.compile attribution incomplete: {', '.join(parts)} failed (details: DLPT_LOG=debug)"
         )
     return lines
+
+
+def step_source(steps: Mapping[str, Any], clean: Callable[[str], str] = escape_control) -> str:
+    """What the steps were ("optimizer steps", "calls of generate"), from ``meta.steps``."""
+    if steps.get("source") == "call" and isinstance(steps.get("step_on"), str):
+        return f"calls of {clean(steps['step_on'])}"
+    return f"{clean(str(steps['source']))} steps"
+
+
+def step_notes(steps: Mapping[str, Any], clean: Callable[[str], str] = escape_control) -> list[str]:
+    """Why nothing was recorded when steps were to be skipped, and a --step-on that matched no
+    function: said, never left for the user to guess. Shared with the HTML report's header."""
+    lines = []
+    step_on = steps.get("step_on")
+    matched = steps.get("step_on_matched")
+    if isinstance(step_on, str) and isinstance(matched, list) and not matched:
+        lines.append(f"--step-on {clean(step_on)} matched no function")
+    skip, seen = _int(steps.get("skip_first")), _int(steps.get("seen"))
+    if skip and not _int(steps.get("profiled")) and seen <= skip:
+        if not seen:
+            what = (
+                f"no call of {clean(step_on)} returned"
+                if isinstance(step_on, str)
+                else "no step was seen (steps are optimizer steps, prof.step() calls, or the "
+                "calls of the function named with --step-on)"
+            )
+        else:
+            what = f"only {seen} step{'s' if seen != 1 else ''} seen, all of them skipped"
+        lines.append(
+            f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
+            f"skipped (--skip-first), but {what}"
+        )
+    return lines
+
+
+def thread_notes(meta: Mapping[str, Any], clean: Callable[[str], str] = escape_control) -> list[str]:
+    """Threads the profile did not wait for: their later work is missing. Shared with the HTML
+    report's header."""
+    names = [n for n in meta.get("threads_running") or [] if isinstance(n, str)]
+    if not names:
+        return []
+    n = len(names)
+    shown = ", ".join(clean(name) for name in names[:5]) + (", ..." if n > 5 else "")
+    return [
+        f"{n} thread{'s were' if n != 1 else ' was'} still running when the profile stopped; "
+        f"their later work is not included ({shown})"
+    ]
 
 
 class Header(View):
@@ -89,9 +141,9 @@ class Header(View):
         profiled = _int(steps.get("profiled"))
         if profiled:
             t.append(f"{sep}{profiled} step{'s' if profiled != 1 else ''} profiled")
-            why = [f"{steps['source']} steps"] if steps.get("source") else []
+            why = [step_source(steps, fmt.clean)] if steps.get("source") else []
             if _int(steps.get("seen")):
-                why.append(f"{steps['seen']} seen, first {_int(steps.get('skip_first'))} skipped")
+                why.append(f"{_int(steps.get('seen'))} seen, first {_int(steps.get('skip_first'))} skipped")
             if why:
                 t.append(f" ({'; '.join(why)})")
         lines.append(t)
@@ -106,6 +158,7 @@ class Header(View):
                 )
             )
 
+        lines.extend(Text(n, "bold yellow") for n in step_notes(steps, fmt.clean))
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
         lines.extend(Text(fmt.clean(t.plain), t.style) for t in self.insights)
@@ -122,11 +175,12 @@ class Header(View):
             if parts:
                 note = " (shown under <unknown>)" if key == "unattributed" else ""
                 lines.append(Text(f"{label}: {', '.join(parts)}{note}", style))
-        lines.extend(self._compile_lines())
+        lines.extend(self._compile_lines(fmt))
+        lines.extend(Text(n, "bold yellow") for n in thread_notes(meta, fmt.clean))
         lines.extend(self._self_cost_lines(fmt, wall))
-        versions = [f"{k} {meta[k]}" for k in ("python", "torch", "dlpt") if meta.get(k)]
+        versions = [f"{k} {fmt.clean(str(meta[k]))}" for k in ("python", "torch", "dlpt") if meta.get(k)]
         if meta.get("started_at"):
-            versions.append(f"started {meta['started_at']}")
+            versions.append(f"started {fmt.clean(str(meta['started_at']))}")
         if versions:
             lines.append(Text(sep.join(versions), "dim"))
         for n in self.notes:
@@ -164,9 +218,9 @@ class Header(View):
         busy = _obj(meta.get("gpu_busy_ns"))
         for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
             d = names.get(dev, {})
-            name = f"GPU {dev} {d.get('name', '')}".rstrip()
+            name = fmt.clean(f"GPU {dev} {d.get('name', '')}".rstrip())
             if d.get("capability"):
-                name += f" (sm {d['capability']})"
+                name += f" (sm {fmt.clean(str(d['capability']))})"
             b = _int(busy.get(dev))
             if dev not in busy:
                 lines.append(Text(f"{name}: no busy time recorded", "dim"))
@@ -221,14 +275,14 @@ class Header(View):
             )
         ]
 
-    def _compile_lines(self) -> list[Text]:
-        return [Text(line, "bold yellow") for line in compile_attribution_notes(self.meta)]
+    def _compile_lines(self, fmt: Fmt) -> list[Text]:
+        return [Text(line, "bold yellow") for line in compile_attribution_notes(self.meta, fmt.clean)]
 
     @staticmethod
     def _fmt_count(fmt: Fmt, key: str, v: int) -> str:
         # Keys ending in _ns are times; everything else counts records.
         if key.endswith("_ns"):
-            what = key[:-3].replace("_", " ")
+            what = fmt.clean(key[:-3].replace("_", " "))
             what = "GPU" if what == "gpu" else what
             return f"{fmt.time(v)} {what} time" + (" per step" if fmt.steps else "")
-        return f"{v:,} {key.replace('_', ' ')}"
+        return f"{v:,} {fmt.clean(key.replace('_', ' '))}"

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
+from dlpt.display_tree import SyncSite
 from dlpt.renderers.base import View
 from dlpt.renderers.format import STYLES, Fmt, kernel_config, label_parts
 from dlpt.renderers.tables import Row, add_rows, make_table
 from dlpt.session import Session
-from dlpt.tree import Node, walk
 
 
 @dataclass
@@ -57,15 +58,26 @@ def _bandwidth(nbytes: int, ns: int) -> str:
 
 
 class KernelTable(View):
-    """Kernels by name: calls, total, avg, min, max and % of all GPU time."""
+    """Kernels by name: calls, total, avg, min, max and % of all GPU time.
 
-    def __init__(self, session: Session, fmt: Fmt, limit: int = 25) -> None:
+    ``kernels`` (the session's kernel nodes) and ``gpu_total`` save a pass over a large node
+    table when the caller already has them."""
+
+    def __init__(
+        self,
+        session: Session,
+        fmt: Fmt,
+        limit: int = 25,
+        kernels: list[dict[str, Any]] | None = None,
+        gpu_total: int | None = None,
+    ) -> None:
         super().__init__(fmt)
         self.session, self.limit = session, limit
+        self.kernels, self.gpu_total = kernels, gpu_total
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         aggs: dict[str, _Agg] = {}
-        for n in self.session.nodes:
+        for n in self.session.nodes if self.kernels is None else self.kernels:
             if n["kind"] == "kernel":
                 m = n["m"]
                 agg = aggs.get(n["name"])
@@ -74,7 +86,7 @@ class KernelTable(View):
                 agg.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"), m.get("max_ns", 0))
         if not aggs:
             return
-        gpu_total = _gpu_total(self.session)
+        gpu_total = _gpu_total(self.session) if self.gpu_total is None else self.gpu_total
         t = make_table("GPU kernels", fmt, _per_step(fmt))
         for col in ("calls", "total", "avg", "min", "max", "%"):
             t.add_column(col, justify="right", no_wrap=True)
@@ -93,7 +105,7 @@ class KernelTable(View):
                         fmt.time(a.max, per_step=False),
                         Fmt.pct(a.total, gpu_total),
                     ),
-                    (Text(fmt.clean(name), STYLES["kernel"]), a.config),
+                    (Text(fmt.clean(name), STYLES["kernel"]), fmt.clean(a.config)),
                 )
             )
         rest = ranked[self.limit :]
@@ -116,15 +128,17 @@ class KernelTable(View):
 
 
 class CopyTable(View):
-    """Copies by direction and host memory kind (and memsets): count, bytes, time, bandwidth."""
+    """Copies by direction and host memory kind (and memsets): count, bytes, time, bandwidth.
 
-    def __init__(self, session: Session, fmt: Fmt) -> None:
+    ``copies``: the session's memcpy and memset nodes, if the caller already has them."""
+
+    def __init__(self, session: Session, fmt: Fmt, copies: list[dict[str, Any]] | None = None) -> None:
         super().__init__(fmt)
-        self.session = session
+        self.session, self.copies = session, copies
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         aggs: dict[tuple[str, str], _Agg] = {}
-        for n in self.session.nodes:
+        for n in self.session.nodes if self.copies is None else self.copies:
             m, x = n["m"], n.get("x", {})
             if n["kind"] == "memcpy":
                 key = (str(x.get("direction") or n["name"]), str(x.get("host_mem") or ""))
@@ -152,8 +166,8 @@ class CopyTable(View):
             is_memset = direction == "memset"
             bw = _bandwidth(a.bytes, a.total)
             t.add_row(
-                Text(direction, STYLES["memset" if is_memset else "memcpy"]),
-                host,
+                Text(fmt.clean(direction), STYLES["memset" if is_memset else "memcpy"]),
+                Text(fmt.clean(host)),
                 fmt.count(a.count),
                 "" if is_memset else fmt.bytes(a.bytes),
                 fmt.time(a.total),
@@ -201,35 +215,26 @@ class ApiTable(View):
 
 class SyncTable(View):
     """Where the host blocked on the GPU: sync leaves grouped by call and nearest frame of the
-    (collapsed) tree, so each row names a line the user can change."""
+    folded tree (:meth:`dlpt.display_tree.FoldedTable.sync_sites`), so each row names a line the
+    user can change."""
 
-    def __init__(self, root: Node, fmt: Fmt, wall_ns: int, limit: int = 15) -> None:
+    def __init__(self, sites: list[SyncSite], fmt: Fmt, wall_ns: int, limit: int = 15) -> None:
         super().__init__(fmt)
-        self.root, self.wall_ns, self.limit = root, wall_ns, limit
+        self.sites, self.wall_ns, self.limit = sites, wall_ns, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        aggs: dict[tuple[str, str, int], tuple[_Agg, Node | None, str]] = {}
-        for node, _ in walk(self.root):
-            if node.kind != "sync":
-                continue
-            site = node.parent
-            while site is not None and site.kind != "frame":
-                site = site.parent
-            key = (node.name, site.file, site.line) if site else (node.name, "", 0)
-            agg, _, _ = aggs.setdefault(key, (_Agg(), site, node.name))
-            agg.add(node.metrics.get("syncs", 0), node.metrics.get("sync_ns", 0), 0, None, 0)
-        if not aggs:
+        if not self.sites:
             return
         t = make_table("Host waiting on the GPU (synchronisation)", fmt, _per_step(fmt))
         for col in ("syncs", "wait", "avg", "% wall"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("call  <-  nearest frame", no_wrap=True, overflow="ellipsis")
-        ranked = sorted(aggs.values(), key=lambda v: -v[0].total)
+        ranked = sorted(self.sites, key=lambda s: -s.sync_ns)
         rows: list[Row] = []
-        for a, site, name in ranked[: self.limit]:
-            where = Text(name.strip("[]").removeprefix("sync "), STYLES["sync"])
-            if site is not None:
-                main, detail = label_parts(site, fmt)
+        for s in ranked[: self.limit]:
+            where = Text(fmt.clean(s.name.strip("[]").removeprefix("sync ")), STYLES["sync"])
+            if s.site is not None:
+                main, detail = label_parts(s.site, fmt)
                 where.append("  <-  ")
                 where.append_text(main)
                 if detail:
@@ -237,10 +242,10 @@ class SyncTable(View):
             rows.append(
                 Row(
                     (
-                        fmt.count(a.count),
-                        fmt.time(a.total),
-                        fmt.time(a.total / a.count if a.count else 0, per_step=False),
-                        Fmt.pct(a.total, self.wall_ns),
+                        fmt.count(s.syncs),
+                        fmt.time(s.sync_ns),
+                        fmt.time(s.sync_ns / s.syncs if s.syncs else 0, per_step=False),
+                        Fmt.pct(s.sync_ns, self.wall_ns),
                     ),
                     where,
                 )

@@ -24,7 +24,7 @@ Label = str | Text | tuple[Text, str]
 class Row(NamedTuple):
     """One table row: the value cells, then the name column."""
 
-    cells: Sequence[str | Text]
+    cells: Sequence[str | Text]  # a str cell is plain text, never rich markup
     label: Label
 
 
@@ -57,9 +57,11 @@ def add_rows(t: Table, rows: Sequence[Row], width: int, ascii: bool) -> None:
     last = max(width - used, 8)
     t.columns[-1].max_width = last
     for r in rows:
+        # rich parses a str cell as markup ("[/x]" would raise): cells go in as Text.
+        cells = [Text(c) if isinstance(c, str) else c for c in r.cells]
         name = r.label
         if isinstance(name, tuple):  # (main, detail): the name matters more here
-            t.add_row(*r.cells, fit_label("", name[0], name[1], last, False, ascii))
+            t.add_row(*cells, fit_label("", name[0], name[1], last, False, ascii))
             continue
         name = name if isinstance(name, Text) else Text(str(name))
-        t.add_row(*r.cells, truncate(name, last, ascii))
+        t.add_row(*cells, truncate(name, last, ascii))

@@ -13,6 +13,10 @@ from dlpt.renderers.format import COUNT_KEY, Fmt, label_parts, truncate
 from dlpt.renderers.grid import Chain, GridRow, render_grid
 from dlpt.tree import Node
 
+# Levels printed below the root unless --depth says otherwise: a runaway recursion 100,000 frames
+# deep would print 100,000 lines; deeper levels are summarised by one "... N more levels" row.
+MAX_DEPTH = 100
+
 
 def _headers(metric: Metric, gpu: bool) -> list[str]:
     return ["total", "%", "self", "calls"] + (["kern"] if gpu else [])
@@ -46,11 +50,14 @@ def _title(text: str, fmt: Fmt, metric: Metric, width: int) -> Text:
 class TreeView(View):
     """A (pruned) tree as rows with guides, children sorted by ``metric``, largest first.
 
-    ``total`` is what percentages are relative to (the unpruned root's total)."""
+    Percentages are relative to the root's inclusive total (which counts what was pruned).
+    Below ``max_depth`` levels a node's subtree is one row saying how many levels it hides."""
 
-    def __init__(self, root: Node, metric: Metric, fmt: Fmt, title: str, gpu: bool, note: str = "") -> None:
+    def __init__(
+        self, root: Node, metric: Metric, fmt: Fmt, title: str, gpu: bool, max_depth: int | None = None
+    ) -> None:
         super().__init__(fmt)
-        self.root, self.metric, self.title, self.gpu, self.note = root, metric, title, gpu, note
+        self.root, self.metric, self.title, self.gpu, self.max_depth = root, metric, title, gpu, max_depth
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         metric, gpu = self.metric, self.gpu
@@ -70,15 +77,33 @@ class TreeView(View):
                     chain=chain,
                 )
             )
-            kids = sorted(node.children, key=lambda c: -metric(c.inclusive))
             depth = 1 if chain is None else chain[2] + 1
+            if self.max_depth is not None and depth > self.max_depth and node.children:
+                rows.append(_more_levels(node, (True, chain, depth), len(rows[-1].cells)))
+                continue
+            kids = sorted(node.children, key=lambda c: -metric(c.inclusive))
             last = len(kids) - 1
             for i in range(last, -1, -1):
                 stack.append((kids[i], (i == last, chain, depth)))
         yield _title(self.title, fmt, metric, width)
-        if self.note:
-            yield Text(self.note, "dim")
         yield render_grid(_headers(metric, gpu), "name", rows, width, fmt.ascii)
+
+
+def _height(node: Node) -> int:
+    """Levels below ``node`` (iterative: the chain may be as deep as the recursion was)."""
+    deepest = 0
+    stack = [(c, 1) for c in node.children]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in n.children)
+    return deepest
+
+
+def _more_levels(node: Node, chain: Chain, ncells: int) -> GridRow:
+    n = _height(node)
+    text = Text(f"... {n:,} more level{'s' if n != 1 else ''}", "bold")
+    return GridRow([""] * ncells, text, "--depth shows them", chain=chain)
 
 
 class FlatView(View):

@@ -38,7 +38,8 @@ def env() -> dict[str, str]:
     # An existing PYTHONPATH goes first so a development stub can override; the repo makes the
     # in-tree dlpt importable from any working directory when it is not installed.
     e["PYTHONPATH"] = os.pathsep.join(p for p in (e.get("PYTHONPATH"), str(REPO)) if p)
-    e.update(COLUMNS="120", NO_COLOR="1")
+    # One intra-op thread: on a busy 2-core machine torch's pool makes every op wait for it.
+    e.update(COLUMNS="120", NO_COLOR="1", OMP_NUM_THREADS="1")
     e.pop("PYTHONSAFEPATH", None)
     return e
 

@@ -1,8 +1,12 @@
-"""Bad input gets one clear line from dlpt and exit status 2, never a dlpt traceback."""
+"""Bad input gets one clear line from dlpt and exit status 2, never a dlpt traceback, never a
+hang, and nothing is run, written or replaced."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +29,17 @@ CASES: dict[str, tuple[list[str], str]] = {
     "no program": (["--threshold", "5"], "program"),
     "-m without module": (["-m"], "-m"),
     "output dir missing": (["-o", "no/such/dir/p.json", "marker.py"], "no/such/dir"),
+    "output empty": (["-o", "", "marker.py"], "the path is empty"),
+    "output directory": (["-o", "adir", "marker.py"], "-o adir: is a directory"),
+    "output device": (["-o", "/dev/full", "marker.py"], "-o /dev/full: is a character device"),
+    "output link to device": (["-o", "null.json", "marker.py"], "-o null.json: is a character device"),
+    "output fifo": (["-o", "pipe.json", "marker.py"], "-o pipe.json: is a FIFO"),
+    "output in /proc": (["-o", "/proc/x.json", "marker.py"], "cannot create files in /proc"),
+    "load fifo": (["--load", "pipe.json"], "pipe.json: is a FIFO (named pipe), not a regular file"),
+    "load device": (["--load", "/dev/zero"], "/dev/zero: is a character device"),
+    "load deep nesting": (["--load", "deep.json"], "nested too deeply"),
+    "load huge integer": (["--load", "digits.json"], "Exceeds the limit"),
+    "load bad compile events": (["--load", "compile5.json"], "meta.compile[0] must be an object"),
     "load missing": (["--load", "missing.json"], "missing.json"),
     "load not json": (["--load", "garbage.json"], "garbage.json"),
     "load truncated": (["--load", "truncated.json"], "truncated.json"),
@@ -46,6 +61,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict:
     write(root / "good.json", good)
     write(root / "truncated.json", good[: len(good) // 2])
     write(root / "foreign.json", json.dumps({"traceEvents": [], "displayTimeUnit": "ms"}))
+    (root / "adir").mkdir()
+    os.mkfifo(root / "pipe.json")
+    (root / "null.json").symlink_to("/dev/null")
+    write(root / "deep.json", '{"format": "dlpt-session", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    hostile = Path(__file__).parents[1] / "unit" / "fixtures" / "hostile"
+    shutil.copy(hostile / "int_5000_digits.json", root / "digits.json")
+    shutil.copy(hostile / "meta_compile_not_objects.json", root / "compile5.json")
     jobs = {name: Job(args, root) for name, (args, _) in CASES.items()}
     jobs["version"] = Job(["--version"], root)
     jobs["load render options"] = Job(
@@ -79,6 +101,13 @@ def test_bad_input_one_line_exit_2(env: dict, name: str) -> None:
     assert CASES[name][1] in lines[0]
     assert "Traceback" not in r.err + r.out
     assert not (env["root"] / "marker.ran").exists(), "the program ran despite bad input"
+
+
+def test_nothing_was_replaced(env: dict) -> None:
+    root: Path = env["root"]
+    assert (root / "null.json").is_symlink() and os.readlink(root / "null.json") == "/dev/null"
+    assert (root / "pipe.json").is_fifo() and (root / "adir").is_dir()
+    assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_version(env: dict) -> None:

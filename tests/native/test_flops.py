@@ -98,6 +98,28 @@ def test_nested_formula_ops_are_counted_once_and_match_flop_counter_mode():
     assert "aten::_convolution" not in counted and "aten::convolution" in counted
 
 
+def first_layer_steps(conv, img, prof):
+    for _ in range(STEPS):
+        z = conv(img)  # @first
+        z.sum().backward()
+        prof.step()
+
+
+def test_a_first_layers_backward_counts_only_the_weight_gradient():
+    """The input needs no gradient: convolution_backward's recorded output_mask says so
+    ([False, True, True]), so its backward does the forward's work once (the weight's gradient),
+    not twice. On the CPU no kernel name could tell."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+    img = torch.randn(2, 3, 12, 12)  # no requires_grad: the data
+    with dlpt.profile(gpu=False, flops=True) as prof:
+        first_layer_steps(conv, img, prof)
+    row = line_flops(prof.session, first_layer_steps, "first")
+    assert row.flops_forward > 0
+    assert row.flops_backward == row.flops_forward
+    assert prof.session.meta["flops"]["unevaluated"] == {}
+
+
 def test_work_survives_save_and_load(tmp_path):
     x, w = torch.randn(M, K, requires_grad=True), torch.randn(K, N, requires_grad=True)
     with dlpt.profile(gpu=False, flops=True) as prof:

@@ -1,13 +1,13 @@
 """Synthetic sessions and golden-file helpers for the unit tests.
 
-Sessions are built as plain dicts (the documented v1 format) so the tests exercise validation
-exactly as a loaded file would. Source lines of the fake user files are primed into linecache,
-so frames render with their source text without any file on disk.
+Sessions are built as plain dicts (the documented format) so the tests exercise validation
+exactly as a loaded file would. They carry the source text of the fake user files in
+``meta.sources``, as a profile saves it, so frames render with their source text without any
+file on disk.
 """
 
 from __future__ import annotations
 
-import linecache
 import os
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from dlpt.session import Session
+from dlpt.session import VERSION, Session
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("DLPT_UPDATE_GOLDEN") == "1"
@@ -45,8 +45,13 @@ SOURCES = {
 }
 
 
+def sources_meta() -> dict[str, dict[str, str]]:
+    """``meta.sources`` for the fake user files."""
+    return {path: {str(n): text for n, text in lines.items()} for path, lines in SOURCES.items()}
+
+
 class Builder:
-    """Appends nodes to a v1 node table; every method returns the new node's id."""
+    """Appends nodes to a node table; every method returns the new node's id."""
 
     def __init__(self) -> None:
         self.nodes: list[dict[str, Any]] = [
@@ -134,7 +139,9 @@ class Builder:
         )
 
     def dict(self, meta: dict | None = None) -> dict[str, Any]:
-        return {"format": "dlpt-session", "version": 1, "meta": meta or {}, "nodes": self.nodes}
+        """The session as a dict; its meta gets the fake files' source text unless it has some."""
+        meta = {"sources": sources_meta(), **(meta or {})}
+        return {"format": "dlpt-session", "version": VERSION, "meta": meta, "nodes": self.nodes}
 
     def session(self, meta: dict | None = None) -> Session:
         return Session.from_dict(self.dict(meta))
@@ -268,21 +275,6 @@ def build_gpu(steps: int = 4) -> Builder:
     unk = b.add(0, "thread", "<unknown>")
     b.kernel(unk, "elementwise_kernel<128, 2>", 3, 120_000, grid=(16, 1, 1), block=(128, 1, 1))
     return b
-
-
-@pytest.fixture(autouse=True)
-def _sources():
-    """Prime linecache with the fake user files (mtime None: never invalidated)."""
-    saved = {k: linecache.cache.get(k) for k in SOURCES}
-    for path, lines in SOURCES.items():
-        text = [lines.get(i, "") + "\n" for i in range(1, max(lines) + 1)]
-        linecache.cache[path] = (sum(map(len, text)), None, text, path)
-    yield
-    for k, v in saved.items():
-        if v is None:
-            linecache.cache.pop(k, None)
-        else:
-            linecache.cache[k] = v
 
 
 def make_console(width: int = 100, **kw: Any) -> Console:

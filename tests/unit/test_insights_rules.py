@@ -396,3 +396,49 @@ def test_stop_measures_pinned_copies_only_when_pageable_ones_were_seen(h: Any, m
     (found,) = [Finding.from_dict(d) for d in pinned.meta["suggestions"]]
     assert found is not None and found.rule == "sync_in_step" and "host-to-device" in found.title
     assert "non_blocking=True" in found.action
+    # probe=False (a forked child, a GPU that failed to synchronise): suggestions, no measurement.
+    calls.clear()
+    s = copy_session(h, "pageable")
+    stop.finish_session(s, probe=False)
+    assert calls == [] and "host_link_probe" not in s.meta
+    assert [d["rule"] for d in s.meta["suggestions"]] == ["pinned_memory"]
+    assert "datasheet" in s.meta["suggestions"][0]["basis"]
+
+
+def test_the_probe_never_touches_cuda_where_it_is_unusable(monkeypatch: Any) -> None:
+    import torch
+
+    from dlpt.insights.probe import pinned_htod
+
+    def refuse(*args: object, **kw: object) -> None:
+        raise AssertionError("the probe allocated memory")
+
+    monkeypatch.setattr(torch, "empty", refuse)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    # A child forked after its parent initialised CUDA: any CUDA call would raise there.
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert pinned_htod(16 * MIB, 0) is None
+    # A process that never initialised CUDA made no copy: no context is created for the probe.
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    assert pinned_htod(16 * MIB, 0) is None
+    # No such device.
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert pinned_htod(16 * MIB, 3) is None
+
+
+def test_rules_whose_subject_was_never_recorded_build_no_tree(h: Any) -> None:
+    """A session without copies, syncs, attention or optimizer scopes (here: one without
+    suggestions saved, rendered from a file) derives its suggestions without the whole tree."""
+    b = h.Builder()
+    b.kernel(b.op(b.frame(0, TRAIN, 40, "train_step"), "aten::mm"), "gemm", STEPS, 1_000 * STEPS)
+    a = analyze(b.session(meta(h)))
+
+    def no_tree() -> Any:
+        raise AssertionError("the whole tree was built")
+
+    a._tree = no_tree
+    for rule in (pinned_memory, sync_in_step, attention_unfused, optimizer_loop):
+        assert rule(a) == []

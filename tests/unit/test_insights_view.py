@@ -12,8 +12,10 @@ from dlpt.errors import UsageError
 from dlpt.insights.analysis import analyze
 from dlpt.insights.mfu import mfu
 from dlpt.insights.work import line_work
-from dlpt.report import render
+from dlpt.processors import flatten_by_line
+from dlpt.report import render, report_tree
 from dlpt.session import Session
+from dlpt.tree import walk
 
 STEPS = 4
 M, K, N = 8192, 4096, 4096  # tokens x width x width of each linear in the golden MLP
@@ -65,6 +67,41 @@ def test_line_flops_split_forward_and_backward(h: Any) -> None:
     assert (fc1.flops_forward, fc1.flops_backward) == (FWD * STEPS, 2 * FWD * STEPS)
     b = fc1.bound(analyze(flops_session(h)))
     assert b.kind == "compute" and b.tflops == pytest.approx(3 * FWD / 15e-3 / 1e12)
+
+
+def _shape(root: Any) -> list[tuple[Any, ...]]:
+    return [(d, n.kind, n.name, n.file, n.line, n.inclusive) for n, d in walk(root)]
+
+
+def test_insights_read_the_same_folded_tree_as_every_other_view(h: Any, monkeypatch: Any) -> None:
+    """The analysis' tree is report_tree's (FoldedTable: library frames folded, lone <forward>
+    phases dropped), so a line's kernel time in the work table is its self time in the flat
+    view's "By source line" and its FLOPs the tree's."""
+    session = flops_session(h)
+    a = analyze(session)
+    whole = report_tree(session)
+    assert _shape(a.root) == _shape(whole) and dict(a.totals) == whole.inclusive
+    flat = {row.key: row for row in flatten_by_line(whole)}
+    rows = [lw for lw in line_work(a.root) if lw.flops]
+    assert rows
+    for lw in rows:
+        row = flat[(lw.line.file, lw.line.line)]
+        assert lw.kernel_ns == row.self.get("gpu_ns", 0)
+        assert lw.flops == row.self.get("flops", 0)  # forward on the line, backward grafted under it
+    # The report hands the analysis its own tree (built once, when something walks it).
+    import dlpt.report as report
+
+    seen: list[Any] = []
+    real = report.analyze
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        seen.append(real(*args, **kw))
+        return seen[-1]
+
+    monkeypatch.setattr(report, "analyze", spy)
+    h.render_text(render(session, view="all", threshold=0.0))
+    (used,) = seen
+    assert _shape(used.root) == _shape(whole)
 
 
 def test_header_prints_the_mfu_formula_and_the_idle_split(h: Any) -> None:

@@ -215,3 +215,41 @@ def test_a_failed_outer_formula_is_covered_by_a_nested_one() -> None:
     nodes = [_node(0, -1, "root", "<root>"), _node(1, 0, "op", "aten::addmm"), _node(2, 1, "op", "aten::mm")]
     summary = annotate(nodes, [(1, bad, 1), (2, good, 1)])
     assert nodes[2]["m"]["flops"] == 128 and summary["unevaluated"] == {}
+
+
+def _conv_backward(mask: object) -> str:
+    """aten::convolution_backward's inputs as the core records them: grad_output, input, weight,
+    bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask."""
+    g, x, w = T("Float", 2, 4, 6, 6), T("Float", 2, 3, 8, 8), T("Float", 4, 3, 3, 3)
+    return sig(g, x, w, [4], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, mask)
+
+
+def test_conv_backward_counts_the_gradients_its_recorded_output_mask_asks_for() -> None:
+    from torch.utils.flop_counter import conv_backward_flop
+
+    parsed = parse(_conv_backward([False, True, True]))
+    assert parsed is not None and parsed[10] == [False, True, True]  # a bool list, as recorded
+    shapes = ([2, 4, 6, 6], [2, 3, 8, 8], [4, 3, 3, 3], None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+
+    def torch_count(mask: list[bool]) -> int:
+        return conv_backward_flop(*shapes, mask, out_val=[[2, 3, 8, 8], [4, 3, 3, 3], None])
+
+    weight_only, both = torch_count([False, True, True]), torch_count([True, True, True])
+    assert 0 < weight_only < both
+
+    def annotated(mask: object, kernels: tuple[str, ...] = ()) -> int:
+        nodes = [_node(0, -1, "root", "<root>"), _node(1, 0, "op", "aten::convolution_backward")]
+        for i, k in enumerate(kernels, 2):
+            nodes.append({**_node(i, 1, "kernel", k), "m": {"kernels": 1, "gpu_ns": 10}})
+        annotate(nodes, [(1, _conv_backward(mask), 1)])
+        return nodes[1]["m"]["flops"]
+
+    # The mask the core recorded decides, whatever the kernels are called (a first layer: its
+    # input needs no gradient).
+    assert annotated([False, True, True]) == weight_only
+    assert annotated([False, True, True], ("cudnn_dgrad_kernel", "cudnn_wgrad_kernel")) == weight_only
+    assert annotated([True, True, False]) == both
+    # A signature without it ("?", from a core that did not record bool lists): cuDNN's kernel
+    # names, else both gradients.
+    assert annotated("?", ("sm90_xmma_wgrad_implicit_gemm",)) == weight_only
+    assert annotated("?") == both

@@ -20,15 +20,30 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.errors": (),
     "dlpt.log": (),
     "dlpt.source_files": (),
-    "dlpt.steps": (),
-    "dlpt.session": ("dlpt.errors",),
+    "dlpt.steps": ("dlpt.import_hooks",),
+    "dlpt.safe_files": ("dlpt.errors",),
+    "dlpt.session_schema": (),
+    "dlpt.gc_pause": (),
+    "dlpt.session": ("dlpt.errors", "dlpt.gc_pause", "dlpt.safe_files", "dlpt.session_schema"),
     "dlpt.tree": ("dlpt.session",),
     "dlpt.processors": ("dlpt.errors", "dlpt.source_files", "dlpt.tree", "dlpt.session"),
-    "dlpt.capture": ("dlpt.capture", "dlpt.errors", "dlpt.source_files", "dlpt.log", "dlpt._C"),
-    "dlpt.compile": ("dlpt.compile", "dlpt.errors", "dlpt.source_files", "dlpt.log"),
+    # Forward/backward/compiled context bits of tree nodes: plain tree data, read by the folded
+    # table (dlpt.display_tree) and the outputs that show them (HTML report, dlpt diff).
+    "dlpt.contexts": ("dlpt.tree",),
+    "dlpt.display_tree": ("dlpt.contexts", "dlpt.processors", "dlpt.tree", "dlpt.session"),
+    "dlpt.capture": (
+        "dlpt.capture",
+        "dlpt.errors",
+        "dlpt.source_files",
+        "dlpt.safe_files",
+        "dlpt.log",
+        "dlpt._C",
+    ),
+    "dlpt.compile": ("dlpt.compile", "dlpt.errors", "dlpt.source_files", "dlpt.log", "dlpt.import_hooks"),
     # Renderers read the compile events of a session (plain data), never the torch-facing parts.
     "dlpt.renderers": (
         "dlpt.renderers",
+        "dlpt.display_tree",
         "dlpt.processors",
         "dlpt.tree",
         "dlpt.session",
@@ -36,14 +51,16 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.compile.events",
         "dlpt.compile.resume",
     ),
-    # Why is this line slow: analysis of a session above the renderers (its views use them), below
-    # the report. Its capture half (signatures, FLOP formulas, bytes, the pinned-copy probe) imports
-    # nothing from the report side, so the profiler can use it at session build time.
+    # Why is this line slow: analysis of a session above the renderers (its views use them) and the
+    # folded table (it reads the report's tree), below the report. Its capture half (signatures,
+    # FLOP formulas, bytes, the pinned-copy probe) imports nothing from the report side, so
+    # dlpt.assemble can use it at session build time.
     "dlpt.insights": (
         "dlpt.insights",
         "dlpt.session",
         "dlpt.tree",
         "dlpt.processors",
+        "dlpt.display_tree",
         "dlpt.renderers",
         "dlpt.compile.events",
     ),
@@ -54,8 +71,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.insights.traffic": ("dlpt.insights.flops", "dlpt.insights.signature"),
     "dlpt.insights.annotate": ("dlpt.insights.flops", "dlpt.insights.signature", "dlpt.insights.traffic"),
     "dlpt.report": (
+        "dlpt.gc_pause",
         "dlpt.insights",
         "dlpt.renderers",
+        "dlpt.display_tree",
         "dlpt.processors",
         "dlpt.tree",
         "dlpt.session",
@@ -64,17 +83,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     # The outputs besides the terminal report (HTML report, exports, dlpt diff) start from
     # report.report_tree and reuse the renderers' formatting; capture, compile, the data model
-    # and the terminal report never import them. Shared helpers first.
-    "dlpt.atomic": (),
+    # and the terminal report never import them. They write files by dlpt.safe_files' rules.
     "dlpt.source_text": (),
-    "dlpt.contexts": ("dlpt.tree",),
     "dlpt.exports": (
         "dlpt",  # __version__, for the exporter field
-        "dlpt.atomic",
         "dlpt.compile.resume",
         "dlpt.errors",
         "dlpt.processors",
         "dlpt.report",
+        "dlpt.safe_files",
         "dlpt.session",
         "dlpt.tree",
     ),
@@ -91,7 +108,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.html": (
         "dlpt.html",
         "dlpt.insights",
-        "dlpt.atomic",
         "dlpt.compile.events",
         "dlpt.compile.resume",
         "dlpt.contexts",
@@ -99,11 +115,12 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.processors",
         "dlpt.renderers",
         "dlpt.report",
+        "dlpt.safe_files",
         "dlpt.session",
         "dlpt.source_text",
         "dlpt.tree",
     ),
-    "dlpt.outputs": ("dlpt.errors", "dlpt.exports", "dlpt.html", "dlpt.session"),
+    "dlpt.outputs": ("dlpt.errors", "dlpt.exports", "dlpt.html", "dlpt.safe_files", "dlpt.session"),
     "dlpt.diff_cli": (
         "dlpt.errors",
         "dlpt.outputs",
@@ -114,13 +131,19 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.session",
     ),
     "dlpt.scope": ("dlpt.capture.native",),
+    "dlpt.import_hooks": (),
+    "dlpt.step_on": ("dlpt.errors", "dlpt.import_hooks", "dlpt.source_files"),
+    "dlpt.assemble": ("dlpt", "dlpt.capture", "dlpt.compile", "dlpt.insights.annotate", "dlpt.session"),
     "dlpt.profiler": (
         "dlpt",
+        "dlpt.assemble",
         "dlpt.capture",
-        "dlpt.insights",
+        "dlpt.insights.annotate",  # the op names --flops records
+        "dlpt.insights.stop",  # suggestions and the pinned-copy probe, once the session is built
         "dlpt.compile",
         "dlpt.errors",
         "dlpt.session",
+        "dlpt.step_on",
         "dlpt.steps",
         "dlpt.report",
     ),
@@ -132,7 +155,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.session",
         "dlpt.outputs",
         "dlpt.diff_cli",
+        "dlpt.launch",
+        "dlpt.signals",
+        "dlpt.step_on",
     ),
+    # Running the program as python would (argv, sys.path[0], __main__, tracebacks).
+    "dlpt.launch": ("dlpt.errors", "dlpt.step_on"),
+    "dlpt.signals": (),
     "dlpt.__main__": ("dlpt.cli",),
 }
 

@@ -20,7 +20,7 @@ from dlpt.processors import (
     mark_lines,
     prune,
 )
-from dlpt.source_files import is_library_file
+from dlpt.source_files import file_kind, is_library_file
 from dlpt.tree import Node, build_tree, walk
 
 GPU = METRICS["gpu"]
@@ -267,3 +267,52 @@ def test_exec_frames_called_from_library_fold_like_library() -> None:
     model = collapse_library(build_tree(s)).children[0]
     assert model.name == "forward"
     assert sorted((c.kind, c.name) for c in model.children) == [("frame", "<module>"), ("kernel", "k")]
+
+
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        ("/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", "framework"),
+        ("/opt/venv/lib/python3.11/site-packages/triton/runtime/jit.py", "framework"),
+        ("/usr/lib/python3.12/threading.py", "framework"),
+        ("/tmp/torchinductor_me/ab/cabc.py", "framework"),
+        ("/opt/venv/lib/python3.11/site-packages/transformers/models/gpt2/modeling_gpt2.py", "package"),
+        ("/usr/lib/python3/dist-packages/timm/models/vit.py", "package"),
+        ("/home/user/proj/model.py", "user"),
+        ("/home/other/checkout/dlpt/cli.py", "framework"),  # a session from another dlpt checkout
+        ("/home/other/checkout/dlpt/launch.py", "framework"),  # ... whose launcher runs the program
+        ("/home/user/proj/dlpt/model.py", "user"),
+    ],
+)
+def test_file_kind(path: str, kind: str) -> None:
+    assert file_kind(path) == kind
+
+
+def test_package_frames_stay_inside_module_calls_only(h) -> None:
+    """Model code of an installed package (inside nn.Module.__call__) is shown; the same
+    package's code outside any module call folds, as torch's does everywhere."""
+    site = "/opt/venv/lib/python3.11/site-packages"
+    b = h.Builder()
+    user = b.frame(0, h.TRAIN, 60, "<module>")
+    loop = b.frame(user, f"{site}/transformers/generation/utils.py", 2400, "generate")
+    call = b.frame(loop, h.MODULE, 1751, "_wrapped_call_impl")
+    fwd = b.frame(call, f"{site}/transformers/models/gpt2/modeling_gpt2.py", 1100, "forward")
+    b.kernel(b.op(b.frame(fwd, f"{site}/torch/nn/functional.py", 5, "linear"), "aten::linear"), "gemm", 1, 9)
+    b.kernel(b.op(loop, "aten::topk"), "topk", 1, 1)
+    names = _names(collapse_library(build_tree(b.session())))
+    assert names == ["<module>", "  forward", "    aten::linear", "      gemm", "  aten::topk", "    topk"]
+
+
+def test_a_package_closure_inside_a_module_call_folds(h) -> None:
+    """A decorator's wrapper in a package (transformers' can_return_tuple.<locals>.wrapper) is
+    plumbing: it folds even inside a module call, the forward it wraps stays."""
+    site = "/opt/venv/lib/python3.11/site-packages/transformers"
+    b = h.Builder()
+    call = b.frame(b.frame(0, h.TRAIN, 9, "main"), h.MODULE, 1751, "_wrapped_call_impl")
+    wrapper = b.frame(call, f"{site}/utils/generic.py", 943, "can_return_tuple.<locals>.wrapper")
+    b.op(b.frame(wrapper, f"{site}/models/gpt2/modeling_gpt2.py", 680, "GPT2LMHeadModel.forward"), "aten::mm")
+    assert _names(collapse_library(build_tree(b.session()))) == [
+        "main",
+        "  GPT2LMHeadModel.forward",
+        "    aten::mm",
+    ]

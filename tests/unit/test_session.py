@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dlpt.errors import DlptError, SessionFormatError
+from dlpt.errors import DlptError, SessionFormatError, UnsafeFileError
 from dlpt.session import Session
 
 
@@ -114,7 +114,7 @@ def test_truncated(tmp_path: Path, h, cut: int) -> None:
         ([1, 2, 3], "top level is list"),
         ({"nodes": []}, "format is None"),
         ({"format": "chrome-trace", "version": 1, "nodes": []}, "format is 'chrome-trace'"),
-        ({"format": "dlpt-session", "version": 2, "nodes": []}, "newer dlpt"),
+        ({"format": "dlpt-session", "version": 3, "nodes": []}, "newer dlpt"),
         ({"format": "dlpt-session", "version": "1", "nodes": []}, "invalid session version"),
         ({"format": "dlpt-session", "version": 0, "nodes": []}, "invalid session version"),
         ({"format": "dlpt-session", "version": 1, "nodes": {}}, "'nodes' must be a list"),
@@ -172,3 +172,54 @@ def test_malformed_node_table(tmp_path: Path, nodes: list, what: str) -> None:
 def test_from_dict_names_source() -> None:
     with pytest.raises(SessionFormatError, match=r"^<dict>: not a dlpt session"):
         Session.from_dict({"format": "x"})
+
+
+def test_save_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(UnsafeFileError, match="FIFO"):
+        Session().save(fifo)
+    with pytest.raises(UnsafeFileError, match="directory"):
+        Session().save(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.json"] and fifo.is_fifo()
+
+
+def test_save_writes_through_a_symlink(tmp_path: Path) -> None:
+    (tmp_path / "link.json").symlink_to("target.json")
+    Session().save(tmp_path / "link.json")
+    assert (tmp_path / "link.json").is_symlink()
+    assert Session.load(tmp_path / "target.json").nodes == Session().nodes
+
+
+def test_undecodable_file_names_round_trip(tmp_path: Path) -> None:
+    """A file name with bytes that are not UTF-8 reaches Python as a lone surrogate; saving must
+    not fail on it (the run would be lost) and loading gives the same name back."""
+    s = Session.from_dict(
+        {
+            "format": "dlpt-session",
+            "version": 2,
+            "nodes": [
+                {"id": 0, "parent": -1, "kind": "root", "name": "<root>"},
+                {"id": 1, "parent": 0, "kind": "frame", "name": "f", "file": "/tmp/caf\udce9.py", "line": 1},
+            ],
+        }
+    )
+    s.save(tmp_path / "s.json")
+    assert Session.load(tmp_path / "s.json").nodes[1]["file"] == "/tmp/caf\udce9.py"
+
+
+def test_version_1_sessions_still_load(h) -> None:
+    d = h.build_gpu().dict(h.gpu_meta())
+    d["version"] = 1
+    del d["meta"]["sources"]
+    assert Session.from_dict(d).nodes == h.build_gpu().session().nodes
+
+
+def test_from_dict_leaves_its_input_alone(h) -> None:
+    d = h.build_gpu().dict(h.gpu_meta())
+    d["nodes"][1]["unknown"] = 1
+    del d["nodes"][2]["file"]
+    before = json.dumps(d)
+    s = Session.from_dict(d)
+    assert json.dumps(d) == before
+    assert "unknown" not in s.nodes[1] and s.nodes[2]["file"] == ""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from dlpt.insights.analysis import Analysis, user_line
+from dlpt.insights.analysis import Analysis
 from dlpt.insights.finding import Finding
 from dlpt.insights.rules.common import ms, per_step_text, significant, where
 from dlpt.tree import Node, walk
@@ -47,21 +47,20 @@ def _other_ns(kernels: list[Node]) -> int:
 
 def _sdpa_math(a: Analysis) -> list[tuple[Node | None, int, str]]:
     out = []
-    for node, _ in walk(a.root):
+    for node, line in a.lines:
         if node.kind == "op" and node.name == _SDPA:
             ks = _kernels(node)
             math_op = any(n.name == "aten::_scaled_dot_product_attention_math" for n, _ in walk(node))
             softmax = any("softmax" in k.name.lower() for k in ks)
             if (math_op or softmax) and not any(_FUSED.search(k.name) for k in ks):
-                out.append((user_line(node), _other_ns(ks), "sdpa"))
+                out.append((line, _other_ns(ks), "sdpa"))
     return out
 
 
-def _ops_by_line(root: Node) -> dict[tuple[str, int], tuple[Node, set[str], list[Node]]]:
+def _ops_by_line(a: Analysis) -> dict[tuple[str, int], tuple[Node, set[str], list[Node]]]:
     """Per user line: its frame, the names of its ops and its kernels (its own, not callees')."""
     lines: dict[tuple[str, int], tuple[Node, set[str], list[Node]]] = {}
-    for node, _ in walk(root):
-        line = user_line(node)
+    for node, line in a.lines:
         if line is None or node.kind not in ("op", "kernel"):
             continue
         entry = lines.setdefault((line.file, line.line), (line, set(), []))
@@ -75,7 +74,7 @@ def _ops_by_line(root: Node) -> dict[tuple[str, int], tuple[Node, set[str], list
 def _manual(a: Analysis) -> list[tuple[Node | None, int, str]]:
     out: list[tuple[Node | None, int, str]] = []
     by_fn: dict[tuple[str, str], list[tuple[Node, set[str], list[Node]]]] = {}
-    for line, ops, ks in _ops_by_line(a.root).values():
+    for line, ops, ks in _ops_by_line(a).values():
         by_fn.setdefault((line.file, line.name), []).append((line, ops, ks))
     for entries in by_fn.values():
         mm = [ln.line for ln, ops, _ in entries if ops & set(_MATMUL)]
@@ -92,6 +91,8 @@ def _manual(a: Analysis) -> list[tuple[Node | None, int, str]]:
 
 
 def attention_unfused(a: Analysis) -> list[Finding]:
+    if not a.recorded.get("op", set()) & {_SDPA, *_SOFTMAX}:  # neither kind of attention ran
+        return []
     out = []
     for line, ns, kind in [*_sdpa_math(a), *_manual(a)]:
         gain = ns / a.per

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TypedDict
 
-from dlpt.insights.analysis import Analysis, user_line
+from dlpt.insights.analysis import Analysis
 from dlpt.renderers.format import Fmt
-from dlpt.tree import Node, walk
+from dlpt.tree import Node
 
 __all__ = [
     "Location",
@@ -70,8 +70,8 @@ def per_step_text(a: Analysis) -> str:
     return "per step" if a.steps > 0 else "in the run"
 
 
-def lines_of(root: Node, kinds: tuple[str, ...]) -> Iterator[tuple[Node, Node | None]]:
-    """(node, its user line) for every node of one of ``kinds``."""
-    for node, _ in walk(root):
+def lines_of(a: Analysis, kinds: tuple[str, ...]) -> Iterator[tuple[Node, Node | None]]:
+    """(node, its user line) for every node of one of ``kinds`` in ``a``'s tree."""
+    for node, line in a.lines:
         if node.kind in kinds:
-            yield node, user_line(node)
+            yield node, line

@@ -10,12 +10,14 @@ otherwise the finding is about the step as a whole.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dlpt.insights.analysis import Analysis
 from dlpt.insights.finding import Finding
 from dlpt.insights.idle import step_idle
 from dlpt.insights.rules.common import ms, significant, where
 from dlpt.processors import is_library_frame
-from dlpt.tree import Node, build_tree, walk
+from dlpt.tree import Node
 
 __all__ = ["data_loader_stall", "MIN_SHARE"]
 
@@ -23,15 +25,22 @@ MIN_SHARE = 0.1
 _DATA = "/torch/utils/data/"
 
 
+def _frame(n: dict[str, Any]) -> Node:
+    return Node("frame", n["name"], n["file"], n["line"], None, n.get("x"))
+
+
 def _loader_line(a: Analysis) -> Node | None:
-    """The user's line that calls into torch.utils.data, from the unfolded tree."""
-    for node, _ in walk(build_tree(a.session)):
-        if node.kind == "frame" and _DATA in node.file.replace("\\", "/"):
-            p = node.parent
-            while p is not None and (p.kind != "frame" or is_library_frame(p)):
-                p = p.parent
-            if p is not None:
-                return p
+    """The user's line that calls into torch.utils.data. The folded tree has folded the
+    DataLoader's frames away, so they are looked for in the recorded node table; the line is
+    their nearest caller in a user's file, a line the report shows."""
+    nodes = a.session.nodes
+    for n in nodes:
+        if n["kind"] == "frame" and _DATA in n["file"].replace("\\", "/"):
+            p = n["parent"]
+            while p > 0 and (nodes[p]["kind"] != "frame" or is_library_frame(_frame(nodes[p]))):
+                p = nodes[p]["parent"]
+            if p > 0:
+                return _frame(nodes[p])
     return None
 
 

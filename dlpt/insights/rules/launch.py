@@ -47,7 +47,7 @@ def step_line(root: Node, share: float = 0.8) -> Node | None:
 def _replayed(a: Analysis) -> bool:
     graphs = a.meta.get("cuda_graphs")
     replay = int_of(graphs.get("replay_gpu_ns")) if isinstance(graphs, dict) else 0
-    return replay > 0.5 * METRICS["gpu"](a.root.inclusive)
+    return replay > 0.5 * METRICS["gpu"](a.totals)
 
 
 def launch_bound(a: Analysis) -> list[Finding]:

@@ -27,8 +27,10 @@ MIN_CALLS = 8
 
 
 def optimizer_loop(a: Analysis) -> list[Finding]:
+    if not any(name.startswith(_PREFIX) for name in a.recorded.get("scope", ())):
+        return []
     out = []
-    for node, _ in walk(a.root):
+    for node, _ in a.lines:
         if node.kind != "scope" or not node.name.startswith(_PREFIX):
             continue
         ops = [n for n, _ in walk(node) if n.kind == "op"]

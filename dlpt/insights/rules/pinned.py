@@ -28,7 +28,7 @@ MIN_PINNED_SAMPLE_BYTES = 256 * 1024
 def _pinned_basis(a: Analysis) -> tuple[float, str] | None:
     """(pinned HtoD bytes per ns, where that number comes from)."""
     pinned_b = pinned_ns = pinned_n = 0
-    for node, _ in lines_of(a.root, ("memcpy",)):
+    for node, _ in lines_of(a, ("memcpy",)):
         x = node.extras
         if x.get("direction") == "HtoD" and x.get("host_mem") == "pinned":
             pinned_b += node.metrics.get("copy_bytes", 0)
@@ -56,8 +56,10 @@ def _pinned_basis(a: Analysis) -> tuple[float, str] | None:
 
 
 def pinned_memory(a: Analysis) -> list[Finding]:
+    if "memcpy" not in a.recorded:
+        return []
     by_line: dict[tuple[str, int], tuple[Node | None, list[Node]]] = {}
-    for node, line in lines_of(a.root, ("memcpy",)):
+    for node, line in lines_of(a, ("memcpy",)):
         x = node.extras
         if x.get("direction") == "HtoD" and x.get("host_mem") == "pageable" and node.metrics.get("copy_ns"):
             key = (line.file, line.line) if line is not None else ("", 0)

@@ -43,7 +43,10 @@ class _Line:
 
 def _collect(a: Analysis) -> list[_Line]:
     lines: dict[tuple[str, int, str], _Line] = {}
-    work = [w for w in op_work(a.root) if w.flops and w.key in ("fp32", "tf32")]
+    # Only ops carry FLOPs: without any in the session, op_work (a walk of every op's kernels)
+    # would find none.
+    flops = bool(a.totals.get("flops"))
+    work = [w for w in op_work(a.root) if w.flops and w.key in ("fp32", "tf32")] if flops else []
     for w in work:
         k = (w.line.file, w.line.line, w.key or "") if w.line is not None else ("", 0, w.key or "")
         ln = lines.setdefault(k, _Line(w.line, w.key or "fp32"))
@@ -51,8 +54,8 @@ def _collect(a: Analysis) -> list[_Line]:
         ln.flops += w.flops / a.per
         ln.nbytes += w.nbytes / a.per
         ln.ops.add(w.node.name)
-    if not any(n.metrics.get("flops") for n, _ in lines_of(a.root, ("op",))):
-        for node, line in lines_of(a.root, ("kernel",)):
+    if not any(n.metrics.get("flops") for n, _ in lines_of(a, ("op",))):
+        for node, line in lines_of(a, ("kernel",)):
             if is_fp32_gemm_kernel(str(node.extras.get("full_name") or node.name)):
                 k = (line.file, line.line, "fp32") if line is not None else ("", 0, "fp32")
                 ln = lines.setdefault(k, _Line(line, "fp32", by_name=True))
@@ -73,7 +76,7 @@ def _faster(a: Analysis, ln: _Line, target: str, bytes_factor: float) -> float |
 
 
 def fp32_matmul(a: Analysis) -> list[Finding]:
-    if a.device is None:
+    if a.device is None or "kernel" not in a.recorded:  # the gain is kernel time
         return []
     target = "bf16" if a.device.peak("bf16") else "fp16"
     out = []

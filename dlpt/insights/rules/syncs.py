@@ -78,8 +78,10 @@ def _pageable_copy(sync: Node) -> bool:
 
 
 def sync_in_step(a: Analysis) -> list[Finding]:
+    if "sync" not in a.recorded:
+        return []
     by_line: dict[tuple[str, int, str], tuple[Node | None, list[Node]]] = {}
-    for node, line in lines_of(a.root, ("sync",)):
+    for node, line in lines_of(a, ("sync",)):
         if node.metrics.get("sync_ns", 0) and not _pageable_copy(node):
             label, _ = _cause(node)
             key = (line.file, line.line, label) if line is not None else ("", 0, label)

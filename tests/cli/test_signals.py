@@ -1,0 +1,159 @@
+"""Signals and forks never lose a run or change how it ends: SIGTERM and a storm of Ctrl-Cs still
+save the profile and end with 143 / 130; a forked child exits with its own status and reports
+nothing; ``@dlpt.profile()`` on a script's main joins the CLI's profile."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dlpt.session import Session
+
+from .helpers import Job, Result, env, run_many, write
+
+# Works until told to stop: the test signals it once it is running.
+LOOP = """\
+import pathlib, sys, time, torch
+x = torch.ones(32, 32)
+print("running", flush=True)
+t0 = time.time()
+while time.time() - t0 < 60:
+    x = (x @ x).clamp(-1, 1)  # @loop
+"""
+
+# A Ctrl-C storm: a thread sends SIGINT every few ms until the profile file exists, so that
+# signals keep arriving while dlpt stops and saves.
+STORM = """\
+import os, pathlib, signal, threading, time, torch
+out = pathlib.Path("storm.json")
+def storm():
+    for _ in range(3000):
+        if out.exists():
+            return
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.002)
+x = torch.ones(16, 16)
+threading.Thread(target=storm, daemon=True).start()
+while True:
+    x = x @ x
+"""
+
+FORK = """\
+import os, sys, torch
+import dlpt
+x = torch.ones(8, 8)
+pid = os.fork()
+if pid == 0:
+    y = x + 1
+    if len(sys.argv) > 1:  # the child profiles itself
+        with dlpt.profile(gpu=False) as p:
+            z = x * 3  # @child
+        p.save("child.json")
+    print("child done", flush=True)
+else:
+    _, status = os.waitpid(pid, 0)
+    print("child status", os.waitstatus_to_exitcode(status), flush=True)
+    y = x - 1
+"""
+
+DECORATED = """\
+import torch
+import dlpt
+
+@dlpt.profile()
+def main():
+    x = torch.ones(8, 8)
+    for _ in range(3):
+        x = x @ x  # @work
+    print("main done", flush=True)
+
+main()
+with dlpt.profile() as prof:
+    for _ in range(2):
+        torch.ones(4).sum()
+        prof.step()
+prof.save("inner.json")
+prof.print()
+"""
+
+
+def _popen(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    e = env()
+    e["OMP_NUM_THREADS"] = "1"
+    return subprocess.Popen(
+        [sys.executable, *args], cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _finish(p: subprocess.Popen[str]) -> Result:
+    out, err = p.communicate(timeout=180)
+    return Result(p.returncode, out, err)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("signals")
+    write(root / "loop.py", LOOP)
+    write(root / "storm.py", STORM)
+    write(root / "fork.py", FORK)
+    write(root / "decorated.py", DECORATED)
+    return root
+
+
+def test_sigterm_saves_reports_and_ends_with_143(root: Path) -> None:
+    p = _popen(["-m", "dlpt", "-o", "term.json", "loop.py"], root)
+    assert p.stdout is not None and p.stdout.readline() == "running\n"
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    r = _finish(p)
+    assert r.rc == 143, r.err
+    assert "dlpt: saved profile to term.json" in r.err and "Traceback" not in r.err
+    assert "Top-down" in r.out  # the report was printed
+    session = Session.load(root / "term.json")
+    assert any(n["name"] == "aten::matmul" for n in session.nodes)
+
+
+def test_a_storm_of_ctrl_c_saves_and_ends_with_130(root: Path) -> None:
+    r = _finish(_popen(["-m", "dlpt", "-o", "storm.json", "--no-report", "storm.py"], root))
+    # 130 from dlpt; a Ctrl-C arriving while the interpreter shuts down ends it by SIGINT itself.
+    assert r.rc in (130, -signal.SIGINT), r.err
+    assert "dlpt: saved profile to storm.json" in r.err
+    assert "dlpt/" not in r.err.replace("dlpt: saved", "")  # no traceback line inside dlpt
+    assert r.err.rstrip().endswith("KeyboardInterrupt")  # the program's own traceback
+    Session.load(root / "storm.json")
+
+
+def test_a_forked_child_keeps_its_status_and_reports_nothing(root: Path) -> None:
+    jobs = {
+        "plain": Job(["fork.py"], root, dlpt=False),
+        "dlpt": Job(["-o", "fork.json", "fork.py"], root),
+        "child profiles": Job(["--no-report", "-o", "fork2.json", "fork.py", "profile"], root),
+    }
+    results = run_many(jobs)
+    plain, profiled = results["plain"], results["dlpt"]
+    assert plain.rc == profiled.rc == 0, profiled.err
+    assert "child status 0" in profiled.out and "child done" in profiled.out
+    assert "failed" not in profiled.err and profiled.err.count("saved profile") == 1
+    assert profiled.out.count("Top-down") == 1  # the parent's report only
+    child = results["child profiles"]
+    assert child.rc == 0 and "child status 0" in child.out, child.err
+    names = {n["name"] for n in Session.load(root / "child.json").nodes}
+    assert "aten::mul" in names  # the child's own profile, recorded in the child
+
+
+def test_a_decorated_main_joins_the_clis_profile(root: Path) -> None:
+    (r,) = run_many({"x": Job(["-o", "decorated.json", "decorated.py"], root)}).values()
+    assert r.rc == 0, r.err
+    assert "ProfilerBusyError" not in r.err and "main done" in r.out
+    assert r.out.count("Top-down") == 1  # the CLI's report, once, at the end
+    assert "its report comes when that one stops" in r.err
+    saved = json.loads((root / "decorated.json").read_text())
+    inner = json.loads((root / "inner.json").read_text())  # saved when the CLI's profile stopped
+    assert inner["nodes"] == saved["nodes"]
+    assert saved["meta"]["steps"]["source"] == "manual" and saved["meta"]["steps"]["seen"] == 2

@@ -1,0 +1,157 @@
+"""What the profiler writes, the loader reads: a session assembled (dlpt.assemble) from everything
+the native core's stop() returns (GPU steps, communication time, collectives, every capture
+counter, and with ``--flops`` the work per op and the suggestions added at stop) passes the
+session schema after a save and a load, and every output renders it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from dlpt.assemble import build_session, start_meta
+from dlpt.diff import diff_sessions
+from dlpt.diff_view import render_diff
+from dlpt.exports import folded, speedscope
+from dlpt.html import render_html
+from dlpt.insights.stop import finish_session
+from dlpt.processors import METRICS
+from dlpt.report import VIEWS, render
+from dlpt.session import Session
+from dlpt.session_schema import EXTRAS, SCHEMA
+
+# What csrc/bindings.cpp puts in stop()["counters"] (RawMetrics order: calls, cpu_ns, gpu_ns,
+# completed, bytes, sync_ns, api_ns, min_ns, max_ns).
+COUNTERS: dict[str, Any] = {
+    "activity_records": 40,
+    "delivered_gpu_ns": 9_000,
+    "dropped_records": 0,
+    "unknown_correlation": 0,
+    "unknown_gpu_ns": 0,
+    "submitted": 3,
+    "completed": 3,
+    "outside_window": 1,
+    "backward_unresolved": 0,
+    "code_lost": 0,
+    "graph_nodes_captured": 0,
+    "graph_replay_ns": 0,
+    "graph_unmapped_ns": 0,
+    "tree_overflow": 0,
+    "unmatched_op_ends": 0,
+    "rf_windows": 2,
+    "op_records": 12,
+    "api_callbacks": 6,
+    "self_ns": 40_000,
+    "self_python_ns": 10_000,
+    "self_window_ns": 5_000,
+    "tsc": True,
+    "cupti_unsubscribe_error": "CUPTI_ERROR_NOT_INITIALIZED",
+}
+
+
+def _raw(script: str) -> dict[str, Any]:
+    k_nccl = (0, 0, 7_000, 1, 0, 0, 0, 7_000, 7_000)
+    k_gemm = (0, 0, 2_000, 1, 0, 0, 0, 2_000, 2_000)
+    nodes = [
+        (0, -1, "root", "<root>", "", 0, (0,) * 9, {}),
+        (1, 0, "frame", "main", script, 2, (0,) * 9, {}),
+        (2, 1, "op", "c10d::allreduce_", "", 0, (1, 5_000, 0, 0, 0, 0, 800, 0, 0), {}),
+        (3, 2, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "", 0, k_nccl, {"grid": (2, 1, 1)}),
+        (4, 1, "op", "aten::mm", "", 0, (1, 3_000, 0, 0, 0, 0, 400, 0, 0), {}),
+        (5, 4, "kernel", "void gemm<float>(float*)", "", 0, k_gemm, {"device": 0}),
+    ]
+    collective = {
+        "collective": "allreduce",
+        "dtype": "Float",
+        "pg_name": "0",
+        "pg_desc": "default_pg",
+        "world_size": 8,
+        "calls": 1,
+        "in_bytes": 4096,
+        "out_bytes": 4096,
+    }
+    return {
+        "nodes": nodes,
+        "collectives": {2: collective},
+        # aten::mm's input signature (core node id 4): a 4x8 by 8x16 fp32 matmul, three calls.
+        "op_inputs": [(4, '[["T",["Float",[4,8]]],["T",["Float",[8,16]]]]', 3)],
+        "api": [("cudaLaunchKernel_v7000", 2, 900, 400, 500)],
+        "gpu_busy_ns": {"0": 9_000},
+        "gpu_comm_ns": {"0": 7_000},
+        "gpu_comm_exposed_ns": {"0": 5_000},
+        # (start, end, recorded, busy, first, last) per step interval; a clock step backwards
+        # (end < start) must not write a negative span.
+        "gpu_steps": {"0": [(100, 20_100, True, 9_000, 1_000, 19_000), (20_100, 20_000, True, 0, 0, 0)]},
+        "counters": dict(COUNTERS),
+        "gpu": True,
+        "flush_s": 0.01,
+    }
+
+
+def _session(tmp_path: Path, flops: bool = True) -> Session:
+    """What dlpt.profile(flops=flops).stop() makes of _raw(): build_session, then the stop step
+    (no probe: the raw data's GPU is not this machine's)."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch\ntorch.distributed.all_reduce(x)\ny = x @ x\n")
+    start = {**start_meta(gpu=False), "gpu": {"enabled": True, "reason": None, "cupti": None}, "compile": []}
+    session = build_session(
+        _raw(str(script)),
+        start,
+        steps={"profiled": 1, "seen": 1, "skip_first": 0, "active": None, "source": "optimizer"},
+        step_wall_ns=[20_000],
+        wall_ns=20_000,
+        stop_s=0.02,
+        failures_before={},
+        sources=True,
+        step_on_matched=None,
+        flops=flops,
+    )
+    finish_session(session, probe=False)
+    return session
+
+
+def test_every_key_the_profiler_writes_loads_back(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    meta = session.meta
+    assert meta["gpu_comm_ns"] == {"0": 7_000} and meta["gpu_comm_exposed_ns"] == {"0": 5_000}
+    assert [s["span_ns"] for s in meta["gpu_steps"]["0"]] == [20_000, 0]
+    assert meta["capture"]["cupti_unsubscribe_error"] and meta["capture"]["tsc"] is True
+    assert meta["sources"][str(tmp_path / "train.py")]["2"] == "torch.distributed.all_reduce(x)"
+    coll = session.nodes[2]
+    assert coll["x"]["collective"] == "allreduce" and coll["m"]["comm_in_bytes"] == 4096
+    mm = session.nodes[4]
+    assert mm["name"] == "aten::mm" and mm["m"]["flops"] == 3 * 2 * 4 * 8 * 16
+    assert mm["x"]["flop_dtype"] == "Float" and mm["m"]["mem_bytes"] == 3 * (32 + 128 + 64) * 4
+    assert meta["flops"] == {"ops": 1, "flops": 3 * 1024, "unevaluated": {}}
+    assert isinstance(meta["suggestions"], list)
+    # The schema types every key the profiler writes that a reader relies on.
+    assert {"gpu_comm_ns", "gpu_comm_exposed_ns", "gpu_steps", "capture", "sources"} <= set(SCHEMA)
+    assert {"flops", "suggestions", "host_link_probe"} <= set(SCHEMA) and "flop_dtype" in EXTRAS
+    path = tmp_path / "s.json"
+    session.save(path)
+    loaded = Session.load(path)
+    assert loaded.meta == session.meta and loaded.nodes == session.nodes
+
+
+def test_without_flops_no_work_is_written(tmp_path: Path) -> None:
+    session = _session(tmp_path, flops=False)
+    assert "flops" not in session.meta
+    assert not any(
+        "flops" in n["m"] or "mem_bytes" in n["m"] or "flop_dtype" in n.get("x", {}) for n in session.nodes
+    )
+
+
+def test_every_output_renders_it(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    out = io.StringIO()
+    console = Console(file=out, width=140, color_system=None)
+    for view in VIEWS:
+        console.print(render(session, view=view, threshold=0.0))
+    console.print(render_diff(diff_sessions(session, session, "a.json", "b.json"), METRICS["gpu"]))
+    text = out.getvalue()
+    assert "train.py:2 main" in text and "ncclDevKernel" in text
+    assert "profiling: dlpt's own callbacks took" in text
+    assert '"format":"dlpt-html-model"' in render_html(session)
+    assert folded(session).strip() and speedscope(session)["profiles"]
