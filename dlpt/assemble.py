@@ -2,7 +2,13 @@
 node table and counters, the step window, compile events and failures, the saved source text,
 and what the profile knows about the process (versions, devices, threads still running).
 
-The meta keys are documented in docs/session-format.md; this module is their single writer.
+With ``--flops``, the work of each op (``m.flops``, ``m.mem_bytes``, ``x.flop_dtype``) and its
+summary (``meta.flops``) are worked out here from the input signatures the core recorded
+(:mod:`dlpt.insights.annotate`).
+
+The meta keys are documented in docs/session-format.md; this module is their single writer, but
+for the two that :func:`dlpt.insights.stop.finish_session` adds to the finished session
+(``meta.suggestions`` and ``meta.host_link_probe``: they need the whole session).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.capture.sources import collect_sources
 from dlpt.compile import failures
 from dlpt.compile.inductor_lines import map_generated_frames
+from dlpt.insights.annotate import annotate
 from dlpt.ranks.annotate import annotate_comm
 from dlpt.session import Session
 
@@ -76,19 +83,26 @@ def build_session(
     failures_before: dict[str, int],
     sources: bool,
     step_on_matched: list[str] | None,
+    flops: bool = False,
     comm_signatures: Sequence[dict[str, Any]] = (),
     distributed: dict[str, Any] | None = None,
 ) -> Session:
     """The session of a stopped profile: ``raw`` is what the native core's stop() returned,
     ``start`` the meta from :func:`start_meta` plus the profile's own keys (gpu, compile),
     ``failures_before`` the compile-integration failure counts when the profile started,
+    ``flops`` whether the core recorded op input signatures (``raw["op_inputs"]``),
     ``comm_signatures`` what the wrapped Python collectives moved (dlpt.ranks.pycomm) and
     ``distributed`` this rank's place in the job (dlpt.ranks.env), if it is one of several."""
     c = raw["counters"]
-    mapped = map_generated_frames(native.to_nodes(raw["nodes"], raw.get("collectives")))
+    table = native.to_nodes(raw["nodes"], raw.get("collectives"))
+    # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids.
+    work = annotate(table, raw.get("op_inputs") or []) if flops else None
+    mapped = map_generated_frames(table)
     # Communication kernels and collective calls marked (comm_ns, comm_wait_ns, bytes).
     nodes = annotate_comm(mark_library_exec_frames(mapped.nodes), comm_signatures)
     meta = dict(start)
+    if work is not None:
+        meta["flops"] = work
     if distributed is not None:
         meta["distributed"] = distributed
     if raw.get("gpu_steps"):

@@ -99,6 +99,17 @@ def _build_parser() -> _Parser:
         help="also record ops inside ops (aten::mm under aten::matmul); slower",
     )
     p.add_argument(
+        "--flops",
+        action="store_true",
+        help="record op shapes for FLOPs, TFLOP/s and MFU per line (costs time on every op)",
+    )
+    p.add_argument(
+        "--peak-tflops",
+        type=float,
+        metavar="N",
+        help="the GPU's dense peak TFLOP/s for MFU and %% of peak (default: datasheet table)",
+    )
+    p.add_argument(
         "--report-ranks",
         choices=REPORT_RANKS,
         help="under torchrun and other launchers: which ranks print (default 0: rank 0 prints, "
@@ -165,6 +176,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--nested-ops", opts.nested_ops),
             ("--step-on", opts.step_on is not None),
             ("--no-source", opts.no_source),
+            ("--flops", opts.flops),
             ("--report-ranks", opts.report_ranks is not None),
             ("--rank-timeout", opts.rank_timeout is not None),
         ):
@@ -186,6 +198,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
     if opts.depth is not None and opts.depth < 1:
         raise UsageError("--depth must be >= 1")
+    if opts.peak_tflops is not None and not 0 < opts.peak_tflops < float("inf"):
+        raise UsageError(f"--peak-tflops must be a positive number, got {opts.peak_tflops:g}")
     if opts.skip_first < 0:
         raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
@@ -292,6 +306,7 @@ def _render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
         depth=opts.depth,
         show_all=opts.show_all,
         ascii=opts.ascii,
+        peak_tflops=opts.peak_tflops,
     )
 
 
@@ -327,6 +342,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         nested_ops=opts.nested_ops,
         step_on=opts.step_on,
         sources=not opts.no_source,
+        flops=opts.flops,
         joinable=True,
     )
     try:
@@ -380,8 +396,14 @@ def _load_ranks(opts: argparse.Namespace) -> int:
         rs = rank_set([(path, Session.load(path)) for path in opts.load])
         if not opts.no_report:
             kw = _render_kwargs(opts)
-            kw.pop("view")
-            print_ranks(rs, **kw)
+            print_ranks(
+                rs,
+                metric=kw["metric"],
+                threshold=kw["threshold"],
+                depth=kw["depth"],
+                show_all=kw["show_all"],
+                ascii=kw["ascii"],
+            )
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE

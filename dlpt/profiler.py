@@ -7,7 +7,8 @@ One profile records at a time in a process. A profile started while another runs
 :class:`profile`), so ``@dlpt.profile()`` in a script still works under the CLI.
 
 A forked child inherits no running profile (the native core stops capturing in the child): the
-child neither stops nor reports its parent's profile, and may start one of its own.
+child neither stops nor reports its parent's profile, and may start one of its own (which then
+makes no measurement of its own on the GPU at stop: see :mod:`dlpt.insights.stop`).
 
 Thread contract: start/stop are called with the GIL held, normally from the program's main
 thread; steps may arrive from any thread (optimizer steps, ``step_on`` calls, ``prof.step()``)
@@ -30,6 +31,8 @@ from dlpt.capture import native
 from dlpt.compile import failures
 from dlpt.compile.dynamo import CompileEvents
 from dlpt.errors import DlptError, ProfilerBusyError, UsageError
+from dlpt.insights.annotate import recorded_ops
+from dlpt.insights.stop import finish_session
 from dlpt.ranks.env import current as current_rank
 from dlpt.ranks.env import distributed_meta
 from dlpt.ranks.paths import rank_path, session_rank
@@ -43,14 +46,16 @@ R = TypeVar("R")
 
 _running_lock = threading.Lock()
 _running: profile | None = None
+_in_forked_child = False  # this process was fork()ed from the one that imported dlpt
 
 
 def _forget_in_child() -> None:
     """After fork(), in the child: the parent's profile is not this process's to stop. Its hooks
     go (the child's optimizer steps and step_on calls cost nothing), its locks are new (another
     thread may have held one at fork())."""
-    global _running, _running_lock
+    global _running, _running_lock, _in_forked_child
     parent, _running = _running, None
+    _in_forked_child = True  # CUDA may be unusable here: stop() makes no GPU measurement
     _running_lock = threading.Lock()
     if parent is not None:
         parent._step_lock = threading.Lock()
@@ -101,6 +106,10 @@ class profile:
             are then ignored.
         sources: save the text of the profiled lines of your files (and 2 lines around each) in
             the session, so reports show the code as it was when it ran.
+        flops: record the input shapes of the ops with a FLOP formula in torch's registry (and of
+            elementwise ops, for their bytes), for FLOPs and TFLOP/s per line, MFU and the
+            roofline bound. Off by default: torch then packs every op's arguments, which costs
+            time on every op (README: "Why is this line slow").
         joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
             ProfilerBusyError (``python -m dlpt`` starts its profile this way).
 
@@ -123,6 +132,7 @@ class profile:
         nested_ops: bool = False,
         step_on: str | None = None,
         sources: bool = True,
+        flops: bool = False,
         joinable: bool = False,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=False)
@@ -135,6 +145,7 @@ class profile:
         self.nested_ops = bool(nested_ops)
         self.step_on = step_on
         self.sources = bool(sources)
+        self.flops = bool(flops)
         self.joinable = bool(joinable)
         self._session: Session | None = None
         self._window: StepWindow | None = None
@@ -175,14 +186,22 @@ class profile:
         return self
 
     def _options(self) -> tuple[Any, ...]:
-        return (self.skip_first, self.active, self.step_on, self.gpu, self.nested_ops, self.sources)
+        return (
+            self.skip_first,
+            self.active,
+            self.step_on,
+            self.gpu,
+            self.nested_ops,
+            self.sources,
+            self.flops,
+        )
 
     def _join(self, host: profile) -> None:
         own = self._options()
         if own != profile()._options() and own != host._options():
             warnings.warn(
                 "dlpt: this profile joins the one already running (python -m dlpt); its options "
-                "(skip_first, active, step_on, gpu, nested_ops, sources) are ignored: give them on "
+                "(skip_first, active, step_on, gpu, nested_ops, sources, flops) are ignored: give them on "
                 "the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
@@ -217,6 +236,7 @@ class profile:
                 native.cupti_candidates() if want_gpu else [],
                 self._window.collecting,
                 nested_ops=self.nested_ops,
+                flops_ops=recorded_ops() if self.flops else [],
             )
         except BaseException:
             self._remove_hooks()
@@ -297,6 +317,7 @@ class profile:
                 )
             raise UsageError("this dlpt profile is not running")
         t0 = time.perf_counter()
+        gpu_usable = True
         try:
             self._remove_hooks()
             # Stop recording first: our own synchronisation below is not the program's.
@@ -304,6 +325,7 @@ class profile:
             try:
                 _synchronize_all()
             except Exception as e:  # noqa: BLE001 - a broken CUDA context must not lose the CPU-side profile
+                gpu_usable = False
                 warnings.warn(
                     f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning, stacklevel=1
                 )
@@ -327,9 +349,14 @@ class profile:
             failures_before=self._failures_before,
             sources=self.sources,
             step_on_matched=self._step_on_matched if self.step_on is not None else None,
+            flops=self.flops,
             comm_signatures=self._comm.table(),
             distributed=distributed_meta(current_rank(), self._comm.backends),
         )
+        # meta.suggestions, and the pinned-copy probe they may need: a measurement on the GPU,
+        # never made in a forked child (CUDA may be unusable there) or on a GPU that failed to
+        # synchronise. Joined profiles never get here: the running profile stops for them.
+        finish_session(self._session, probe=gpu_usable and not _in_forked_child)
         self._save_for_joined()
         return self._session
 

@@ -5,7 +5,8 @@ A report is assembled here from the views in :mod:`dlpt.renderers` (which never 
 themselves). Every render folds the session afresh (:class:`dlpt.display_tree.FoldedTable`), so
 rendering twice with different options gives independent results. The other outputs (the HTML
 report, the exports, ``dlpt diff``) start from :func:`report_tree`, the same folding unpruned, so
-they agree with the terminal report on what a row is.
+they agree with the terminal report on what a row is. The insights (MFU, GPU idle, suggestions,
+work tables: :mod:`dlpt.insights`) read the same folded tree.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from dlpt.compile.events import line_markers
 from dlpt.display_tree import FoldedTable
 from dlpt.errors import UsageError
 from dlpt.gc_pause import gc_paused
+from dlpt.insights.analysis import analyze
+from dlpt.insights.suggest import findings
+from dlpt.insights.view import SuggestionsView, header_lines
+from dlpt.insights.work_view import WorkView
 from dlpt.processors import (
     METRICS,
     Metric,
@@ -29,7 +34,8 @@ from dlpt.processors import (
     mark_lines,
     prune,
 )
-from dlpt.ranks.comm_view import CollectivesTable, header_lines, tree_columns
+from dlpt.ranks.comm_view import CollectivesTable, tree_columns
+from dlpt.ranks.comm_view import header_lines as comm_header_lines
 from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import Header
@@ -40,16 +46,24 @@ from dlpt.tree import Node
 
 __all__ = ["render", "print_report", "report_tree", "VIEWS"]
 
-VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "all")
+VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "suggestions", "all")
+#: Suggestions shown in the default tree view (``--view suggestions`` lists them all).
+TREE_SUGGESTIONS = 5
 
 
-def _check(view: str, threshold: float, depth: int | None) -> None:
+def _check(view: str, threshold: float, depth: int | None, peak_tflops: float | None = None) -> None:
     if view not in VIEWS:
         raise UsageError(f"unknown view {view!r}; choose one of: {', '.join(VIEWS)}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
         raise UsageError(f"threshold must be a fraction in [0, 1), got {threshold!r}")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise UsageError(f"depth must be a positive integer, got {depth!r}")
+    if peak_tflops is not None and (
+        isinstance(peak_tflops, bool)
+        or not isinstance(peak_tflops, (int, float))
+        or not 0 < peak_tflops < float("inf")
+    ):
+        raise UsageError(f"peak_tflops must be a positive number of TFLOP/s, got {peak_tflops!r}")
 
 
 def render(
@@ -60,11 +74,13 @@ def render(
     depth: int | None = None,
     show_all: bool = False,
     ascii: bool = False,
+    peak_tflops: float | None = None,
 ) -> RenderableType:
     """Render ``session`` as a rich renderable.
 
-    view: "tree" (header, top-down tree and, with GPU data, kernel and copy summaries),
-        "bottom-up", "flat" (by source line, op, kernel), "kernels", "summary" or "all".
+    view: "tree" (header, the first suggestions, top-down tree and, with GPU data, kernel and
+        copy summaries), "bottom-up", "flat" (by source line, op, kernel), "kernels",
+        "summary", "suggestions" (every suggestion and the work tables) or "all".
     metric: a name in ``dlpt.processors.METRICS``; default "gpu" if the session has GPU time,
         else "cpu".
     threshold: hide tree nodes / flat rows below this fraction of the total.
@@ -72,11 +88,13 @@ def render(
     show_all: keep library frames (torch, site-packages, stdlib, dlpt) instead of folding them
         into their callers.
     ascii: ASCII output even on a UTF-8 console (it is automatic on other encodings).
+    peak_tflops: the GPU's dense peak in TFLOP/s for MFU and % of peak, instead of the
+        datasheet table's (dlpt.insights.peaks).
     Raises UsageError on an unknown view or metric or out-of-range option.
     """
-    _check(view, threshold, depth)
+    _check(view, threshold, depth, peak_tflops)
     with gc_paused():
-        return _render(session, view, metric, threshold, depth, show_all, ascii)
+        return _render(session, view, metric, threshold, depth, show_all, ascii, peak_tflops)
 
 
 def report_tree(session: Session, show_all: bool = False, contexts: bool = False) -> Node:
@@ -109,6 +127,7 @@ def _render(
     depth: int | None,
     show_all: bool,
     ascii: bool,
+    peak_tflops: float | None = None,
 ) -> RenderableType:
     folded = FoldedTable(session, show_all)
     compiled = session.meta.get("compile")
@@ -139,6 +158,11 @@ def _render(
             full.append(_whole(folded, markers))
         return full[0]
 
+    # The insights read the same whole tree as the other views, built only if one walks it;
+    # suggestions are looked up (or derived) only for the views that show them.
+    insight = analyze(session, whole, peak_tflops, totals=totals.inclusive)
+    shows_suggestions = view in ("tree", "suggestions", "all")
+    found = findings(insight) if shows_suggestions else []
     parts: list[RenderableType] = [
         Header(
             session.meta,
@@ -146,10 +170,13 @@ def _render(
             m,
             fmt,
             [_note(m, fmt, threshold, depth, show_all)],
-            comm=header_lines(session.meta, totals.inclusive, fmt),
+            header_lines(insight, fmt),
+            comm=comm_header_lines(session.meta, totals.inclusive, fmt),
         )
     ]
     comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
+    if shows_suggestions:
+        parts.append(SuggestionsView(found, fmt, TREE_SUGGESTIONS if view == "tree" else None))
 
     def tree() -> RenderableType:
         title = "Top-down (callees below their callers)"
@@ -210,11 +237,26 @@ def _render(
         parts.extend(flat())
     elif view == "kernels":
         parts.append(kernels if gpu else _no_gpu(session))
+    elif view == "suggestions":
+        if not found:
+            parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
+        parts.append(WorkView(insight, fmt))
     elif view == "summary":
         parts.extend([*gpu_tables, syncs] if gpu else [_no_gpu(session), syncs])
         parts.extend([collectives, ApiTable(session, fmt)])
     else:  # all
-        parts.extend([tree(), bottom_up(), *flat(), *gpu_tables, syncs, collectives, ApiTable(session, fmt)])
+        parts.extend(
+            [
+                tree(),
+                bottom_up(),
+                *flat(),
+                *gpu_tables,
+                syncs,
+                collectives,
+                ApiTable(session, fmt),
+                WorkView(insight, fmt),
+            ]
+        )
     return Group(*parts)
 
 
@@ -253,10 +295,18 @@ def print_report(
     depth: int | None = None,
     show_all: bool = False,
     ascii: bool = False,
+    peak_tflops: float | None = None,
 ) -> None:
     """Print :func:`render`'s report to ``console`` (a default rich Console if None)."""
     renderable = render(
-        session, view=view, metric=metric, threshold=threshold, depth=depth, show_all=show_all, ascii=ascii
+        session,
+        view=view,
+        metric=metric,
+        threshold=threshold,
+        depth=depth,
+        show_all=show_all,
+        ascii=ascii,
+        peak_tflops=peak_tflops,
     )
     with gc_paused():  # the views lay out their rows while printing
         (console or Console()).print(renderable)

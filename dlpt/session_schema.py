@@ -129,6 +129,28 @@ _COMPILE_EVENT = _obj(
     },
 )
 
+
+def _str_or_num(v: Any, where: str) -> None:
+    if type(v) not in (str, int, float):
+        raise SchemaError(where, f"must be a string or a number, got {_short(v)}")
+
+
+# A suggestion saved at stop (dlpt.insights.finding.Finding.to_dict): its text is shown as it is,
+# so every field a report prints is typed (``numbers`` are the estimate's inputs, for tools).
+_SUGGESTION = _obj(
+    required={"rule": _str, "title": _str, "gain_ns": _int},
+    optional={
+        "evidence": _str,
+        "action": _str,
+        "basis": _str,
+        "per_step": _bool,
+        "file": _str,
+        "line": _int,
+        "function": _str,
+        "numbers": _dict_of(_str_or_num),
+    },
+)
+
 _GPU_STEP = _obj(required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int))
 
 # meta.capture's counters from the native core (csrc/bindings.cpp, stop()).
@@ -217,6 +239,10 @@ SCHEMA: dict[str, Check] = {
         },
     ),
     "sources": _dict_of(_dict_of(_str, key=_line_number)),
+    # --flops (dlpt.insights): the FLOPs summary, dlpt's pinned-copy measurement, the suggestions.
+    "flops": _obj(optional={"ops": _int, "flops": _int, "unevaluated": _dict_of(_int)}),
+    "host_link_probe": _obj(required={"device": _str, "bytes": _int, "ns": _int}, optional={"copies": _int}),
+    "suggestions": _list_of(_SUGGESTION),
 }
 
 
@@ -248,6 +274,8 @@ EXTRAS: dict[str, Check] = {
     "pg_name": _str,
     "pg_desc": _str,
     "world_size": _signed_int,
+    # --flops: the dtype an op's FLOPs ran in, as the native core names it ("Float", "BFloat16").
+    "flop_dtype": _str,
     # Communication (dlpt.ranks.annotate): NCCL's algorithm and protocol of a kernel, the
     # process group's backend of a collective call dlpt wrapped.
     "algorithm": _str,

@@ -1,5 +1,6 @@
 """The header facts of an HTML report: what was profiled, for how long, how busy each GPU was,
-torch.compile events, and every warning that limits trust in the numbers.
+MFU and GPU idle per step, the suggestions, torch.compile events, and every warning that limits
+trust in the numbers.
 
 The values are formatted here with the terminal report's :class:`~dlpt.renderers.format.Fmt`
 (per step when steps were detected), so both reports print the same numbers the same way; the
@@ -12,6 +13,9 @@ import shlex
 from typing import Any
 
 from dlpt.compile.events import graph_breaks, recompilations
+from dlpt.insights.analysis import analyze
+from dlpt.insights.suggest import findings
+from dlpt.insights.view import gain_text, header_lines, where_text
 from dlpt.ranks.comm_view import header_lines as comm_lines
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import compile_attribution_notes, rank_label, step_notes, step_source, thread_notes
@@ -157,6 +161,31 @@ def _warnings(meta: dict, fmt: Fmt) -> list[dict[str, str]]:
     return out
 
 
+def _insights(session: Session, root: Node, fmt: Fmt) -> dict[str, Any]:
+    """MFU and GPU idle lines and the suggestions, as the terminal report words them
+    (dlpt.insights.view), from the page's own tree; the page lists them in the header. Their
+    text comes from the session (any string): control characters are escaped, as in the
+    terminal report; ``file`` stays as recorded, the key the source view looks the line up by."""
+    a = analyze(session, root)
+    clean = fmt.clean
+    return {
+        "lines": [t.plain for t in header_lines(a, fmt)],
+        "suggestions": [
+            {
+                "gain": gain_text(f, fmt),
+                "where": where_text(f, clean),
+                "file": f.file,
+                "line": f.line,
+                "title": clean(f.title),
+                "evidence": clean(f.evidence),
+                "action": clean(f.action),
+                "basis": clean(f.basis),
+            }
+            for f in findings(a)
+        ],
+    }
+
+
 def header_facts(session: Session, root: Node, steps: int) -> dict[str, Any]:
     """Header of the report as strings and small records (see module docstring)."""
     meta = session.meta
@@ -201,5 +230,6 @@ def header_facts(session: Session, root: Node, steps: int) -> dict[str, Any]:
         "devices": _devices(meta, fmt),
         "compile": _compile(meta),
         "warnings": _warnings(meta, fmt),
+        "insights": _insights(session, root, fmt),
         "versions": " · ".join(versions),
     }

@@ -142,11 +142,13 @@ class Header(View):
         metric: Metric,
         fmt: Fmt,
         notes: list[str],
+        insights: Sequence[Text] = (),
         comm: Sequence[Text] = (),
     ) -> None:
         super().__init__(fmt)
         self.meta, self.root, self.metric, self.notes = meta, root, metric, notes
-        self.comm = comm  # communication lines (dlpt.ranks.comm_view), after the GPU lines
+        self.insights = insights  # MFU and GPU idle lines (dlpt.insights.view), after the GPU lines
+        self.comm = comm  # communication lines (dlpt.ranks.comm_view), after those
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         meta, inc = self.meta, self.root.inclusive
@@ -186,6 +188,7 @@ class Header(View):
         lines.extend(Text(n, "bold yellow") for n in step_notes(steps, fmt.clean))
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
+        lines.extend(Text(fmt.clean(t.plain), t.style) for t in self.insights)
         lines.extend(Text(fmt.clean(t.plain), t.style) for t in self.comm)
         lines.extend(self._graph_lines(fmt))
 

@@ -45,6 +45,9 @@ CASES: dict[str, tuple[list[str], str]] = {
     "load truncated": (["--load", "truncated.json"], "truncated.json"),
     "load foreign json": (["--load", "foreign.json"], "foreign.json"),
     "load with program": (["--load", "good.json", "marker.py"], "--load"),
+    "load with --flops": (["--load", "good.json", "--flops"], "--flops"),
+    "peak not positive": (["--peak-tflops", "0", "marker.py"], "--peak-tflops"),
+    "peak not a number": (["--peak-tflops", "lots", "marker.py"], "--peak-tflops"),
 }
 
 
@@ -81,6 +84,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "3",
             "--show-all",
             "--ascii",
+            "--peak-tflops",
+            "500",
         ],
         root,
     )

@@ -209,6 +209,18 @@ def test_source_view_shows_the_known_lines_cost(
     assert "lines not stored" in page.inner_text("table.code")
 
 
+def test_suggestions_are_listed_and_link_to_their_line(open_report: Any, compiled_html: Path) -> None:
+    r = open_report(compiled_html)
+    page = r.page
+    box = page.inner_text(".header .suggestions")
+    assert "Suggestions" in box and "-150.0µs/step" in box and "torch.compile graph break" in box
+    assert "basis: " in box and "\u2192 " in box  # every suggestion says what to do and why
+    items = page.locator(".suggestion-list li")
+    assert items.count() == 3
+    page.click(".suggestion-list button:has-text('compiled_gpt.py:44')")
+    assert page.locator("table.code tr.selected").get_attribute("data-line") == "44"
+
+
 def test_tables_metric_switch_and_links(open_report: Any, compiled_html: Path) -> None:
     r = open_report(compiled_html)
     page = r.page

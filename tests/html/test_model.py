@@ -170,3 +170,28 @@ def test_ten_thousand_nodes_stay_small() -> None:
     assert len(session.nodes) >= 10_000
     assert len(html.encode()) < MAX_10K_BYTES, f"{len(html.encode()) / 1e6:.2f} MB"
     assert len(html) < len(json.dumps(d)), "smaller than the session itself"
+
+
+def test_header_lists_the_suggestions_as_the_terminal_words_them() -> None:
+    """Suggestions (dlpt.insights) reach the page's header with their line, evidence, action
+    and basis; one-off (compile time) gains after the per-step ones."""
+    insights = build_model(Session.from_dict(S.gpt_compiled()))["header"]["insights"]
+    found = insights["suggestions"]
+    assert [s["gain"] for s in found] == ["-150.0µs/step", "-6.30s once", "-2.20s once"]
+    item, recompile, brk = found
+    assert item["where"] == "compiled_gpt.py:96 main" and item["file"] == S.RUN_PY and item["line"] == 96
+    assert ".item()" in item["title"] and item["action"] and item["basis"]
+    assert brk["title"] == "torch.compile graph break" and brk["line"] == 44
+    assert "expected 256, actual 128" in recompile["evidence"]
+    assert insights["lines"] == []  # no FLOPs and no GPU step time line in this session
+
+
+def test_header_shows_mfu_when_the_session_has_flops() -> None:
+    raw = S.gpt_eager()
+    for n in raw["nodes"]:
+        if n["kind"] == "op" and n["name"] in ("aten::addmm", "aten::mm"):
+            n["m"]["flops"] = 10**12 * S.STEPS
+            n.setdefault("x", {})["flop_dtype"] = "BFloat16"
+    lines = build_model(Session.from_dict(raw))["header"]["insights"]["lines"]
+    assert lines[0].startswith("MFU ") and "model FLOPs per step / step wall / peak" in lines[0]
+    assert "bf16 dense, H200 SXM datasheet" in lines[0]

@@ -199,3 +199,76 @@ def test_a_forked_child_leaves_its_parents_profile_alone(tmp_path: Path) -> None
     )
     assert r.returncode == 0, r.stderr
     assert "CHILD True" in r.stdout and "PARENT 0 True" in r.stdout
+
+
+# -- the stop step: suggestions, and the pinned-copy probe (a measurement on the GPU) -----------
+
+
+def _record_stop_steps(monkeypatch) -> list[bool]:
+    import dlpt.profiler
+
+    probes: list[bool] = []
+    real = dlpt.profiler.finish_session
+
+    def finish(session: Session, probe: bool = True) -> None:
+        probes.append(probe)
+        real(session, probe=probe)
+
+    monkeypatch.setattr(dlpt.profiler, "finish_session", finish)
+    return probes
+
+
+def test_the_stop_step_runs_once_for_the_running_profile_never_for_a_joined_one(monkeypatch) -> None:
+    probes = _record_stop_steps(monkeypatch)
+    host = dlpt.profile(joinable=True).start()
+    try:
+        # It joins: its options are the host's, and it says so.
+        with pytest.warns(RuntimeWarning, match="flops"), dlpt.profile(flops=True) as inner:
+            torch.ones(4).sum()
+        assert probes == []  # leaving the host running: nothing built, nothing measured
+    finally:
+        session = host.stop()
+    assert probes == [True] and session is not None and isinstance(session.meta["suggestions"], list)
+    assert inner.session is session
+
+
+def test_no_probe_after_the_gpu_failed_to_synchronise(monkeypatch) -> None:
+    import dlpt.profiler
+
+    probes = _record_stop_steps(monkeypatch)
+    prof = dlpt.profile(gpu=False).start()
+    torch.ones(4).sum()
+
+    def broken() -> None:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(dlpt.profiler, "_synchronize_all", broken)
+    with pytest.warns(RuntimeWarning, match="could not synchronise"):
+        session = prof.stop()
+    assert probes == [False] and session is not None and "suggestions" in session.meta
+
+
+def test_a_forked_childs_own_profile_makes_no_probe(tmp_path: Path) -> None:
+    r = _run(
+        """
+        import os, torch, dlpt, dlpt.profiler as P
+        probes = []
+        real = P.finish_session
+        def finish(session, probe=True):
+            probes.append(probe)
+            real(session, probe=probe)
+        P.finish_session = finish
+        pid = os.fork()
+        if pid:
+            os.waitpid(pid, 0)  # the child profiles and prints first
+        with dlpt.profile(gpu=False) as prof:
+            torch.ones(2) + 1
+        who = "CHILD" if pid == 0 else "PARENT"
+        print(who, probes, isinstance(prof.session.meta.get("suggestions"), list), flush=True)
+        if pid == 0:
+            os._exit(0)
+        """,
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "CHILD [False] True" in r.stdout and "PARENT [True] True" in r.stdout

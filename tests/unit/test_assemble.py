@@ -1,6 +1,7 @@
 """What the profiler writes, the loader reads: a session assembled (dlpt.assemble) from everything
 the native core's stop() returns (GPU steps, communication time, collectives, every capture
-counter) passes the session schema after a save and a load, and every output renders it."""
+counter, and with ``--flops`` the work per op and the suggestions added at stop) passes the
+session schema after a save and a load, and every output renders it."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from dlpt.diff import diff_sessions
 from dlpt.diff_view import render_diff
 from dlpt.exports import folded, speedscope
 from dlpt.html import render_html
+from dlpt.insights.stop import finish_session
 from dlpt.processors import METRICS
 from dlpt.report import VIEWS, render
 from dlpt.session import Session
-from dlpt.session_schema import SCHEMA
+from dlpt.session_schema import EXTRAS, SCHEMA
 
 # What csrc/bindings.cpp puts in stop()["counters"] (RawMetrics order: calls, cpu_ns, gpu_ns,
 # completed, bytes, sync_ns, api_ns, min_ns, max_ns).
@@ -73,7 +75,8 @@ def _raw(script: str) -> dict[str, Any]:
     return {
         "nodes": nodes,
         "collectives": {2: collective},
-        "op_inputs": [],
+        # aten::mm's input signature (core node id 4): a 4x8 by 8x16 fp32 matmul, three calls.
+        "op_inputs": [(4, '[["T",["Float",[4,8]]],["T",["Float",[8,16]]]]', 3)],
         "api": [("cudaLaunchKernel_v7000", 2, 900, 400, 500)],
         "gpu_busy_ns": {"0": 9_000},
         "gpu_comm_ns": {"0": 7_000},
@@ -87,11 +90,13 @@ def _raw(script: str) -> dict[str, Any]:
     }
 
 
-def _session(tmp_path: Path) -> Session:
+def _session(tmp_path: Path, flops: bool = True) -> Session:
+    """What dlpt.profile(flops=flops).stop() makes of _raw(): build_session, then the stop step
+    (no probe: the raw data's GPU is not this machine's)."""
     script = tmp_path / "train.py"
     script.write_text("import torch\ntorch.distributed.all_reduce(x)\ny = x @ x\n")
     start = {**start_meta(gpu=False), "gpu": {"enabled": True, "reason": None, "cupti": None}, "compile": []}
-    return build_session(
+    session = build_session(
         _raw(str(script)),
         start,
         steps={"profiled": 1, "seen": 1, "skip_first": 0, "active": None, "source": "optimizer"},
@@ -101,7 +106,10 @@ def _session(tmp_path: Path) -> Session:
         failures_before={},
         sources=True,
         step_on_matched=None,
+        flops=flops,
     )
+    finish_session(session, probe=False)
+    return session
 
 
 def test_every_key_the_profiler_writes_loads_back(tmp_path: Path) -> None:
@@ -113,12 +121,26 @@ def test_every_key_the_profiler_writes_loads_back(tmp_path: Path) -> None:
     assert meta["sources"][str(tmp_path / "train.py")]["2"] == "torch.distributed.all_reduce(x)"
     coll = session.nodes[2]
     assert coll["x"]["collective"] == "allreduce" and coll["m"]["comm_in_bytes"] == 4096
+    mm = session.nodes[4]
+    assert mm["name"] == "aten::mm" and mm["m"]["flops"] == 3 * 2 * 4 * 8 * 16
+    assert mm["x"]["flop_dtype"] == "Float" and mm["m"]["mem_bytes"] == 3 * (32 + 128 + 64) * 4
+    assert meta["flops"] == {"ops": 1, "flops": 3 * 1024, "unevaluated": {}}
+    assert isinstance(meta["suggestions"], list)
     # The schema types every key the profiler writes that a reader relies on.
     assert {"gpu_comm_ns", "gpu_comm_exposed_ns", "gpu_steps", "capture", "sources"} <= set(SCHEMA)
+    assert {"flops", "suggestions", "host_link_probe"} <= set(SCHEMA) and "flop_dtype" in EXTRAS
     path = tmp_path / "s.json"
     session.save(path)
     loaded = Session.load(path)
     assert loaded.meta == session.meta and loaded.nodes == session.nodes
+
+
+def test_without_flops_no_work_is_written(tmp_path: Path) -> None:
+    session = _session(tmp_path, flops=False)
+    assert "flops" not in session.meta
+    assert not any(
+        "flops" in n["m"] or "mem_bytes" in n["m"] or "flop_dtype" in n.get("x", {}) for n in session.nodes
+    )
 
 
 def test_every_output_renders_it(tmp_path: Path) -> None:

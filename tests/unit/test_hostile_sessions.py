@@ -52,6 +52,15 @@ REFUSED = {
     "kernel_grid_string.json": "node 1.x.grid must be a list",
     "kernel_fuses_nested.json": "node 1.x.fuses[0] must be a string",
     "version_true.json": "invalid session version True",
+    # What --flops and the suggestions add (dlpt.insights): a saved suggestion is shown as it is.
+    "meta_suggestions_gain_string.json": "meta.suggestions[0].gain_ns must be a non-negative integer",
+    "meta_suggestions_title_missing.json": "meta.suggestions[0] lacks the key 'title'",
+    "meta_suggestions_evidence_list.json": "meta.suggestions[0].evidence must be a string",
+    "meta_suggestions_not_list.json": "meta.suggestions must be a list",
+    "meta_flops_unevaluated_string.json": "meta.flops.unevaluated.aten::mm must be a non-negative integer",
+    "meta_host_link_probe_ns_float.json": "meta.host_link_probe.ns must be a non-negative integer",
+    "op_flop_dtype_int.json": "node 1.x.flop_dtype must be a string",
+    "op_flops_negative.json": "invalid metric 'flops'",
     "int_5000_digits.json": "Exceeds the limit",
 }
 
@@ -116,10 +125,35 @@ def test_control_characters_and_markup_in_every_string_are_escaped() -> None:
     assert "\\x1b[2J\\x1b[31m\\x07\\x0d\\u202e\\ud800[/x][bold]" in text
     for where in ("main", "scope", "aten::", "kern", "GPU", "cudaLaunchKernel", "reason", "fn", "worker"):
         assert f"{where}\\x1b[2J" in text, where
+    # What the insights print from the session: a saved suggestion, a device with no datasheet
+    # peak, the ops whose FLOPs were not counted, a device of meta.gpu_steps.
+    for where in ("title", "evidence", "action", "basis", "peaks for 'GPU", "inputs): aten::"):
+        assert f"{where}\\x1b[2J" in text, where
+    assert "\\ud800[/x][bold] idle per step" in text
     # Communication and ranks: the header's rank, the collectives table, the op's details.
     for where in ("host", "nccl", "allreduce", "dtype", "GPU 0"):
         assert f"{where}\\x1b[2J" in text, where
     text.encode("utf-8")  # no lone surrogate left to break the output stream
+
+
+def test_suggestions_derived_from_hostile_strings_are_escaped_too() -> None:
+    """Without saved suggestions a report derives them, quoting the session in their text."""
+    session = Session.load(FIXTURES / "escapes.json")
+    del session.meta["suggestions"]
+    text = _render_all(session)
+    assert "Suggestions" in text  # the launch-bound step of meta.gpu_steps
+    for raw in ("\x1b", "\x07", "\r", "\u202e", "\ud800"):
+        assert raw not in text
+    text.encode("utf-8")
+
+
+def test_the_html_header_escapes_a_saved_suggestions_text() -> None:
+    from dlpt.html.data import build_model
+
+    (found,) = build_model(Session.load(FIXTURES / "escapes.json"))["header"]["insights"]["suggestions"]
+    for key in ("where", "title", "evidence", "action", "basis"):
+        assert "\x1b" not in found[key] and "\\x1b[2J" in found[key], key
+    assert found["file"] == Session.load(FIXTURES / "escapes.json").meta["suggestions"][0]["file"]
 
 
 def test_the_report_across_ranks_escapes_every_string() -> None:

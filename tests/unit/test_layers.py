@@ -51,10 +51,30 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.compile.events",
         "dlpt.compile.resume",
     ),
+    # Why is this line slow: analysis of a session above the renderers (its views use them) and the
+    # folded table (it reads the report's tree), below the report. Its capture half (signatures,
+    # FLOP formulas, bytes, the pinned-copy probe) imports nothing from the report side, so
+    # dlpt.assemble can use it at session build time.
+    "dlpt.insights": (
+        "dlpt.insights",
+        "dlpt.session",
+        "dlpt.tree",
+        "dlpt.processors",
+        "dlpt.display_tree",
+        "dlpt.renderers",
+        "dlpt.compile.events",
+    ),
+    "dlpt.insights.peaks": (),
+    "dlpt.insights.signature": (),
+    "dlpt.insights.probe": (),
+    "dlpt.insights.flops": ("dlpt.insights.signature",),
+    "dlpt.insights.traffic": ("dlpt.insights.flops", "dlpt.insights.signature"),
+    "dlpt.insights.annotate": ("dlpt.insights.flops", "dlpt.insights.signature", "dlpt.insights.traffic"),
     "dlpt.report": (
         "dlpt.ranks.comm",
         "dlpt.ranks.comm_view",
         "dlpt.gc_pause",
+        "dlpt.insights",
         "dlpt.renderers",
         "dlpt.display_tree",
         "dlpt.processors",
@@ -89,6 +109,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.diff_view": ("dlpt.compile.resume", "dlpt.diff", "dlpt.processors", "dlpt.renderers"),
     "dlpt.html": (
         "dlpt.html",
+        "dlpt.insights",
         "dlpt.ranks.comm_view",
         "dlpt.compile.events",
         "dlpt.compile.resume",
@@ -147,11 +168,20 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.scope": ("dlpt.capture.native",),
     "dlpt.import_hooks": (),
     "dlpt.step_on": ("dlpt.errors", "dlpt.import_hooks", "dlpt.source_files"),
-    "dlpt.assemble": ("dlpt", "dlpt.capture", "dlpt.compile", "dlpt.ranks.annotate", "dlpt.session"),
+    "dlpt.assemble": (
+        "dlpt",
+        "dlpt.capture",
+        "dlpt.compile",
+        "dlpt.insights.annotate",
+        "dlpt.ranks.annotate",
+        "dlpt.session",
+    ),
     "dlpt.profiler": (
         "dlpt",
         "dlpt.assemble",
         "dlpt.capture",
+        "dlpt.insights.annotate",  # the op names --flops records
+        "dlpt.insights.stop",  # suggestions and the pinned-copy probe, once the session is built
         "dlpt.compile",
         "dlpt.errors",
         "dlpt.session",

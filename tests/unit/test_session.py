@@ -121,6 +121,8 @@ def test_truncated(tmp_path: Path, h, cut: int) -> None:
         ({"format": "dlpt-session", "version": 1, "nodes": []}, "empty"),
         ({"format": "dlpt-session", "version": 1, "meta": [], "nodes": []}, "'meta' must be"),
         ({"format": "dlpt-session", "version": 1, "meta": {"wall_ns": "1s"}, "nodes": []}, "meta.wall_ns"),
+        ({"format": "dlpt-session", "version": 1, "meta": {"suggestions": {}}, "nodes": []}, "suggestions"),
+        ({"format": "dlpt-session", "version": 1, "meta": {"flops": 3}, "nodes": []}, "meta.flops"),
     ],
 )
 def test_foreign_or_versioned(tmp_path: Path, doc: object, what: str) -> None:

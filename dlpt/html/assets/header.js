@@ -1,6 +1,7 @@
 /* dlpt report: the header facts (dlpt/html/facts.py formats them): what ran, steps, per-step
- * totals, GPU busy and idle per device, torch.compile events and warnings. Graph breaks and
- * recompilations link to their line in the source view. */
+ * totals, GPU busy and idle per device, MFU and idle per step, suggestions, torch.compile events
+ * and warnings. Graph breaks, recompilations and suggestions link to their line in the source
+ * view. */
 (function (D) {
   "use strict";
 
@@ -37,10 +38,33 @@
       row.appendChild(D.el("span", { className: "device-text" + (d.busy_pct !== null && d.busy_pct < 50 ? " bad" : ""), text: d.text }));
       box.appendChild(row);
     });
+    var ins = h.insights || { lines: [], suggestions: [] };
+    ins.lines.forEach(function (t) { box.appendChild(D.el("div", { className: "insight", text: t })); });
+    if (ins.suggestions.length) box.appendChild(suggestionsBox(ins.suggestions, app));
     if (h.compile) box.appendChild(compileBox(h.compile, app));
     if (h.versions) box.appendChild(D.el("div", { className: "versions", text: h.versions }));
     host.appendChild(box);
   };
+
+  function suggestionsBox(list, app) {
+    var det = D.el("details", { className: "suggestions", attrs: { open: "" } });
+    det.appendChild(D.el("summary", null, D.el("span", { className: "tag sug", text: "Suggestions" }),
+      D.el("span", { text: " ranked by estimated gain, each from this run's measurements (basis given)" })));
+    var ol = D.el("ol", { className: "suggestion-list" });
+    list.forEach(function (s) {
+      var where = s.file
+        ? D.el("button", { className: "link", text: s.where, title: s.file, on: { click: function () { app.showLine(s.file, s.line); } } })
+        : D.el("span", { text: s.where });
+      ol.appendChild(D.el("li", { className: "suggestion" },
+        D.el("div", null, D.el("span", { className: "gain", text: s.gain }), D.el("span", { text: "  " }), where),
+        D.el("div", { className: "sug-title", text: s.title }),
+        D.el("div", { text: s.evidence }),
+        D.el("div", { className: "sug-action", text: "\u2192 " + s.action }),
+        D.el("div", { className: "muted", text: "basis: " + s.basis })));
+    });
+    det.appendChild(ol);
+    return det;
+  }
 
   function compileBox(c, app) {
     var det = D.el("details", { className: "compile" });

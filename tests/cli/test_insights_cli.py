@@ -1,0 +1,40 @@
+"""``--flops`` through the command line: the run records FLOPs and saves its suggestions, and a
+saved session re-renders ``--view suggestions`` with ``--peak-tflops``."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .helpers import Job, run, write
+
+SCRIPT = """\
+import torch
+x = torch.randn(64, 128, requires_grad=True)
+w = torch.randn(128, 32, requires_grad=True)
+opt = torch.optim.SGD([x, w], lr=0.1)
+for _ in range(4):
+    y = x @ w
+    y.sum().backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def flat(out: str) -> str:
+    """The report's words without panel borders and line wrapping."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", out).split())
+
+
+def test_flops_run_saves_work_and_suggestions_and_reloads(tmp_path) -> None:
+    write(tmp_path / "mm.py", SCRIPT)
+    r = run(Job(["--flops", "--no-gpu", "-o", "s.json", "--view", "suggestions", "mm.py"], tmp_path))
+    assert r.rc == 0, r.err
+    saved = json.loads((tmp_path / "s.json").read_text())
+    assert saved["meta"]["flops"]["flops"] == 4 * 3 * 2 * 64 * 128 * 32  # forward + 2 backward mm, 4 steps
+    assert isinstance(saved["meta"]["suggestions"], list)
+    assert "Work per line" in r.out and "mm.py:6" in r.out and "1.57 MFLOP" in r.out
+    assert "MFU: no GPU in this run (give a peak with --peak-tflops)" in flat(r.out)
+    r = run(Job(["--load", "s.json", "--view", "suggestions", "--peak-tflops", "1"], tmp_path))
+    assert r.rc == 0, r.err
+    assert "MFU " in r.out and "/ 1 TFLOP/s (--peak-tflops)" in flat(r.out)
