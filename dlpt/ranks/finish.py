@@ -54,8 +54,8 @@ class Role:
 
     @property
     def prints_own(self) -> bool:
-        """Whether this rank prints its own report (``saved``: rank 0's cross-rank report
-        replaces it under the default policy)."""
+        """Whether this rank prints its own report. Under the default policy rank 0's report
+        across ranks takes its place when the ranks saved their sessions (the CLI decides)."""
         if self.report_ranks == "none":
             return False
         return self.report_ranks == "all" or not self.rank
