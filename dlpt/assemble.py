@@ -18,6 +18,7 @@ import os
 import platform
 import sys
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from dlpt.capture import native
@@ -26,6 +27,7 @@ from dlpt.capture.sources import collect_sources
 from dlpt.compile import failures
 from dlpt.compile.inductor_lines import map_generated_frames
 from dlpt.insights.annotate import annotate
+from dlpt.ranks.annotate import annotate_comm
 from dlpt.session import Session
 
 __all__ = ["start_meta", "build_session", "threads_running"]
@@ -82,20 +84,27 @@ def build_session(
     sources: bool,
     step_on_matched: list[str] | None,
     flops: bool = False,
+    comm_signatures: Sequence[dict[str, Any]] = (),
+    distributed: dict[str, Any] | None = None,
 ) -> Session:
     """The session of a stopped profile: ``raw`` is what the native core's stop() returned,
     ``start`` the meta from :func:`start_meta` plus the profile's own keys (gpu, compile),
     ``failures_before`` the compile-integration failure counts when the profile started,
-    ``flops`` whether the core recorded op input signatures (``raw["op_inputs"]``)."""
+    ``flops`` whether the core recorded op input signatures (``raw["op_inputs"]``),
+    ``comm_signatures`` what the wrapped Python collectives moved (dlpt.ranks.pycomm) and
+    ``distributed`` this rank's place in the job (dlpt.ranks.env), if it is one of several."""
     c = raw["counters"]
     table = native.to_nodes(raw["nodes"], raw.get("collectives"))
     # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids.
     work = annotate(table, raw.get("op_inputs") or []) if flops else None
     mapped = map_generated_frames(table)
-    nodes = mark_library_exec_frames(mapped.nodes)
+    # Communication kernels and collective calls marked (comm_ns, comm_wait_ns, bytes).
+    nodes = annotate_comm(mark_library_exec_frames(mapped.nodes), comm_signatures)
     meta = dict(start)
     if work is not None:
         meta["flops"] = work
+    if distributed is not None:
+        meta["distributed"] = distributed
     if raw.get("gpu_steps"):
         meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
     if raw.get("gpu_comm_ns"):

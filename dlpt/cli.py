@@ -17,6 +17,7 @@ the profile is its parent's.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -28,6 +29,9 @@ from dlpt import outputs
 from dlpt.errors import DlptError, UsageError
 from dlpt.launch import exit_status, install, resolve, run_program
 from dlpt.processors import METRICS
+from dlpt.ranks.env import from_env
+from dlpt.ranks.finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
+from dlpt.ranks.paths import expand_load, rank_path
 from dlpt.report import VIEWS  # imported now: the program's sys.path[0] replaces ours later
 from dlpt.signals import Interrupted, Signals
 from dlpt.step_on import parse_spec
@@ -47,12 +51,18 @@ def _build_parser() -> _Parser:
         prog="dlpt",
         allow_abbrev=False,  # abbreviations would make the script/option split ambiguous
         usage="dlpt [options] (script.py | -m module | -c code) [args ...]\n"
-        "       dlpt --load FILE [render options]\n"
+        "       dlpt --load FILE [FILE ...] [render options]\n"
         "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]",
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="save the session (JSON) to FILE")
-    p.add_argument("--load", metavar="FILE", help="re-render a saved session; runs nothing")
+    p.add_argument(
+        "--load",
+        nargs="+",
+        metavar="FILE",
+        help="re-render a saved session; runs nothing. Several files or a quoted glob "
+        "('run.rank*.json'): the report across ranks",
+    )
     p.add_argument("--view", choices=VIEWS, default="tree", help="report view (default: tree)")
     p.add_argument(
         "--metric",
@@ -99,6 +109,18 @@ def _build_parser() -> _Parser:
         metavar="N",
         help="the GPU's dense peak TFLOP/s for MFU and %% of peak (default: datasheet table)",
     )
+    p.add_argument(
+        "--report-ranks",
+        choices=REPORT_RANKS,
+        help="under torchrun and other launchers: which ranks print (default 0: rank 0 prints, "
+        "the report across ranks when -o saved every rank's session)",
+    )
+    p.add_argument(
+        "--rank-timeout",
+        type=float,
+        metavar="S",
+        help=f"how long rank 0 waits for the other ranks' sessions (default {DEFAULT_TIMEOUT_S:g} s)",
+    )
     p.add_argument("--version", action="version", version=f"dlpt {_version()}")
     return p
 
@@ -125,7 +147,13 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
         # does not take p.json for the script.
         if "=" not in tok and (len(tok) == 2 or tok.startswith("--")):
             action = parser._option_string_actions.get(tok)
-            if action is not None and action.nargs != 0:
+            if action is not None and action.nargs == "+":
+                # --load A B ...: up to the next option, or a script (--load runs none: said later)
+                while (
+                    i + 1 < len(argv) and not argv[i + 1].startswith("-") and not argv[i + 1].endswith(".py")
+                ):
+                    i += 1
+            elif action is not None and action.nargs != 0:
                 i += action.nargs if isinstance(action.nargs, int) else 1
         i += 1
     return argv, []
@@ -149,9 +177,20 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--step-on", opts.step_on is not None),
             ("--no-source", opts.no_source),
             ("--flops", opts.flops),
+            ("--report-ranks", opts.report_ranks is not None),
+            ("--rank-timeout", opts.rank_timeout is not None),
         ):
             if bad:
                 raise UsageError(f"{flag} applies when running a program, not with --load")
+        opts.load = expand_load(opts.load)
+        if len(opts.load) > 1:
+            if opts.outputs:
+                raise UsageError(
+                    f"{opts.outputs[0].flag} writes one session's report: give one --load file "
+                    "(several print the report across ranks)"
+                )
+            if opts.view != "tree":
+                raise UsageError("--view applies to one session; the report across ranks has one view")
     elif not program:
         raise UsageError("no program given: expected script.py, -m module or -c code (see --help)")
     # Checked here, as the renderer would, so a bad value fails before a long run, not after it.
@@ -169,10 +208,17 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
     if opts.step_on is not None:
         parse_spec(opts.step_on)
+    if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
+        raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
+    opts.report_ranks = opts.report_ranks or "0"
+    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
+    # Under a launcher every rank writes its own file (dlpt.ranks.paths): check that one.
+    env = from_env()
+    mine = (lambda p: rank_path(p, env.rank, env.world_size)) if env else (lambda p: rank_path(p, 0, 1))
     for out in opts.outputs:
-        outputs.check_writable(out.path, out.flag)
+        outputs.check_writable(mine(out.path), out.flag)
     if opts.output is not None:
-        outputs.check_writable(opts.output, "-o")
+        outputs.check_writable(mine(opts.output), "-o")
         # The program may chdir; the file goes where the user meant when typing the command.
         opts.output_abs = os.path.abspath(opts.output)
     return opts, program
@@ -184,22 +230,48 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
 
     Signals are only noted while stopping and saving; they cut the report short."""
     ok = True
+    saved = ""
     with signals.deferred():
         try:
             prof.stop()
         except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
             _say(f"failed to stop the profiler: {e}")
             return False
+        # One of several ranks: its own files, its own voice (dlpt.ranks.finish).
+        role = role_of(prof.session, opts.report_ranks)
+        _prefix[0] = role.prefix
         if opts.output is not None:
+            shown = role.path(opts.output)
             try:
-                prof.save(opts.output_abs)
-                _say(f"saved profile to {opts.output}")
+                saved = prof.save(role.path(opts.output_abs))
+                if role.chatty:
+                    _say(f"saved profile to {shown}")
             except (OSError, DlptError) as e:
-                _say(f"could not save the profile to {opts.output}: {e}")
+                _say(f"could not save the profile to {shown}: {e}")
                 ok = False
         if opts.outputs:
-            ok = outputs.write_all(prof.session, opts.outputs, opts.metric, opts.show_all, _say) and ok
+            mine = [
+                dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
+                for o in opts.outputs
+            ]
+            say = _say if role.chatty else _say_failures
+            ok = outputs.write_all(prof.session, mine, opts.metric, opts.show_all, say) and ok
     if not opts.no_report:
+        ok = _report(prof, opts, signals, role, saved) and ok
+    return ok
+
+
+def _report(prof: Any, opts: argparse.Namespace, signals: Signals, role: Role, saved: str) -> bool:
+    """Print what this rank prints: its own report, and on rank 0 of a job whose ranks saved
+    their sessions the report across ranks."""
+    ok = True
+    across = role.gathers(bool(saved))
+    if role.distributed and role.rank == 0 and not across and role.report_ranks == "0":
+        _say(
+            f"this is rank 0's report only; -o FILE saves each of the {role.world_size} ranks' sessions "
+            "for a report across ranks"
+        )
+    if role.prints_own and not (across and role.report_ranks == "0"):
         try:
             with signals.interruptible():
                 prof.print(**_render_kwargs(opts))
@@ -211,6 +283,17 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
             )
         except Exception as e:  # noqa: BLE001
             _say(f"could not render the report: {type(e).__name__}: {e}")
+            ok = False
+    if across:
+        try:
+            with signals.interruptible():
+                cross_rank_report(
+                    opts.output_abs, role, saved, prof.session, opts.rank_timeout, _say, _render_kwargs(opts)
+                )
+        except Interrupted as e:
+            _say(f"report across ranks interrupted ({e}); the profile was saved")
+        except Exception as e:  # noqa: BLE001 - this rank's session is saved: say it, keep the status
+            _say(f"could not render the report across ranks: {type(e).__name__}: {e}")
             ok = False
     return ok
 
@@ -227,8 +310,17 @@ def _render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
     )
 
 
+_prefix = ["dlpt"]  # "dlpt[rank 3]" on ranks other than 0 (set once the rank is known)
+
+
 def _say(msg: str) -> None:
-    print(f"dlpt: {msg}", file=sys.stderr, flush=True)
+    print(f"{_prefix[0]}: {msg}", file=sys.stderr, flush=True)
+
+
+def _say_failures(msg: str) -> None:
+    """For quiet ranks: only what went wrong."""
+    if msg.startswith("could not"):
+        _say(msg)
 
 
 def _run(opts: argparse.Namespace, program: list[str]) -> int:
@@ -281,8 +373,10 @@ def _load(opts: argparse.Namespace) -> int:
     from dlpt.report import print_report
     from dlpt.session import Session
 
+    if len(opts.load) > 1:
+        return _load_ranks(opts)
     try:
-        session = Session.load(opts.load)
+        session = Session.load(opts.load[0])
         if not opts.no_report:
             print_report(session, **_render_kwargs(opts))
     except DlptError as e:
@@ -290,6 +384,30 @@ def _load(opts: argparse.Namespace) -> int:
         return EXIT_USAGE
     ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, _say)
     return 0 if ok else EXIT_USAGE
+
+
+def _load_ranks(opts: argparse.Namespace) -> int:
+    """Several sessions: the report across ranks (dlpt.ranks.view)."""
+    from dlpt.ranks.merge import rank_set
+    from dlpt.ranks.view import print_ranks
+    from dlpt.session import Session
+
+    try:
+        rs = rank_set([(path, Session.load(path)) for path in opts.load])
+        if not opts.no_report:
+            kw = _render_kwargs(opts)
+            print_ranks(
+                rs,
+                metric=kw["metric"],
+                threshold=kw["threshold"],
+                depth=kw["depth"],
+                show_all=kw["show_all"],
+                ascii=kw["ascii"],
+            )
+    except DlptError as e:
+        _say(str(e))
+        return EXIT_USAGE
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -80,7 +80,11 @@ def collect(opts: argparse.Namespace) -> list[Output]:
             raise UsageError(f"--export: unknown format {fmt!r}; choose one of: {', '.join(EXPORT_FORMATS)}")
         out.append(Output(fmt, path, os.path.abspath(path)))
     seen: dict[str, str] = {}
-    for flag, given in (("--load", getattr(opts, "load", None)), ("-o", getattr(opts, "output", None))):
+    loads = getattr(opts, "load", None) or []
+    for flag, given in (
+        *(("--load", p) for p in ([loads] if isinstance(loads, str) else loads)),
+        ("-o", getattr(opts, "output", None)),
+    ):
         if given:
             seen[os.path.realpath(given)] = flag
     for o in out:

@@ -33,6 +33,10 @@ from dlpt.compile.dynamo import CompileEvents
 from dlpt.errors import DlptError, ProfilerBusyError, UsageError
 from dlpt.insights.annotate import recorded_ops
 from dlpt.insights.stop import finish_session
+from dlpt.ranks.env import current as current_rank
+from dlpt.ranks.env import distributed_meta
+from dlpt.ranks.paths import rank_path, session_rank
+from dlpt.ranks.pycomm import CollectiveHooks
 from dlpt.session import Session
 from dlpt.step_on import StepOn, parse_spec
 from dlpt.steps import CALL, OptimizerHook, StepWindow
@@ -149,6 +153,7 @@ class profile:
         self._hook: OptimizerHook | None = None
         self._step_on: StepOn | None = None
         self._step_on_matched: list[str] = []  # what the last run's step_on wrapped
+        self._comm = CollectiveHooks()  # Python-level collectives on CPU process groups
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
         self._failures_before: dict[str, int] = {}
@@ -219,6 +224,8 @@ class profile:
         )
         try:
             self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
+            self._comm = CollectiveHooks()
+            self._comm.install()
             if self.step_on is not None:
                 self._step_on = StepOn(self.step_on, self._on_call_begin, self._on_call_end)
                 self._step_on.start()
@@ -243,6 +250,7 @@ class profile:
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
+        self._comm.remove()
         if self._step_on is not None:
             self._step_on.stop()
             self._step_on_matched = self._step_on.matched
@@ -342,6 +350,8 @@ class profile:
             sources=self.sources,
             step_on_matched=self._step_on_matched if self.step_on is not None else None,
             flops=self.flops,
+            comm_signatures=self._comm.table(),
+            distributed=distributed_meta(current_rank(), self._comm.backends),
         )
         # meta.suggestions, and the pinned-copy probe they may need: a measurement on the GPU,
         # never made in a forked child (CUDA may be unusable there) or on a GPU that failed to
@@ -422,14 +432,24 @@ class profile:
             return
         print_report(self.session, view=view, **options)
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str]) -> str:
         """Write the session as JSON; re-render later with ``python -m dlpt --load PATH``.
+        Returns the path written.
+
+        One of several ranks (torchrun, SLURM, an initialised process group) writes its own
+        file: ``{rank}`` in ``path`` is replaced by the rank, otherwise ``.rank<N>`` goes before
+        the extension (dlpt.ranks.paths), so ranks never replace each other's sessions.
 
         For a profile that joined a running one, the file is written when that one stops."""
         if self._host is not None and self._host._session is None:
             self._host._save_at_stop.append(os.path.abspath(path))
-            return
-        self.session.save(path)
+            return os.fspath(path)
+        session = self.session
+        where = os.fspath(path)
+        rank = session_rank(session.meta)
+        where = rank_path(where, *rank) if rank is not None else rank_path(where, 0, 1)
+        session.save(where)
+        return where
 
 
 def running() -> profile | None:

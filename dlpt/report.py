@@ -34,6 +34,8 @@ from dlpt.processors import (
     mark_lines,
     prune,
 )
+from dlpt.ranks.comm_view import CollectivesTable, tree_columns
+from dlpt.ranks.comm_view import header_lines as comm_header_lines
 from dlpt.renderers.compile_view import CompileView
 from dlpt.renderers.format import Fmt
 from dlpt.renderers.header import Header
@@ -169,8 +171,10 @@ def _render(
             fmt,
             [_note(m, fmt, threshold, depth, show_all)],
             header_lines(insight, fmt),
+            comm=comm_header_lines(session.meta, totals.inclusive, fmt),
         )
     ]
+    comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
     if shows_suggestions:
         parts.append(SuggestionsView(found, fmt, TREE_SUGGESTIONS if view == "tree" else None))
 
@@ -180,7 +184,15 @@ def _render(
             return _nothing(m, title, session)
         assert shown is not None
         capped = None if depth else MAX_DEPTH  # --depth given: that is the limit, as asked
-        return TreeView(limit_depth(mark_lines(shown, markers), depth), m, fmt, title, gpu, max_depth=capped)
+        return TreeView(
+            limit_depth(mark_lines(shown, markers), depth),
+            m,
+            fmt,
+            title,
+            gpu,
+            max_depth=capped,
+            extra=comm_columns,
+        )
 
     def bottom_up() -> RenderableType:
         title = "Bottom-up (callers below)"
@@ -212,11 +224,13 @@ def _render(
         kernels,
         CopyTable(session, fmt, folded.leaf_nodes("memcpy", "memset")),
     ]
+    collectives = CollectivesTable(session, fmt)
     if isinstance(compiled, list) and compiled and view in ("tree", "summary", "all"):
         parts.append(CompileView(compiled, fmt))
     if view == "tree":
         parts.append(tree())
         parts.extend([*gpu_tables, syncs] if gpu else [syncs])
+        parts.append(collectives)
     elif view == "bottom-up":
         parts.append(bottom_up())
     elif view == "flat":
@@ -229,10 +243,19 @@ def _render(
         parts.append(WorkView(insight, fmt))
     elif view == "summary":
         parts.extend([*gpu_tables, syncs] if gpu else [_no_gpu(session), syncs])
-        parts.append(ApiTable(session, fmt))
+        parts.extend([collectives, ApiTable(session, fmt)])
     else:  # all
         parts.extend(
-            [tree(), bottom_up(), *flat(), *gpu_tables, syncs, ApiTable(session, fmt), WorkView(insight, fmt)]
+            [
+                tree(),
+                bottom_up(),
+                *flat(),
+                *gpu_tables,
+                syncs,
+                collectives,
+                ApiTable(session, fmt),
+                WorkView(insight, fmt),
+            ]
         )
     return Group(*parts)
 

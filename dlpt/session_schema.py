@@ -226,6 +226,18 @@ SCHEMA: dict[str, Check] = {
         }
     ),
     "threads_running": _list_of(_str),
+    # One of several ranks (dlpt.ranks.env): renderers print these and index ranks by them.
+    "distributed": _obj(
+        required={"rank": _int, "world_size": _int},
+        optional={
+            "local_rank": _optional(_int),
+            "hostname": _str,
+            "device": _optional(_int),
+            "backends": _list_of(_str),
+            "source": _str,
+            "run_id": _optional(_str),
+        },
+    ),
     "sources": _dict_of(_dict_of(_str, key=_line_number)),
     # --flops (dlpt.insights): the FLOPs summary, dlpt's pinned-copy measurement, the suggestions.
     "flops": _obj(optional={"ops": _int, "flops": _int, "unevaluated": _dict_of(_int)}),
@@ -264,6 +276,11 @@ EXTRAS: dict[str, Check] = {
     "world_size": _signed_int,
     # --flops: the dtype an op's FLOPs ran in, as the native core names it ("Float", "BFloat16").
     "flop_dtype": _str,
+    # Communication (dlpt.ranks.annotate): NCCL's algorithm and protocol of a kernel, the
+    # process group's backend of a collective call dlpt wrapped.
+    "algorithm": _str,
+    "protocol": _str,
+    "backend": _str,
 }
 
 

@@ -2,7 +2,9 @@
 # Build dlpt on the GPU machine against its torch, then run what is asked, logs under $OUT (the
 # device tool brings them back). Usage:
 #   [PAIRED_ARGS=...] [BENCH_ARGS=...] bash tools/device_check.sh WHAT[,WHAT...] [extra pytest args...]
-# WHAT: build | smoke | tests | compiled | bench | paired | floor | all (smoke,tests,compiled,bench)
+# WHAT: build | smoke | tests | compiled | bench | paired | floor | multirank | all (smoke,tests,compiled,bench)
+# multirank (2+ GPUs, device kind nvidia-h200-x2): tests/gpu/test_multirank.py, the DDP example under
+# torchrun as a user runs it, and tools/ddp_paired.py (DDP_PAIRED_ARGS=...) beside the results.
 set -o pipefail
 what=${1:-all}; shift || true
 [ "$what" = all ] && what=smoke,tests,compiled,bench
@@ -41,6 +43,13 @@ if has compiled; then  # the compiled example, as a user runs it
 fi
 if has tests; then
   python3 -m pytest -m gpu -q -rs tests/gpu "$@" 2>&1 | tee "$OUT/gpu_tests.log" | tail -60
+fi
+if has multirank; then  # NCCL_NVLS_ENABLE and the rest of the environment pass through unchanged
+  python3 -m pytest -m gpu -q -rs tests/gpu/test_multirank.py "$@" 2>&1 | tee "$OUT/multirank_tests.log" | tail -30
+  COLUMNS=140 torchrun --standalone --nproc_per_node=2 -m dlpt --skip-first 5 -o "$OUT/ddp.json" \
+    examples/ddp_train.py --steps 20 >"$OUT/example_ddp.txt" 2>&1; tail -n 40 "$OUT/example_ddp.txt"
+  torchrun --standalone --nproc_per_node=2 tools/ddp_paired.py --out "$OUT" ${DDP_PAIRED_ARGS:-} 2>"$OUT/ddp_paired.err" | tail -20
+  tail -5 "$OUT/ddp_paired.err"
 fi
 if has bench; then
   python3 bench/run.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -40

@@ -16,8 +16,9 @@ from dlpt.compile.events import graph_breaks, recompilations
 from dlpt.insights.analysis import analyze
 from dlpt.insights.suggest import findings
 from dlpt.insights.view import gain_text, header_lines, where_text
+from dlpt.ranks.comm_view import header_lines as comm_lines
 from dlpt.renderers.format import Fmt
-from dlpt.renderers.header import compile_attribution_notes, step_notes, step_source, thread_notes
+from dlpt.renderers.header import compile_attribution_notes, rank_label, step_notes, step_source, thread_notes
 from dlpt.session import Session
 from dlpt.tree import Node
 
@@ -191,6 +192,9 @@ def header_facts(session: Session, root: Node, steps: int) -> dict[str, Any]:
     fmt = Fmt(steps=steps)
     argv = meta.get("argv") or []
     facts: list[list[str]] = [["wall", fmt.time(_int(meta.get("wall_ns")), per_step=False)]]
+    rank = rank_label(meta, str)  # the page sets text, never markup: no escaping needed here
+    if rank:
+        facts.insert(0, ["rank", rank])
     steps_meta = _dict(meta.get("steps"))
     if _int(steps_meta.get("profiled")):
         facts.append(["steps", _steps_text(steps_meta)])
@@ -204,6 +208,8 @@ def header_facts(session: Session, root: Node, steps: int) -> dict[str, Any]:
                 f"max {fmt.time(max(walls), per_step=False)}",
             ]
         )
+    # Communication: compute and communication, exposed communication, waits (as the terminal).
+    facts.extend(["communication", line.plain] for line in comm_lines(meta, root.inclusive, fmt))
     graphs = _dict(meta.get("cuda_graphs"))
     if _int(graphs.get("replay_gpu_ns")):
         facts.append(

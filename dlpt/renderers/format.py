@@ -145,6 +145,20 @@ def kernel_config(x: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
+def collective_detail(x: Mapping[str, Any], m: Mapping[str, int], fmt: Fmt) -> str:
+    """What a collective op moved (docs/session-format.md, collective extras): ``allreduce
+    BFloat16 25.0 MiB/call group default_pg``; bytes per call from its inclusive metrics."""
+    parts = [str(x.get(k)) for k in ("collective", "dtype") if isinstance(x.get(k), str) and x.get(k)]
+    calls = m.get("comm_calls", 0)
+    size = max(m.get("comm_in_bytes", 0), m.get("comm_out_bytes", 0))
+    if calls and size:
+        parts.append(f"{fmt.bytes(size / calls, per_step=False)}/call")
+    group = x.get("pg_desc") or x.get("pg_name")
+    if isinstance(group, str) and group:
+        parts.append(f"group {group}")
+    return " ".join(parts)
+
+
 def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> tuple[Text, str]:
     """(main text, detail) of a node's label. The detail (source text, launch config, bytes) is
     printed dimmed after the main text and is the first thing dropped when space runs out.
@@ -180,6 +194,8 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
             if p
         )
         return Text(fmt.clean(node.name), style), fmt.clean(detail)
+    if kind == "op" and isinstance(node.extras.get("collective"), str):
+        return Text(fmt.clean(node.name), style), fmt.clean(collective_detail(node.extras, m, fmt))
     return Text(fmt.clean(node.name), style), ""
 
 

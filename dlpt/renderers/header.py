@@ -94,6 +94,28 @@ def step_notes(steps: Mapping[str, Any], clean: Callable[[str], str] = escape_co
     return lines
 
 
+def rank_label(meta: Mapping[str, Any], clean: Callable[[str], str] = escape_control) -> str:
+    """Which rank a session is, from ``meta.distributed``: "rank 1/4 (local 1) on host-a, GPU 1,
+    nccl"; "" for a single process. Shared with the HTML report and the cross-rank report."""
+    d = _obj(meta.get("distributed"))
+    rank, size = d.get("rank"), d.get("world_size")
+    if not isinstance(rank, int) or not isinstance(size, int):
+        return ""
+    text = f"rank {rank}/{size}"
+    local = d.get("local_rank")
+    if isinstance(local, int) and not isinstance(local, bool):
+        text += f" (local {local})"
+    if isinstance(d.get("hostname"), str) and d["hostname"]:
+        text += f" on {clean(d['hostname'])}"
+    device = d.get("device")
+    if isinstance(device, int) and not isinstance(device, bool):
+        text += f", GPU {device}"
+    backends = [clean(b) for b in d.get("backends") or [] if isinstance(b, str)]
+    if backends:
+        text += f", {'+'.join(backends)}"
+    return text
+
+
 def thread_notes(meta: Mapping[str, Any], clean: Callable[[str], str] = escape_control) -> list[str]:
     """Threads the profile did not wait for: their later work is missing. Shared with the HTML
     report's header."""
@@ -121,10 +143,12 @@ class Header(View):
         fmt: Fmt,
         notes: list[str],
         insights: Sequence[Text] = (),
+        comm: Sequence[Text] = (),
     ) -> None:
         super().__init__(fmt)
         self.meta, self.root, self.metric, self.notes = meta, root, metric, notes
         self.insights = insights  # MFU and GPU idle lines (dlpt.insights.view), after the GPU lines
+        self.comm = comm  # communication lines (dlpt.ranks.comm_view), after those
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         meta, inc = self.meta, self.root.inclusive
@@ -133,6 +157,9 @@ class Header(View):
         argv = meta.get("argv") or []
         title = Text("dlpt  ", "bold")
         title.append(fmt.clean(shlex.join(str(a) for a in argv)) if argv else "(no argv)", "bold cyan")
+        rank = rank_label(meta, fmt.clean)
+        if rank:
+            title.append(f"  [{rank}]", "bold magenta")
         lines.append(title)
 
         wall = _int(meta.get("wall_ns"))
@@ -162,6 +189,7 @@ class Header(View):
         lines.append(self._totals(fmt, inc, sep))
         lines.extend(self._gpu_lines(fmt, wall))
         lines.extend(Text(fmt.clean(t.plain), t.style) for t in self.insights)
+        lines.extend(Text(fmt.clean(t.plain), t.style) for t in self.comm)
         lines.extend(self._graph_lines(fmt))
 
         for key, label, style in (

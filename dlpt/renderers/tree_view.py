@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -18,12 +18,19 @@ from dlpt.tree import Node
 MAX_DEPTH = 100
 
 
-def _headers(metric: Metric, gpu: bool) -> list[str]:
-    return ["total", "%", "self", "calls"] + (["kern"] if gpu else [])
+def _headers(metric: Metric, gpu: bool, extra: Sequence[Metric] = ()) -> list[str]:
+    return ["total", "%", "self", *(m.name for m in extra), "calls"] + (["kern"] if gpu else [])
 
 
 def _cells(
-    fmt: Fmt, metric: Metric, total: int, inc: dict[str, int], exc: dict[str, int], kind: str, gpu: bool
+    fmt: Fmt,
+    metric: Metric,
+    total: int,
+    inc: dict[str, int],
+    exc: dict[str, int],
+    kind: str,
+    gpu: bool,
+    extra: Sequence[Metric] = (),
 ) -> list[str]:
     value = metric(inc)
     own = metric(exc)
@@ -32,6 +39,7 @@ def _cells(
         fmt.value(metric, value),
         Fmt.pct(value, total),
         fmt.value(metric, own) if own else "",
+        *(fmt.value(m, m(inc)) if m(inc) else "" for m in extra),
         fmt.count(count) if count else "",
     ]
     if gpu:
@@ -51,13 +59,22 @@ class TreeView(View):
     """A (pruned) tree as rows with guides, children sorted by ``metric``, largest first.
 
     Percentages are relative to the root's inclusive total (which counts what was pruned).
-    Below ``max_depth`` levels a node's subtree is one row saying how many levels it hides."""
+    Below ``max_depth`` levels a node's subtree is one row saying how many levels it hides.
+    ``extra``: metrics shown as more columns after ``self``, inclusive (communication time)."""
 
     def __init__(
-        self, root: Node, metric: Metric, fmt: Fmt, title: str, gpu: bool, max_depth: int | None = None
+        self,
+        root: Node,
+        metric: Metric,
+        fmt: Fmt,
+        title: str,
+        gpu: bool,
+        max_depth: int | None = None,
+        extra: Sequence[Metric] = (),
     ) -> None:
         super().__init__(fmt)
         self.root, self.metric, self.title, self.gpu, self.max_depth = root, metric, title, gpu, max_depth
+        self.extra = tuple(extra)
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         metric, gpu = self.metric, self.gpu
@@ -70,7 +87,7 @@ class TreeView(View):
             main, detail = label_parts(node, fmt)
             rows.append(
                 GridRow(
-                    _cells(fmt, metric, total, node.inclusive, node.metrics, node.kind, gpu),
+                    _cells(fmt, metric, total, node.inclusive, node.metrics, node.kind, gpu, self.extra),
                     main,
                     detail,
                     keep_detail=node.kind == "kernel",
@@ -86,7 +103,7 @@ class TreeView(View):
             for i in range(last, -1, -1):
                 stack.append((kids[i], (i == last, chain, depth)))
         yield _title(self.title, fmt, metric, width)
-        yield render_grid(_headers(metric, gpu), "name", rows, width, fmt.ascii)
+        yield render_grid(_headers(metric, gpu, self.extra), "name", rows, width, fmt.ascii)
 
 
 def _height(node: Node) -> int:

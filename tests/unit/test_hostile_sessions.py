@@ -42,6 +42,10 @@ REFUSED = {
     "meta_capture_unsubscribe_error_int.json": "meta.capture.cupti_unsubscribe_error must be a string",
     "collective_world_size_string.json": "node 1.x.world_size must be an integer",
     "collective_name_not_str.json": "node 1.x.collective must be a string",
+    "meta_distributed_rank_string.json": "meta.distributed.rank must be a non-negative integer",
+    "meta_distributed_backends_not_list.json": "meta.distributed.backends must be a list",
+    "meta_distributed_no_rank.json": "meta.distributed lacks the key 'rank'",
+    "kernel_algorithm_list.json": "node 1.x.algorithm must be a string",
     "metric_above_2_64.json": "invalid metric 'gpu_ns'",
     "metric_nan.json": "invalid metric 'gpu_ns'",
     "line_above_2_64.json": "invalid line",
@@ -126,6 +130,9 @@ def test_control_characters_and_markup_in_every_string_are_escaped() -> None:
     for where in ("title", "evidence", "action", "basis", "peaks for 'GPU", "inputs): aten::"):
         assert f"{where}\\x1b[2J" in text, where
     assert "\\ud800[/x][bold] idle per step" in text
+    # Communication and ranks: the header's rank, the collectives table, the op's details.
+    for where in ("host", "nccl", "allreduce", "dtype", "GPU 0"):
+        assert f"{where}\\x1b[2J" in text, where
     text.encode("utf-8")  # no lone surrogate left to break the output stream
 
 
@@ -147,6 +154,25 @@ def test_the_html_header_escapes_a_saved_suggestions_text() -> None:
     for key in ("where", "title", "evidence", "action", "basis"):
         assert "\x1b" not in found[key] and "\\x1b[2J" in found[key], key
     assert found["file"] == Session.load(FIXTURES / "escapes.json").meta["suggestions"][0]["file"]
+
+
+def test_the_report_across_ranks_escapes_every_string() -> None:
+    from dlpt.ranks.merge import rank_set
+    from dlpt.ranks.view import render_ranks
+
+    a = Session.load(FIXTURES / "escapes.json")
+    b = Session.load(FIXTURES / "escapes.json")
+    b.meta["distributed"] = dict(b.meta["distributed"], rank=1)
+    out = io.StringIO()
+    Console(file=out, width=140, color_system=None, force_terminal=False).print(
+        render_ranks(rank_set([("a.json", a), ("b.json", b)]), threshold=0.0, show_all=True)
+    )
+    text = out.getvalue()
+    for raw in ("\x1b", "\x07", "\r", "\u202e", "\ud800"):
+        assert raw not in text
+    for where in ("main", "host", "nccl", "allreduce"):
+        assert f"{where}\\x1b[2J" in text, where
+    text.encode("utf-8")
 
 
 def test_the_renderer_never_opens_a_file_named_in_a_session(h, monkeypatch: pytest.MonkeyPatch) -> None:

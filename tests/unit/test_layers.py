@@ -71,6 +71,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.insights.traffic": ("dlpt.insights.flops", "dlpt.insights.signature"),
     "dlpt.insights.annotate": ("dlpt.insights.flops", "dlpt.insights.signature", "dlpt.insights.traffic"),
     "dlpt.report": (
+        "dlpt.ranks.comm",
+        "dlpt.ranks.comm_view",
         "dlpt.gc_pause",
         "dlpt.insights",
         "dlpt.renderers",
@@ -108,6 +110,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.html": (
         "dlpt.html",
         "dlpt.insights",
+        "dlpt.ranks.comm_view",
         "dlpt.compile.events",
         "dlpt.compile.resume",
         "dlpt.contexts",
@@ -130,10 +133,49 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.html",
         "dlpt.session",
     ),
+    # Many ranks (dlpt.ranks): the capture half (rank detection, per-rank paths, the names of
+    # communication, the wrappers of Python-level collectives, marking communication in the
+    # node table) imports nothing from the report side, so the profiler and the session
+    # assembly can use it; the report half (one rank's communication, the cross-rank report)
+    # sits above the terminal report, like dlpt diff.
+    "dlpt.ranks.env": (),
+    "dlpt.ranks.paths": ("dlpt.errors",),
+    "dlpt.ranks.comm": (),
+    "dlpt.ranks.annotate": ("dlpt.ranks.comm",),
+    "dlpt.ranks.pycomm": ("dlpt.capture.native",),
+    "dlpt.ranks.comm_view": (
+        "dlpt.ranks.comm",
+        "dlpt.ranks.annotate",
+        "dlpt.renderers",
+        "dlpt.processors",
+        "dlpt.tree",
+        "dlpt.session",
+    ),
+    "dlpt.ranks.gather": ("dlpt.errors", "dlpt.session", "dlpt.ranks.paths"),
+    "dlpt.ranks": (
+        "dlpt.ranks",
+        "dlpt.report",
+        "dlpt.renderers",
+        "dlpt.display_tree",
+        "dlpt.processors",
+        "dlpt.tree",
+        "dlpt.session",
+        "dlpt.errors",
+        "dlpt.gc_pause",
+        "dlpt.compile.resume",
+        "dlpt.diff",
+    ),
     "dlpt.scope": ("dlpt.capture.native",),
     "dlpt.import_hooks": (),
     "dlpt.step_on": ("dlpt.errors", "dlpt.import_hooks", "dlpt.source_files"),
-    "dlpt.assemble": ("dlpt", "dlpt.capture", "dlpt.compile", "dlpt.insights.annotate", "dlpt.session"),
+    "dlpt.assemble": (
+        "dlpt",
+        "dlpt.capture",
+        "dlpt.compile",
+        "dlpt.insights.annotate",
+        "dlpt.ranks.annotate",
+        "dlpt.session",
+    ),
     "dlpt.profiler": (
         "dlpt",
         "dlpt.assemble",
@@ -146,6 +188,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.step_on",
         "dlpt.steps",
         "dlpt.report",
+        "dlpt.ranks.env",
+        "dlpt.ranks.paths",
+        "dlpt.ranks.pycomm",
     ),
     "dlpt.cli": (
         "dlpt",
@@ -158,6 +203,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.launch",
         "dlpt.signals",
         "dlpt.step_on",
+        "dlpt.ranks",
     ),
     # Running the program as python would (argv, sys.path[0], __main__, tracebacks).
     "dlpt.launch": ("dlpt.errors", "dlpt.step_on"),

@@ -1,0 +1,112 @@
+"""The GPT of gpu_gpt.py trained on several ranks: DDP, FSDP2 (``fully_shard``) or tensor
+parallel (DTensor), on 1..N GPUs with NCCL or on the CPU with gloo. What dlpt shows for
+multi-GPU jobs: communication beside compute, exposed communication, stragglers.
+
+    torchrun --standalone --nproc_per_node=2 examples/ddp_train.py [--mode ddp|fsdp2|tp] [--steps 20]
+    torchrun --standalone --nproc_per_node=2 -m dlpt --skip-first 5 -o ddp.json examples/ddp_train.py
+    python -m dlpt --load 'ddp.rank*.json'          # the report across ranks, again
+    python examples/ddp_train.py                       # one process, no launcher needed
+
+--straggle R makes rank R sleep --straggle-ms before each backward (a rank slowed by its host:
+data loading, Python, another process), for dlpt to name. --cpu forces gloo on the CPU.
+Random tokens, random init: nothing is downloaded. The GPU config is small (4 layers, width 256);
+--layers/--width/--seq/--batch scale it.
+"""
+
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from gpu_gpt import CPU_CFG, GPT, GPU_CFG
+
+
+def init(cpu: bool) -> tuple[str, int, int]:
+    """Join the job torchrun (or SLURM, or nobody: a single process) started; returns
+    (device, rank, world size)."""
+    for k, v in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29511"), ("RANK", "0"), ("WORLD_SIZE", "1")):
+        os.environ.setdefault(k, v)
+    cuda = torch.cuda.is_available() and not cpu
+    if cuda:
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+        return f"cuda:{local}", dist.get_rank(), dist.get_world_size()
+    dist.init_process_group("gloo")
+    return "cpu", dist.get_rank(), dist.get_world_size()
+
+
+def wrap(model: nn.Module, mode: str, device: str, world: int) -> nn.Module:
+    """The model as ``mode`` distributes it."""
+    if mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        return DDP(model, device_ids=[torch.device(device).index] if device.startswith("cuda") else None)
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh(device.split(":")[0], (world,))
+    if mode == "fsdp2":
+        from torch.distributed.fsdp import fully_shard
+
+        for block in model.blocks:
+            fully_shard(block, mesh=mesh)
+        return fully_shard(model, mesh=mesh)
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    # Megatron-style MLP: the first linear split by columns, the second by rows (one all-reduce
+    # per block in the forward, one in the backward); attention and embeddings stay replicated.
+    for block in model.blocks:
+        parallelize_module(block.mlp, mesh, {"fc": ColwiseParallel(), "out": RowwiseParallel()})
+    return model
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mode", choices=("ddp", "fsdp2", "tp"), default="ddp")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--cpu", action="store_true", help="gloo on the CPU even when there are GPUs")
+    ap.add_argument("--straggle", type=int, default=-1, metavar="R", help="rank R sleeps before backwards")
+    ap.add_argument("--straggle-ms", type=float, default=50.0)
+    for k in ("layers", "width", "seq", "batch", "vocab"):
+        ap.add_argument(f"--{k}", type=int, help=f"default {GPU_CFG[k]} on GPU, {CPU_CFG[k]} on CPU")
+    args = ap.parse_args(argv)
+
+    device, rank, world = init(args.cpu)
+    cuda = device.startswith("cuda")
+    cfg = dict(GPU_CFG if cuda else CPU_CFG)
+    cfg.update({k: getattr(args, k) for k in cfg if getattr(args, k) is not None})
+    torch.manual_seed(0)  # the same initial weights on every rank
+    model = GPT(cfg["vocab"], cfg["seq"], cfg["layers"], cfg["width"], max(1, cfg["width"] // 64)).to(device)
+    model = wrap(model, args.mode, device, world)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=cuda or None)
+    # Data parallel: each rank its own batch; tensor parallel: every rank the same one.
+    gen = torch.Generator(device=device).manual_seed(0 if args.mode == "tp" else 1 + rank)
+    ids = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device=device, generator=gen)
+    inputs, targets = ids[:, :-1], ids[:, 1:]
+
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
+            loss = model(inputs, targets)
+        if rank == args.straggle:
+            time.sleep(args.straggle_ms / 1e3)  # a slow host on this rank
+        loss.backward()
+        opt.step()
+    mean = loss.detach().float()
+    dist.all_reduce(mean)  # the loss averaged over ranks, for the log line
+    dt = (time.perf_counter() - t0) / max(args.steps, 1)
+    if rank == 0:
+        print(
+            f"ddp_train: {args.mode} on {world} rank{'s' if world != 1 else ''} ({device.split(':')[0]}), "
+            f"{args.steps} steps, loss {mean.item() / world:.4f}, {dt * 1e3:.1f} ms/step"
+        )
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Synthetic sessions of the ranks of one job, in the documented format (docs/session-format.md),
+for the communication and cross-rank tests.
+
+- :func:`ddp_gpu`: one rank of a DDP training step on a GPU: two linear layers whose backward
+  holds the gradient bucket's NCCL all-reduce (as DDP issues it, under the backward of the
+  layer that filled the bucket), an optimizer step, meta.distributed and the native core's
+  communication union and exposed part. ``comm_ns`` sets that rank's all-reduce kernel time
+  (the straggler's is the shortest: the others wait inside theirs), ``fc2_ns`` its compute.
+- :func:`gloo_cpu`: one rank of a CPU job: a line whose ``torch.distributed.all_reduce`` call
+  dlpt wrapped (its wait), a DDP all-reduce issued by the C++ reducer (bytes unknown).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlpt.session import VERSION, Session
+
+TRAIN = "/home/user/proj/train.py"
+MODEL = "/home/user/proj/model.py"
+SOURCES = {
+    TRAIN: {
+        "30": "        loss = model(x).square().mean()",
+        "31": "        loss.backward()",
+        "32": "        opt.step()",
+    },
+    MODEL: {"10": "        h = self.fc1(x)", "11": "        return self.fc2(h)"},
+}
+STEPS = 4
+ALLREDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+class _Table:
+    def __init__(self) -> None:
+        self.nodes: list[dict[str, Any]] = [
+            {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}
+        ]
+
+    def add(
+        self, parent: int, kind: str, name: str, file: str = "", line: int = 0, x: Any = None, **m: int
+    ) -> int:
+        node: dict[str, Any] = {
+            "id": len(self.nodes),
+            "parent": parent,
+            "kind": kind,
+            "name": name,
+            "file": file,
+            "line": line,
+            "m": {k: v for k, v in m.items() if v},
+        }
+        if x:
+            node["x"] = x
+        self.nodes.append(node)
+        return node["id"]
+
+    def kernel(self, parent: int, name: str, ns: int, n: int = STEPS, **m: int) -> int:
+        return self.add(
+            parent,
+            "kernel",
+            name.split("(")[0],
+            x={"full_name": name, "device": 0, "grid": [8, 1, 1], "block": [256, 1, 1]},
+            kernels=n,
+            gpu_ns=ns,
+            min_ns=ns // n,
+            max_ns=ns // n,
+            **m,
+        )
+
+
+def _meta(rank: int, world: int, gpu: bool, step_ns: int, extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "argv": ["train.py", "--ddp"],
+        "torch": "2.13.0",
+        "dlpt": "0.1.0",
+        "started_at": "2026-01-01T12:00:00+00:00",
+        "wall_ns": step_ns * STEPS,
+        "devices": [{"index": 0, "name": "NVIDIA H200", "capability": "9.0"}] if gpu else [],
+        "gpu": {"enabled": gpu, "reason": None if gpu else "no CUDA GPU available"},
+        "steps": {
+            "profiled": STEPS,
+            "seen": STEPS + 2,
+            "skip_first": 2,
+            "active": None,
+            "source": "optimizer",
+        },
+        "step_wall_ns": [step_ns] * STEPS,
+        "distributed": {
+            "rank": rank,
+            "world_size": world,
+            "local_rank": rank % 2,
+            "hostname": f"node{rank // 2}",
+            "device": rank % 2 if gpu else None,
+            "backends": ["nccl" if gpu else "gloo"],
+            "source": "env",
+            "run_id": "torchrun:test:0",
+        },
+        "sources": SOURCES,
+        **extra,
+    }
+
+
+def ddp_gpu(rank: int, world: int = 4, comm_ns: int = 2_000_000, fc2_ns: int = 6_000_000) -> Session:
+    """One rank's session: per step 4 ms fc1 forward, ``fc2_ns`` fc2, 8 ms backward, a 25 MiB
+    bf16 all-reduce taking ``comm_ns``, 1 ms optimizer."""
+    t = _Table()
+    s = STEPS
+    main = t.add(0, "frame", "main", TRAIN, 30)
+    for line, _layer, fwd_ns, bwd_ns, bucket in (
+        (10, "fc1", 4_000_000, 8_000_000, False),
+        (11, "fc2", fc2_ns, 8_000_000, True),
+    ):
+        fr = t.add(main, "frame", "forward", MODEL, line)
+        op = t.add(fr, "op", "aten::linear", calls=s, cpu_ns=30_000 * s)
+        t.kernel(t.add(op, "phase", "<forward>"), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", fwd_ns * s)
+        bw = t.add(t.add(op, "phase", "<backward>"), "op", "AddmmBackward0", calls=s, cpu_ns=20_000 * s)
+        t.kernel(bw, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n", bwd_ns * s, 2 * s)
+        if bucket:  # DDP's bucket all-reduce, issued when fc2's gradient filled the bucket
+            ar = t.add(
+                bw,
+                "op",
+                "c10d::allreduce_",
+                x={
+                    "collective": "allreduce",
+                    "dtype": "BFloat16",
+                    "pg_name": "0",
+                    "pg_desc": "default_pg",
+                    "world_size": world,
+                },
+                calls=s,
+                cpu_ns=15_000 * s,
+                comm_calls=s,
+                comm_in_bytes=25 * 2**20 * s,
+                comm_out_bytes=25 * 2**20 * s,
+            )
+            t.kernel(ar, ALLREDUCE, comm_ns * s, comm_ns=comm_ns * s)
+            t.nodes[-1]["x"].update(collective="allreduce", algorithm="RING", protocol="LL", dtype="bf16")
+    opt = t.add(t.add(0, "frame", "main", TRAIN, 32), "op", "aten::_fused_adamw_", calls=s, cpu_ns=50_000 * s)
+    t.kernel(opt, "multi_tensor_apply_kernel<FusedAdamW>", 1_000_000 * s)
+    busy = (4_000_000 + fc2_ns + 16_000_000 + comm_ns + 1_000_000) * s
+    extra = {
+        "gpu_busy_ns": {"0": busy},
+        "gpu_comm_ns": {"0": comm_ns * s},
+        "gpu_comm_exposed_ns": {"0": comm_ns * s // 2},
+    }
+    session = {
+        "format": "dlpt-session",
+        "version": VERSION,
+        "meta": _meta(rank, world, True, 40_000_000, extra),
+        "nodes": t.nodes,
+    }
+    return Session.from_dict(session)
+
+
+def gloo_cpu(rank: int, world: int = 2, wait_ns: int = 1_000_000) -> Session:
+    """One rank of a CPU job: compute, a wrapped ``all_reduce`` that waited ``wait_ns`` per
+    step, a DDP bucket all-reduce (bytes unknown) under the backward."""
+    t = _Table()
+    s = STEPS
+    main = t.add(0, "frame", "main", TRAIN, 30)
+    mm = t.add(main, "op", "aten::linear", calls=s, cpu_ns=3_000_000 * s)
+    bw = t.add(t.add(mm, "phase", "<backward>"), "op", "AddmmBackward0", calls=s, cpu_ns=2_000_000 * s)
+    t.add(bw, "op", "c10d::allreduce_", calls=s, cpu_ns=100_000 * s)
+    line = t.add(0, "frame", "main", TRAIN, 31)
+    call = t.add(
+        line,
+        "op",
+        "torch.distributed.all_reduce",
+        x={
+            "collective": "allreduce",
+            "dtype": "Float",
+            "pg_name": "0",
+            "pg_desc": "default_pg",
+            "world_size": world,
+            "backend": "gloo",
+        },
+        calls=s,
+        comm_calls=s,
+        comm_in_bytes=4000 * s,
+        comm_out_bytes=4000 * s,
+        comm_wait_ns=wait_ns * s,
+    )
+    t.add(call, "phase", "<forward>", cpu_ns=wait_ns * s)
+    t.add(call, "op", "c10d::allreduce_", calls=s, cpu_ns=50_000 * s)
+    session = {
+        "format": "dlpt-session",
+        "version": VERSION,
+        "meta": _meta(rank, world, False, 10_000_000, {}),
+        "nodes": t.nodes,
+    }
+    return Session.from_dict(session)
