@@ -296,6 +296,9 @@ void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
       ts.pop_scope();
       return;
     case EntryKind::Skip:
+      // A record we do not time (e.g. a record_function scope inside an op) still passes on the
+      // time of timed records beneath it, so the enclosing op does not count that time again.
+      if (!ts.empty()) ts.top().child += e.child;
       return;
     case EntryKind::Op:
     case EntryKind::Wrapper:

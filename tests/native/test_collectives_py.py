@@ -90,14 +90,6 @@ def test_a_compiled_function_calls_torch_directly(gloo: None) -> None:
     assert torch.equal(out, torch.full((4,), 2.0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="native: a record nested in an op and not recorded (a Skip entry, e.g. FSDP2's "
-    "record_function('FSDP::pre_backward') inside autograd's evaluate_function) drops the time of "
-    "the recorded c10d op beneath it instead of passing it to the enclosing op "
-    "(csrc/context/aten_ops.cpp, on_op_end: `case EntryKind::Skip: return;`), so that time counts "
-    "twice. Remove this mark when the core passes it on.",
-)
 def test_a_wait_inside_a_scope_inside_backward_counts_once() -> None:
     from dlpt.ranks.pycomm import timed
 
