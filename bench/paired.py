@@ -238,6 +238,8 @@ def long_run(step, steps: int = 300, chunks: int = 10) -> dict:
                 rss.append(rss_mb())
     finally:
         prof.stop()
+    if not prof.session.meta["gpu"].get("enabled", True):
+        raise RuntimeError(f"dlpt ran without GPU capture: {prof.session.meta['gpu'].get('reason')}")
     base.append(chunk(step, steps))
     b = statistics.mean(base)
     res.update(base_ms=[x * 1e3 for x in base], chunk_ms=[x * 1e3 for x in times],
@@ -283,6 +285,30 @@ def main() -> None:
     results: list[dict] = []
     meta = {"gpu": gpu, "torch": torch.__version__, "python": sys.version.split()[0], "rounds": args.rounds,
             "argv": sys.argv, "date": stamp}
+    def save() -> None:
+        with open(base + ".json", "w") as f:
+            json.dump({"meta": meta, "results": results}, f, indent=1, default=str)
+        md = table(results)
+        with open(base + ".md", "w") as f:
+            f.write(f"Paired in-process overhead, {gpu}, torch {meta['torch']}, {args.rounds} rounds "
+                    f"(`{' '.join(sys.argv)}`)\n\n{md}\n")
+        print(md, flush=True)
+
+    def run_block(res: dict, raw: dict, step, n: int, block: list[str]) -> None:
+        try:
+            raw.update(run_pairs(step, n, block, args.rounds))
+        except Exception as e:  # a tool that cannot run here is a finding, not the end
+            res.setdefault("block_errors", {})[",".join(block)] = repr(e)[:300]
+            print(traceback.format_exc(), file=sys.stderr)
+        finally:
+            Proton.finalize()
+        res["modes"] = summarise(raw, n)
+        res["raw"] = raw
+
+    # CUPTI has one subscriber. Proton's finalize and dlpt's stop release it for the next tool;
+    # torch.profiler (torch 2.11's Kineto) keeps it subscribed for the rest of the process, so its
+    # blocks run last, after every workload's other modes (the built workloads are kept for them).
+    later: list[tuple[dict, dict, object, int]] = []
     for w in args.workloads:
         print(f"# {w}", file=sys.stderr, flush=True)
         res: dict = {"workload": w}
@@ -294,37 +320,23 @@ def main() -> None:
                 step()
             torch.cuda.synchronize()
             raw: dict = {}
-            # CUPTI has one subscriber: each tool's block runs on its own, Proton first (its
-            # finalize releases CUPTI for the others), then torch.profiler, then dlpt's modes.
-            blocks = ([m for m in args.modes if m == "proton"], [m for m in args.modes if m == "torchprof"],
-                      [m for m in args.modes if m in DLPT_MODES])
-            for block in blocks:
-                if not block:
-                    continue
-                try:
-                    raw.update(run_pairs(step, n, block, args.rounds))
-                except Exception as e:  # a tool that cannot run here is a finding, not the end
-                    res.setdefault("block_errors", {})[",".join(block)] = repr(e)[:300]
-                    print(traceback.format_exc(), file=sys.stderr)
-                finally:
-                    Proton.finalize()
-            res["modes"] = summarise(raw, n)
-            res["raw"] = raw
+            for block in ([m for m in args.modes if m == "proton"], [m for m in args.modes if m in DLPT_MODES]):
+                if block:
+                    run_block(res, raw, step, n, block)
             if args.long and w == "small_gpt":
                 res["long"] = long_run(step)
+            if "torchprof" in args.modes:
+                later.append((res, raw, step, n))
         except Exception as e:  # record and go on: one broken workload must not lose the others
             res["error"] = repr(e)[:300]
             res["trace"] = traceback.format_exc()[-1500:]
             print(res["trace"], file=sys.stderr)
         results.append(res)
-        with open(base + ".json", "w") as f:
-            json.dump({"meta": meta, "results": results}, f, indent=1, default=str)
-        md = table(results)
-        with open(base + ".md", "w") as f:
-            f.write(f"Paired in-process overhead, {gpu}, torch {meta['torch']}, {args.rounds} rounds "
-                    f"(`{' '.join(sys.argv)}`)\n\n{md}\n")
-        print(md, flush=True)
-
+        save()
+    for res, raw, step, n in later:
+        print(f"# {res['workload']}: torchprof", file=sys.stderr, flush=True)
+        run_block(res, raw, step, n, ["torchprof"])
+        save()
 
 if __name__ == "__main__":
     main()
