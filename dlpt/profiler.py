@@ -351,7 +351,7 @@ class profile:
             step_on_matched=self._step_on_matched if self.step_on is not None else None,
             flops=self.flops,
             comm_signatures=self._comm.table(),
-            distributed=distributed_meta(current_rank(), self._comm.backends),
+            distributed=distributed_meta(current_rank() or self._comm.rank, self._comm.backends),
         )
         # meta.suggestions, and the pinned-copy probe they may need: a measurement on the GPU,
         # never made in a forked child (CUDA may be unusable there) or on a GPU that failed to

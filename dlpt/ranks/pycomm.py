@@ -43,6 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt.ranks.env import RankInfo, from_torch
+
 __all__ = ["CollectiveHooks", "OP_PREFIX", "FUNCTIONS", "timed"]
 
 log = logging.getLogger("dlpt")
@@ -163,6 +165,7 @@ class CollectiveHooks:
     _table: list[dict[str, Any]] = field(default_factory=lambda: [{"function": "unknown"}])
     _pending: dict[int, int] = field(default_factory=dict)  # id(work) -> signature
     backends: set[str] = field(default_factory=set)
+    rank: RankInfo | None = None  # the default group's rank while it existed (for mp.spawn-style jobs)
 
     def install(self) -> None:
         """Wrap torch.distributed's collectives (nothing when torch.distributed is unavailable)."""
@@ -170,6 +173,8 @@ class CollectiveHooks:
         if dist is None or not dist.is_available():
             return
         c10d = dist.distributed_c10d
+        self._note_default_backend()
+        self._wrap_destroy(c10d, dist)
         for name in FUNCTIONS:
             original = getattr(c10d, name, None)
             if original is None:
@@ -221,6 +226,33 @@ class CollectiveHooks:
 
         return collective
 
+    def _note_default_backend(self) -> None:
+        """Remember the default group's backend and rank while it exists: a script usually
+        destroys its process group before the profile stops, and DDP's collectives never pass
+        through Python."""
+        dist = sys.modules.get("torch.distributed")
+        try:
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                self.backends.add(_backend(None))
+                self.rank = from_torch() or self.rank
+        except Exception as e:  # noqa: BLE001 - the backend is a detail of the header
+            log.debug("dlpt: could not read the process group's backend: %s", e)
+
+    def _wrap_destroy(self, c10d: Any, dist: Any) -> None:
+        original = getattr(c10d, "destroy_process_group", None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def destroy_process_group(*args: Any, **kwargs: Any) -> Any:
+            self._note_default_backend()
+            return original(*args, **kwargs)
+
+        for module in (c10d, dist):
+            if getattr(module, "destroy_process_group", None) is original:
+                module.destroy_process_group = destroy_process_group
+                self._saved.append((module, "destroy_process_group", original, destroy_process_group))
+
     def _wrap_wait(self, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def wait(work: Any, *args: Any, **kwargs: Any) -> Any:
@@ -253,11 +285,11 @@ class CollectiveHooks:
             outs = [bound.get(p) for p in received]
             first = next((t for v in ins + outs for t in _tensors(v)), None)
             backend = _backend(group)
+            self.backends.add(backend)
             # Device tensors go to NCCL (a group may hold gloo for CPU tensors and NCCL for CUDA
             # ones), which records itself; so does a barrier on an NCCL group.
             if (first is not None and first.device.type != "cpu") or (first is None and "nccl" in backend):
                 return None
-            self.backends.add(backend)
             dtype = str(first.dtype).removeprefix("torch.") if first is not None else ""
             pg = group if group is not None else _default_group()
             key = (

@@ -108,3 +108,14 @@ def test_a_wait_inside_a_scope_inside_backward_counts_once() -> None:
             h.sum().backward()
     cpu = sum(n["m"].get("cpu_ns", 0) for n in prof.session.nodes)
     assert cpu < 1.5 * 3 * sleep_s * 1e9, cpu
+
+
+def test_the_backend_is_named_when_the_group_is_destroyed_before_the_profile_stops(tmp_path: Path) -> None:
+    # As a torchrun script run under `python -m dlpt` ends: no Python-level collective (DDP's run
+    # in C++), and the group is gone by the time the profile stops.
+    with dlpt.profile() as prof:
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+        torch.ones(4).sum()
+        dist.destroy_process_group()
+    assert not dist.is_initialized()
+    assert prof.session.meta["distributed"]["backends"] == ["gloo"]
