@@ -17,7 +17,9 @@
 // instructions for the pair, as much as 6-7 records of its machinery (~940 instructions each;
 // callgrind, torch 2.13 CPU). So each op name is first watched for kLearnCalls calls (its nested
 // records are counted, not recorded) and only ops that made at least
-// CaptureOptions::window_min_nested get a window (docs/overhead.md has the measurements). With
+// CaptureOptions::window_min_nested get a window (docs/overhead.md has the measurements). Only
+// aten ops and their generated backward nodes may get one (kWindowable, op_names.h): Python
+// autograd.Functions and custom ops run arbitrary code, collectives included. With
 // nested_ops on, every record is recorded as an op node (aten::mm under aten::matmul), at the
 // full cost.
 #include "aten_ops.h"
@@ -108,6 +110,7 @@ void record_forward_op(Session& s, ThreadState& ts, int64_t seq, NodeId op) {
 void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::RecordFunction& rf) {
   if (s.opts.nested_ops) return;
   NameInfo& info = ts.name_info(e.name_id);
+  if (!(info.flags & kWindowable)) return;
   if (info.learned_calls < kLearnCalls) {
     if (ts.learner() == nullptr) {
       e.learning = true;
@@ -148,6 +151,10 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   const bool recorded = graft || compiled || parent.region || s.opts.nested_ops || (flags & kComm);
   if (!collecting && !compiled) return;  // paused: only compiled regions are followed
   if (flags & kParamComms) note_collective(s, ts);
+  if (flags & (kComm | kParamComms)) {
+    // An op that runs a collective never gets a window: it would hide the collective's op.
+    if (OpEntry* learner = ts.learner()) ts.name_info(learner->name_id).flags &= ~kWindowable;
+  }
   if (!recorded || (flags & (kPlumbing | kParamComms))) {
     OpEntry& e = ts.push(EntryKind::Skip, &rf);
     e.ctx_node = parent.ctx_node;

@@ -21,6 +21,18 @@ size_t ptr_slot(const char* p) {
   return static_cast<size_t>((v ^ (v >> 12)) * 0x9E3779B97F4A7C15ull >> 54);  // top 10 bits
 }
 
+/// An autograd node torch generates from derivatives.yaml: "<Op>Backward<N>" (AddmmBackward0).
+/// Python autograd.Functions' nodes are "<Class>Backward", without the number.
+bool is_generated_backward_node(std::string_view name) {
+  size_t digits = 0;
+  while (digits < name.size() && name[name.size() - 1 - digits] >= '0' && name[name.size() - 1 - digits] <= '9')
+    ++digits;
+  if (digits == 0) return false;
+  const std::string_view stem = name.substr(0, name.size() - digits);
+  constexpr std::string_view kBackward = "Backward";
+  return stem.size() > kBackward.size() && stem.substr(stem.size() - kBackward.size()) == kBackward;
+}
+
 std::vector<std::string> g_flops_ops;  // written under the GIL before capture starts
 
 uint8_t flags_of(std::string_view name) {
@@ -33,6 +45,7 @@ uint8_t flags_of(std::string_view name) {
   if (name.rfind("Torch-Compiled Region", 0) == 0 || name == "CompiledFunction" || name == "CompiledFunctionBackward")
     f |= kCompiledRegion;
   if (name.rfind("profiler::", 0) == 0) f |= kPlumbing;
+  if (name.rfind("aten::", 0) == 0 || is_generated_backward_node(name)) f |= kWindowable;
   return f;
 }
 

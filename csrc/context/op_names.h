@@ -25,6 +25,12 @@ enum NameFlag : uint8_t {
   kComm = 4,            // torch.distributed's collectives (c10d::…): recorded even when nested
   kParamComms = 8,      // "record_param_comms": carries what the enclosing collective moves
   kFlops = 16,          // an op whose input shapes are recorded (CaptureOptions::flops_ops)
+  // May run its nested records in a RecordFunction window (aten_ops.cpp): aten ops and the
+  // autograd nodes torch generates for them ("MmBackward0"). Not a Python autograd.Function's
+  // node ("RegisterPostBackwardFunctionBackward": arbitrary Python, e.g. FSDP2's reduce-scatter)
+  // nor a custom op: a window would hide the collectives they run. Cleared for a name whose calls
+  // were seen running a collective.
+  kWindowable = 32,
 };
 
 /// [GIL] The op names that get kFlops, for the session about to start (before any callback).

@@ -119,3 +119,30 @@ def test_the_backend_is_named_when_the_group_is_destroyed_before_the_profile_sto
         dist.destroy_process_group()
     assert not dist.is_initialized()
     assert prof.session.meta["distributed"]["backends"] == ["gloo"]
+
+
+class _ReduceGradients(torch.autograd.Function):
+    """As FSDP2's post-backward: a Python autograd.Function whose backward does plenty of aten
+    work (enough nested records for a RecordFunction window) and then a collective."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        for _ in range(12):
+            grad = grad * 1.0
+        dist.all_reduce(grad)
+        return grad
+
+
+def test_a_collective_in_a_python_autograd_function_is_seen_on_every_call(gloo: None) -> None:
+    x = torch.ones(8, requires_grad=True)
+    calls = 8  # more than the calls a name is watched for before it may get a window
+    with dlpt.profile() as prof:
+        for _ in range(calls):
+            _ReduceGradients.apply(x).sum().backward()
+    reduces = _ops(prof.session, "torch.distributed.all_reduce")
+    assert sum(n["m"]["calls"] for n in reduces) == calls
+    assert sum(n["m"]["comm_in_bytes"] for n in reduces) == calls * 8 * 4
