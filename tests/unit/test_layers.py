@@ -142,7 +142,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.ranks.paths": ("dlpt.errors",),
     "dlpt.ranks.comm": (),
     "dlpt.ranks.annotate": ("dlpt.ranks.comm",),
-    "dlpt.ranks.pycomm": ("dlpt.capture.native",),
+    "dlpt.ranks.pycomm": ("dlpt.capture.native", "dlpt.ranks.env"),
     "dlpt.ranks.comm_view": (
         "dlpt.ranks.comm",
         "dlpt.ranks.annotate",
