@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from dlpt.session import VERSION, Session
+from tests.sessions import Builder
 
 TRAIN = "/home/user/proj/train.py"
 MODEL = "/home/user/proj/model.py"
@@ -30,30 +31,15 @@ STEPS = 4
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
 
-class _Table:
+class _Table(Builder):
+    """The shared builder with metrics given as run totals, and rank-style kernels."""
+
     def __init__(self) -> None:
-        self.nodes: list[dict[str, Any]] = [
-            {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}
-        ]
+        super().__init__(steps=1)
 
-    def add(
-        self, parent: int, kind: str, name: str, file: str = "", line: int = 0, x: Any = None, **m: int
+    def kernel(  # type: ignore[override]  # totals over STEPS calls, a real NCCL-style full name
+        self, parent: int, name: str, ns: int, n: int = STEPS, **m: int
     ) -> int:
-        node: dict[str, Any] = {
-            "id": len(self.nodes),
-            "parent": parent,
-            "kind": kind,
-            "name": name,
-            "file": file,
-            "line": line,
-            "m": {k: v for k, v in m.items() if v},
-        }
-        if x:
-            node["x"] = x
-        self.nodes.append(node)
-        return node["id"]
-
-    def kernel(self, parent: int, name: str, ns: int, n: int = STEPS, **m: int) -> int:
         return self.add(
             parent,
             "kernel",
