@@ -16,6 +16,7 @@ Random tokens, random init: nothing is downloaded. The GPU config is small (4 la
 import argparse
 import os
 import time
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -63,17 +64,20 @@ def wrap(model: nn.Module, mode: str, device: str, world: int) -> nn.Module:
     return model
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", choices=("ddp", "fsdp2", "tp"), default="ddp")
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--cpu", action="store_true", help="gloo on the CPU even when there are GPUs")
-    ap.add_argument("--straggle", type=int, default=-1, metavar="R", help="rank R sleeps before backwards")
-    ap.add_argument("--straggle-ms", type=float, default=50.0)
-    for k in ("layers", "width", "seq", "batch", "vocab"):
-        ap.add_argument(f"--{k}", type=int, help=f"default {GPU_CFG[k]} on GPU, {CPU_CFG[k]} on CPU")
-    args = ap.parse_args(argv)
+class Setup(NamedTuple):
+    model: nn.Module  # as args.mode distributes it
+    opt: torch.optim.Optimizer
+    inputs: torch.Tensor  # this rank's batch
+    targets: torch.Tensor
+    device: str
+    rank: int
+    world: int
+    cfg: dict  # the model sizes used
 
+
+def setup(args: argparse.Namespace) -> Setup:
+    """Join the job and build what a step needs. ``args`` has ``cpu``, ``mode`` and the model
+    sizes (None: the device's default). tools/ddp_paired.py builds its step here too."""
     device, rank, world = init(args.cpu)
     cuda = device.startswith("cuda")
     cfg = dict(GPU_CFG if cuda else CPU_CFG)
@@ -86,6 +90,22 @@ def main(argv=None) -> None:
     gen = torch.Generator(device=device).manual_seed(0 if args.mode == "tp" else 1 + rank)
     ids = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device=device, generator=gen)
     inputs, targets = ids[:, :-1], ids[:, 1:]
+    return Setup(model, opt, inputs, targets, device, rank, world, cfg)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mode", choices=("ddp", "fsdp2", "tp"), default="ddp")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--cpu", action="store_true", help="gloo on the CPU even when there are GPUs")
+    ap.add_argument("--straggle", type=int, default=-1, metavar="R", help="rank R sleeps before backwards")
+    ap.add_argument("--straggle-ms", type=float, default=50.0)
+    for k in ("layers", "width", "seq", "batch", "vocab"):
+        ap.add_argument(f"--{k}", type=int, help=f"default {GPU_CFG[k]} on GPU, {CPU_CFG[k]} on CPU")
+    args = ap.parse_args(argv)
+
+    model, opt, inputs, targets, device, rank, world, _ = setup(args)
+    cuda = device.startswith("cuda")
 
     t0 = time.perf_counter()
     for _ in range(args.steps):

@@ -31,25 +31,14 @@ if REPO not in sys.path:
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-from ddp_train import init, wrap  # noqa: E402
+from ddp_train import setup  # noqa: E402
 
 import dlpt  # noqa: E402
 
-from gpu_gpt import CPU_CFG, GPT, GPU_CFG  # noqa: E402
-
 
 def build(args: argparse.Namespace):
-    device, rank, world = init(args.cpu)
+    model, opt, inputs, targets, device, rank, world, cfg = setup(args)
     cuda = device.startswith("cuda")
-    cfg = dict(GPU_CFG if cuda else CPU_CFG)
-    cfg.update({k: getattr(args, k) for k in cfg if getattr(args, k) is not None})
-    torch.manual_seed(0)
-    model = GPT(cfg["vocab"], cfg["seq"], cfg["layers"], cfg["width"], max(1, cfg["width"] // 64)).to(device)
-    model = wrap(model, args.mode, device, world)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=cuda or None)
-    gen = torch.Generator(device=device).manual_seed(0 if args.mode == "tp" else 1 + rank)
-    ids = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device=device, generator=gen)
-    inputs, targets = ids[:, :-1], ids[:, 1:]
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
