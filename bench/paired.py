@@ -19,6 +19,10 @@ Modes
   cupti_floor  an empty CUPTI subscriber with dlpt's callbacks and activity kinds (CUPTI's)
   dlpt_w4, dlpt_w16, dlpt_nowin   dlpt with RecordFunction windows for ops with >= 4 / >= 16
                nested records, or none (the default is 8; see csrc/context/aten_ops.cpp)
+  dlpt_bwkept  dlpt with aten-op records kept in backward passes (the default pauses them;
+               dlpt/capture/backward_records.py)
+  dlpt_flush0, cupti_floor_flush0   dlpt / the CUPTI floor with CUPTI's own flush heuristics
+               instead of dlpt's 100 ms flush period (DLPT_CUPTI_FLUSH_MS=0)
   torchprof    torch.profiler, CPU + CUDA activities, no stacks
   proton       Triton Proton, shadow context (kernels only); started once, activated per chunk
 
@@ -54,7 +58,7 @@ from paired_workloads import BUILDERS as PAIRED  # noqa: E402
 from workloads import BUILDERS as SHARED  # noqa: E402
 
 DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
-              "dlpt_w4", "dlpt_w16", "dlpt_nowin")
+              "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0")
 ALL_MODES = DLPT_MODES + ("torchprof", "proton")
 DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
 
@@ -86,16 +90,31 @@ def chunk(step, n: int) -> float:
     return (time.perf_counter() - t) / n
 
 
+class Env:
+    """Environment variables set while a profiler starts (its native options read them then)."""
+
+    def __init__(self, **env: str) -> None:
+        self.env = env
+
+    def __enter__(self):
+        os.environ.update(self.env)
+
+    def __exit__(self, *exc) -> None:
+        for k in self.env:
+            os.environ.pop(k, None)
+
+
 class Native:
     """A bare native-core session: a floor mode or dlpt without Python frames."""
 
-    def __init__(self, floor: int = 0, python_frames: bool = True, gpu: bool = True) -> None:
-        self.floor, self.python_frames, self.gpu = floor, python_frames, gpu
+    def __init__(self, floor: int = 0, python_frames: bool = True, gpu: bool = True, **env: str) -> None:
+        self.floor, self.python_frames, self.gpu, self.env = floor, python_frames, gpu, env
 
     def __enter__(self):
         C, cands = native()
-        info = C.start(self.gpu, cands if self.gpu else [], True, python_frames=self.python_frames,
-                       floor=self.floor)
+        with Env(**self.env):
+            info = C.start(self.gpu, cands if self.gpu else [], True, python_frames=self.python_frames,
+                           floor=self.floor)
         if self.gpu and not info["gpu"]:
             raise RuntimeError(f"CUPTI unavailable: {info['reason']}")
         return self
@@ -106,18 +125,19 @@ class Native:
 
 
 class Dlpt:
-    def __init__(self, window_min_nested: int | None = None, **kw) -> None:
+    def __init__(self, window_min_nested: int | None = None, backward_kept: bool = False, env: dict | None = None,
+                 **kw) -> None:
         self.prof = dlpt.profile(**kw)
+        if backward_kept:
+            self.prof._backward_op_records = lambda: "kept"  # type: ignore[method-assign]
         self.capture: dict = {}
-        self.window = window_min_nested
+        self.env = dict(env or {})
+        if window_min_nested is not None:
+            self.env["DLPT_WINDOW_MIN_NESTED"] = str(window_min_nested)
 
     def __enter__(self):
-        if self.window is not None:
-            os.environ["DLPT_WINDOW_MIN_NESTED"] = str(self.window)
-        try:
+        with Env(**self.env):
             self.prof.start()
-        finally:
-            os.environ.pop("DLPT_WINDOW_MIN_NESTED", None)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -176,6 +196,9 @@ def profiler(mode: str):
         "dlpt_w4": lambda: Dlpt(window_min_nested=4),
         "dlpt_w16": lambda: Dlpt(window_min_nested=16),
         "dlpt_nowin": lambda: Dlpt(window_min_nested=1 << 30),
+        "dlpt_bwkept": lambda: Dlpt(backward_kept=True),
+        "dlpt_flush0": lambda: Dlpt(env={"DLPT_CUPTI_FLUSH_MS": "0"}),
+        "cupti_floor_flush0": lambda: Native(floor=2, DLPT_CUPTI_FLUSH_MS="0"),
         "dlpt_nopy": lambda: Native(python_frames=False),
         "rf_floor": lambda: Native(floor=1, gpu=False),
         "cupti_floor": lambda: Native(floor=2),

@@ -172,7 +172,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "start",
       [](bool gpu, const std::vector<std::string>& cupti_candidates, bool collecting, bool python_frames,
-         bool nested_ops, int floor, const std::vector<std::string>& flops_ops) {
+         bool nested_ops, int floor, const std::vector<std::string>& flops_ops, bool split_backward) {
         if (floor < 0 || floor > 2) throw std::invalid_argument("floor must be 0, 1 or 2");
         dlpt::CaptureOptions opts;
         opts.gpu = gpu;
@@ -182,6 +182,7 @@ PYBIND11_MODULE(_C, m) {
         opts.nested_ops = nested_ops;
         opts.floor = static_cast<dlpt::Floor>(floor);
         opts.flops_ops = flops_ops;
+        opts.split_backward = split_backward;
         dlpt::StartResult r = dlpt::start_capture(opts);
         py::dict out;
         out["gpu"] = r.gpu;
@@ -190,7 +191,11 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("gpu"), py::arg("cupti_candidates"), py::arg("collecting") = true, py::arg("python_frames") = true,
-      py::arg("nested_ops") = false, py::arg("floor") = 0, py::arg("flops_ops") = std::vector<std::string>{});
+      py::arg("nested_ops") = false, py::arg("floor") = 0, py::arg("flops_ops") = std::vector<std::string>{},
+      py::arg("split_backward") = false);
+  m.def("pause_function_records", &dlpt::pause_function_records,
+        "Before a backward pass: aten-op records off (every thread); a token for resume, 0 if not paused.");
+  m.def("resume_function_records", &dlpt::resume_function_records, "After that backward pass.");
   m.def("floor_records", &dlpt::floor_records_on_this_thread,
         "Records the floor-mode op callback saw on the calling thread (bench/floor.py).");
   m.def("stop", &dlpt::stop);

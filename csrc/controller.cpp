@@ -49,7 +49,7 @@ StartResult start_capture(const CaptureOptions& options) {
   if (opts.floor == Floor::OpCallback) {
     install_floor_op_callback();
   } else if (!floor) {
-    install_op_callback(!opts.flops_ops.empty());
+    install_op_callback(!opts.flops_ops.empty(), opts.split_backward && !opts.nested_ops);
   }
   return res;
 }

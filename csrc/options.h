@@ -21,6 +21,9 @@ struct CaptureOptions {
   bool nested_ops = false;    // record ops inside ops (aten::mm under aten::linear); when off,
                               // RecordFunction is switched off inside each outermost op
   bool collecting = true;     // start recording at once (false: paused for skip-first steps)
+  // A FUNCTION-scope callback of its own, which backward passes pause (aten_ops.cpp): no aten-op
+  // records inside backward passes. Off: one callback for every scope (several ranks).
+  bool split_backward = false;
   // An outermost op gets a RecordFunction window once it was seen to make at least this many
   // nested records (see aten_ops.cpp). Env DLPT_WINDOW_MIN_NESTED overrides it (benchmarks).
   uint32_t window_min_nested = 8;

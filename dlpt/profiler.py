@@ -28,6 +28,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from dlpt.assemble import build_session, start_meta
 from dlpt.capture import native
+from dlpt.capture.backward_records import BackwardRecordsPause
 from dlpt.compile import failures
 from dlpt.compile.dynamo import CompileEvents
 from dlpt.errors import DlptError, ProfilerBusyError, UsageError
@@ -151,6 +152,8 @@ class profile:
         self._window: StepWindow | None = None
         self._step_lock = threading.Lock()
         self._hook: OptimizerHook | None = None
+        self._backward: BackwardRecordsPause | None = None
+        self._backward_ops = "kept"
         self._step_on: StepOn | None = None
         self._step_on_matched: list[str] = []  # what the last run's step_on wrapped
         self._comm = CollectiveHooks()  # Python-level collectives on CPU process groups
@@ -226,6 +229,10 @@ class profile:
             self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
             self._comm = CollectiveHooks()
             self._comm.install()
+            self._backward_ops = self._backward_op_records()
+            if self._backward_ops == "paused":
+                self._backward = BackwardRecordsPause(C.pause_function_records, C.resume_function_records)
+                self._backward.install()
             if self.step_on is not None:
                 self._step_on = StepOn(self.step_on, self._on_call_begin, self._on_call_end)
                 self._step_on.start()
@@ -237,6 +244,7 @@ class profile:
                 self._window.collecting,
                 nested_ops=self.nested_ops,
                 flops_ops=recorded_ops() if self.flops else [],
+                split_backward=self._backward_ops == "paused",
             )
         except BaseException:
             self._remove_hooks()
@@ -245,8 +253,21 @@ class profile:
         self._window.start()
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
 
+    def _backward_op_records(self) -> str:
+        """Whether backward passes make aten-op records: "paused" (no: backward nodes alone, see
+        dlpt/capture/backward_records.py) or "kept" (nested ops or FLOPs asked for, or one of
+        several ranks: collectives in backward hooks are c10d ops)."""
+        rank = current_rank()
+        if self.nested_ops or self.flops or (rank is not None and rank.distributed):
+            return "kept"
+        return "paused"
+
     def _remove_hooks(self) -> None:
-        """Undo the optimizer hook and the step_on wrappers (the originals are back)."""
+        """Undo the optimizer hook, the backward wrapper and the step_on wrappers (the originals
+        are back)."""
+        if self._backward is not None:
+            self._backward.remove()
+            self._backward = None
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
@@ -356,6 +377,7 @@ class profile:
         # meta.suggestions, and the pinned-copy probe they may need: a measurement on the GPU,
         # never made in a forked child (CUDA may be unusable there) or on a GPU that failed to
         # synchronise. Joined profiles never get here: the running profile stops for them.
+        self._session.meta["capture"]["backward_ops"] = self._backward_ops
         finish_session(self._session, probe=gpu_usable and not _in_forked_child)
         self._save_for_joined()
         return self._session

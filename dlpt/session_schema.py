@@ -223,6 +223,7 @@ SCHEMA: dict[str, Check] = {
             "compile_failures": _dict_of(_int),
             "inductor_unmapped_frames": _int,
             "inductor_unmapped_kernels": _int,
+            "backward_ops": _str,  # aten-op records in backward passes: "paused" or "kept"
         }
     ),
     "threads_running": _list_of(_str),

@@ -22,12 +22,29 @@
 // autograd.Functions and custom ops run arbitrary code, collectives included. With
 // nested_ops on, every record is recorded as an op node (aten::mm under aten::matmul), at the
 // full cost.
+//
+// Backward passes make a third or more of a training step's records: the autograd engine wraps
+// every node in an "evaluate_function" record, and every aten op a node runs is a record too. None
+// of those FUNCTION-scope records is needed: the node's own BACKWARD_FUNCTION record names it and
+// grafts it under its forward op, and kernels launched in between land on the last node's
+// backward phase, as the wrapper would have placed them. So by default (split_backward) FUNCTION
+// records have a global callback of their own, and the Python side brackets each backward pass
+// (torch.autograd._engine_run_backward, see dlpt/capture/backward_records.py) with
+// pause/resume_function_records, which disable that callback: torch then skips FUNCTION records
+// on every thread as cheaply as with no callback at all, while BACKWARD_FUNCTION and USER_SCOPE
+// records (the other callback) still arrive. The price: ops another thread runs while a backward
+// pass is under way (a serving thread beside a training loop) have no op node of their own; their
+// launches land on their Python lines. Not paused when nested ops or FLOPs are asked for, after a
+// torch.compile region was seen (a compiled backward's extern ops are the model's own ops), or
+// while a torch.distributed process group exists (collectives in backward hooks are c10d ops).
 #include "aten_ops.h"
 
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "../session.h"
@@ -38,8 +55,18 @@ namespace dlpt {
 
 namespace {
 
-at::CallbackHandle g_handle = 0;
+at::CallbackHandle g_handle = 0;  // global: every scope, or BACKWARD_FUNCTION + USER_SCOPE
 at::CallbackHandle g_floor_handle = 0;
+
+// split_backward: the FUNCTION-scope callback, and how many backward passes are pausing it now.
+// Install, remove, pause and resume run under the GIL, which orders them.
+at::CallbackHandle g_function_handle = 0;
+int g_pauses = 0;
+uint64_t g_install = 0;  // which install a pause token belongs to
+
+/// A torch.compile region ran since install: backward passes keep their FUNCTION records, since
+/// a compiled backward's extern ops (aten::mm, ...) are ops of the model's own.
+std::atomic<bool> g_compiled_seen{false};
 
 constexpr uint8_t kLearnCalls = 3;
 
@@ -90,6 +117,7 @@ NodeId backward_phase(Session& s, ThreadState& ts, const at::RecordFunction& rf)
 
 /// A torch.compile region starts at entry `e`: frames entered from now on are its own.
 void begin_region(OpEntry& e) {
+  if (!g_compiled_seen.load(std::memory_order_relaxed)) g_compiled_seen.store(true, std::memory_order_relaxed);
   e.region = true;
   e.region_frame = innermost_python_frame();
 }
@@ -119,7 +147,8 @@ void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::Rec
     return;
   }
   // Another profiler's thread-local callbacks (torch.profiler) would lose the nested ops too.
-  if (info.max_nested < s.opts.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks()) return;
+  if (info.max_nested < s.opts.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks())
+    return;
   const uint64_t t0 = ticks();
   at::enableRecordFunction(false);
   t_window_owner = &rf;
@@ -345,14 +374,40 @@ at::RecordFunctionCallback callback(at::RecordFunctionCallback::StartCallback st
 
 }  // namespace
 
-void install_op_callback(bool needs_inputs) {
-  if (g_handle == 0) g_handle = at::addGlobalCallback(callback(on_op_start, on_op_end).needsInputs(needs_inputs));
+void install_op_callback(bool needs_inputs, bool split_backward) {
+  if (g_handle != 0) return;
+  g_compiled_seen.store(false);
+  g_pauses = 0;
+  ++g_install;
+  if (!split_backward) {
+    g_handle = at::addGlobalCallback(callback(on_op_start, on_op_end).needsInputs(needs_inputs));
+    return;
+  }
+  g_handle = at::addGlobalCallback(callback(on_op_start, on_op_end)
+                                       .needsInputs(needs_inputs)
+                                       .scopes({at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
+  g_function_handle = at::addGlobalCallback(
+      callback(on_op_start, on_op_end).needsInputs(needs_inputs).scopes({at::RecordScope::FUNCTION}));
 }
 
 void remove_op_callback() {
-  if (g_handle == 0) return;
-  at::removeCallback(g_handle);
-  g_handle = 0;
+  for (at::CallbackHandle* h : {&g_handle, &g_function_handle}) {
+    if (*h != 0) at::removeCallback(*h);
+    *h = 0;
+  }
+  g_pauses = 0;
+}
+
+uint64_t pause_function_records() {
+  if (g_function_handle == 0 || g_compiled_seen.load(std::memory_order_relaxed)) return 0;
+  if (g_pauses++ == 0) at::disableCallback(g_function_handle);
+  return g_install;
+}
+
+void resume_function_records(uint64_t token) {
+  // A token of an earlier install (the profile stopped during the pass): nothing of it is left.
+  if (token == 0 || token != g_install || g_function_handle == 0 || g_pauses == 0) return;
+  if (--g_pauses == 0) at::reenableCallback(g_function_handle);
 }
 
 void install_floor_op_callback() {

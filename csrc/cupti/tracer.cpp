@@ -389,7 +389,10 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
   r = api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   // Hand back filled buffers often, so the records in flight (host memory) stay small however
   // long the run is.
-  if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod) api.cuptiActivityFlushPeriod(kFlushPeriodMs);
+  // DLPT_CUPTI_FLUSH_MS overrides the period (benchmarks; 0 leaves it to CUPTI's heuristics).
+  uint32_t flush_ms = kFlushPeriodMs;
+  if (const char* env = std::getenv("DLPT_CUPTI_FLUSH_MS")) flush_ms = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
+  if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && flush_ms) api.cuptiActivityFlushPeriod(flush_ms);
   for (CUpti_ActivityKind kind : kKinds) {
     if (r == CUPTI_SUCCESS) r = api.cuptiActivityEnable(kind);
   }
