@@ -23,8 +23,16 @@ Modes
                dlpt/capture/backward_records.py)
   dlpt_flush0, cupti_floor_flush0   dlpt / the CUPTI floor with CUPTI's own flush heuristics
                instead of dlpt's 100 ms flush period (DLPT_CUPTI_FLUSH_MS=0)
+  cupti_floor_kernel_only, _launch_only, _big_buffers, _proton_like, dlpt_proton_like
+               CUPTI with kernel activity only / launch callbacks only / 64 MiB buffers / all
+               three and no flush period (Proton's settings): what each costs
+               (DLPT_CUPTI_EXPERIMENT; the latter drop copies, memsets and syncs)
   torchprof    torch.profiler, CPU + CUDA activities, no stacks
-  proton       Triton Proton, shadow context (kernels only); started once, activated per chunk
+  proton       Triton Proton, shadow context (kernels only), started and finalized around each
+               profiled chunk as dlpt is: CUPTI is attached during profiled chunks only
+  proton_active  Proton started once, activated around each profiled chunk: deactivating keeps
+               CUPTI attached (Proton's Session::deactivate only flushes), so the unprofiled
+               chunks pay CUPTI too and the ratio is Proton's recording alone, not CUPTI's cost
 
 --long (small_gpt): an unprofiled chunk of 300 steps, one dlpt session over 10 chunks of 300
 steps, another unprofiled chunk: the first and last profiled chunks against the unprofiled mean
@@ -58,8 +66,11 @@ from paired_workloads import BUILDERS as PAIRED  # noqa: E402
 from workloads import BUILDERS as SHARED  # noqa: E402
 
 DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
-              "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0")
-ALL_MODES = DLPT_MODES + ("torchprof", "proton")
+              "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
+              "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
+              "dlpt_proton_like")
+PROTON_MODES = ("proton", "proton_active")
+ALL_MODES = DLPT_MODES + ("torchprof",) + PROTON_MODES
 DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
 
 
@@ -159,8 +170,25 @@ class TorchProf:
         self.p.__exit__(None, None, None)
 
 
+class ProtonChunk:
+    """A Proton session per profiled chunk (start ... finalize)."""
+
+    def __enter__(self):
+        import triton.profiler as proton
+
+        proton.start("/tmp/dlpt_paired_proton", context="shadow")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import triton.profiler as proton
+
+        torch.cuda.synchronize()
+        proton.finalize()
+
+
 class Proton:
-    """One Proton session for the whole block; activated around each profiled chunk."""
+    """One Proton session for the whole block; activated around each profiled chunk (CUPTI
+    stays attached in between: see proton_active)."""
 
     session = None
 
@@ -199,11 +227,21 @@ def profiler(mode: str):
         "dlpt_bwkept": lambda: Dlpt(backward_kept=True),
         "dlpt_flush0": lambda: Dlpt(env={"DLPT_CUPTI_FLUSH_MS": "0"}),
         "cupti_floor_flush0": lambda: Native(floor=2, DLPT_CUPTI_FLUSH_MS="0"),
+        "cupti_floor_kernel_only": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="kernel_only"),
+        "cupti_floor_launch_only": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="launch_only"),
+        "cupti_floor_big_buffers": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="big_buffers"),
+        "cupti_floor_proton_like": lambda: Native(
+            floor=2, DLPT_CUPTI_FLUSH_MS="0", DLPT_CUPTI_EXPERIMENT="kernel_only,launch_only,big_buffers"
+        ),
+        "dlpt_proton_like": lambda: Dlpt(
+            env={"DLPT_CUPTI_FLUSH_MS": "0", "DLPT_CUPTI_EXPERIMENT": "kernel_only,launch_only,big_buffers"}
+        ),
         "dlpt_nopy": lambda: Native(python_frames=False),
         "rf_floor": lambda: Native(floor=1, gpu=False),
         "cupti_floor": lambda: Native(floor=2),
         "torchprof": TorchProf,
-        "proton": Proton,
+        "proton": ProtonChunk,
+        "proton_active": Proton,
     }[mode]()
 
 
@@ -343,7 +381,9 @@ def main() -> None:
                 step()
             torch.cuda.synchronize()
             raw: dict = {}
-            for block in ([m for m in args.modes if m == "proton"], [m for m in args.modes if m in DLPT_MODES]):
+            # Each Proton mode in a block of its own (proton_active keeps a session across rounds).
+            blocks = [[m] for m in PROTON_MODES if m in args.modes] + [[m for m in args.modes if m in DLPT_MODES]]
+            for block in blocks:
                 if block:
                     run_block(res, raw, step, n, block)
             if args.long and w == "small_gpt":

@@ -35,6 +35,10 @@ struct Tracer {
   // after stop() unpublishes the session, until the final flush.
   std::atomic<Session*> session{nullptr};
   bool floor = false;  // floor mode: subscribed, callbacks and records do nothing
+  // Experiments on CUPTI's own cost (env DLPT_CUPTI_EXPERIMENT, bench/paired.py's cupti_floor_*
+  // modes): kernel activity only, launch callbacks only, 64 MiB buffers (Proton's settings).
+  bool kernel_only = false, launch_only = false;
+  size_t buffer_size = kBufferSize;
 
   // Watched driver callback ids: their class and a compact index into ThreadState::apis.
   uint8_t cls[kMaxCbid] = {};
@@ -59,6 +63,11 @@ struct Tracer {
     api = &a;
     subscriber = nullptr;
     floor = floor_mode;
+    const char* env = std::getenv("DLPT_CUPTI_EXPERIMENT");
+    const std::string exp = env ? env : "";
+    kernel_only = exp.find("kernel_only") != std::string::npos;
+    launch_only = exp.find("launch_only") != std::string::npos;
+    buffer_size = exp.find("big_buffers") != std::string::npos ? (64u << 20) : kBufferSize;
     std::fill(std::begin(cls), std::end(cls), kNone);
     std::fill(std::begin(slot), std::end(slot), 0);
     slot_cbid.clear();
@@ -171,6 +180,13 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   uint8_t* b = nullptr;
+  if (g.buffer_size != kBufferSize) {  // an experiment's size: never pooled
+    b = static_cast<uint8_t*>(std::aligned_alloc(8, g.buffer_size));
+    *buffer = b;
+    *size = b ? g.buffer_size : 0;
+    *max_records = 0;
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(g.pool_mu);
     if (!g.pool.empty()) {
@@ -184,7 +200,11 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;
 }
 
-void recycle_buffer(uint8_t* buffer) {
+void recycle_buffer(uint8_t* buffer, size_t size = kBufferSize) {
+  if (size != kBufferSize) {
+    std::free(buffer);
+    return;
+  }
   std::lock_guard<std::mutex> lock(g.pool_mu);
   g.pool.push_back(buffer);
 }
@@ -312,7 +332,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
   }
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
   Session* s = g.session.load(std::memory_order_acquire);
   if (s != nullptr && g.api != nullptr && valid > 0 && !g.floor) {
     std::lock_guard<std::mutex> lock(g.buffer_mu);
@@ -323,7 +343,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
       s->counters.dropped_records.fetch_add(dropped, std::memory_order_relaxed);
     }
   }
-  recycle_buffer(buffer);
+  recycle_buffer(buffer, size);
 }
 
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -372,7 +392,7 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
     const char* name = nullptr;
     if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
     const uint8_t cls = classify(name);
-    if (cls == kNone) continue;
+    if (cls == kNone || (g.launch_only && !starts(name, "cuLaunch"))) continue;
     g.cls[cbid] = cls;
     api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
     // Statistics slots run out only if a future CUDA adds many more variants: then the extra
@@ -394,6 +414,7 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
   if (const char* env = std::getenv("DLPT_CUPTI_FLUSH_MS")) flush_ms = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && flush_ms) api.cuptiActivityFlushPeriod(flush_ms);
   for (CUpti_ActivityKind kind : kKinds) {
+    if (g.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
     if (r == CUPTI_SUCCESS) r = api.cuptiActivityEnable(kind);
   }
   if (r != CUPTI_SUCCESS) {
