@@ -27,6 +27,8 @@ Modes
                CUPTI with kernel activity only / launch callbacks only / 64 MiB buffers / all
                three and no flush period (Proton's settings): what each costs
                (DLPT_CUPTI_EXPERIMENT; the latter drop copies, memsets and syncs)
+  cupti_floor_no_callbacks, cupti_floor_no_activity   the CUPTI floor with activity records only
+               / API callbacks only: what each half of CUPTI costs
   torchprof    torch.profiler, CPU + CUDA activities, no stacks
   proton       Triton Proton, shadow context (kernels only), started and finalized around each
                profiled chunk as dlpt is: CUPTI is attached during profiled chunks only
@@ -68,7 +70,7 @@ from workloads import BUILDERS as SHARED  # noqa: E402
 DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
               "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
               "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
-              "dlpt_proton_like")
+              "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity")
 PROTON_MODES = ("proton", "proton_active")
 ALL_MODES = DLPT_MODES + ("torchprof",) + PROTON_MODES
 DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
@@ -233,6 +235,8 @@ def profiler(mode: str):
         "cupti_floor_proton_like": lambda: Native(
             floor=2, DLPT_CUPTI_FLUSH_MS="0", DLPT_CUPTI_EXPERIMENT="kernel_only,launch_only,big_buffers"
         ),
+        "cupti_floor_no_callbacks": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="no_callbacks"),
+        "cupti_floor_no_activity": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="no_activity"),
         "dlpt_proton_like": lambda: Dlpt(
             env={"DLPT_CUPTI_FLUSH_MS": "0", "DLPT_CUPTI_EXPERIMENT": "kernel_only,launch_only,big_buffers"}
         ),

@@ -36,8 +36,9 @@ struct Tracer {
   std::atomic<Session*> session{nullptr};
   bool floor = false;  // floor mode: subscribed, callbacks and records do nothing
   // Experiments on CUPTI's own cost (env DLPT_CUPTI_EXPERIMENT, bench/paired.py's cupti_floor_*
-  // modes): kernel activity only, launch callbacks only, 64 MiB buffers (Proton's settings).
-  bool kernel_only = false, launch_only = false;
+  // modes): kernel activity only, launch callbacks only, 64 MiB buffers (Proton's settings); no
+  // API callbacks, or no activity (floor mode only: what each half of CUPTI costs).
+  bool kernel_only = false, launch_only = false, no_callbacks = false, no_activity = false;
   size_t buffer_size = kBufferSize;
 
   // Watched driver callback ids: their class and a compact index into ThreadState::apis.
@@ -67,6 +68,8 @@ struct Tracer {
     const std::string exp = env ? env : "";
     kernel_only = exp.find("kernel_only") != std::string::npos;
     launch_only = exp.find("launch_only") != std::string::npos;
+    no_callbacks = floor_mode && exp.find("no_callbacks") != std::string::npos;
+    no_activity = floor_mode && exp.find("no_activity") != std::string::npos;
     buffer_size = exp.find("big_buffers") != std::string::npos ? (64u << 20) : kBufferSize;
     std::fill(std::begin(cls), std::end(cls), kNone);
     std::fill(std::begin(slot), std::end(slot), 0);
@@ -392,7 +395,7 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
     const char* name = nullptr;
     if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
     const uint8_t cls = classify(name);
-    if (cls == kNone || (g.launch_only && !starts(name, "cuLaunch"))) continue;
+    if (cls == kNone || g.no_callbacks || (g.launch_only && !starts(name, "cuLaunch"))) continue;
     g.cls[cbid] = cls;
     api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
     // Statistics slots run out only if a future CUDA adds many more variants: then the extra
@@ -414,7 +417,7 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
   if (const char* env = std::getenv("DLPT_CUPTI_FLUSH_MS")) flush_ms = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && flush_ms) api.cuptiActivityFlushPeriod(flush_ms);
   for (CUpti_ActivityKind kind : kKinds) {
-    if (g.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+    if (g.no_activity || (g.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) continue;
     if (r == CUPTI_SUCCESS) r = api.cuptiActivityEnable(kind);
   }
   if (r != CUPTI_SUCCESS) {
