@@ -414,7 +414,8 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
   // long the run is.
   // DLPT_CUPTI_FLUSH_MS overrides the period (benchmarks; 0 leaves it to CUPTI's heuristics).
   uint32_t flush_ms = kFlushPeriodMs;
-  if (const char* env = std::getenv("DLPT_CUPTI_FLUSH_MS")) flush_ms = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
+  if (const char* env = std::getenv("DLPT_CUPTI_FLUSH_MS"))
+    flush_ms = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && flush_ms) api.cuptiActivityFlushPeriod(flush_ms);
   for (CUpti_ActivityKind kind : kKinds) {
     if (g.no_activity || (g.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) continue;
