@@ -22,7 +22,7 @@ Modes
   dlpt_bwkept  dlpt with aten-op records kept in backward passes (the default pauses them;
                dlpt/capture/backward_records.py)
   dlpt_flush0, cupti_floor_flush0   dlpt / the CUPTI floor with CUPTI's own flush heuristics
-               instead of dlpt's 100 ms flush period (DLPT_CUPTI_FLUSH_MS=0)
+               instead of dlpt's 100 ms flush period (DLPT_CUPTI_EXPERIMENT=no_flush_period)
   cupti_floor_kernel_only, _launch_only, _big_buffers, _proton_like, dlpt_proton_like
                CUPTI with kernel activity only / launch callbacks only / 64 MiB buffers / all
                three and no flush period (Proton's settings): what each costs
@@ -227,18 +227,18 @@ def profiler(mode: str):
         "dlpt_w16": lambda: Dlpt(window_min_nested=16),
         "dlpt_nowin": lambda: Dlpt(window_min_nested=1 << 30),
         "dlpt_bwkept": lambda: Dlpt(backward_kept=True),
-        "dlpt_flush0": lambda: Dlpt(env={"DLPT_CUPTI_FLUSH_MS": "0"}),
-        "cupti_floor_flush0": lambda: Native(floor=2, DLPT_CUPTI_FLUSH_MS="0"),
+        "dlpt_flush0": lambda: Dlpt(env={"DLPT_CUPTI_EXPERIMENT": "no_flush_period"}),
+        "cupti_floor_flush0": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="no_flush_period"),
         "cupti_floor_kernel_only": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="kernel_only"),
         "cupti_floor_launch_only": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="launch_only"),
         "cupti_floor_big_buffers": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="big_buffers"),
         "cupti_floor_proton_like": lambda: Native(
-            floor=2, DLPT_CUPTI_FLUSH_MS="0", DLPT_CUPTI_EXPERIMENT="kernel_only,launch_only,big_buffers"
+            floor=2, DLPT_CUPTI_EXPERIMENT="kernel_only,launch_only,big_buffers,no_flush_period"
         ),
         "cupti_floor_no_callbacks": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="no_callbacks"),
         "cupti_floor_no_activity": lambda: Native(floor=2, DLPT_CUPTI_EXPERIMENT="no_activity"),
         "dlpt_proton_like": lambda: Dlpt(
-            env={"DLPT_CUPTI_FLUSH_MS": "0", "DLPT_CUPTI_EXPERIMENT": "kernel_only,launch_only,big_buffers"}
+            env={"DLPT_CUPTI_EXPERIMENT": "kernel_only,launch_only,big_buffers,no_flush_period"}
         ),
         "dlpt_nopy": lambda: Native(python_frames=False),
         "rf_floor": lambda: Native(floor=1, gpu=False),

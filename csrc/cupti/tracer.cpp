@@ -36,9 +36,10 @@ struct Tracer {
   std::atomic<Session*> session{nullptr};
   bool floor = false;  // floor mode: subscribed, callbacks and records do nothing
   // Experiments on CUPTI's own cost (env DLPT_CUPTI_EXPERIMENT, bench/paired.py's cupti_floor_*
-  // modes): kernel activity only, launch callbacks only, 64 MiB buffers (Proton's settings); no
-  // API callbacks, or no activity (floor mode only: what each half of CUPTI costs).
-  bool kernel_only = false, launch_only = false, no_callbacks = false, no_activity = false;
+  // modes): kernel activity only, launch callbacks only, 64 MiB buffers, no flush period
+  // (Proton's settings); no API callbacks, or no activity (floor mode only: what each half of
+  // CUPTI costs).
+  bool kernel_only = false, launch_only = false, no_flush_period = false, no_callbacks = false, no_activity = false;
   size_t buffer_size = kBufferSize;
 
   // Watched driver callback ids: their class and a compact index into ThreadState::apis.
@@ -68,6 +69,7 @@ struct Tracer {
     const std::string exp = env ? env : "";
     kernel_only = exp.find("kernel_only") != std::string::npos;
     launch_only = exp.find("launch_only") != std::string::npos;
+    no_flush_period = exp.find("no_flush_period") != std::string::npos;
     no_callbacks = floor_mode && exp.find("no_callbacks") != std::string::npos;
     no_activity = floor_mode && exp.find("no_activity") != std::string::npos;
     buffer_size = exp.find("big_buffers") != std::string::npos ? (64u << 20) : kBufferSize;
@@ -412,11 +414,8 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
   r = api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   // Hand back filled buffers often, so the records in flight (host memory) stay small however
   // long the run is.
-  // DLPT_CUPTI_FLUSH_MS overrides the period (benchmarks; 0 leaves it to CUPTI's heuristics).
-  uint32_t flush_ms = kFlushPeriodMs;
-  if (const char* env = std::getenv("DLPT_CUPTI_FLUSH_MS"))
-    flush_ms = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
-  if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && flush_ms) api.cuptiActivityFlushPeriod(flush_ms);
+  if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && !g.no_flush_period)
+    api.cuptiActivityFlushPeriod(kFlushPeriodMs);
   for (CUpti_ActivityKind kind : kKinds) {
     if (g.no_activity || (g.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) continue;
     if (r == CUPTI_SUCCESS) r = api.cuptiActivityEnable(kind);
