@@ -14,10 +14,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch  # noqa: E402
-from workloads import BUILDERS  # noqa: E402
+import torch
 
-import dlpt  # noqa: E402
+import dlpt
+
+from workloads import BUILDERS
 
 
 def main() -> None:

@@ -188,7 +188,7 @@ def long_run(res, steps, timed_loop) -> None:
 def run_dlpt(mode, steps, timed_loop, res) -> None:
     t = time.perf_counter()
     dlpt = import_dlpt()
-    report = getattr(dlpt, "report", None) or importlib.import_module("dlpt.report")
+    report = getattr(dlpt, "report", None) or importlib.import_module("dlpt.renderers.terminal.report")
     res["import_s"] = time.perf_counter() - t
     from rich.console import Console
 

@@ -62,9 +62,10 @@ if REPO not in sys.path:
     sys.path.append(REPO)
 
 import torch  # noqa: E402
+from paired_workloads import BUILDERS as PAIRED  # noqa: E402
 
 import dlpt  # noqa: E402
-from paired_workloads import BUILDERS as PAIRED  # noqa: E402
+
 from workloads import BUILDERS as SHARED  # noqa: E402
 
 DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",

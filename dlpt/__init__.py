@@ -13,10 +13,10 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from dlpt import log  # noqa: F401  (DLPT_LOG takes effect when dlpt is imported)
+from dlpt.api import profile
+from dlpt.capture.scope import scope
 from dlpt.errors import DlptError, NativeUnavailableError, ProfilerBusyError, SessionFormatError, UsageError
-from dlpt.profiler import profile
-from dlpt.scope import scope
-from dlpt.session import Session
+from dlpt.model.session import Session
 
 __all__ = [
     "profile",

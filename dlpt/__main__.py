@@ -1,8 +1,8 @@
-"""``python -m dlpt ...``: see :mod:`dlpt.cli`."""
+"""``python -m dlpt ...``: see :mod:`dlpt.cli.main`."""
 
 import sys
 
-from dlpt.cli import main
+from dlpt.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

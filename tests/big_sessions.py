@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from dlpt.session import VERSION
+from dlpt.model.session import VERSION
 
 TORCH = "/opt/venv/lib/python3.11/site-packages/torch"
 MODULE = f"{TORCH}/nn/modules/module.py"

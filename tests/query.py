@@ -6,7 +6,7 @@ import inspect
 from collections import defaultdict
 from collections.abc import Iterator
 
-from dlpt.session import Session
+from dlpt.model.session import Session
 
 GPU_KEYS = ("gpu_ns", "copy_ns", "memset_ns")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlpt.session import VERSION, Session
+from dlpt.model.session import VERSION, Session
 from tests.sessions import Builder
 
 TRAIN = "/home/user/proj/train.py"

@@ -29,8 +29,8 @@ from tests.big_sessions import deep_session, wide_session  # noqa: E402
 MEASURE = """
 import io, sys, time
 from rich.console import Console
-from dlpt.report import render
-from dlpt.session import Session
+from dlpt.renderers.terminal.report import render
+from dlpt.model.session import Session
 def peak_mb():
     with open("/proc/self/status") as f:
         return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM")) / 1024

@@ -1,8 +1,12 @@
-"""Capture-time helpers around the native core: loading ``dlpt._C`` and translating what it
-exports into session nodes (:mod:`.native`), kernel display names (:mod:`.kernel_names`) and
-library-exec'd frames (:mod:`.exec_frames`).
+"""Capture: everything that runs while the program runs, and the session it produces.
 
-Code here runs while or right after a profile records; it never imports the report side
-(:mod:`dlpt.processors`, :mod:`dlpt.renderers`). torch.compile specifics live in
-:mod:`dlpt.compile`.
+The profile's lifecycle (:mod:`.profiler`), steps (:mod:`.steps`, :mod:`.step_on`), named
+regions (:mod:`.scope`), the native core's bridge (:mod:`.native`, the only importer of
+``dlpt._C``), backward passes without op records (:mod:`.backward_records`), source text saved at
+stop (:mod:`.sources`), the session's assembly (:mod:`.assemble`), torch.compile's internals
+(:mod:`.compile`), op work for ``--flops`` (:mod:`.flops`), many ranks (:mod:`.ranks`), the
+pinned-copy measurement after a profile (:mod:`.pinned_probe`), and running code once the
+program imports a module (:mod:`.import_hooks`).
+
+Capture builds sessions (:mod:`dlpt.model`); it never imports analysis or a renderer.
 """

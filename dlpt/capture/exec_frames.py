@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlpt.source_files import is_library_file
+from dlpt.model.source_files import is_library_file
 
 EXEC_FILE = "<string>"
 

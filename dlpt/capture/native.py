@@ -15,8 +15,8 @@ import site
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dlpt.capture.kernel_names import shorten_kernel_name
 from dlpt.errors import NativeUnavailableError
+from dlpt.model.kernel_names import shorten_kernel_name
 
 if TYPE_CHECKING:
     from dlpt._C import Collective, RawNodeTuple

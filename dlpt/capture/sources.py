@@ -4,10 +4,10 @@ A report shows the text of each line beside its number. Read later, at render ti
 have changed (the line number then shows today's code), be gone, or be something no report
 should open (a session can name any path). So the text is saved with the session, sparsely:
 each line of the user's files that appears in the node table, plus ``CONTEXT`` lines around it.
-Library files (torch, site-packages, the stdlib, dlpt: :mod:`dlpt.source_files`) and code
+Library files (torch, site-packages, the stdlib, dlpt: :mod:`dlpt.model.source_files`) and code
 without a file (``<string>``, ``<frozen ...>``) are left out.
 
-Files are read like any file dlpt is pointed at (:mod:`dlpt.safe_files`): regular files only,
+Files are read like any file dlpt is pointed at (:mod:`dlpt.model.safe_files`): regular files only,
 never blocking, at most ``MAX_FILE_BYTES``. Code that exists only in memory (notebook cells,
 which IPython registers in :mod:`linecache` without a file) is taken from there.
 """
@@ -21,8 +21,8 @@ import tokenize
 from collections.abc import Iterable
 from typing import Any
 
-from dlpt.safe_files import read_regular_file
-from dlpt.source_files import is_library_file
+from dlpt.model.safe_files import read_regular_file
+from dlpt.model.source_files import is_library_file
 
 __all__ = ["CONTEXT", "MAX_FILE_BYTES", "collect_sources"]
 

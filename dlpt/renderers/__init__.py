@@ -1,4 +1,3 @@
-"""Console views of a session, each a lazily laid-out rich renderable (:class:`.base.View`): the
-header, tree and flat views, summary tables and the torch.compile section. They never print;
-:mod:`dlpt.report` picks and assembles them.
-"""
+"""Front-ends: each formats the report model (:mod:`dlpt.analysis.report`) and the folded tree;
+none computes a fact of its own. :mod:`.terminal` (rich), :mod:`.html` (one self-contained
+page), :mod:`.exports` (speedscope, folded stacks)."""

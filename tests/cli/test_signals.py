@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dlpt.session import Session
+from dlpt.model.session import Session
 
 from .helpers import Job, Result, env, run_many, write
 

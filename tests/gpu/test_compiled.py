@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import dlpt
-from dlpt.source_files import is_library_file
+from dlpt.model.source_files import is_library_file
 from tests.query import GPU_KEYS, Q, line_of
 
 pytestmark = pytest.mark.gpu
@@ -379,7 +379,7 @@ def test_compiled_example_report_names_breaks_recompiles_and_model_lines(tmp_pat
     assert "Recompilations" in text and "compiled_gpt.py:" in text
     assert "⚠ graph break" in text
     data = json.loads(out.read_text())
-    from dlpt.session import Session
+    from dlpt.model.session import Session
 
     q = keep(Session.from_dict(data), "compiled_example")
     triton = [n for n in q.kernels(q.nodes) if n["name"].startswith("triton_")]

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import dlpt
-from dlpt.display_tree import FoldedTable
-from dlpt.processors import METRICS, collapse_library, collapse_lone_forward
-from dlpt.tree import Node, build_tree, walk
+from dlpt.model.folding import FoldedTable
+from dlpt.model.processors import METRICS, collapse_library, collapse_lone_forward
+from dlpt.model.tree import Node, build_tree, walk
 
 pytestmark = pytest.mark.gpu
 

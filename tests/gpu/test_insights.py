@@ -20,11 +20,11 @@ import pytest
 import torch
 
 import dlpt
-from dlpt.insights.analysis import analyze
-from dlpt.insights.finding import Finding
-from dlpt.insights.mfu import mfu
-from dlpt.insights.suggest import findings
-from dlpt.session import Session
+from dlpt.analysis.finding import Finding
+from dlpt.analysis.inputs import analyze
+from dlpt.analysis.mfu import mfu
+from dlpt.analysis.suggest import findings
+from dlpt.model.session import Session
 from tests.query import line_of
 
 pytestmark = pytest.mark.gpu

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlpt.ranks.comm import family, is_comm_kernel
+from dlpt.model.comm_names import family, is_comm_kernel
 
 pytestmark = [
     pytest.mark.gpu,

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from dlpt.diff import diff_sessions
-from dlpt.html import write_html
-from dlpt.html.diff_page import write_diff_html
-from dlpt.processors import METRICS
-from dlpt.report import report_tree
-from dlpt.session import Session
-from dlpt.tree import walk
+from dlpt.analysis.diff import diff_sessions
+from dlpt.model.folding import report_tree
+from dlpt.model.processors import METRICS
+from dlpt.model.session import Session
+from dlpt.model.tree import walk
+from dlpt.renderers.html import write_html
+from dlpt.renderers.html.diff_page import write_diff_html
 from tests import sessions as S
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

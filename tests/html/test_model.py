@@ -8,12 +8,12 @@ import random
 import re
 from pathlib import Path
 
-from dlpt.contexts import CTX
-from dlpt.html import render_html
-from dlpt.html.data import KEYS, METRIC_KEYS, build_model
-from dlpt.processors import METRICS
-from dlpt.report import report_tree
-from dlpt.session import Session
+from dlpt.model.folding import report_tree
+from dlpt.model.node_contexts import CTX
+from dlpt.model.processors import METRICS
+from dlpt.model.session import Session
+from dlpt.renderers.html import render_html
+from dlpt.renderers.html.data import KEYS, METRIC_KEYS, build_model
 from tests import sessions as S
 
 MAX_10K_BYTES = 3 * 1024 * 1024

@@ -12,7 +12,7 @@ import torch
 
 import dlpt
 from dlpt.errors import ProfilerBusyError, UsageError
-from dlpt.session import Session
+from dlpt.model.session import Session
 from tests.query import Q, line_of
 
 HERE = __file__

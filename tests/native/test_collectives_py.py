@@ -91,7 +91,7 @@ def test_a_compiled_function_calls_torch_directly(gloo: None) -> None:
 
 
 def test_a_wait_inside_a_scope_inside_backward_counts_once() -> None:
-    from dlpt.ranks.pycomm import timed
+    from dlpt.capture.ranks.pycomm import timed
 
     sleep_s = 0.05  # 10x more than the other work of a step here
 

@@ -10,9 +10,9 @@ import torch
 from rich.console import Console
 
 import dlpt
-import dlpt.report
-from dlpt.compile.events import graph_breaks, recompilations
-from dlpt.session import Session
+import dlpt.renderers.terminal.report
+from dlpt.model.compile_events import graph_breaks, recompilations
+from dlpt.model.session import Session
 from tests.query import line_of
 
 HERE = os.path.abspath(__file__)
@@ -47,7 +47,7 @@ def test_graph_break_and_recompilation_are_recorded_at_their_lines(tmp_path, cap
     loaded = Session.load(path)
     assert loaded.meta["compile"] == events
     out = io.StringIO()
-    dlpt.report.print_report(loaded, Console(file=out, width=140, color_system=None))
+    dlpt.renderers.terminal.report.print_report(loaded, Console(file=out, width=140, color_system=None))
     text = out.getvalue()
     assert f"test_compile_events.py:{line_of('break', breaks_here)} breaks_here" in text
     assert "Recompilations" in text
@@ -75,7 +75,9 @@ def test_tree_rows_carry_compile_markers():
         fn(torch.randn(3), 1)
         fn(torch.randn(3), 2)
     out = io.StringIO()
-    dlpt.report.print_report(prof.session, Console(file=out, width=160, color_system=None), threshold=0)
+    dlpt.renderers.terminal.report.print_report(
+        prof.session, Console(file=out, width=160, color_system=None), threshold=0
+    )
     line = line_of("item_break", item_break)
     rows = [r for r in out.getvalue().splitlines() if f"test_compile_events.py:{line} " in r]
     assert rows and any("⚠ graph break" in r for r in rows), rows

@@ -14,7 +14,7 @@ import torch._inductor.config
 from torch._inductor.codecache import PyCodeCache
 
 import dlpt
-from dlpt.report import print_report
+from dlpt.renderers.terminal.report import print_report
 
 
 def mm_model(x, w):

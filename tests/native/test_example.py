@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlpt.session import Session
+from dlpt.model.session import Session
 from tests.query import Q
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

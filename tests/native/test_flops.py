@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 import dlpt
-from dlpt.insights.analysis import analyze
-from dlpt.insights.work import line_work, op_work
-from dlpt.session import Session
+from dlpt.analysis.inputs import analyze
+from dlpt.analysis.work import line_work, op_work
+from dlpt.model.session import Session
 from tests.query import line_of
 
 HERE = __file__

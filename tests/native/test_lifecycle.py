@@ -17,8 +17,8 @@ import torch
 
 import dlpt
 from dlpt.errors import ProfilerBusyError, UsageError
-from dlpt.report import render
-from dlpt.session import Session
+from dlpt.model.session import Session
+from dlpt.renderers.terminal.report import render
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -205,16 +205,16 @@ def test_a_forked_child_leaves_its_parents_profile_alone(tmp_path: Path) -> None
 
 
 def _record_stop_steps(monkeypatch) -> list[bool]:
-    import dlpt.profiler
+    import dlpt.api
 
     probes: list[bool] = []
-    real = dlpt.profiler.finish_session
+    real = dlpt.api.finish_session
 
     def finish(session: Session, probe: bool = True) -> None:
         probes.append(probe)
         real(session, probe=probe)
 
-    monkeypatch.setattr(dlpt.profiler, "finish_session", finish)
+    monkeypatch.setattr(dlpt.api, "finish_session", finish)
     return probes
 
 
@@ -233,7 +233,7 @@ def test_the_stop_step_runs_once_for_the_running_profile_never_for_a_joined_one(
 
 
 def test_no_probe_after_the_gpu_failed_to_synchronise(monkeypatch) -> None:
-    import dlpt.profiler
+    import dlpt.capture.profiler
 
     probes = _record_stop_steps(monkeypatch)
     prof = dlpt.profile(gpu=False).start()
@@ -242,7 +242,7 @@ def test_no_probe_after_the_gpu_failed_to_synchronise(monkeypatch) -> None:
     def broken() -> None:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    monkeypatch.setattr(dlpt.profiler, "_synchronize_all", broken)
+    monkeypatch.setattr(dlpt.capture.profiler, "_synchronize_all", broken)
     with pytest.warns(RuntimeWarning, match="could not synchronise"):
         session = prof.stop()
     assert probes == [False] and session is not None and "suggestions" in session.meta
@@ -251,7 +251,7 @@ def test_no_probe_after_the_gpu_failed_to_synchronise(monkeypatch) -> None:
 def test_a_forked_childs_own_profile_makes_no_probe(tmp_path: Path) -> None:
     r = _run(
         """
-        import os, torch, dlpt, dlpt.profiler as P
+        import os, torch, dlpt, dlpt.api as P
         probes = []
         real = P.finish_session
         def finish(session, probe=True):

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 import dlpt
-from dlpt.display_tree import FoldedTable
-from dlpt.processors import METRICS
-from dlpt.tree import walk
+from dlpt.model.folding import FoldedTable
+from dlpt.model.processors import METRICS
+from dlpt.model.tree import walk
 
 MODELING = """\
 import torch

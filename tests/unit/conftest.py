@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from dlpt.session import VERSION, Session
+from dlpt.model.session import VERSION, Session
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("DLPT_UPDATE_GOLDEN") == "1"

@@ -1,4 +1,4 @@
-"""What the profiler writes, the loader reads: a session assembled (dlpt.assemble) from everything
+"""What the profiler writes, the loader reads: a session assembled (dlpt.capture.assemble) from everything
 the native core's stop() returns (GPU steps, communication time, collectives, every capture
 counter, and with ``--flops`` the work per op and the suggestions added at stop) passes the
 session schema after a save and a load, and every output renders it."""
@@ -11,16 +11,16 @@ from typing import Any
 
 from rich.console import Console
 
-from dlpt.assemble import build_session, start_meta
-from dlpt.diff import diff_sessions
-from dlpt.diff_view import render_diff
-from dlpt.exports import folded, speedscope
-from dlpt.html import render_html
-from dlpt.insights.stop import finish_session
-from dlpt.processors import METRICS
-from dlpt.report import VIEWS, render
-from dlpt.session import Session
-from dlpt.session_schema import EXTRAS, SCHEMA
+from dlpt.analysis.diff import diff_sessions
+from dlpt.api import finish_session
+from dlpt.capture.assemble import build_session, start_meta
+from dlpt.model.processors import METRICS
+from dlpt.model.schema import EXTRAS, SCHEMA
+from dlpt.model.session import Session
+from dlpt.renderers.exports import folded, speedscope
+from dlpt.renderers.html import render_html
+from dlpt.renderers.terminal.diff import render_diff
+from dlpt.renderers.terminal.report import VIEWS, render
 
 # What csrc/bindings.cpp puts in stop()["counters"] (RawMetrics order: calls, cpu_ns, gpu_ns,
 # completed, bytes, sync_ns, api_ns, min_ns, max_ns).

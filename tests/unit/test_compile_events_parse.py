@@ -2,7 +2,8 @@
 
 from types import SimpleNamespace
 
-from dlpt.compile.events import events_from_metrics, graph_breaks, recompilations
+from dlpt.capture.compile.events import events_from_metrics
+from dlpt.model.compile_events import graph_breaks, recompilations
 
 REASON = (
     "Failed to trace builtin operator\n  Explanation: Dynamo does not know how to trace builtin "

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from dlpt.diff import default_diff_metric, diff_sessions, function_key
-from dlpt.diff_view import render_diff
-from dlpt.processors import METRICS
-from dlpt.session import Session
+from dlpt.analysis.diff import default_diff_metric, diff_sessions, function_key
+from dlpt.model.processors import METRICS
+from dlpt.model.session import Session
+from dlpt.renderers.terminal.diff import render_diff
 from tests import sessions as S
 
 GPU = METRICS["gpu"]

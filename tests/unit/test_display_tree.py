@@ -1,7 +1,7 @@
-"""The report's tree, folded and pruned from the flat table (dlpt.display_tree), is the tree the
+"""The report's tree, folded and pruned from the flat table (dlpt.model.folding), is the tree the
 processors give: prune(collapse_lone_forward(collapse_library(build_tree(s)))). Same nodes, same
 exclusive and inclusive metrics, same extras, the same forward/backward/compiled context bits as
-dlpt.contexts.tag_contexts gives before the lone <forward> phases go; library folding keeps model
+dlpt.model.node_contexts.tag_contexts gives before the lone <forward> phases go; library folding keeps model
 code inside module calls. report_tree (what the HTML report, exports and dlpt diff start from) is
 that folding, unpruned."""
 
@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 
 from dlpt.capture.exec_frames import mark_library_exec_frames
-from dlpt.contexts import CTX_KEY, tag_contexts
-from dlpt.display_tree import FoldedTable
-from dlpt.processors import METRICS, collapse_library, collapse_lone_forward, prune
-from dlpt.report import report_tree
-from dlpt.session import Session
-from dlpt.tree import Node, build_tree
+from dlpt.model.folding import FoldedTable, report_tree
+from dlpt.model.node_contexts import CTX_KEY, tag_contexts
+from dlpt.model.processors import METRICS, collapse_library, collapse_lone_forward, prune
+from dlpt.model.session import Session
+from dlpt.model.tree import Node, build_tree
 from tests.big_sessions import wide_session
 
 TORCH = "/opt/venv/lib/python3.11/site-packages/torch"

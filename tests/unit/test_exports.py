@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dlpt.exports import folded, speedscope, write_export
-from dlpt.processors import METRICS
-from dlpt.session import Session
+from dlpt.model.processors import METRICS
+from dlpt.model.session import Session
+from dlpt.renderers.exports import folded, speedscope, write_export
 from tests import sessions as S
 
 SCHEMA = json.loads(

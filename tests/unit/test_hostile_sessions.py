@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 
 from dlpt.errors import SessionFormatError
-from dlpt.report import VIEWS, render
-from dlpt.session import MAX_FILE_BYTES, Session
+from dlpt.model.session import MAX_FILE_BYTES, Session
+from dlpt.renderers.terminal.report import VIEWS, render
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hostile"
 
@@ -148,7 +148,7 @@ def test_suggestions_derived_from_hostile_strings_are_escaped_too() -> None:
 
 
 def test_the_html_header_escapes_a_saved_suggestions_text() -> None:
-    from dlpt.html.data import build_model
+    from dlpt.renderers.html.data import build_model
 
     (found,) = build_model(Session.load(FIXTURES / "escapes.json"))["header"]["insights"]["suggestions"]
     for key in ("where", "title", "evidence", "action", "basis"):
@@ -157,8 +157,8 @@ def test_the_html_header_escapes_a_saved_suggestions_text() -> None:
 
 
 def test_the_report_across_ranks_escapes_every_string() -> None:
-    from dlpt.ranks.merge import rank_set
-    from dlpt.ranks.view import render_ranks
+    from dlpt.analysis.ranks.merge import rank_set
+    from dlpt.renderers.terminal.ranks import render_ranks
 
     a = Session.load(FIXTURES / "escapes.json")
     b = Session.load(FIXTURES / "escapes.json")

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from dlpt.compile import failures, inductor_lines
+from dlpt.capture.compile import failures, inductor_lines
 
 # Shaped like a CUDA wrapper written by Inductor (torch 2.11): definition-site comments above
 # each kernel, call-site comments above each launch.
@@ -217,7 +217,7 @@ def test_a_failing_line_map_is_counted_and_logged(wrapper, monkeypatch, caplog):
     assert (result.unmapped_frames, result.unmapped_kernels) == (2, 5)
     # Nothing lost: the costs stay on the generated frames.
     assert sum(n["m"].get("gpu_ns", 0) for n in result.nodes) == 8
-    logged = [r for r in caplog.records if r.name == "dlpt.compile.failures"]
+    logged = [r for r in caplog.records if r.name == "dlpt.capture.compile.failures"]
     assert len(logged) == 2 and all(isinstance(r.exc_info[1], KeyError) for r in logged)
     assert "line_map failed: KeyError" in logged[0].getMessage()
 

@@ -7,7 +7,7 @@ import pytest
 wrapper = pytest.importorskip("torch._inductor.codegen.wrapper")
 utils = pytest.importorskip("torch._inductor.utils")
 
-from dlpt.compile import failures, inductor_partitions  # noqa: E402
+from dlpt.capture.compile import failures, inductor_partitions  # noqa: E402
 
 PARTITION = (
     "def partition_0(args):\n"

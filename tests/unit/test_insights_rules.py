@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from dlpt.insights.analysis import analyze
-from dlpt.insights.finding import Finding
-from dlpt.insights.rules.attention import attention_unfused
-from dlpt.insights.rules.compile import compile_events
-from dlpt.insights.rules.dataloader import data_loader_stall
-from dlpt.insights.rules.launch import launch_bound
-from dlpt.insights.rules.optimizer import optimizer_loop
-from dlpt.insights.rules.pinned import pinned_memory
-from dlpt.insights.rules.precision import fp32_matmul
-from dlpt.insights.rules.syncs import sync_in_step
-from dlpt.insights.suggest import derive, findings, rank
-from dlpt.session import Session
+from dlpt.analysis.finding import Finding
+from dlpt.analysis.inputs import analyze
+from dlpt.analysis.rules.attention import attention_unfused
+from dlpt.analysis.rules.compile import compile_events
+from dlpt.analysis.rules.dataloader import data_loader_stall
+from dlpt.analysis.rules.launch import launch_bound
+from dlpt.analysis.rules.optimizer import optimizer_loop
+from dlpt.analysis.rules.pinned import pinned_memory
+from dlpt.analysis.rules.precision import fp32_matmul
+from dlpt.analysis.rules.syncs import sync_in_step
+from dlpt.analysis.suggest import derive, findings, rank
+from dlpt.model.session import Session
 
 STEPS = 4
 TRAIN = "/home/user/proj/train.py"
@@ -372,7 +372,7 @@ def test_optimizer_loop_is_silent_on_a_cpu_run(h: Any) -> None:
 
 
 def test_stop_measures_pinned_copies_only_when_pageable_ones_were_seen(h: Any, monkeypatch: Any) -> None:
-    from dlpt.insights import stop
+    from dlpt import api as stop
 
     calls: list[tuple[int, int]] = []
 
@@ -408,7 +408,7 @@ def test_stop_measures_pinned_copies_only_when_pageable_ones_were_seen(h: Any, m
 def test_the_probe_never_touches_cuda_where_it_is_unusable(monkeypatch: Any) -> None:
     import torch
 
-    from dlpt.insights.probe import pinned_htod
+    from dlpt.capture.pinned_probe import pinned_htod
 
     def refuse(*args: object, **kw: object) -> None:
         raise AssertionError("the probe allocated memory")

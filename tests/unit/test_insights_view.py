@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
+from dlpt.analysis.inputs import analyze
+from dlpt.analysis.mfu import mfu
+from dlpt.analysis.work import line_work
 from dlpt.errors import UsageError
-from dlpt.insights.analysis import analyze
-from dlpt.insights.mfu import mfu
-from dlpt.insights.work import line_work
-from dlpt.processors import flatten_by_line
-from dlpt.report import render, report_tree
-from dlpt.session import Session
-from dlpt.tree import walk
+from dlpt.model.folding import report_tree
+from dlpt.model.processors import flatten_by_line
+from dlpt.model.session import Session
+from dlpt.model.tree import walk
+from dlpt.renderers.terminal.report import render
 
 STEPS = 4
 M, K, N = 8192, 4096, 4096  # tokens x width x width of each linear in the golden MLP
@@ -89,7 +90,7 @@ def test_insights_read_the_same_folded_tree_as_every_other_view(h: Any, monkeypa
         assert lw.kernel_ns == row.self.get("gpu_ns", 0)
         assert lw.flops == row.self.get("flops", 0)  # forward on the line, backward grafted under it
     # The report hands the analysis its own tree (built once, when something walks it).
-    import dlpt.report as report
+    import dlpt.renderers.terminal.report as report
 
     seen: list[Any] = []
     real = report.analyze

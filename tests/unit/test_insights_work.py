@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from dlpt.insights.annotate import annotate, recorded_ops
-from dlpt.insights.flops import flop_dtype, flops_of, formula_ops
-from dlpt.insights.peaks import TABLE, dtype_key, lookup
-from dlpt.insights.signature import Tensor, parse
-from dlpt.insights.traffic import bytes_of
+from dlpt.analysis.peaks import TABLE, dtype_key, lookup
+from dlpt.capture.flops.annotate import annotate, recorded_ops
+from dlpt.capture.flops.formulas import flop_dtype, flops_of, formula_ops
+from dlpt.capture.flops.signature import Tensor, parse
+from dlpt.capture.flops.traffic import bytes_of
 
 
 def T(dtype: str, *sizes: int) -> list:

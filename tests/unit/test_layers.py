@@ -1,8 +1,18 @@
-"""Imports point downward (see README "Layout"): the data model knows nothing of capture or
-reports, capture and compile never reach into the report side, renderers never into capture or
-the profiler, the HTML report, exports and dlpt diff sit above the terminal report and below the
-CLI, only the native bridge loads ``dlpt._C``, and no module imports another's private names.
-Function-level imports count too."""
+"""Imports follow the pipeline (README "Layout"): model <- capture, analysis <- renderers <- api <- cli.
+
+- ``dlpt.model`` (the session, its tree and the naming knowledge every stage shares) imports
+  nothing else of dlpt.
+- ``dlpt.capture`` (what runs while the program runs) builds sessions: it never imports analysis
+  or a renderer; only its native bridge loads ``dlpt._C``.
+- ``dlpt.analysis`` (facts derived from a session, the report model) never captures and never
+  prints: it imports neither capture nor a renderer, and nothing in model, capture or analysis
+  imports rich.
+- ``dlpt.renderers`` (terminal, HTML, exports) format the analysis; the HTML report and the
+  exports never reach into the terminal renderer.
+- ``dlpt.api`` (``dlpt.profile``) and ``dlpt.cli`` sit on top.
+
+No module imports another's private names. Function-level imports count too.
+"""
 
 from __future__ import annotations
 
@@ -15,201 +25,38 @@ import dlpt
 
 PKG = Path(dlpt.__file__).parent
 
+_BASE = ("dlpt.errors", "dlpt.log")
+_MODEL = ("dlpt.model", *_BASE)
+
 # What each part of dlpt may import from dlpt (by module-name prefix; the longest prefix wins).
+# "dlpt" stands for the package itself: its __version__.
 ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.errors": (),
     "dlpt.log": (),
-    "dlpt.source_files": (),
-    "dlpt.steps": ("dlpt.import_hooks",),
-    "dlpt.safe_files": ("dlpt.errors",),
-    "dlpt.session_schema": (),
-    "dlpt.gc_pause": (),
-    "dlpt.session": ("dlpt.errors", "dlpt.gc_pause", "dlpt.safe_files", "dlpt.session_schema"),
-    "dlpt.tree": ("dlpt.session",),
-    "dlpt.processors": ("dlpt.errors", "dlpt.source_files", "dlpt.tree", "dlpt.session"),
-    # Forward/backward/compiled context bits of tree nodes: plain tree data, read by the folded
-    # table (dlpt.display_tree) and the outputs that show them (HTML report, dlpt diff).
-    "dlpt.contexts": ("dlpt.tree",),
-    "dlpt.display_tree": ("dlpt.contexts", "dlpt.processors", "dlpt.tree", "dlpt.session"),
-    "dlpt.capture": (
-        "dlpt.capture",
+    "dlpt.model": _MODEL,
+    # Inside the model, the session format is the bottom: the tree and everything that reads it
+    # build on it, never the other way round.
+    "dlpt.model.schema": (),
+    "dlpt.model.safe_files": ("dlpt.errors",),
+    "dlpt.model.gc_pause": (),
+    "dlpt.model.units": (),
+    "dlpt.model.session": (
         "dlpt.errors",
-        "dlpt.source_files",
-        "dlpt.safe_files",
-        "dlpt.log",
-        "dlpt._C",
+        "dlpt.model.gc_pause",
+        "dlpt.model.safe_files",
+        "dlpt.model.schema",
     ),
-    "dlpt.compile": ("dlpt.compile", "dlpt.errors", "dlpt.source_files", "dlpt.log", "dlpt.import_hooks"),
-    # Renderers read the compile events of a session (plain data), never the torch-facing parts.
-    "dlpt.renderers": (
-        "dlpt.renderers",
-        "dlpt.display_tree",
-        "dlpt.processors",
-        "dlpt.tree",
-        "dlpt.session",
-        "dlpt.errors",
-        "dlpt.compile.events",
-        "dlpt.compile.resume",
-    ),
-    # Why is this line slow: analysis of a session above the renderers (its views use them) and the
-    # folded table (it reads the report's tree), below the report. Its capture half (signatures,
-    # FLOP formulas, bytes, the pinned-copy probe) imports nothing from the report side, so
-    # dlpt.assemble can use it at session build time.
-    "dlpt.insights": (
-        "dlpt.insights",
-        "dlpt.session",
-        "dlpt.tree",
-        "dlpt.processors",
-        "dlpt.display_tree",
-        "dlpt.renderers",
-        "dlpt.compile.events",
-    ),
-    "dlpt.insights.peaks": (),
-    "dlpt.insights.signature": (),
-    "dlpt.insights.probe": (),
-    "dlpt.insights.flops": ("dlpt.insights.signature",),
-    "dlpt.insights.traffic": ("dlpt.insights.flops", "dlpt.insights.signature"),
-    "dlpt.insights.annotate": ("dlpt.insights.flops", "dlpt.insights.signature", "dlpt.insights.traffic"),
-    "dlpt.report": (
-        "dlpt.ranks.comm",
-        "dlpt.ranks.comm_view",
-        "dlpt.gc_pause",
-        "dlpt.insights",
-        "dlpt.renderers",
-        "dlpt.display_tree",
-        "dlpt.processors",
-        "dlpt.tree",
-        "dlpt.session",
-        "dlpt.errors",
-        "dlpt.compile.events",
-    ),
-    # The outputs besides the terminal report (HTML report, exports, dlpt diff) start from
-    # report.report_tree and reuse the renderers' formatting; capture, compile, the data model
-    # and the terminal report never import them. They write files by dlpt.safe_files' rules.
-    "dlpt.source_text": (),
-    "dlpt.exports": (
-        "dlpt",  # __version__, for the exporter field
-        "dlpt.compile.resume",
-        "dlpt.errors",
-        "dlpt.processors",
-        "dlpt.report",
-        "dlpt.safe_files",
-        "dlpt.session",
-        "dlpt.tree",
-    ),
-    "dlpt.diff": (
-        "dlpt.compile.resume",
-        "dlpt.contexts",
-        "dlpt.processors",
-        "dlpt.report",
-        "dlpt.session",
-        "dlpt.source_text",
-        "dlpt.tree",
-    ),
-    "dlpt.diff_view": ("dlpt.compile.resume", "dlpt.diff", "dlpt.processors", "dlpt.renderers"),
-    "dlpt.html": (
-        "dlpt.html",
-        "dlpt.insights",
-        "dlpt.ranks.comm_view",
-        "dlpt.compile.events",
-        "dlpt.compile.resume",
-        "dlpt.contexts",
-        "dlpt.diff",
-        "dlpt.processors",
-        "dlpt.renderers",
-        "dlpt.report",
-        "dlpt.safe_files",
-        "dlpt.session",
-        "dlpt.source_text",
-        "dlpt.tree",
-    ),
-    "dlpt.outputs": ("dlpt.errors", "dlpt.exports", "dlpt.html", "dlpt.safe_files", "dlpt.session"),
-    "dlpt.diff_cli": (
-        "dlpt.errors",
-        "dlpt.outputs",
-        "dlpt.processors",
-        "dlpt.diff",
-        "dlpt.diff_view",
-        "dlpt.html",
-        "dlpt.session",
-    ),
-    # Many ranks (dlpt.ranks): the capture half (rank detection, per-rank paths, the names of
-    # communication, the wrappers of Python-level collectives, marking communication in the
-    # node table) imports nothing from the report side, so the profiler and the session
-    # assembly can use it; the report half (one rank's communication, the cross-rank report)
-    # sits above the terminal report, like dlpt diff.
-    "dlpt.ranks.env": (),
-    "dlpt.ranks.paths": ("dlpt.errors",),
-    "dlpt.ranks.comm": (),
-    "dlpt.ranks.annotate": ("dlpt.ranks.comm",),
-    "dlpt.ranks.pycomm": ("dlpt.capture.native", "dlpt.ranks.env"),
-    "dlpt.ranks.comm_view": (
-        "dlpt.ranks.comm",
-        "dlpt.ranks.annotate",
-        "dlpt.renderers",
-        "dlpt.processors",
-        "dlpt.tree",
-        "dlpt.session",
-    ),
-    "dlpt.ranks.gather": ("dlpt.errors", "dlpt.session", "dlpt.ranks.paths"),
-    "dlpt.ranks": (
-        "dlpt.ranks",
-        "dlpt.report",
-        "dlpt.renderers",
-        "dlpt.display_tree",
-        "dlpt.processors",
-        "dlpt.tree",
-        "dlpt.session",
-        "dlpt.errors",
-        "dlpt.gc_pause",
-        "dlpt.compile.resume",
-        "dlpt.diff",
-    ),
-    "dlpt.scope": ("dlpt.capture.native",),
-    "dlpt.import_hooks": (),
-    "dlpt.step_on": ("dlpt.errors", "dlpt.import_hooks", "dlpt.source_files"),
-    "dlpt.assemble": (
-        "dlpt",
-        "dlpt.capture",
-        "dlpt.compile",
-        "dlpt.insights.annotate",
-        "dlpt.ranks.annotate",
-        "dlpt.session",
-    ),
-    "dlpt.profiler": (
-        "dlpt",
-        "dlpt.assemble",
-        "dlpt.capture",
-        "dlpt.insights.annotate",  # the op names --flops records
-        "dlpt.insights.stop",  # suggestions and the pinned-copy probe, once the session is built
-        "dlpt.compile",
-        "dlpt.errors",
-        "dlpt.session",
-        "dlpt.step_on",
-        "dlpt.steps",
-        "dlpt.report",
-        "dlpt.ranks.env",
-        "dlpt.ranks.paths",
-        "dlpt.ranks.pycomm",
-    ),
-    "dlpt.cli": (
-        "dlpt",
-        "dlpt.errors",
-        "dlpt.processors",
-        "dlpt.report",
-        "dlpt.session",
-        "dlpt.outputs",
-        "dlpt.diff_cli",
-        "dlpt.launch",
-        "dlpt.signals",
-        "dlpt.step_on",
-        "dlpt.ranks",
-    ),
-    # Running the program as python would (argv, sys.path[0], __main__, tracebacks).
-    "dlpt.launch": ("dlpt.errors", "dlpt.step_on"),
-    "dlpt.signals": (),
+    "dlpt.model.tree": ("dlpt.model.session",),
+    "dlpt.capture": ("dlpt", "dlpt.capture", "dlpt._C", *_MODEL),
+    "dlpt.analysis": ("dlpt.analysis", *_MODEL),
+    "dlpt.renderers": ("dlpt", "dlpt.renderers", "dlpt.analysis", *_MODEL),
+    "dlpt.api": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    "dlpt.cli": ("dlpt", "dlpt.cli", "dlpt.api", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
     "dlpt.__main__": ("dlpt.cli",),
 }
+
+#: Parts of dlpt that never print or draw: no rich.
+NO_RICH = ("dlpt.model", "dlpt.capture", "dlpt.analysis", "dlpt.api")
 
 
 def module_name(path: Path) -> str:
@@ -279,3 +126,23 @@ def test_no_private_names_cross_modules(path: Path) -> None:
 
 def test_the_layer_table_names_real_modules() -> None:
     assert all(is_module(k) for k in ALLOWED if k != "dlpt._C")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_model_capture_and_analysis_never_import_rich(path: Path) -> None:
+    module = module_name(path)
+    if not any(module == p or module.startswith(p + ".") for p in NO_RICH):
+        return
+    tree = ast.parse(path.read_text())
+    rich = [
+        a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+        if a.name.split(".")[0] == "rich"
+    ] + [
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rich"
+    ]
+    assert rich == [], f"{module} imports {rich}"

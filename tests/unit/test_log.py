@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # A swallowed failure of the compile integration, as the profiler records one.
 RECORD = """
-from dlpt.compile import failures
+from dlpt.capture.compile import failures
 try:
     raise RuntimeError("Inductor moved")
 except RuntimeError as e:
@@ -35,7 +35,9 @@ def test_silent_by_default() -> None:
 def test_dlpt_log_debug_shows_the_failure_and_its_traceback() -> None:
     r = run("debug")
     assert r.returncode == 0
-    assert "dlpt DEBUG dlpt.compile.failures: torch.compile integration: line_map failed: " in r.stderr
+    assert (
+        "dlpt DEBUG dlpt.capture.compile.failures: torch.compile integration: line_map failed: " in r.stderr
+    )
     assert "Traceback (most recent call last)" in r.stderr and "RuntimeError: Inductor moved" in r.stderr
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from dlpt.ranks.annotate import annotate_comm
-from dlpt.ranks.comm import (
+from dlpt.analysis.communication import collective_rows
+from dlpt.capture.ranks.annotate import annotate_comm
+from dlpt.model.comm_names import (
     bus_bandwidth,
     bus_factor,
     family,
@@ -17,9 +18,9 @@ from dlpt.ranks.comm import (
     is_comm_kernel,
     parse_nccl_kernel,
 )
-from dlpt.ranks.comm_view import collective_rows, header_lines
-from dlpt.renderers.format import Fmt
-from dlpt.report import render
+from dlpt.renderers.terminal.communication import header_lines
+from dlpt.renderers.terminal.format import Fmt
+from dlpt.renderers.terminal.report import render
 from tests import rank_sessions as R
 
 
@@ -240,8 +241,8 @@ def test_cpu_rank_report_golden(h: Any) -> None:
 
 
 def test_html_header_names_the_rank_and_communication() -> None:
-    from dlpt.html.facts import header_facts
-    from dlpt.report import report_tree
+    from dlpt.model.folding import report_tree
+    from dlpt.renderers.html.facts import header_facts
 
     s = R.ddp_gpu(1)
     facts = dict(reversed(header_facts(s, report_tree(s), R.STEPS)["facts"]))

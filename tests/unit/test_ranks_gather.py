@@ -1,5 +1,5 @@
 """Rank 0 waits for the other ranks' sessions on the filesystem, bounded, and takes only this
-run's (dlpt.ranks.gather); who prints what at the end of a rank's run (dlpt.ranks.finish)."""
+run's (dlpt.cli.gather); who prints what at the end of a rank's run (dlpt.cli.rank_finish)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 import time
 from pathlib import Path
 
-from dlpt.ranks.finish import Role
-from dlpt.ranks.gather import CLOCK_SLACK_S, gather
-from dlpt.session import Session
+from dlpt.cli.gather import CLOCK_SLACK_S, gather
+from dlpt.cli.rank_finish import Role
+from dlpt.model.session import Session
 from tests import rank_sessions as R
 
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from dlpt.analysis.ranks.merge import imbalance, line_spread, rank_set, report_trees, spread_tree, totals
+from dlpt.analysis.ranks.stragglers import collective_sites, find_stragglers
 from dlpt.errors import UsageError
-from dlpt.processors import METRICS
-from dlpt.ranks.merge import imbalance, line_spread, rank_set, report_trees, spread_tree, totals
-from dlpt.ranks.stragglers import collective_sites, find_stragglers
-from dlpt.ranks.view import render_ranks
-from dlpt.session import Session
+from dlpt.model.processors import METRICS
+from dlpt.model.session import Session
+from dlpt.renderers.terminal.ranks import render_ranks
 from tests import rank_sessions as R
 
 GPU = METRICS["gpu"]

@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from dlpt.errors import UsageError
-from dlpt.report import VIEWS, print_report, render
-from dlpt.session import Session
+from dlpt.model.session import Session
+from dlpt.renderers.terminal.report import VIEWS, print_report, render
 
 
 def cpu_session(h) -> Session:

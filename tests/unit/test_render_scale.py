@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from dlpt.report import render
-from dlpt.session import Session
+from dlpt.model.session import Session
+from dlpt.renderers.terminal.report import render
 from tests.big_sessions import NODES_PER_LINE, deep_session, wide_session
 
 

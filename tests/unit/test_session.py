@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dlpt.errors import DlptError, SessionFormatError, UnsafeFileError
-from dlpt.session import Session
+from dlpt.model.session import Session
 
 
 def test_round_trip(tmp_path: Path, h) -> None:

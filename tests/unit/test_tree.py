@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from dlpt.tree import build_tree, walk
+from dlpt.model.tree import build_tree, walk
 
 
 def test_merge_duplicate_siblings(h) -> None:

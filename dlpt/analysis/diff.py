@@ -1,0 +1,274 @@
+"""Compare two profiles line by line: ``dlpt diff A.json B.json``.
+
+The unit of comparison is a source line's own cost: what the line caused itself (its ops,
+kernels, copies, syncs, CUDA API time), with work under deeper user lines counted at those
+lines. That is the ``self`` of :func:`dlpt.model.processors.flatten_by_line` on the report tree
+(library frames folded), so the lines' costs plus the work on no line add up to the total,
+and a change shows up at the line that caused it rather than at every caller above it.
+
+Matching: lines are matched by (file name, function, line text), so edits that shift line
+numbers, and different checkouts of the same code, still match. Function names are compared
+without their class prefix (eager frames are ``Block.forward``, Inductor-mapped frames
+``forward``) and Dynamo's resume functions (``torch_dynamo_resume_in_forward_at_44``) as the
+function they continue, so an eager run and a compiled run of the same script match line for
+line. A text that occurs more than once in a function is told apart by its order. When either
+session has no stored source text (``meta.sources``), lines are matched by (file name,
+function, line number) instead, and the result says so.
+
+Values are per profiled step when both sessions detected steps (runs of different lengths
+compare), else totals.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlpt.model.folding import report_tree
+from dlpt.model.node_contexts import CTX, context_of
+from dlpt.model.processors import METRICS, Metric, flatten_by_line
+from dlpt.model.resume_names import parse_resume_name
+from dlpt.model.session import Session
+from dlpt.model.source_text import session_sources
+from dlpt.model.tree import Node, add_metrics, walk
+
+__all__ = ["Leaf", "LineCost", "LineDiff", "Side", "SessionDiff", "diff_sessions", "function_key"]
+
+LEAF_KINDS = ("kernel", "memcpy", "memset", "sync")
+_TIME_KEY = {"kernel": "gpu_ns", "memcpy": "copy_ns", "memset": "memset_ns", "sync": "sync_ns"}
+_COUNT_KEY = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets", "sync": "syncs"}
+
+
+def function_key(name: str) -> str:
+    """The function part of a line's identity: last dotted component (``Block.forward`` and
+    ``forward`` are the same function seen eagerly and through Inductor's line maps), with a
+    Dynamo resume function read as the function it continues."""
+    last = name.rsplit(".", 1)[-1]
+    resumed = parse_resume_name(last)
+    return resumed[0] if resumed is not None else last
+
+
+#: How a line is matched between two sessions: (file name, function, ("text", source) or
+#: ("line", number)); a line key adds its rank among equal identities (repeats told apart).
+LineIdent = tuple[str, str, tuple[str, Any]]
+LineKey = tuple[str, str, tuple[str, Any], int]
+
+
+@dataclass
+class Leaf:
+    """Kernels (or copies, memsets, syncs) of one name under one line, summed."""
+
+    kind: str
+    name: str
+    detail: str
+    metrics: dict[str, int] = field(default_factory=dict)
+    forward_ns: int = 0
+    backward_ns: int = 0
+    other_ns: int = 0
+
+    @property
+    def time_ns(self) -> int:
+        return self.metrics.get(_TIME_KEY[self.kind], 0)
+
+    @property
+    def count(self) -> int:
+        return self.metrics.get(_COUNT_KEY[self.kind], 0)
+
+
+@dataclass
+class LineCost:
+    """One line of one session: where it is, its text, its own and inclusive metrics and the
+    kernels, copies, memsets and syncs it caused itself."""
+
+    file: str
+    line: int
+    function: str
+    text: str | None
+    self: dict[str, int]
+    inclusive: dict[str, int]
+    leaves: dict[tuple[str, str], Leaf] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"{os.path.basename(self.file) or self.file}:{self.line}"
+
+
+@dataclass
+class LineDiff:
+    """A matched line: ``a`` or ``b`` is None for a line that occurs in one session only."""
+
+    key: LineKey
+    a: LineCost | None
+    b: LineCost | None
+
+
+@dataclass
+class Side:
+    """What the diff needs from one session."""
+
+    label: str  # how the session is named (its file)
+    program: str  # its argv
+    steps: int  # profiled steps (0: none detected)
+    scale: int  # what values are divided by (steps when both sides have them, else 1)
+    has_sources: bool
+    total: dict[str, int]  # the root's inclusive metrics
+    off_lines: dict[str, int]  # work not under any user line
+
+
+@dataclass
+class SessionDiff:
+    a: Side
+    b: Side
+    match_by: str  # "text" or "line"
+    note: str  # how lines were matched and how values are scaled, for the output
+    rows: list[LineDiff]
+
+    def value(self, metric: Metric, row: LineDiff, side: str) -> float:
+        """``metric`` of the row's ``side`` ("a"/"b"), self cost, scaled (0 if absent)."""
+        cost = row.a if side == "a" else row.b
+        s = self.a if side == "a" else self.b
+        return metric(cost.self) / s.scale if cost is not None else 0.0
+
+    def total(self, metric: Metric, side: str) -> float:
+        s = self.a if side == "a" else self.b
+        return metric(s.total) / s.scale
+
+    def ranked(self, metric: Metric) -> list[LineDiff]:
+        """Rows with any value of ``metric``, largest absolute change first."""
+        rows = [r for r in self.rows if self.value(metric, r, "a") or self.value(metric, r, "b")]
+
+        def order(r: LineDiff) -> tuple[float, float, LineKey]:
+            a, b = self.value(metric, r, "a"), self.value(metric, r, "b")
+            return (-abs(b - a), -max(a, b), r.key)
+
+        return sorted(rows, key=order)
+
+
+def _program(session: Session) -> str:
+    argv = session.meta.get("argv")
+    return " ".join(str(a) for a in argv) if isinstance(argv, list) and argv else ""
+
+
+def _steps(session: Session) -> int:
+    steps = session.meta.get("steps")
+    n = steps.get("profiled", 0) if isinstance(steps, dict) else 0
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
+def _line_leaves(root: Node) -> dict[tuple[str, int], dict[tuple[str, str], Leaf]]:
+    """Leaves grouped by their nearest frame's (file, line): what each line caused itself."""
+    out: dict[tuple[str, int], dict[tuple[str, str], Leaf]] = {}
+    near: dict[int, tuple[str, int] | None] = {id(root): None}
+    for node, _ in walk(root):
+        if node.parent is not None:
+            near[id(node)] = (node.file, node.line) if node.kind == "frame" else near[id(node.parent)]
+        where = near[id(node)]
+        if node.kind not in LEAF_KINDS or where is None:
+            continue
+        leaves = out.setdefault(where, {})
+        leaf = leaves.get((node.kind, node.name))
+        if leaf is None:
+            fuses = node.extras.get("fuses")
+            detail = f"fuses {'+'.join(str(f) for f in fuses)}" if isinstance(fuses, list) and fuses else ""
+            leaf = leaves[(node.kind, node.name)] = Leaf(node.kind, node.name, detail)
+        add_metrics(leaf.metrics, {k: v for k, v in node.metrics.items() if k not in ("min_ns", "max_ns")})
+        t, ctx = node.metrics.get(_TIME_KEY[node.kind], 0), context_of(node)
+        if ctx & CTX["backward"]:
+            leaf.backward_ns += t
+        elif ctx & CTX["forward"]:
+            leaf.forward_ns += t
+        else:
+            leaf.other_ns += t
+    return out
+
+
+def _lines(session: Session, use_text: bool) -> tuple[dict[LineKey, LineCost], Node, dict[str, int]]:
+    """Lines of ``session`` keyed for matching, its tree, and the work under no line."""
+    root = report_tree(session, contexts=True)
+    sources = session_sources(session.meta)
+    leaves = _line_leaves(root)
+    costs: list[LineCost] = []
+    on_lines: dict[str, int] = {}
+    for row in flatten_by_line(root):
+        node = row.node
+        text = sources.get(node.file, {}).get(node.line) if use_text else None
+        costs.append(
+            LineCost(
+                node.file,
+                node.line,
+                node.name,
+                text.strip() if text is not None else None,
+                dict(row.self),
+                dict(row.inclusive),
+                leaves.get((node.file, node.line), {}),
+            )
+        )
+        add_metrics(on_lines, row.self)
+    off = {k: v - on_lines.get(k, 0) for k, v in root.inclusive.items() if k not in ("min_ns", "max_ns")}
+    # Identity: (file name, function, text or line number); repeats told apart by their order.
+    groups: dict[LineIdent, list[LineCost]] = {}
+    for c in costs:
+        ident: LineIdent = (
+            os.path.basename(c.file),
+            function_key(c.function),
+            ("text", c.text) if c.text is not None else ("line", c.line),
+        )
+        groups.setdefault(ident, []).append(c)
+    keyed: dict[LineKey, LineCost] = {}
+    for ident, group in groups.items():
+        group.sort(key=lambda c: (c.file, c.line))
+        for i, c in enumerate(group):
+            keyed[(*ident, i)] = c
+    return keyed, root, off
+
+
+def _side(label: str, session: Session, root: Node, off: dict[str, int], scale: int) -> Side:
+    return Side(
+        label,
+        _program(session),
+        _steps(session),
+        scale,
+        bool(session_sources(session.meta)),
+        {k: v for k, v in root.inclusive.items() if k not in ("min_ns", "max_ns")},
+        off,
+    )
+
+
+def diff_sessions(a: Session, b: Session, a_label: str = "A", b_label: str = "B") -> SessionDiff:
+    """Match the lines of ``a`` and ``b`` (see the module docstring)."""
+    has_a, has_b = bool(session_sources(a.meta)), bool(session_sources(b.meta))
+    use_text = has_a and has_b
+    lines_a, root_a, off_a = _lines(a, use_text)
+    lines_b, root_b, off_b = _lines(b, use_text)
+    steps_a, steps_b = _steps(a), _steps(b)
+    per_step = steps_a > 0 and steps_b > 0
+    side_a = _side(a_label, a, root_a, off_a, steps_a if per_step else 1)
+    side_b = _side(b_label, b, root_b, off_b, steps_b if per_step else 1)
+
+    if use_text:
+        note = "lines matched by (file name, function, line text)"
+    else:
+        lacking = " and ".join(tag for tag, has in (("A", has_a), ("B", has_b)) if not has)
+        note = (
+            f"lines matched by (file name, function, line number): {lacking} "
+            f"{'holds' if ' and ' not in lacking else 'hold'} no source text, "
+            "so lines that moved do not match"
+        )
+    if per_step:
+        note += f"; values per step (A /{steps_a}, B /{steps_b})"
+    else:
+        missing = [tag for tag, n in (("A", steps_a), ("B", steps_b)) if not n]
+        note += (
+            f"; values are totals ({' and '.join(missing)}: no steps detected, "
+            "runs of different length do not compare)"
+        )
+    keys = list(lines_a) + [k for k in lines_b if k not in lines_a]
+    rows = [LineDiff(k, lines_a.get(k), lines_b.get(k)) for k in keys]
+    return SessionDiff(side_a, side_b, "text" if use_text else "line", note, rows)
+
+
+def default_diff_metric(d: SessionDiff) -> Metric:
+    """GPU time when either side has any, else CPU op time (as the terminal report chooses)."""
+    gpu = METRICS["gpu"]
+    return gpu if gpu(d.a.total) > 0 or gpu(d.b.total) > 0 else METRICS["cpu"]

@@ -1,0 +1,195 @@
+"""What every insight starts from: the session, its report tree (library frames folded, so that
+work lands on the user's lines), the number of profiled steps, the mean step wall time and the
+GPU's datasheet peaks. Built once per report and shared by the MFU line, the work tables and
+every suggestion rule.
+
+The tree is the one every other output shows: the report passes its own whole folded tree
+(:func:`dlpt.model.folding.report_tree`'s, from the same :class:`~dlpt.model.folding.FoldedTable`), so a
+line's work and time here are the line's in the tree, flat and HTML views. Without one, it is
+folded here the same way. It is built only when something walks it: the header's GPU idle line
+needs only the session's totals, and saved suggestions need no tree at all (a report of a
+million-node session does not build the whole tree for them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dlpt.analysis.peaks import DevicePeaks, lookup
+from dlpt.model.folding import FoldedTable
+from dlpt.model.processors import METRICS
+from dlpt.model.session import Session
+from dlpt.model.tree import Node
+
+__all__ = ["Analysis", "analyze", "user_line", "in_backward", "int_of"]
+
+
+def int_of(v: object) -> int:
+    """``v`` if it is an int (not a bool), else 0: meta values of old or hand-edited sessions."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def user_line(node: Node | None) -> Node | None:
+    """The nearest frame at or above ``node``: the user's line once library frames are folded."""
+    while node is not None and node.kind != "frame":
+        node = node.parent
+    return node
+
+
+def in_backward(node: Node) -> bool:
+    """Whether ``node`` ran in a backward pass (beneath a ``<backward>`` phase)."""
+    p: Node | None = node
+    while p is not None:
+        if p.kind == "phase" and p.name == "<backward>":
+            return True
+        p = p.parent
+    return False
+
+
+class Analysis:
+    """The inputs shared by MFU, work tables and rules (see module docstring).
+
+    ``root`` is the whole folded tree, built by ``tree`` on first use; ``totals`` the session's
+    summed metrics (its root's inclusive ones). ``steps`` is 0 when no steps were detected:
+    values are then per run (``per`` is 1). ``peak_override`` is ``--peak-tflops``: it replaces
+    the table's peak for every dtype.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        tree: Callable[[], Node],
+        totals: Mapping[str, int],
+        steps: int,
+        device: DevicePeaks | None,
+        device_name: str,
+        device_index: str | None,
+        peak_override: float | None = None,
+    ) -> None:
+        self.session = session
+        self._tree = tree
+        self._root: Node | None = None
+        self._lines: list[tuple[Node, Node | None]] | None = None
+        self._recorded: dict[str, set[str]] | None = None
+        self.totals = totals
+        self.steps = steps
+        self.device = device
+        self.device_name = device_name
+        self.device_index = device_index
+        self.peak_override = peak_override
+
+    @property
+    def root(self) -> Node:
+        """The whole folded tree (built on first use)."""
+        if self._root is None:
+            self._root = self._tree()
+        return self._root
+
+    @property
+    def recorded(self) -> Mapping[str, set[str]]:
+        """The names recorded per node kind (``{"op": {"aten::mm", ...}, "sync": {...}}``), from
+        one pass over the node table on first use, without the tree: a rule whose subject was
+        never recorded (no copy, no sync, no softmax) says so without building the tree. Folding
+        merges and drops frames only, so every other node of the table is in the tree."""
+        if self._recorded is None:
+            out: dict[str, set[str]] = {}
+            for n in self.session.nodes:
+                kind = n["kind"]
+                names = out.get(kind)
+                if names is None:
+                    names = out[kind] = set()
+                names.add(n["name"])
+            self._recorded = out
+        return self._recorded
+
+    @property
+    def lines(self) -> list[tuple[Node, Node | None]]:
+        """Every node of the tree in pre-order (as :func:`dlpt.model.tree.walk` visits them), each with
+        its :func:`user_line`: listed in one pass on first use, so that the rules' walks over a
+        million-node tree cost one walk, not one each."""
+        if self._lines is None:
+            out: list[tuple[Node, Node | None]] = []
+            stack: list[tuple[Node, Node | None]] = [(self.root, None)]
+            while stack:
+                node, line = stack.pop()
+                if node.kind == "frame":
+                    line = node
+                out.append((node, line))
+                stack.extend((c, line) for c in reversed(node.children))
+            self._lines = out
+        return self._lines
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.session.meta
+
+    @property
+    def per(self) -> int:
+        return self.steps if self.steps > 0 else 1
+
+    @property
+    def gpu(self) -> bool:
+        """Whether the run recorded GPU activity at all."""
+        return METRICS["gpu"](self.totals) > 0
+
+    @property
+    def step_wall_ns(self) -> float:
+        """Mean wall time of a profiled step (of the whole run without steps)."""
+        walls = [int_of(w) for w in self.meta.get("step_wall_ns") or [] if int_of(w) > 0]
+        if walls and self.steps > 0:
+            return sum(walls) / len(walls)
+        return float(int_of(self.meta.get("wall_ns"))) / self.per
+
+    def peak_tflops(self, key: str | None) -> float | None:
+        """Dense TFLOP/s for a dtype key: ``--peak-tflops`` when given, else the table's."""
+        if self.peak_override:
+            return self.peak_override
+        return self.device.peak(key) if self.device is not None else None
+
+    def peak_source(self, key: str | None) -> str:
+        """Where :meth:`peak_tflops` came from, for the text beside the number."""
+        if self.peak_override:
+            return "--peak-tflops"
+        if self.device is None:
+            return "no datasheet peak"
+        return f"{key} dense, {self.device.name} datasheet"
+
+
+def _device(meta: dict[str, Any]) -> tuple[str, str | None]:
+    """(name, index) of the busiest GPU of the run: the one the numbers are about."""
+    devices = [d for d in meta.get("devices") or [] if isinstance(d, dict)]
+    raw = meta.get("gpu_busy_ns")
+    busy: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    if not devices:
+        return "", None
+    best = max(devices, key=lambda d: int_of(busy.get(str(d.get("index")))))
+    return str(best.get("name", "")), str(best.get("index"))
+
+
+def analyze(
+    session: Session,
+    root: Node | Callable[[], Node] | None = None,
+    peak_tflops: float | None = None,
+    totals: Mapping[str, int] | None = None,
+) -> Analysis:
+    """The analysis of ``session``. ``root`` is the caller's whole report tree (library frames
+    folded as the report folds them), or a function that builds it when first needed (then
+    ``totals``, the session's summed metrics, spares building it for them); None: folded here
+    by :class:`~dlpt.model.folding.FoldedTable` with the report's default folding."""
+    tree: Callable[[], Node]
+    if root is None:
+        folded = FoldedTable(session, show_all=False)
+        tree, totals = folded.tree, folded.totals()
+    elif isinstance(root, Node):
+        node = root
+        tree, totals = (lambda: node), node.inclusive
+    else:
+        tree = root
+    steps_meta = session.meta.get("steps")
+    steps = int_of(steps_meta.get("profiled")) if isinstance(steps_meta, dict) else 0
+    name, index = _device(session.meta)
+    a = Analysis(session, tree, totals or {}, steps, lookup(name) if name else None, name, index, peak_tflops)
+    if totals is None:  # a tree builder without totals: the tree's root holds them
+        a.totals = a.root.inclusive
+    return a

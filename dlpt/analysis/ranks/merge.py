@@ -1,0 +1,276 @@
+"""The ranks of one job side by side: each rank's totals per step, the calling-context tree with
+every node's value on every rank, and each source line's own cost on every rank.
+
+Ranks run the same code, so their trees line up: nodes are matched by their path of (kind,
+name, file name, line) from the root, as ``dlpt diff`` matches lines (the file's name, not its
+directory: on several nodes the same code may sit in different checkouts). Every value is per
+profiled step of its own rank, so ranks that recorded a different number of steps still
+compare; a session without steps counts as one.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlpt.analysis.diff import function_key
+from dlpt.errors import UsageError
+from dlpt.model.folding import report_tree
+from dlpt.model.processors import Metric, flatten_by_line
+from dlpt.model.session import Session
+from dlpt.model.tree import Node
+
+__all__ = [
+    "Rank",
+    "RankSet",
+    "rank_set",
+    "RankTotals",
+    "totals",
+    "imbalance",
+    "SpreadNode",
+    "report_trees",
+    "spread_tree",
+    "LineSpread",
+    "line_spread",
+    "median",
+]
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else 0.0
+
+
+def _dist(meta: Mapping[str, Any]) -> dict[str, Any]:
+    d = meta.get("distributed")
+    return d if isinstance(d, dict) else {}
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+@dataclass
+class Rank:
+    """One rank's session and where it came from."""
+
+    rank: int
+    path: str
+    session: Session
+
+    @property
+    def steps(self) -> int:
+        s = self.session.meta.get("steps")
+        return max(1, _int(s.get("profiled")) if isinstance(s, dict) else 0)
+
+    @property
+    def host(self) -> str:
+        h = _dist(self.session.meta).get("hostname")
+        return h if isinstance(h, str) else ""
+
+    def per_step(self, v: float) -> float:
+        return v / self.steps
+
+
+@dataclass
+class RankSet:
+    """The ranks of a job that are here, rank order; ``missing`` says why the others are not."""
+
+    ranks: list[Rank]
+    world_size: int
+    missing: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def by_rank(self) -> dict[int, Rank]:
+        return {r.rank: r for r in self.ranks}
+
+
+def rank_set(loaded: list[tuple[str, Session]], missing: Mapping[int, str] | None = None) -> RankSet:
+    """The sessions as ranks of one job (``meta.distributed``). Sessions that do not say their
+    rank (recorded without a launcher) are numbered in the order given, which a note says.
+    Raises UsageError for two sessions of one rank (files of two runs mixed up)."""
+    ranks: list[Rank] = []
+    notes: list[str] = []
+    sizes: set[int] = set()
+    runs: set[str] = set()
+    unnamed = all(_dist(s.meta).get("rank") is None for _, s in loaded)
+    for i, (path, session) in enumerate(loaded):
+        d = _dist(session.meta)
+        rank = d.get("rank")
+        if unnamed:
+            rank = i
+        elif not isinstance(rank, int) or isinstance(rank, bool):
+            raise UsageError(f"{path}: the session does not say which rank it is (no meta.distributed)")
+        if isinstance(d.get("world_size"), int):
+            sizes.add(d["world_size"])
+        if isinstance(d.get("run_id"), str):
+            runs.add(d["run_id"])
+        ranks.append(Rank(rank, path, session))
+    if unnamed and len(loaded) > 1:
+        notes.append("the sessions do not say their ranks: numbered in the order given")
+    seen: dict[int, str] = {}
+    for r in ranks:
+        if r.rank in seen:
+            raise UsageError(f"{seen[r.rank]} and {r.path} are both rank {r.rank} (sessions of two runs?)")
+        seen[r.rank] = r.path
+    ranks.sort(key=lambda r: r.rank)
+    world = max([*sizes, max((r.rank for r in ranks), default=0) + 1])
+    if len(sizes) > 1:
+        notes.append(f"the sessions name different world sizes ({', '.join(map(str, sorted(sizes)))})")
+    if len(runs) > 1:
+        notes.append(f"the sessions come from {len(runs)} different launches")
+    gone = dict(missing or {})
+    for n in range(world):
+        if n not in seen and n not in gone:
+            gone[n] = "no session given"
+    return RankSet(ranks, world, dict(sorted(gone.items())), notes)
+
+
+@dataclass
+class RankTotals:
+    """One rank's totals per step. ``compute_ns`` is GPU time outside communication kernels on
+    a GPU session, CPU op time outside waits for collectives on a CPU one."""
+
+    rank: int
+    steps: int
+    step_wall_ns: float
+    gpu_ns: float
+    comm_ns: float
+    exposed_ns: float
+    cpu_ns: float
+    wait_ns: float
+    gpu: bool
+
+    @property
+    def compute_ns(self) -> float:
+        return self.gpu_ns - self.comm_ns if self.gpu else self.cpu_ns - self.wait_ns
+
+    @property
+    def communication_ns(self) -> float:
+        """Communication kernels' time on a GPU session, waiting for collectives on a CPU one."""
+        return self.comm_ns if self.gpu else self.wait_ns
+
+
+def totals(rank: Rank, gpu: bool) -> RankTotals:
+    """``rank``'s totals per step; ``gpu``: the job's sessions hold GPU time."""
+    sums: dict[str, int] = {}
+    for n in rank.session.nodes:
+        for k, v in n["m"].items():
+            sums[k] = sums.get(k, 0) + v
+    meta = rank.session.meta
+    walls = [w for w in meta.get("step_wall_ns") or [] if _int(w)]
+    exposed = meta.get("gpu_comm_exposed_ns")
+    ex = sum(_int(v) for v in exposed.values()) if isinstance(exposed, dict) else 0
+    # The mean, as every other value per step here is (the first step may hold set-up work).
+    wall = sum(walls) / len(walls) if walls else rank.per_step(_int(meta.get("wall_ns")))
+    return RankTotals(
+        rank=rank.rank,
+        steps=rank.steps,
+        step_wall_ns=wall,
+        gpu_ns=rank.per_step(sums.get("gpu_ns", 0) + sums.get("copy_ns", 0) + sums.get("memset_ns", 0)),
+        comm_ns=rank.per_step(sums.get("comm_ns", 0)),
+        exposed_ns=rank.per_step(ex),
+        cpu_ns=rank.per_step(sums.get("cpu_ns", 0)),
+        wait_ns=rank.per_step(sums.get("comm_wait_ns", 0)),
+        gpu=gpu,
+    )
+
+
+def imbalance(values: Mapping[int, float]) -> tuple[float, int] | None:
+    """Load imbalance (max - mean) / mean and the rank with the max; None without a mean."""
+    if len(values) < 2:
+        return None
+    mean = sum(values.values()) / len(values)
+    if mean <= 0:
+        return None
+    top = max(values, key=lambda r: (values[r], -r))
+    return (values[top] - mean) / mean, top
+
+
+# -- the tree, every rank at every node ---------------------------------------------------------
+
+Key = tuple[str, str, str, int]
+
+
+def _key(node: Node) -> Key:
+    return (node.kind, node.name, os.path.basename(node.file), node.line)
+
+
+@dataclass
+class SpreadNode:
+    """A node of the merged tree: the first rank's node stands for its label; ``inclusive`` and
+    ``own`` hold each rank's metrics (totals of the profiled window, not per step)."""
+
+    node: Node
+    inclusive: dict[int, dict[str, int]] = field(default_factory=dict)
+    own: dict[int, dict[str, int]] = field(default_factory=dict)
+    children: dict[Key, SpreadNode] = field(default_factory=dict)
+
+    def values(self, metric: Metric, ranks: Mapping[int, Rank], own: bool = False) -> dict[int, float]:
+        """Per rank (every rank of the set; 0 where the rank has no such node), per step."""
+        src = self.own if own else self.inclusive
+        return {r: rank.per_step(metric(src[r])) if r in src else 0.0 for r, rank in ranks.items()}
+
+    def walk(self) -> Iterator[tuple[SpreadNode, int]]:
+        stack = [(self, 0)]
+        while stack:
+            n, d = stack.pop()
+            yield n, d
+            stack.extend((c, d + 1) for c in n.children.values())
+
+
+def report_trees(rs: RankSet, show_all: bool = False) -> dict[int, Node]:
+    """Each rank's whole report tree (library frames folded as the report folds them)."""
+    return {rank.rank: report_tree(rank.session, show_all) for rank in rs.ranks}
+
+
+def spread_tree(rs: RankSet, trees: Mapping[int, Node]) -> SpreadNode:
+    """The ranks' report trees (:func:`report_trees`) merged by node path."""
+    root: SpreadNode | None = None
+    for rank in rs.ranks:
+        tree = trees[rank.rank]
+        if root is None:
+            root = SpreadNode(tree)
+        stack = [(tree, root)]
+        while stack:
+            node, into = stack.pop()
+            into.inclusive[rank.rank] = node.inclusive
+            into.own[rank.rank] = node.metrics
+            for c in node.children:
+                k = _key(c)
+                target = into.children.get(k)
+                if target is None:
+                    target = into.children[k] = SpreadNode(c)
+                stack.append((c, target))
+    return root if root is not None else SpreadNode(Node("root", "<root>"))
+
+
+# -- lines -----------------------------------------------------------------------------------
+
+
+@dataclass
+class LineSpread:
+    """A source line's own cost on every rank (as ``dlpt diff`` counts a line: what it caused
+    itself, deeper lines at their own rows), totals of the profiled window."""
+
+    node: Node  # the first rank's frame, for the label
+    own: dict[int, dict[str, int]] = field(default_factory=dict)
+
+    def values(self, metric: Metric, ranks: Mapping[int, Rank]) -> dict[int, float]:
+        return {r: rank.per_step(metric(self.own[r])) if r in self.own else 0.0 for r, rank in ranks.items()}
+
+
+def line_spread(rs: RankSet, trees: Mapping[int, Node]) -> list[LineSpread]:
+    """Each line of any rank, with every rank's own cost (``trees``: :func:`report_trees`)."""
+    lines: dict[tuple[str, str, int], LineSpread] = {}
+    for rank in rs.ranks:
+        for row in flatten_by_line(trees[rank.rank]):
+            n = row.node
+            k = (os.path.basename(n.file), function_key(n.name), n.line)
+            ls = lines.get(k)
+            if ls is None:
+                ls = lines[k] = LineSpread(n)
+            ls.own[rank.rank] = row.self
+    return list(lines.values())

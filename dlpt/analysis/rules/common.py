@@ -1,0 +1,75 @@
+"""What the rules share: where a finding is (the user's line), when a gain is worth reporting,
+and number formatting for evidence sentences (per-step values, already divided)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TypedDict
+
+from dlpt.analysis.inputs import Analysis
+from dlpt.model.tree import Node
+from dlpt.model.units import PLAIN
+
+__all__ = [
+    "Location",
+    "MIN_GAIN_SHARE",
+    "MIN_GAIN_NS",
+    "significant",
+    "where",
+    "ms",
+    "size",
+    "gbs",
+    "lines_of",
+    "per_step_text",
+]
+
+#: A finding is reported when its gain is at least this share of the mean step wall time...
+MIN_GAIN_SHARE = 0.005
+#: ...and at least this many nanoseconds per step.
+MIN_GAIN_NS = 1_000
+
+
+def significant(a: Analysis, gain_ns: float) -> bool:
+    """Whether a gain (per step) is worth a suggestion: not lost in the step's noise."""
+    wall = a.step_wall_ns
+    return gain_ns >= MIN_GAIN_NS and (wall <= 0 or gain_ns >= MIN_GAIN_SHARE * wall)
+
+
+class Location(TypedDict):
+    """The location fields of a :class:`~dlpt.analysis.finding.Finding`."""
+
+    file: str
+    line: int
+    function: str
+
+
+def where(line: Node | None) -> Location:
+    """The location of a finding at a frame node (empty for None: about the whole step)."""
+    if line is None:
+        return {"file": "", "line": 0, "function": ""}
+    return {"file": line.file, "line": line.line, "function": line.name}
+
+
+def ms(ns: float) -> str:
+    """A duration as the reports print it ("1.20ms", "35.0µs")."""
+    return PLAIN.time(ns, per_step=False)
+
+
+def size(nbytes: float) -> str:
+    return PLAIN.bytes(nbytes, per_step=False)
+
+
+def gbs(nbytes: float, ns: float) -> str:
+    """Bytes per nanosecond is GB/s."""
+    return f"{nbytes / ns:.1f} GB/s" if ns > 0 else "-"
+
+
+def per_step_text(a: Analysis) -> str:
+    return "per step" if a.steps > 0 else "in the run"
+
+
+def lines_of(a: Analysis, kinds: tuple[str, ...]) -> Iterator[tuple[Node, Node | None]]:
+    """(node, its user line) for every node of one of ``kinds`` in ``a``'s tree."""
+    for node, line in a.lines:
+        if node.kind in kinds:
+            yield node, line

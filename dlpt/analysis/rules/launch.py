@@ -1,0 +1,79 @@
+"""A launch-bound step (many short kernels, the GPU idle between them) -> CUDA graphs
+(``torch.compile(mode="reduce-overhead")``, ``torch.cuda.graphs``) or fewer, bigger kernels
+(``torch.compile``).
+
+The GPU finishes each kernel before the host has launched the next. Replaying the step as a CUDA
+graph launches all its kernels at once; it cannot make the kernels themselves faster. Gain per
+step: up to the GPU's measured idle time between kernels (``meta.gpu_steps``), the part of the
+step a graph replay removes. Not reported when most GPU time already comes from graph replays.
+"""
+
+from __future__ import annotations
+
+from dlpt.analysis.finding import Finding
+from dlpt.analysis.idle import StepIdle, step_idle
+from dlpt.analysis.inputs import Analysis, int_of
+from dlpt.analysis.rules.common import ms, significant, where
+from dlpt.model.processors import METRICS
+from dlpt.model.tree import Node
+
+__all__ = ["launch_bound", "step_line"]
+
+
+def step_line(root: Node, share: float = 0.8) -> Node | None:
+    """The innermost user line that launches at least ``share`` of all kernels: the call of the
+    step (or the loop body) that a CUDA graph would capture."""
+    total = root.inclusive.get("kernels", 0)
+    if not total:
+        return None
+    best: Node | None = None
+    node = root
+    while True:
+        nxt = next(
+            (
+                c
+                for c in node.children
+                if c.inclusive.get("kernels", 0) >= share * total and c.kind in ("frame", "scope")
+            ),
+            None,
+        )
+        if nxt is None:
+            return best
+        node = nxt
+        if node.kind == "frame":
+            best = node
+
+
+def _replayed(a: Analysis) -> bool:
+    graphs = a.meta.get("cuda_graphs")
+    replay = int_of(graphs.get("replay_gpu_ns")) if isinstance(graphs, dict) else 0
+    return replay > 0.5 * METRICS["gpu"](a.totals)
+
+
+def launch_bound(a: Analysis) -> list[Finding]:
+    idle: StepIdle | None = max(step_idle(a), key=lambda s: s.busy_ns, default=None)
+    if idle is None or not idle.launch_bound or _replayed(a) or not significant(a, idle.between_ns):
+        return []
+    share = idle.between_ns / idle.span_ns
+    return [
+        Finding(
+            rule="launch_bound",
+            title="Launch-bound step: many short kernels, the GPU idle between them",
+            evidence=f"{idle.kernels:.0f} kernels per step, {ms(idle.mean_kernel_ns)} each on average; "
+            f"on GPU {idle.device} each step spans {ms(idle.span_ns)}, of which the GPU works "
+            f"{ms(idle.busy_ns)} and idles {ms(idle.between_ns)} between kernels ({100 * share:.0f}%)",
+            action='capture the step as a CUDA graph (torch.compile(mode="reduce-overhead"), or '
+            "torch.cuda.graphs for static shapes) or fuse its small ops (torch.compile)",
+            basis="up to the GPU's idle time between kernels, measured per step; a graph replay removes the "
+            "launch gaps, not the kernels' own time",
+            gain_ns=round(idle.between_ns),
+            **where(step_line(a.root)),
+            numbers={
+                "between_ns": round(idle.between_ns),
+                "span_ns": round(idle.span_ns),
+                "busy_ns": round(idle.busy_ns),
+                "kernels": idle.kernels,
+                "mean_kernel_ns": round(idle.mean_kernel_ns),
+            },
+        )
+    ]

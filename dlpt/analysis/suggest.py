@@ -1,0 +1,49 @@
+"""Suggestions of a session: saved ones when the session has them (``meta.suggestions``, written
+at stop), else derived now by running every rule (sessions saved before dlpt had rules).
+
+Ranking: per-step gains first, largest first; then one-off gains (compile time), largest first.
+A rule that fails is logged and skipped: a report never breaks over a suggestion.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from dlpt.analysis.finding import Finding
+from dlpt.analysis.inputs import Analysis
+from dlpt.analysis.rules import RULES
+
+__all__ = ["derive", "rank", "findings", "to_meta"]
+
+_log = logging.getLogger(__name__)
+
+
+def rank(found: list[Finding]) -> list[Finding]:
+    return sorted(found, key=lambda f: (not f.per_step, -f.gain_ns, f.rule, f.file, f.line))
+
+
+def derive(a: Analysis) -> list[Finding]:
+    """Run every rule on ``a``; ranked."""
+    out: list[Finding] = []
+    for rule in RULES:
+        try:
+            out.extend(rule(a))
+        except Exception:  # noqa: BLE001 - a broken rule must not break the report; logged
+            _log.debug("suggestion rule %s failed", getattr(rule, "__name__", rule), exc_info=True)
+    return rank(out)
+
+
+def findings(a: Analysis) -> list[Finding]:
+    """The session's saved suggestions if it has any list of them, else :func:`derive`'s."""
+    saved = a.meta.get("suggestions")
+    if isinstance(saved, list):
+        return rank(
+            [f for f in (Finding.from_dict(d) for d in saved if isinstance(d, dict)) if f is not None]
+        )
+    return derive(a)
+
+
+def to_meta(found: list[Finding]) -> list[dict[str, Any]]:
+    """``meta.suggestions`` of a session."""
+    return [f.to_dict() for f in found]

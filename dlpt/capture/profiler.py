@@ -1,0 +1,455 @@
+"""A profile's capture: start and stop it, and turn what the native core collected into a
+:class:`~dlpt.model.session.Session` (the public ``dlpt.profile`` adds to it: :mod:`dlpt.api`).
+
+One profile records at a time in a process. A profile started while another runs raises
+:class:`~dlpt.errors.ProfilerBusyError`, except when the running one is *joinable* (the one
+``python -m dlpt`` starts): then the new profile joins it instead of recording on its own (see
+:class:`Profile`), so ``@dlpt.profile()`` in a script still works under the CLI.
+
+A forked child inherits no running profile (the native core stops capturing in the child): the
+child neither stops nor reports its parent's profile, and may start one of its own (which then
+makes no measurement of its own on the GPU at stop: see :mod:`dlpt.api`).
+
+Thread contract: start/stop are called with the GIL held, normally from the program's main
+thread; steps may arrive from any thread (optimizer steps, ``step_on`` calls, ``prof.step()``)
+and are serialised here. Capture itself happens in the native core on every thread (csrc/).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from typing import Any
+
+from dlpt.capture import native
+from dlpt.capture.assemble import build_session, start_meta
+from dlpt.capture.backward_records import BackwardRecordsPause
+from dlpt.capture.compile import failures
+from dlpt.capture.compile.dynamo import CompileEvents
+from dlpt.capture.flops.annotate import recorded_ops
+from dlpt.capture.ranks.env import current as current_rank
+from dlpt.capture.ranks.env import distributed_meta
+from dlpt.capture.ranks.pycomm import CollectiveHooks
+from dlpt.capture.step_on import StepOn, parse_spec
+from dlpt.capture.steps import CALL, OptimizerHook, StepWindow
+from dlpt.errors import DlptError, ProfilerBusyError, UsageError
+from dlpt.model.rank_paths import rank_path, session_rank
+from dlpt.model.session import Session
+
+_running_lock = threading.Lock()
+_running: Profile | None = None
+_in_forked_child = False  # this process was fork()ed from the one that imported dlpt
+
+
+def _forget_in_child() -> None:
+    """After fork(), in the child: the parent's profile is not this process's to stop. Its hooks
+    go (the child's optimizer steps and step_on calls cost nothing), its locks are new (another
+    thread may have held one at fork())."""
+    global _running, _running_lock, _in_forked_child
+    parent, _running = _running, None
+    _in_forked_child = True  # CUDA may be unusable here: stop() makes no GPU measurement
+    _running_lock = threading.Lock()
+    if parent is not None:
+        parent._step_lock = threading.Lock()
+        parent._remove_hooks()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _check_count(name: str, value: Any, allow_none: bool) -> None:
+    if value is None and allow_none:
+        return
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or value < 0
+        or (name == "active" and value == 0)
+    ):
+        raise UsageError(
+            f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}"
+        )
+
+
+def _synchronize_all() -> None:
+    """Wait for all GPU work, so the window holds exactly what was launched inside it."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        for i in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(i)
+
+
+class Profile:
+    """A profile's capture: start, steps, stop into a :class:`~dlpt.model.session.Session`.
+
+    The public :class:`dlpt.profile` (:mod:`dlpt.api`) is this class plus what comes after
+    capture (the suggestions saved with the session, the report, the decorator). Its arguments:
+
+    Args:
+        skip_first: steps to leave out before recording (warm-up, torch.compile).
+        active: steps to record after those (default: all the rest).
+        gpu: capture GPU kernels, copies, memsets and syncs through CUPTI. Without a GPU, or if
+            another profiler holds CUPTI, dlpt says so and records CPU-side attribution only.
+        nested_ops: also record the ops that run inside other ops (``aten::mm`` under
+            ``aten::matmul``, ``aten::mm`` under ``MmBackward0``). Off by default: kernels land on
+            the same lines either way, and recording every nested op costs several times more
+            per step on launch-bound work.
+        step_on: the function whose outermost calls are the steps (``"generate"``,
+            ``"GPT2LMHeadModel.forward"``, ``"pkg.mod:serve"``; see :mod:`dlpt.capture.step_on`), for
+            inference loops, which have no optimizer step. Optimizer steps and ``prof.step()``
+            are then ignored.
+        sources: save the text of the profiled lines of your files (and 2 lines around each) in
+            the session, so reports show the code as it was when it ran.
+        flops: record the input shapes of the ops with a FLOP formula in torch's registry (and of
+            elementwise ops, for their bytes), for FLOPs and TFLOP/s per line, MFU and the
+            roofline bound. Off by default: torch then packs every op's arguments, which costs
+            time on every op (README: "Why is this line slow").
+        joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
+            ProfilerBusyError (``python -m dlpt`` starts its profile this way).
+
+    After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
+    ``prof.save(path)`` writes it for ``python -m dlpt --load``.
+
+    A profile that joined a running one records nothing itself: its ``step()`` marks steps of the
+    running profile and its ``stop()`` leaves that profile running (and returns None). The
+    session is the running profile's, so it exists once that one stops (under ``python -m dlpt``:
+    when the program ends). Until then ``prof.session`` raises UsageError saying so,
+    ``prof.print()`` prints a one-line note (the CLI prints the report at the end) and
+    ``prof.save(path)`` writes the file when the running profile stops.
+    """
+
+    def __init__(
+        self,
+        skip_first: int = 0,
+        active: int | None = None,
+        gpu: bool = True,
+        nested_ops: bool = False,
+        step_on: str | None = None,
+        sources: bool = True,
+        flops: bool = False,
+        joinable: bool = False,
+    ) -> None:
+        _check_count("skip_first", skip_first, allow_none=False)
+        _check_count("active", active, allow_none=True)
+        if step_on is not None:
+            parse_spec(step_on)  # a malformed name fails here, not at the end of the run
+        self.skip_first = skip_first
+        self.active = active
+        self.gpu = gpu
+        self.nested_ops = bool(nested_ops)
+        self.step_on = step_on
+        self.sources = bool(sources)
+        self.flops = bool(flops)
+        self.joinable = bool(joinable)
+        self._session: Session | None = None
+        self._window: StepWindow | None = None
+        self._step_lock = threading.Lock()
+        self._hook: OptimizerHook | None = None
+        self._backward: BackwardRecordsPause | None = None
+        self._backward_ops = "kept"
+        self._step_on: StepOn | None = None
+        self._step_on_matched: list[str] = []  # what the last run's step_on wrapped
+        self._comm = CollectiveHooks()  # Python-level collectives on CPU process groups
+        self._start_info: dict[str, Any] = {}
+        self._compile_events = CompileEvents()
+        self._failures_before: dict[str, int] = {}
+        self._meta: dict[str, Any] = {}
+        self._pid = 0  # the process that started this profile
+        self._host: Profile | None = None  # the running profile this one joined, if it did
+        self._inside_host = False  # between start() and stop() of a joined profile
+        self._save_at_stop: list[str] = []  # paths joined profiles asked to save to
+        self.gpu_usable = False  # after stop: whether the GPU may be measured (see stop)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> Profile:
+        global _running
+        with _running_lock:
+            host = _running
+            if host is not None:
+                if not host.joinable or host is self:
+                    raise ProfilerBusyError(
+                        "a dlpt profile is already running in this process; stop it before starting another"
+                    )
+                self._join(host)
+                return self
+            _running = self
+        try:
+            self._start()
+        except BaseException:
+            with _running_lock:
+                _running = None
+            raise
+        return self
+
+    def _options(self) -> tuple[Any, ...]:
+        return (
+            self.skip_first,
+            self.active,
+            self.step_on,
+            self.gpu,
+            self.nested_ops,
+            self.sources,
+            self.flops,
+        )
+
+    def _join(self, host: Profile) -> None:
+        own = self._options()
+        if own != Profile()._options() and own != host._options():
+            warnings.warn(
+                "dlpt: this profile joins the one already running (python -m dlpt); its options "
+                "(skip_first, active, step_on, gpu, nested_ops, sources, flops) are ignored: give them on "
+                "the command line instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        self._host, self._inside_host = host, True
+        self._session = None
+
+    def _start(self) -> None:
+        """Set everything up, then start capture and the clock: dlpt's own set-up (imports,
+        hooks, module scans) is never part of the profile's steps or wall time."""
+        C = native.core()
+        self._session, self._host = None, None
+        self._pid = os.getpid()
+        self._save_at_stop = []
+        self._meta = start_meta(self.gpu)
+        want_gpu = bool(self.gpu and self._meta["devices"])
+        _synchronize_all()
+        self._window = StepWindow(
+            self.skip_first, self.active, C.set_collecting, only=CALL if self.step_on else None
+        )
+        try:
+            self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
+            self._comm = CollectiveHooks()
+            self._comm.install()
+            self._backward_ops = self._backward_op_records()
+            if self._backward_ops == "paused":
+                self._backward = BackwardRecordsPause(C.pause_function_records, C.resume_function_records)
+                self._backward.install()
+            if self.step_on is not None:
+                self._step_on = StepOn(self.step_on, self._on_call_begin, self._on_call_end)
+                self._step_on.start()
+            self._failures_before = failures.snapshot()
+            self._compile_events.start()
+            self._start_info = C.start(
+                want_gpu,
+                native.cupti_candidates() if want_gpu else [],
+                self._window.collecting,
+                nested_ops=self.nested_ops,
+                flops_ops=recorded_ops() if self.flops else [],
+                split_backward=self._backward_ops == "paused",
+            )
+        except BaseException:
+            self._remove_hooks()
+            self._compile_events.stop()
+            raise
+        self._window.start()
+        self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
+
+    def _backward_op_records(self) -> str:
+        """Whether backward passes make aten-op records: "paused" (no: backward nodes alone, see
+        dlpt/capture/backward_records.py) or "kept" (nested ops or FLOPs asked for, or one of
+        several ranks: collectives in backward hooks are c10d ops)."""
+        rank = current_rank()
+        if self.nested_ops or self.flops or (rank is not None and rank.distributed):
+            return "kept"
+        return "paused"
+
+    def _remove_hooks(self) -> None:
+        """Undo the optimizer hook, the backward wrapper and the step_on wrappers (the originals
+        are back)."""
+        if self._backward is not None:
+            self._backward.remove()
+            self._backward = None
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        self._comm.remove()
+        if self._step_on is not None:
+            self._step_on.stop()
+            self._step_on_matched = self._step_on.matched
+            self._step_on = None
+
+    def _gpu_meta(self, have_devices: bool) -> dict[str, Any]:
+        if not self.gpu:
+            reason = "GPU capture disabled (gpu=False / --no-gpu)"
+        elif not have_devices:
+            reason = "no CUDA GPU available"
+        else:
+            reason = self._start_info["reason"]
+            if reason:
+                warnings.warn(
+                    f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+        return {
+            "enabled": bool(self._start_info["gpu"]),
+            "reason": reason,
+            "cupti": self._start_info.get("cupti_path") or None,
+        }
+
+    def step(self) -> None:
+        """Mark the end of a step (optional: optimizer steps are detected anyway)."""
+        if self._inside_host and self._host is not None:
+            self._host.step()
+        elif _running is self:
+            self._on_step("manual")
+
+    def _on_step(self, source: str, began_ns: int | None = None) -> None:
+        C = native.core()
+        C.drain_code_refs()
+        with self._step_lock:
+            if self._window is not None:
+                self._window.on_step(source, began_ns)
+            # After the window decided, in the same order: the mark says whether the next step
+            # is recorded (meta.gpu_steps).
+            C.mark_step()
+
+    def _on_call_begin(self) -> None:
+        with self._step_lock:
+            if self._window is not None:
+                self._window.begin_call()
+
+    def _on_call_end(self, began_ns: int) -> None:
+        self._on_step(CALL, began_ns)
+
+    def stop(self) -> Session | None:
+        """Stop capture, flush all GPU activity and build the session.
+
+        A profile that joined a running one only leaves it (see the class docstring) and
+        returns None."""
+        global _running
+        if self._host is not None:  # joined: leave (again, harmlessly)
+            self._inside_host = False
+            return None
+        if _running is not self:
+            if self._pid and self._pid != os.getpid():
+                raise UsageError(
+                    f"this dlpt profile belongs to process {self._pid}; "
+                    "a forked child neither stops nor reports it"
+                )
+            raise UsageError("this dlpt profile is not running")
+        t0 = time.perf_counter()
+        gpu_usable = True
+        try:
+            self._remove_hooks()
+            # Stop recording first: our own synchronisation below is not the program's.
+            native.core().set_collecting(False)
+            try:
+                _synchronize_all()
+            except Exception as e:  # noqa: BLE001 - a broken CUDA context must not lose the CPU-side profile
+                gpu_usable = False
+                warnings.warn(
+                    f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning, stacklevel=1
+                )
+            assert self._window is not None
+            wall_ns = self._window.close()
+            raw = native.core().stop()
+            self._meta["compile"] = self._compile_events.stop()
+        finally:
+            with _running_lock:
+                _running = None
+        steps = self._window.meta()
+        if self.step_on is not None:
+            steps["step_on"] = self.step_on
+        self._session = build_session(
+            raw,
+            self._meta,
+            steps=steps,
+            step_wall_ns=list(self._window.step_wall_ns),
+            wall_ns=wall_ns,
+            stop_s=time.perf_counter() - t0,
+            failures_before=self._failures_before,
+            sources=self.sources,
+            step_on_matched=self._step_on_matched if self.step_on is not None else None,
+            flops=self.flops,
+            comm_signatures=self._comm.table(),
+            distributed=distributed_meta(current_rank() or self._comm.rank, self._comm.backends),
+        )
+        self._session.meta["capture"]["backward_ops"] = self._backward_ops
+        # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a
+        # forked child (CUDA may be unusable there) or on a GPU that failed to synchronise.
+        self.gpu_usable = gpu_usable and not _in_forked_child
+        return self._session
+
+    def _save_for_joined(self) -> None:
+        """Write the files joined profiles asked for; a failure is said, never raised (the
+        profile itself is safe in memory, and the CLI saves its own copy)."""
+        for path in self._save_at_stop:
+            try:
+                self.save(path)
+            except (OSError, DlptError) as e:
+                warnings.warn(
+                    f"dlpt: could not save the profile to {path}: {e}", RuntimeWarning, stacklevel=2
+                )
+        self._save_at_stop = []
+
+    # -- context manager / decorator --------------------------------------------------------
+
+    def __enter__(self) -> Profile:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.forked:
+            self.stop()
+
+    @property
+    def forked(self) -> bool:
+        """Started by the process we forked from: not ours to stop or report."""
+        return bool(self._pid) and self._pid != os.getpid() and not self._inside_host
+
+    @property
+    def joined(self) -> bool:
+        """Between start() and stop() of a profile that joined a running one."""
+        return self._inside_host
+
+    @property
+    def waiting_for_host(self) -> bool:
+        """This profile joined a running one that has not stopped yet: no session exists."""
+        return self._host is not None and self._host._session is None
+
+    # -- results -----------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """The recorded session (available once the profile stopped)."""
+        host = self._host
+        if host is not None:
+            if host._session is None:
+                raise UsageError(
+                    "this profile joined the one already running (python -m dlpt): the session is "
+                    "that profile's and exists once it stops, when the program ends (-o FILE keeps it)"
+                )
+            return host._session
+        if self._session is None:
+            raise UsageError("the profile has no session yet: it is still running or never ran")
+        return self._session
+
+    def save(self, path: str | os.PathLike[str]) -> str:
+        """Write the session as JSON; re-render later with ``python -m dlpt --load PATH``.
+        Returns the path written.
+
+        One of several ranks (torchrun, SLURM, an initialised process group) writes its own
+        file: ``{rank}`` in ``path`` is replaced by the rank, otherwise ``.rank<N>`` goes before
+        the extension (dlpt.model.rank_paths), so ranks never replace each other's sessions.
+
+        For a profile that joined a running one, the file is written when that one stops."""
+        if self._host is not None and self._host._session is None:
+            self._host._save_at_stop.append(os.path.abspath(path))
+            return os.fspath(path)
+        session = self.session
+        where = os.fspath(path)
+        rank = session_rank(session.meta)
+        where = rank_path(where, *rank) if rank is not None else rank_path(where, 0, 1)
+        session.save(where)
+        return where
+
+
+def running() -> Profile | None:
+    """The profile running in this process, if any."""
+    return _running

@@ -1,0 +1,291 @@
+"""``--step-on NAME`` / ``dlpt.profile(step_on=NAME)``: each outermost call of a function is a step.
+
+Inference has no optimizer step to count: a ``generate()`` loop or a server handling requests
+calls one function per unit of work, so that function's calls are the steps. The function is
+wrapped (no ``sys.setprofile``: that would slow every Python call of the program), and each
+wrapper's call tells the profile when an outermost call begins and ends; calls made while one is
+already running on the same thread (recursion, ``forward`` calling ``forward``) are part of it.
+
+NAME is resolved as follows, and the originals are put back when the profile stops:
+
+- ``module:qualname`` (``pkg.mod:generate``, ``pkg.mod:Model.forward``): the attribute of that
+  module, now if it is imported, else as soon as the program imports it.
+- ``Class.method`` or ``function``: looked up in every module imported so far and every module
+  imported later (:mod:`dlpt.capture.import_hooks`), except torch's, its own dependencies' (jinja2 has a
+  ``generate`` too), the stdlib's and dlpt's: a class of that name defined in the module, or a
+  function of that name defined in it. A bare name also matches methods of that name of classes
+  defined there (``generate`` finds ``GenerationMixin.generate``). Every match is wrapped and
+  listed in the session (``meta.steps.step_on_matched``).
+- Functions of the program's main script (``python -m dlpt --step-on step train.py``), nested
+  ones included, are wrapped where they are defined: the CLI compiles the script with a decorator
+  on each matching ``def`` (:func:`instrument_main`).
+
+Calls made while Dynamo traces (the function runs inside a ``torch.compile``d region) are not
+counted: name an uncompiled caller instead. A generator or async function's "call" only creates
+the generator or coroutine.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.metadata
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FunctionType, ModuleType
+from typing import Any
+
+from dlpt.capture.import_hooks import on_every_import, when_imported
+from dlpt.errors import UsageError
+from dlpt.model.source_files import file_kind
+
+__all__ = ["StepOn", "parse_spec", "instrument_main", "main_def"]
+
+_MISSING = object()
+_active: StepOn | None = None  # the StepOn whose main-script defs are being wrapped
+
+
+def parse_spec(spec: str) -> tuple[str | None, list[str]]:
+    """(module or None, qualname parts) of a step_on NAME; UsageError if it is not a name."""
+    module, _, qualname = spec.rpartition(":") if ":" in spec else (None, "", spec)
+    parts = qualname.split(".")
+    if not all(p.isidentifier() for p in parts) or (
+        module is not None and not all(p.isidentifier() for p in module.split("."))
+    ):
+        raise UsageError(
+            f"step_on {spec!r} is not a function name: use function, Class.method, "
+            "module:function or module:Class.method"
+        )
+    return module or None, parts
+
+
+class StepOn:
+    """Wraps the functions ``spec`` names from :meth:`start` to :meth:`stop`; each outermost call
+    on a thread calls ``begin()`` on entry and ``end(began_ns)`` on return (or raise)."""
+
+    def __init__(self, spec: str, begin: Callable[[], None], end: Callable[[int], None]) -> None:
+        self.spec = spec
+        self.module, self.parts = parse_spec(spec)
+        self._begin, self._end = begin, end
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        # (owner, attribute, what owner.__dict__ held before or _MISSING, our wrapper)
+        self._wrapped: list[tuple[Any, str, Any, Any]] = []
+        self._cancel: list[Callable[[], None]] = []
+        self.matched: list[str] = []
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        global _active
+        _active = self
+        if self.module is not None:
+            self._cancel.append(when_imported(self.module, self._resolve_in))
+            return
+        for module in list(sys.modules.values()):
+            if isinstance(module, ModuleType):
+                self._search(module)
+        self._cancel.append(on_every_import(self._search))
+
+    def stop(self) -> None:
+        """Put every original back (unless the program replaced our wrapper since)."""
+        global _active
+        if _active is self:
+            _active = None
+        for cancel in self._cancel:
+            cancel()
+        self._cancel.clear()
+        with self._lock:
+            wrapped, self._wrapped = self._wrapped, []
+        for owner, attr, before, wrapper in reversed(wrapped):
+            if vars(owner).get(attr) is not wrapper:
+                continue
+            if before is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, before)
+
+    # -- finding the functions ------------------------------------------------------------------
+
+    def _resolve_in(self, module: ModuleType) -> None:
+        """module:qualname: the attribute path in that module, whoever defined it."""
+        owner: Any = module
+        for part in self.parts[:-1]:
+            owner = getattr(owner, part, None)
+            if owner is None:
+                return
+        self._wrap_attr(owner, self.parts[-1], f"{module.__name__}:{'.'.join(self.parts)}")
+
+    def _search(self, module: ModuleType) -> None:
+        """A bare name: definitions of it in ``module`` if the module is not the framework's."""
+        name = getattr(module, "__name__", "")
+        file = getattr(module, "__file__", None)
+        if name != "__main__" and (
+            not isinstance(file, str)
+            or file_kind(file) == "framework"
+            or name.partition(".")[0].lower() in _torch_dependencies()
+        ):
+            return
+        try:
+            namespace = vars(module)
+        except TypeError:
+            return
+        first, rest = self.parts[0], self.parts[1:]
+        if not rest:
+            fn = namespace.get(first)
+            if isinstance(fn, FunctionType) and fn.__module__ == name:
+                self._wrap_attr(module, first, f"{name}:{first}")
+            for cls in [v for v in namespace.values() if isinstance(v, type)]:
+                if cls.__module__ == name and first in vars(cls):
+                    self._wrap_attr(cls, first, f"{name}:{cls.__qualname__}.{first}")
+            return
+        owner = namespace.get(first)
+        if not isinstance(owner, type) or owner.__module__ != name:
+            return
+        for part in rest[:-1]:
+            owner = getattr(owner, part, None)
+            if owner is None:
+                return
+        self._wrap_attr(owner, rest[-1], f"{name}:{'.'.join(self.parts)}")
+
+    def _wrap_attr(self, owner: Any, attr: str, where: str) -> None:
+        try:
+            before = vars(owner).get(attr, _MISSING)
+        except TypeError:
+            return
+        value = before if before is not _MISSING else getattr(owner, attr, None)
+        wrapper = self.wrap(value)
+        if wrapper is None:
+            return
+        with self._lock:
+            if any(o is owner and a == attr for o, a, _, _ in self._wrapped):
+                return
+            try:
+                setattr(owner, attr, wrapper)
+            except (AttributeError, TypeError):  # a built-in or frozen class
+                return
+            self._wrapped.append((owner, attr, before, wrapper))
+            self.matched.append(where)
+
+    # -- the wrapper ----------------------------------------------------------------------------
+
+    def wrap(self, value: Any) -> Any:
+        """A wrapper counting the calls of ``value`` (a function, staticmethod or classmethod),
+        or None for anything else."""
+        if isinstance(value, (staticmethod, classmethod)):
+            inner = self.wrap(value.__func__)
+            return None if inner is None else type(value)(inner)
+        if not isinstance(value, FunctionType) or getattr(value, "__dlpt_step_on__", False):
+            return None
+        fn = value
+        local, begin, end = self._local, self._begin, self._end
+        compiling = _is_compiling()
+
+        @functools.wraps(fn)
+        def step_call(*args: Any, **kwargs: Any) -> Any:
+            if local.__dict__.get("depth") or compiling():
+                return fn(*args, **kwargs)
+            local.depth = 1
+            began = time.perf_counter_ns()
+            begin()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                local.depth = 0
+                end(began)
+
+        step_call.__dlpt_step_on__ = True  # type: ignore[attr-defined]
+        return step_call
+
+    def wrap_main_def(self, fn: Any, qualname: str) -> Any:
+        """The decorator :func:`instrument_main` puts on the main script's matching defs."""
+        wrapper = self.wrap(fn)
+        if wrapper is None:
+            return fn
+        with self._lock:
+            self.matched.append(f"__main__:{qualname}")
+        return wrapper
+
+
+@functools.cache
+def _torch_dependencies() -> frozenset[str]:
+    """Top-level module names of the packages torch requires (sympy, jinja2, networkx...): part
+    of the framework for a bare name's search, not code a user steps on."""
+    try:
+        requires = importlib.metadata.requires("torch") or []
+    except importlib.metadata.PackageNotFoundError:
+        return frozenset()
+    return frozenset(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0].lower().replace("-", "_") for r in requires)
+
+
+def _is_compiling() -> Callable[[], bool]:
+    """torch.compiler.is_compiling (True while Dynamo traces; it never imports Dynamo)."""
+    torch = sys.modules.get("torch")
+    check = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return check if callable(check) else (lambda: False)
+
+
+def main_def(qualname: str) -> Callable[[Any], Any]:
+    """The decorator on a main-script def: counts its calls while a step_on profile runs."""
+
+    def decorate(fn: Any) -> Any:
+        active = _active
+        return fn if active is None else active.wrap_main_def(fn, qualname)
+
+    return decorate
+
+
+def _matches(qualname: str, module: str | None, parts: list[str]) -> bool:
+    if module is not None and module != "__main__":
+        return False
+    spec, plain = ".".join(parts), qualname.replace(".<locals>", "")
+    return plain == spec or (module is None and plain.endswith("." + spec))
+
+
+def instrument_main(tree: ast.Module, spec: str) -> ast.Module:
+    """Put :func:`main_def` on every def of the main script's ``tree`` that ``spec`` names (by
+    qualname, nested functions included); the rest of the tree is untouched."""
+    module, parts = parse_spec(spec)
+
+    def visit(nodes: list[Any], prefix: str) -> None:
+        for node in nodes:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qualname = prefix + node.name
+                if _matches(qualname, module, parts):
+                    node.decorator_list.insert(0, _decorator(qualname, node))
+                visit(node.body, f"{qualname}.<locals>.")
+            else:  # if/for/while/with/try/match: the defs in their blocks
+                for _, value in ast.iter_fields(node):
+                    if isinstance(value, list):
+                        visit(
+                            [
+                                v
+                                for v in value
+                                if isinstance(v, (ast.stmt, ast.excepthandler, ast.match_case))
+                            ],
+                            prefix,
+                        )
+
+    visit(tree.body, "")
+    return tree
+
+
+def _decorator(qualname: str, at: ast.AST) -> ast.expr:
+    """``__import__("dlpt.capture.step_on", fromlist=["main_def"]).main_def(qualname)``: no name is
+    added to the script's globals."""
+    imported = ast.Call(
+        func=ast.Name("__import__", ast.Load()),
+        args=[ast.Constant("dlpt.capture.step_on")],
+        keywords=[ast.keyword("fromlist", ast.List([ast.Constant("main_def")], ast.Load()))],
+    )
+    call = ast.Call(
+        func=ast.Attribute(imported, "main_def", ast.Load()), args=[ast.Constant(qualname)], keywords=[]
+    )
+    for node in ast.walk(call):  # every new node sits on the def's line
+        ast.copy_location(node, at)
+    return call

@@ -1,0 +1,107 @@
+"""``python -m dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]``.
+
+``diff`` as the first argument of ``python -m dlpt`` is this subcommand (a script literally
+named ``diff`` is run as ``./diff``). Bad input (a missing or corrupt session, a bad option)
+gives one line on stderr and exit status 2, like the rest of the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from dlpt.cli.outputs import check_writable
+from dlpt.errors import DlptError, UsageError
+from dlpt.model.processors import METRICS
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one clear line instead of usage + error
+        raise UsageError(message)
+
+
+def _parser() -> _Parser:
+    p = _Parser(
+        prog="dlpt diff",
+        allow_abbrev=False,
+        description="Compare two saved profiles line by line (lines matched by file name, function "
+        "and line text, so moved lines still match).",
+    )
+    p.add_argument("a", metavar="A.json", help="the baseline session (python -m dlpt -o A.json ...)")
+    p.add_argument("b", metavar="B.json", help="the session to compare with it")
+    p.add_argument(
+        "--metric",
+        choices=list(METRICS),
+        help="what to compare (default: gpu if either has GPU time, else cpu)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=1.0,
+        metavar="PCT",
+        help="hide lines below PCT percent of the larger total (default: 1)",
+    )
+    p.add_argument("--html", metavar="OUT", help="also write the comparison as a self-contained HTML page")
+    p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+    return p
+
+
+def _say(msg: str) -> None:
+    print(f"dlpt: {msg}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dlpt diff``; returns the exit status."""
+    try:
+        opts = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as e:
+        _say(f"diff: {e}")
+        return EXIT_USAGE
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
+    if not 0.0 <= opts.threshold < 100.0:
+        _say(f"diff: --threshold must be a percentage in [0, 100), got {opts.threshold:g}")
+        return EXIT_USAGE
+    if opts.html is not None:
+        try:
+            check_writable(opts.html, "--html")
+        except UsageError as e:
+            _say(f"diff: {e}")
+            return EXIT_USAGE
+        if os.path.realpath(opts.html) in (os.path.realpath(opts.a), os.path.realpath(opts.b)):
+            _say(f"diff: --html {opts.html}: is one of the sessions compared; it would be overwritten")
+            return EXIT_USAGE
+
+    from rich.console import Console
+
+    from dlpt.analysis.diff import default_diff_metric, diff_sessions
+    from dlpt.model.processors import get_metric
+    from dlpt.model.session import Session
+    from dlpt.renderers.terminal.diff import render_diff
+
+    try:
+        a, b = Session.load(opts.a), Session.load(opts.b)
+    except DlptError as e:
+        _say(str(e))
+        return EXIT_USAGE
+    d = diff_sessions(a, b, opts.a, opts.b)
+    metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)
+    console = Console()
+    console.print(render_diff(d, metric, opts.threshold / 100.0, opts.ascii or console.options.ascii_only))
+    if opts.html is not None:
+        from dlpt.renderers.html.diff_page import write_diff_html
+
+        try:
+            write_diff_html(d, opts.html, metric)
+        except (OSError, DlptError) as e:
+            _say(f"could not write the HTML diff to {opts.html}: {e}")
+            return EXIT_USAGE
+        _say(f"wrote HTML diff to {opts.html}")
+    return 0

@@ -1,0 +1,225 @@
+"""Running the profiled program exactly as ``python`` would run it (for :mod:`dlpt.cli.main`).
+
+The profiled program must not be able to tell it is not run by plain ``python``: same
+``sys.argv``, ``sys.path[0]``, ``__main__`` module (``__name__``, ``__file__``, ``__spec__``,
+``__package__``, ``__loader__``), working directory and exit status. We therefore build the
+``__main__`` module ourselves (as CPython's ``pymain_run_*`` does) instead of going through
+``runpy.run_path``, which would force ``sys.argv[0]`` to equal ``__file__``.
+
+:func:`resolve` turns the program part of the command line (``script.py``, ``-m module``,
+``-c code``, a directory or zip with ``__main__.py``) into a :class:`Program`; :func:`install`
+makes the interpreter look as python would have it; :func:`run_program` executes it and returns
+how it ended; :func:`exit_status` prints what python prints for that ending (the traceback,
+starting at the program's own code) and gives python's exit status.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import importlib.machinery
+import io
+import os
+import runpy
+import signal
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlpt.capture.step_on import instrument_main
+from dlpt.errors import UsageError
+
+__all__ = ["EXIT_SIGINT", "Program", "resolve", "install", "run_program", "exit_status"]
+
+EXIT_SIGINT = 128 + signal.SIGINT  # what a shell reports for a program killed by Ctrl-C
+
+# Keep the module dlpt itself ran as (python -m dlpt) alive once the program's module replaces it
+# in sys.modules["__main__"]; its globals are still in use by our caller's frame.
+_launcher_main: Any = None
+
+
+@dataclass
+class Program:
+    """What to run and how the interpreter state must look while it runs."""
+
+    code: types.CodeType
+    argv: list[str]
+    path0: str  # sys.path[0] as python would set it
+    module: types.ModuleType = field(default_factory=lambda: types.ModuleType("__main__"))
+
+
+def _set_path0(entry: str) -> None:
+    # python -P / -I / PYTHONSAFEPATH prepend nothing, so there is no entry of ours to replace.
+    if not sys.flags.safe_path:
+        sys.path[0] = entry
+
+
+def _main_module(program: Program, **attrs: Any) -> None:
+    d = program.module.__dict__
+    # CPython's main module always starts with these (pylifecycle.c: add_main_module).
+    d.update(__builtins__=builtins, __annotations__={}, __doc__=None)
+    d.update(attrs)
+
+
+def _compile_main(source: str | bytes, filename: str, step_on: str | None) -> types.CodeType:
+    """Compile the program's main code as python would; with ``--step-on``, the defs it names get
+    the decorator that counts their calls (dlpt.capture.step_on.instrument_main)."""
+    if step_on is None:
+        return compile(source, filename, "exec", dont_inherit=True)
+    tree = ast.parse(source, filename)  # the SyntaxError compile() would raise
+    return compile(instrument_main(tree, step_on), filename, "exec", dont_inherit=True)
+
+
+def _from_script(path: str, args: list[str], step_on: str | None) -> Program:
+    if os.path.isdir(path) or _is_zip(path):
+        return _from_main_dir(path, args)
+    with io.open_code(path) as f:  # OSError → "can't open file", like python
+        source = f.read()
+    # Like python >= 3.9: __file__ is absolute (not normalised), sys.path[0] is the real directory.
+    filename = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    code = _compile_main(source, filename, step_on)
+    prog = Program(code, [path, *args], os.path.dirname(os.path.realpath(path)))
+    _main_module(
+        prog,
+        __file__=filename,
+        __cached__=None,
+        __package__=None,
+        __spec__=None,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", filename),
+    )
+    return prog
+
+
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    return os.path.isfile(path) and zipfile.is_zipfile(path)
+
+
+def _from_main_dir(path: str, args: list[str]) -> Program:
+    """A directory or zip with __main__.py: python puts it on sys.path and runs ``__main__``."""
+    path0 = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    _set_path0(path0)
+    saved = sys.modules.pop("__main__", None)  # so the lookup finds the program's __main__
+    try:
+        # runpy's private helpers are what python's own -m and directory runs use; they give
+        # python's exact lookup semantics and error messages (private: not in typeshed).
+        _, spec, code = runpy._get_module_details("__main__", UsageError)  # type: ignore[attr-defined]
+    except UsageError:
+        raise UsageError(f"can't find '__main__' module in {path!r}") from None
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+    prog = Program(code, [path, *args], path0)
+    _module_attrs(prog, spec)
+    return prog
+
+
+def _from_module(name: str, args: list[str], step_on: str | None) -> Program:
+    _set_path0(os.getcwd())  # python -m: the working directory, absolute
+    # The helper python -m itself uses (see _from_main_dir); private, hence not in typeshed.
+    _, spec, code = runpy._get_module_details(name, UsageError)  # type: ignore[attr-defined]
+    source = spec.loader.get_source(spec.name) if step_on and hasattr(spec.loader, "get_source") else None
+    if source is not None:
+        code = _compile_main(source, spec.origin, step_on)
+    prog = Program(code, [spec.origin, *args], os.getcwd())
+    _module_attrs(prog, spec)
+    return prog
+
+
+def _module_attrs(prog: Program, spec: Any) -> None:
+    _main_module(
+        prog,
+        __file__=spec.origin,
+        __cached__=spec.cached,
+        __loader__=spec.loader,
+        __package__=spec.parent,
+        __spec__=spec,
+    )
+
+
+def _from_code(source: str, args: list[str], step_on: str | None) -> Program:
+    prog = Program(_compile_main(source, "<string>", step_on), ["-c", *args], "")
+    _main_module(prog, __package__=None, __spec__=None, __loader__=importlib.machinery.BuiltinImporter)
+    return prog
+
+
+def resolve(program: list[str], step_on: str | None) -> Program:
+    """The program the command line names (``program[0]`` is the script, ``-m``/``-mNAME`` or
+    ``-c``/``-cCODE``; the rest are its arguments). Raises UsageError for what python reports
+    with exit status 2 (a missing file or module), and whatever compiling or finding the program
+    raises (a SyntaxError, the program's package failing to import)."""
+    head, rest = program[0], program[1:]
+    for flag, make in (("-m", _from_module), ("-c", _from_code)):
+        if head.startswith(flag):
+            if head == flag:
+                if not rest:
+                    raise UsageError(f"argument {flag} needs a value")
+                head, rest = flag + rest[0], rest[1:]
+            return make(head[2:], rest, step_on)
+    if head == "-":
+        raise UsageError("reading the program from stdin is not supported; pass a file")
+    try:
+        return _from_script(head, rest, step_on)
+    except OSError as e:
+        raise UsageError(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}") from None
+
+
+def install(prog: Program) -> None:
+    """Make ``sys.argv``, ``sys.path[0]`` and ``sys.modules["__main__"]`` the program's."""
+    global _launcher_main
+    _launcher_main = sys.modules.get("__main__")
+    sys.argv[:] = prog.argv  # in place: code may hold a reference to the list
+    _set_path0(prog.path0)
+    # pickle and multiprocessing look the program's classes up through sys.modules['__main__'].
+    sys.modules["__main__"] = prog.module
+
+
+def run_program(prog: Program, hold_sigint: Any) -> BaseException | None:
+    """Execute the program; return how it ended (None for a normal end).
+
+    The moment it ends, Ctrl-C is only noted (``hold_sigint``), through a direct call of the
+    built-in ``signal.signal``: a Ctrl-C pending then is handled by the new handler, never raised
+    in dlpt's own code (a call of a Python function first would check for it)."""
+    try:
+        exec(prog.code, prog.module.__dict__)
+    except BaseException as e:  # noqa: BLE001 - every way out (SystemExit, Ctrl-C) is the outcome
+        if hold_sigint is not None:
+            signal.signal(signal.SIGINT, hold_sigint)
+        return e
+    if hold_sigint is not None:
+        signal.signal(signal.SIGINT, hold_sigint)
+    return None
+
+
+def _strip_launcher_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """Drop the leading frames of dlpt and runpy so the traceback starts at the program's code,
+    as python shows it."""
+    ours = {run_program.__code__.co_filename, getattr(runpy, "__file__", ""), "<frozen runpy>"}
+    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
+        tb = tb.tb_next
+    return tb
+
+
+def exit_status(outcome: BaseException | None) -> int:
+    """Translate how the program ended into python's exit status, printing what python prints."""
+    if outcome is None:
+        return 0
+    # The report and program output come before the traceback. The program may have closed
+    # stdout or replaced it (even with None): a failing flush must not hide its outcome.
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    if isinstance(outcome, SystemExit):
+        code = outcome.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr, flush=True)  # sys.exit("msg"): message, status 1
+        return 1
+    tb = _strip_launcher_frames(outcome.__traceback__)
+    outcome.__traceback__ = tb
+    sys.excepthook(type(outcome), outcome, tb)  # honour a hook the program installed
+    return EXIT_SIGINT if isinstance(outcome, KeyboardInterrupt) else 1

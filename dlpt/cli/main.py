@@ -1,0 +1,432 @@
+"""Command line: ``python -m dlpt [options] (script.py | -m module | -c code) [args...]``,
+``python -m dlpt --load FILE [render options]`` and ``python -m dlpt diff A.json B.json``
+(:mod:`dlpt.cli.diff`).
+
+This module is the argument handling and the orchestration of a run: parse and check every
+option before the program starts (bad values and unwritable output paths fail at once, not after
+an hour-long run), start the profile, run the program as plain ``python`` would
+(:mod:`dlpt.cli.launch`), then stop, save and show.
+
+Whatever way the program ends (normal end, ``sys.exit``, exception, Ctrl-C, SIGTERM), the profile
+is first stopped, saved (``-o``, ``--html``, ``--export``) and shown; only then does the
+program's traceback / exit status follow (:mod:`dlpt.cli.signals` says how signals are handled). A
+forked child that returns from the program exits with the program's status and reports nothing:
+the profile is its parent's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from dlpt.capture.ranks.env import from_env
+from dlpt.capture.step_on import parse_spec
+from dlpt.cli import outputs
+from dlpt.cli.launch import exit_status, install, resolve, run_program
+from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
+from dlpt.cli.signals import Interrupted, Signals
+from dlpt.errors import DlptError, UsageError
+from dlpt.model.processors import METRICS
+from dlpt.model.rank_paths import expand_load, rank_path
+from dlpt.renderers.terminal.report import (
+    VIEWS,  # imported now: the program's sys.path[0] replaces ours later
+)
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one clear line instead of usage + error
+        raise UsageError(message)
+
+
+def _build_parser() -> _Parser:
+    p = _Parser(
+        prog="dlpt",
+        allow_abbrev=False,  # abbreviations would make the script/option split ambiguous
+        usage="dlpt [options] (script.py | -m module | -c code) [args ...]\n"
+        "       dlpt --load FILE [FILE ...] [render options]\n"
+        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]",
+        description="Profile a PyTorch program: which line of your code costs how much GPU time.",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="save the session (JSON) to FILE")
+    p.add_argument(
+        "--load",
+        nargs="+",
+        metavar="FILE",
+        help="re-render a saved session; runs nothing. Several files or a quoted glob "
+        "('run.rank*.json'): the report across ranks",
+    )
+    p.add_argument("--view", choices=VIEWS, default="tree", help="report view (default: tree)")
+    p.add_argument(
+        "--metric",
+        choices=list(METRICS),
+        help="metric to rank and prune by (default: gpu if there is GPU time, else cpu)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=1.0,
+        metavar="PCT",
+        help="hide nodes below PCT percent of the total (default: 1)",
+    )
+    p.add_argument("--depth", type=int, metavar="N", help="show at most N levels below the root")
+    p.add_argument("--show-all", action="store_true", help="show library frames too")
+    p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+    p.add_argument("--no-report", action="store_true", help="save only, print no report")
+    outputs.add_arguments(p)
+    p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
+    p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
+    p.add_argument(
+        "--step-on",
+        metavar="NAME",
+        help="each outermost call of NAME is a step (function, Class.method, module:function): "
+        "steps for inference loops, which have no optimizer step",
+    )
+    p.add_argument(
+        "--no-source", action="store_true", help="do not save the profiled lines' source text in the session"
+    )
+    p.add_argument("--no-gpu", action="store_true", help="CPU-side attribution only")
+    p.add_argument(
+        "--nested-ops",
+        action="store_true",
+        help="also record ops inside ops (aten::mm under aten::matmul); slower",
+    )
+    p.add_argument(
+        "--flops",
+        action="store_true",
+        help="record op shapes for FLOPs, TFLOP/s and MFU per line (costs time on every op)",
+    )
+    p.add_argument(
+        "--peak-tflops",
+        type=float,
+        metavar="N",
+        help="the GPU's dense peak TFLOP/s for MFU and %% of peak (default: datasheet table)",
+    )
+    p.add_argument(
+        "--report-ranks",
+        choices=REPORT_RANKS,
+        help="under torchrun and other launchers: which ranks print (default 0: rank 0 prints, "
+        "the report across ranks when -o saved every rank's session)",
+    )
+    p.add_argument(
+        "--rank-timeout",
+        type=float,
+        metavar="S",
+        help=f"how long rank 0 waits for the other ranks' sessions (default {DEFAULT_TIMEOUT_S:g} s)",
+    )
+    p.add_argument("--version", action="version", version=f"dlpt {_version()}")
+    return p
+
+
+def _version() -> str:
+    import dlpt
+
+    return str(getattr(dlpt, "__version__", "unknown"))
+
+
+def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
+    """Split argv into dlpt's options and the program part, which starts at the script, ``-m``
+    or ``-c``; everything after that belongs to the program, untouched (as with python)."""
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv[:i], argv[i + 1 :]
+        if not tok.startswith("-") or tok == "-":
+            return argv[:i], argv[i:]
+        if not tok.startswith("--") and tok[1] in "mc":
+            return argv[:i], argv[i:]
+        # Options with a separate value consume the next token, so that `-o p.json x.py`
+        # does not take p.json for the script.
+        if "=" not in tok and (len(tok) == 2 or tok.startswith("--")):
+            action = parser._option_string_actions.get(tok)
+            if action is not None and action.nargs == "+":
+                # --load A B ...: up to the next option, or a script (--load runs none: said later)
+                while (
+                    i + 1 < len(argv) and not argv[i + 1].startswith("-") and not argv[i + 1].endswith(".py")
+                ):
+                    i += 1
+            elif action is not None and action.nargs != 0:
+                i += action.nargs if isinstance(action.nargs, int) else 1
+        i += 1
+    return argv, []
+
+
+def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = _build_parser()
+    opts_part, program = _split(parser, argv)
+    opts = parser.parse_args(opts_part)
+    opts.outputs = outputs.collect(opts)
+    if opts.load is not None:
+        if program:
+            raise UsageError("--load re-renders a saved session and runs no program")
+        for flag, bad in (
+            ("-o", opts.output is not None),
+            ("--no-report", opts.no_report and not opts.outputs),
+            ("--skip-first", opts.skip_first != 0),
+            ("--active", opts.active is not None),
+            ("--no-gpu", opts.no_gpu),
+            ("--nested-ops", opts.nested_ops),
+            ("--step-on", opts.step_on is not None),
+            ("--no-source", opts.no_source),
+            ("--flops", opts.flops),
+            ("--report-ranks", opts.report_ranks is not None),
+            ("--rank-timeout", opts.rank_timeout is not None),
+        ):
+            if bad:
+                raise UsageError(f"{flag} applies when running a program, not with --load")
+        opts.load = expand_load(opts.load)
+        if len(opts.load) > 1:
+            if opts.outputs:
+                raise UsageError(
+                    f"{opts.outputs[0].flag} writes one session's report: give one --load file "
+                    "(several print the report across ranks)"
+                )
+            if opts.view != "tree":
+                raise UsageError("--view applies to one session; the report across ranks has one view")
+    elif not program:
+        raise UsageError("no program given: expected script.py, -m module or -c code (see --help)")
+    # Checked here, as the renderer would, so a bad value fails before a long run, not after it.
+    if not 0.0 <= opts.threshold < 100.0:
+        raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
+    if opts.depth is not None and opts.depth < 1:
+        raise UsageError("--depth must be >= 1")
+    if opts.peak_tflops is not None and not 0 < opts.peak_tflops < float("inf"):
+        raise UsageError(f"--peak-tflops must be a positive number, got {opts.peak_tflops:g}")
+    if opts.skip_first < 0:
+        raise UsageError("--skip-first must be >= 0")
+    if opts.active is not None and opts.active < 1:
+        raise UsageError("--active must be >= 1")
+    if opts.no_report and opts.output is None and not opts.outputs:
+        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    if opts.step_on is not None:
+        parse_spec(opts.step_on)
+    if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
+        raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
+    opts.report_ranks = opts.report_ranks or "0"
+    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
+    # Under a launcher every rank writes its own file (dlpt.model.rank_paths): check that one.
+    env = from_env()
+    mine = (lambda p: rank_path(p, env.rank, env.world_size)) if env else (lambda p: rank_path(p, 0, 1))
+    for out in opts.outputs:
+        outputs.check_writable(mine(out.path), out.flag)
+    if opts.output is not None:
+        outputs.check_writable(mine(opts.output), "-o")
+        # The program may chdir; the file goes where the user meant when typing the command.
+        opts.output_abs = os.path.abspath(opts.output)
+    return opts, program
+
+
+def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
+    """Stop, save and show the profile; report dlpt's own failures without hiding the
+    program's outcome. Returns whether everything worked.
+
+    Signals are only noted while stopping and saving; they cut the report short."""
+    ok = True
+    saved = ""
+    with signals.deferred():
+        try:
+            prof.stop()
+        except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
+            _say(f"failed to stop the profiler: {e}")
+            return False
+        # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish).
+        role = role_of(prof.session, opts.report_ranks)
+        _prefix[0] = role.prefix
+        if opts.output is not None:
+            shown = role.path(opts.output)
+            try:
+                saved = prof.save(role.path(opts.output_abs))
+                if role.chatty:
+                    _say(f"saved profile to {shown}")
+            except (OSError, DlptError) as e:
+                _say(f"could not save the profile to {shown}: {e}")
+                ok = False
+        if opts.outputs:
+            mine = [
+                dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
+                for o in opts.outputs
+            ]
+            say = _say if role.chatty else _say_failures
+            ok = outputs.write_all(prof.session, mine, opts.metric, opts.show_all, say) and ok
+    if not opts.no_report:
+        ok = _report(prof, opts, signals, role, saved) and ok
+    return ok
+
+
+def _report(prof: Any, opts: argparse.Namespace, signals: Signals, role: Role, saved: str) -> bool:
+    """Print what this rank prints: its own report, and on rank 0 of a job whose ranks saved
+    their sessions the report across ranks."""
+    ok = True
+    across = role.gathers(bool(saved))
+    if role.distributed and role.rank == 0 and not across and role.report_ranks == "0":
+        _say(
+            f"this is rank 0's report only; -o FILE saves each of the {role.world_size} ranks' sessions "
+            "for a report across ranks"
+        )
+    if role.prints_own and not (across and role.report_ranks == "0"):
+        try:
+            with signals.interruptible():
+                prof.print(**_render_kwargs(opts))
+        except Interrupted as e:
+            _say(
+                f"report interrupted ({e}); the profile was saved"
+                if opts.output or opts.outputs
+                else f"report interrupted ({e})"
+            )
+        except Exception as e:  # noqa: BLE001
+            _say(f"could not render the report: {type(e).__name__}: {e}")
+            ok = False
+    if across:
+        try:
+            with signals.interruptible():
+                cross_rank_report(
+                    opts.output_abs, role, saved, prof.session, opts.rank_timeout, _say, _render_kwargs(opts)
+                )
+        except Interrupted as e:
+            _say(f"report across ranks interrupted ({e}); the profile was saved")
+        except Exception as e:  # noqa: BLE001 - this rank's session is saved: say it, keep the status
+            _say(f"could not render the report across ranks: {type(e).__name__}: {e}")
+            ok = False
+    return ok
+
+
+def _render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
+    return dict(
+        view=opts.view,
+        metric=opts.metric,
+        threshold=opts.threshold / 100.0,
+        depth=opts.depth,
+        show_all=opts.show_all,
+        ascii=opts.ascii,
+        peak_tflops=opts.peak_tflops,
+    )
+
+
+_prefix = ["dlpt"]  # "dlpt[rank 3]" on ranks other than 0 (set once the rank is known)
+
+
+def _say(msg: str) -> None:
+    print(f"{_prefix[0]}: {msg}", file=sys.stderr, flush=True)
+
+
+def _say_failures(msg: str) -> None:
+    """For quiet ranks: only what went wrong."""
+    if msg.startswith("could not"):
+        _say(msg)
+
+
+def _run(opts: argparse.Namespace, program: list[str]) -> int:
+    import dlpt
+
+    try:
+        prog = resolve(program, opts.step_on)
+    except UsageError as e:
+        _say(str(e))
+        return EXIT_USAGE
+    except BaseException as e:  # noqa: BLE001 - the program's package failed to import, or a SyntaxError
+        return exit_status(e)
+    install(prog)
+    # joinable: a dlpt.profile() the program starts (@dlpt.profile() on its main) joins this one.
+    prof = dlpt.profile(
+        skip_first=opts.skip_first,
+        active=opts.active,
+        gpu=not opts.no_gpu,
+        nested_ops=opts.nested_ops,
+        step_on=opts.step_on,
+        sources=not opts.no_source,
+        flops=opts.flops,
+        joinable=True,
+    )
+    try:
+        prof.start()
+    except DlptError as e:
+        _say(f"cannot start profiling: {e}")
+        return EXIT_USAGE
+    signals = Signals()
+    signals.terminate_with(lambda: _finish(prof, opts, signals))
+    pid = os.getpid()
+    # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
+    # handled here (dlpt.cli.main.main called from a thread other than the main one).
+    holds = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) not in (
+        signal.SIG_IGN,
+        None,
+    )
+    outcome = run_program(prog, signals.note if holds else None)
+    if os.getpid() != pid:  # a forked child returned: the profile and the report are the parent's
+        return exit_status(outcome)
+    ok = _finish(prof, opts, signals)
+    status = exit_status(outcome)
+    if signals.status is not None:  # a signal arrived while dlpt finished: end as it asks
+        return signals.status
+    return status if status != 0 or ok else EXIT_USAGE
+
+
+def _load(opts: argparse.Namespace) -> int:
+    from dlpt.model.session import Session
+    from dlpt.renderers.terminal.report import print_report
+
+    if len(opts.load) > 1:
+        return _load_ranks(opts)
+    try:
+        session = Session.load(opts.load[0])
+        if not opts.no_report:
+            print_report(session, **_render_kwargs(opts))
+    except DlptError as e:
+        _say(str(e))
+        return EXIT_USAGE
+    ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, _say)
+    return 0 if ok else EXIT_USAGE
+
+
+def _load_ranks(opts: argparse.Namespace) -> int:
+    """Several sessions: the report across ranks (dlpt.renderers.terminal.ranks)."""
+    from dlpt.analysis.ranks.merge import rank_set
+    from dlpt.model.session import Session
+    from dlpt.renderers.terminal.ranks import print_ranks
+
+    try:
+        rs = rank_set([(path, Session.load(path)) for path in opts.load])
+        if not opts.no_report:
+            kw = _render_kwargs(opts)
+            print_ranks(
+                rs,
+                metric=kw["metric"],
+                threshold=kw["threshold"],
+                depth=kw["depth"],
+                show_all=kw["show_all"],
+                ascii=kw["ascii"],
+            )
+    except DlptError as e:
+        _say(str(e))
+        return EXIT_USAGE
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dlpt`` command; returns the exit status (the program's own status
+    when a program was run)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["diff"]:  # the subcommand; a script named diff runs as ./diff
+        from dlpt.cli.diff import main as diff_main
+
+        return diff_main(args[1:])
+    try:
+        opts, program = _parse(args)
+    except UsageError as e:
+        _say(f"error: {e}")
+        return EXIT_USAGE
+    except SystemExit as e:  # --help and --version print and "exit"
+        return e.code if isinstance(e.code, int) else 0
+    if opts.load is not None:
+        return _load(opts)
+    return _run(opts, program)

@@ -1,0 +1,118 @@
+"""Render outputs of the command line besides the terminal report: ``--html FILE`` and
+``--export FMT FILE`` (repeatable). They work with a profiled run and with ``--load``, and the
+terminal report is still printed unless ``--no-report``.
+
+The CLI collects them while parsing (:func:`collect`), checks that every path can be written
+before the program runs (:func:`check_writable`, the same check as ``-o``'s), and writes them
+once the session exists (:func:`write_all`). Every file is written by :mod:`dlpt.model.safe_files`'
+rules, as sessions are: atomically, through a symlink to its target, never over a device, a
+FIFO or a directory; a failure is reported without stopping the other outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dlpt.errors import DlptError, UnsafeFileError, UsageError
+from dlpt.model.safe_files import check_output_path
+from dlpt.model.session import Session
+from dlpt.renderers.exports import FORMATS as EXPORT_FORMATS
+from dlpt.renderers.exports import write_export
+
+__all__ = ["Output", "add_arguments", "collect", "check_writable", "write_all"]
+
+
+@dataclass(frozen=True)
+class Output:
+    """One requested file: ``kind`` is "html" or an export format."""
+
+    kind: str
+    path: str
+    abspath: str  # resolved at parse time: the program may chdir before it is written
+
+    @property
+    def flag(self) -> str:
+        return "--html" if self.kind == "html" else f"--export {self.kind}"
+
+    @property
+    def what(self) -> str:
+        return "HTML report" if self.kind == "html" else f"{self.kind} export"
+
+
+def check_writable(path: str, flag: str) -> None:
+    """UsageError saying why ``path`` (given with ``flag``) cannot be written: checked before a
+    possibly hour-long run rather than losing its output at the end (dlpt.model.safe_files)."""
+    what = "sessions" if flag == "-o" else "HTML reports" if flag.endswith("--html") else "exports"
+    try:
+        check_output_path(path, what)
+    except UnsafeFileError as e:
+        raise UsageError(f"{flag} {path}: {e}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--html`` and ``--export`` to the CLI's parser."""
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML report (flame graph, tables, source view)",
+    )
+    parser.add_argument(
+        "--export",
+        nargs=2,
+        action="append",
+        metavar=("FMT", "FILE"),
+        help="also export the profile: FMT is speedscope (speedscope.app JSON) or folded "
+        "(flamegraph.pl / inferno); repeatable",
+    )
+
+
+def collect(opts: argparse.Namespace) -> list[Output]:
+    """The outputs ``opts`` asks for; UsageError on an unknown format or a file given twice
+    (``-o`` and ``--load``'s session included; a symlink and its target are the same file)."""
+    out = []
+    if getattr(opts, "html", None) is not None:
+        out.append(Output("html", opts.html, os.path.abspath(opts.html)))
+    for fmt, path in getattr(opts, "export", None) or []:
+        if fmt not in EXPORT_FORMATS:
+            raise UsageError(f"--export: unknown format {fmt!r}; choose one of: {', '.join(EXPORT_FORMATS)}")
+        out.append(Output(fmt, path, os.path.abspath(path)))
+    seen: dict[str, str] = {}
+    loads = getattr(opts, "load", None) or []
+    for flag, given in (
+        *(("--load", p) for p in ([loads] if isinstance(loads, str) else loads)),
+        ("-o", getattr(opts, "output", None)),
+    ):
+        if given:
+            seen[os.path.realpath(given)] = flag
+    for o in out:
+        real = os.path.realpath(o.abspath)
+        if real in seen:
+            raise UsageError(f"{o.flag} {o.path}: the same file as {seen[real]}")
+        seen[real] = o.flag
+    return out
+
+
+def write_all(
+    session: Session, outputs: list[Output], metric: str | None, show_all: bool, say: Callable[[str], None]
+) -> bool:
+    """Write every output; ``say`` reports each file written or failed. True if all worked."""
+    ok = True
+    for o in outputs:
+        try:
+            if o.kind == "html":
+                from dlpt.renderers.html import write_html  # only when asked for: it reads its assets
+
+                write_html(session, o.abspath, metric=metric, show_all=show_all)
+            else:
+                write_export(session, o.kind, o.abspath, metric=metric, show_all=show_all)
+            say(f"wrote {o.what} to {o.path}")
+        except (OSError, DlptError) as e:
+            say(f"could not write the {o.what} to {o.path}: {e}")
+            ok = False
+        except Exception as e:  # noqa: BLE001 - a bug in one output must not lose the others
+            say(f"could not write the {o.what} to {o.path}: {type(e).__name__}: {e}")
+            ok = False
+    return ok

@@ -1,0 +1,292 @@
+"""The shape of the loosely typed parts of a session: every typed meta key, and the node extras
+(``x``) that reports read (docs/session-format.md).
+
+Renderers index into meta (``ev["break_reasons"]``, ``int(a["calls"])``, ``f"{v:.2f}"``), so a
+loaded session is checked here first, all the way down: a key of the wrong type anywhere would
+otherwise surface as a TypeError in the middle of a report. Integers are bounded (non-negative,
+below 2**64, what the native core counts in) so that formatting them can never overflow a float.
+
+Keys not listed here (in meta or in ``x``) are kept untouched: producers may add metadata without
+a format bump. A listed meta key set to ``null`` reads as absent (older writers did that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["SchemaError", "check_meta", "check_extras", "check_int", "MAX_INT"]
+
+MAX_INT = 2**64  # exclusive bound of every count and time in a session
+
+Check = Callable[[Any, str], None]
+
+
+class SchemaError(Exception):
+    """``where`` (e.g. ``meta.compile[0].line``) and what is wrong with it."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where} {problem}")
+
+
+def check_int(v: object) -> bool:
+    """A count or a time in ns: an int (not a bool) in [0, 2**64)."""
+    return type(v) is int and 0 <= v < MAX_INT
+
+
+def _int(v: Any, where: str) -> None:
+    if not check_int(v):
+        raise SchemaError(where, f"must be a non-negative integer below 2**64, got {_short(v)}")
+
+
+def _signed_int(v: Any, where: str) -> None:
+    if type(v) is not int or not -MAX_INT < v < MAX_INT:
+        raise SchemaError(where, f"must be an integer, got {_short(v)}")
+
+
+def _str(v: Any, where: str) -> None:
+    if type(v) is not str:
+        raise SchemaError(where, f"must be a string, got {_short(v)}")
+
+
+def _bool(v: Any, where: str) -> None:
+    if type(v) is not bool:
+        raise SchemaError(where, f"must be true or false, got {_short(v)}")
+
+
+def _num(v: Any, where: str) -> None:
+    if type(v) not in (int, float):
+        raise SchemaError(where, f"must be a number, got {_short(v)}")
+
+
+def _short(v: object) -> str:
+    text = type(v).__name__ if isinstance(v, (dict, list)) else repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _optional(check: Check) -> Check:
+    def run(v: Any, where: str) -> None:
+        if v is not None:
+            check(v, where)
+
+    return run
+
+
+def _list_of(check: Check) -> Check:
+    def run(v: Any, where: str) -> None:
+        if type(v) is not list:
+            raise SchemaError(where, f"must be a list, got {_short(v)}")
+        for i, item in enumerate(v):
+            check(item, f"{where}[{i}]")
+
+    return run
+
+
+def _dict_of(check: Check, key: Check = _str) -> Check:
+    def run(v: Any, where: str) -> None:
+        if type(v) is not dict:
+            raise SchemaError(where, f"must be an object, got {_short(v)}")
+        for k, item in v.items():
+            key(k, f"{where} key {_short(k)}:")
+            check(item, f"{where}.{k}")
+
+    return run
+
+
+def _obj(required: Mapping[str, Check] | None = None, optional: Mapping[str, Check] | None = None) -> Check:
+    """An object with these keys (others allowed and kept)."""
+
+    def run(v: Any, where: str) -> None:
+        if type(v) is not dict:
+            raise SchemaError(where, f"must be an object, got {_short(v)}")
+        for k, check in (required or {}).items():
+            if k not in v:
+                raise SchemaError(where, f"lacks the key {k!r}")
+            check(v[k], f"{where}.{k}")
+        for k, check in (optional or {}).items():
+            if k in v:
+                check(v[k], f"{where}.{k}")
+
+    return run
+
+
+def _line_number(k: Any, where: str) -> None:
+    if type(k) is not str or not k.isdigit() or not k.isascii():
+        raise SchemaError(where, "must be a line number written as a decimal string")
+
+
+_COMPILE_EVENT = _obj(
+    required={"function": _str, "file": _str, "line": _int, "break_reasons": _list_of(_str)},
+    optional={
+        "compile_id": _str,
+        "compile_s": _num,
+        "backend_s": _num,
+        "inductor_s": _num,
+        "graph_ops": _int,
+        "recompile_reason": _optional(_str),
+        "fail": _optional(_str),
+        "resume_of": _obj(required={"function": _str, "line": _int}),
+    },
+)
+
+
+def _str_or_num(v: Any, where: str) -> None:
+    if type(v) not in (str, int, float):
+        raise SchemaError(where, f"must be a string or a number, got {_short(v)}")
+
+
+# A suggestion saved at stop (dlpt.analysis.finding.Finding.to_dict): its text is shown as it is,
+# so every field a report prints is typed (``numbers`` are the estimate's inputs, for tools).
+_SUGGESTION = _obj(
+    required={"rule": _str, "title": _str, "gain_ns": _int},
+    optional={
+        "evidence": _str,
+        "action": _str,
+        "basis": _str,
+        "per_step": _bool,
+        "file": _str,
+        "line": _int,
+        "function": _str,
+        "numbers": _dict_of(_str_or_num),
+    },
+)
+
+_GPU_STEP = _obj(required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int))
+
+# meta.capture's counters from the native core (csrc/bindings.cpp, stop()).
+_CAPTURE_COUNTERS = (
+    "activity_records",
+    "delivered_gpu_ns",
+    "dropped_records",
+    "unknown_correlation",
+    "unknown_gpu_ns",
+    "submitted",
+    "completed",
+    "outside_window",
+    "backward_unresolved",
+    "code_lost",
+    "graph_nodes_captured",
+    "graph_replay_ns",
+    "graph_unmapped_ns",
+    "tree_overflow",
+    "unmatched_op_ends",
+    "rf_windows",
+    "op_records",
+    "api_callbacks",
+    "self_ns",
+    "self_python_ns",
+    "self_window_ns",
+)
+
+SCHEMA: dict[str, Check] = {
+    "argv": _list_of(_str),
+    "python": _str,
+    "torch": _str,
+    "dlpt": _str,
+    "started_at": _str,
+    "wall_ns": _int,
+    "devices": _list_of(_obj(optional={"index": _int, "name": _str, "capability": _str})),
+    "gpu": _obj(optional={"enabled": _bool, "reason": _optional(_str), "cupti": _optional(_str)}),
+    "steps": _obj(
+        optional={
+            "profiled": _int,
+            "seen": _int,
+            "skip_first": _int,
+            "active": _optional(_int),
+            "source": _optional(_str),
+            "step_on": _optional(_str),
+            "step_on_matched": _list_of(_str),
+        }
+    ),
+    "step_wall_ns": _list_of(_int),
+    "gpu_busy_ns": _dict_of(_int),
+    "api": _list_of(
+        _obj(optional={"name": _str, "calls": _int, "total_ns": _int, "min_ns": _int, "max_ns": _int})
+    ),
+    "dropped": _dict_of(_int),
+    "unattributed": _dict_of(_int),
+    "compile": _list_of(_COMPILE_EVENT),
+    "cuda_graphs": _dict_of(_int),
+    "gpu_comm_ns": _dict_of(_int),
+    "gpu_comm_exposed_ns": _dict_of(_int),
+    "gpu_steps": _dict_of(_list_of(_GPU_STEP)),
+    # The native core's counters are integers (the tsc flag aside), the times the profiler adds
+    # are seconds; keys of other dlpt versions pass through.
+    "capture": _obj(
+        optional={
+            **dict.fromkeys(_CAPTURE_COUNTERS, _int),
+            "tsc": _bool,
+            "cupti_unsubscribe_error": _optional(_str),
+            "flush_s": _num,
+            "stop_s": _num,
+            "pid": _int,
+            "compile_failures": _dict_of(_int),
+            "inductor_unmapped_frames": _int,
+            "inductor_unmapped_kernels": _int,
+            "backward_ops": _str,  # aten-op records in backward passes: "paused" or "kept"
+        }
+    ),
+    "threads_running": _list_of(_str),
+    # One of several ranks (dlpt.capture.ranks.env): renderers print these and index ranks by them.
+    "distributed": _obj(
+        required={"rank": _int, "world_size": _int},
+        optional={
+            "local_rank": _optional(_int),
+            "hostname": _str,
+            "device": _optional(_int),
+            "backends": _list_of(_str),
+            "source": _str,
+            "run_id": _optional(_str),
+        },
+    ),
+    "sources": _dict_of(_dict_of(_str, key=_line_number)),
+    # --flops (dlpt.insights): the FLOPs summary, dlpt's pinned-copy measurement, the suggestions.
+    "flops": _obj(optional={"ops": _int, "flops": _int, "unevaluated": _dict_of(_int)}),
+    "host_link_probe": _obj(required={"device": _str, "bytes": _int, "ns": _int}, optional={"copies": _int}),
+    "suggestions": _list_of(_SUGGESTION),
+}
+
+
+def check_meta(meta: Mapping[str, Any]) -> None:
+    """Raise :class:`SchemaError` naming the first typed key (or nested value) of the wrong shape."""
+    for key, check in SCHEMA.items():
+        v = meta.get(key)
+        if v is not None:
+            check(v, f"meta.{key}")
+
+
+# Extras that reports read; the rest of ``x`` (ids, flags of other tools) is passed through.
+EXTRAS: dict[str, Check] = {
+    "full_name": _str,
+    "device": _int,
+    "grid": _list_of(_int),
+    "block": _list_of(_int),
+    "regs": _int,
+    "smem_static": _int,
+    "smem_dynamic": _int,
+    "direction": _optional(_str),
+    "host_mem": _optional(_str),
+    "graph": _str,
+    "fuses": _list_of(_str),
+    "library": _bool,
+    # Collectives (c10d ops): what they moved (docs/session-format.md).
+    "collective": _str,
+    "dtype": _str,
+    "pg_name": _str,
+    "pg_desc": _str,
+    "world_size": _signed_int,
+    # --flops: the dtype an op's FLOPs ran in, as the native core names it ("Float", "BFloat16").
+    "flop_dtype": _str,
+    # Communication (dlpt.capture.ranks.annotate): NCCL's algorithm and protocol of a kernel, the
+    # process group's backend of a collective call dlpt wrapped.
+    "algorithm": _str,
+    "protocol": _str,
+    "backend": _str,
+}
+
+
+def check_extras(x: Mapping[str, Any], where: str) -> None:
+    """Raise :class:`SchemaError` if a node's ``x`` holds a read key of the wrong shape."""
+    for key, check in EXTRAS.items():
+        if key in x:
+            check(x[key], f"{where}.x.{key}")

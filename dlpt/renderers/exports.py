@@ -1,0 +1,156 @@
+"""Exports of a session's tree for other tools.
+
+- ``speedscope``: speedscope's JSON file format (https://www.speedscope.app/file-format-schema.json),
+  one "sampled" profile per metric with any value: each tree node with a self value is one
+  sample whose stack is its path from the root and whose weight is that value. Open it at
+  speedscope.app or with ``npx speedscope FILE``.
+- ``folded``: Brendan Gregg's folded stacks, ``frame;frame;frame value`` per line, for
+  ``flamegraph.pl`` and ``inferno-flamegraph``; one metric (``--metric``, default as in the
+  terminal report).
+
+Both hold raw totals over the profiled window (not per step), from the same tree the terminal
+report shows (library frames folded unless ``show_all``), so the weights of all samples, or the
+values of all folded lines, sum to the session's total of the metric.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from dlpt import __version__
+from dlpt.errors import UsageError
+from dlpt.model.folding import report_tree
+from dlpt.model.processors import METRICS, Metric, default_metric, get_metric
+from dlpt.model.resume_names import display_name
+from dlpt.model.safe_files import write_text_file
+from dlpt.model.session import Session
+from dlpt.model.tree import Node, walk
+
+__all__ = ["FORMATS", "frame_label", "speedscope", "folded", "write_export"]
+
+FORMATS = ("speedscope", "folded")
+SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+_UNITS = {"ns": "nanoseconds", "bytes": "bytes", "count": "none"}
+
+
+def _printable(s: str) -> str:
+    return "".join(c if c.isprintable() else " " for c in s)
+
+
+def frame_label(node: Node) -> str:
+    """How a node is named in an export: ``file.py:12 function`` for source lines (what the
+    terminal shows first), ``scope "name"`` for scopes, the name for everything else."""
+    if node.kind == "frame":
+        return _printable(f"{os.path.basename(node.file) or node.file}:{node.line} {display_name(node.name)}")
+    if node.kind == "scope":
+        return _printable(f'scope "{node.name}"')
+    if node.kind == "root":
+        return "<root>"
+    return _printable(node.name)
+
+
+def _paths(root: Node, metric: Metric) -> Iterator[tuple[list[Node], int]]:
+    """(path below the root, self value) of every node with a self value of ``metric``; the
+    root's own value, if any, comes with an empty path."""
+    path: list[Node] = []
+    for node, depth in walk(root):
+        del path[max(depth - 1, 0) :]
+        if depth > 0:
+            path.append(node)
+        v = metric(node.metrics)
+        if v > 0:
+            yield list(path), v
+
+
+def _program(session: Session) -> str:
+    argv = session.meta.get("argv")
+    return " ".join(str(a) for a in argv) if isinstance(argv, list) and argv else "dlpt profile"
+
+
+def speedscope(
+    session: Session, metric: str | Metric | None = None, show_all: bool = False
+) -> dict[str, Any]:
+    """The speedscope file of ``session``: one profile per metric with a non-zero total;
+    ``metric`` (default: GPU time if any, else CPU op time) is the one speedscope opens."""
+    root = report_tree(session, show_all)
+    first = get_metric(metric) if metric is not None else default_metric(root)
+    frames: list[dict[str, Any]] = []
+    index: dict[tuple[str, str, int], int] = {}
+
+    def frame_of(node: Node) -> int:
+        key = (frame_label(node), node.file, node.line)
+        i = index.get(key)
+        if i is None:
+            i = index[key] = len(frames)
+            f: dict[str, Any] = {"name": key[0]}
+            if node.kind == "frame" and node.file:
+                f.update(file=node.file, line=node.line)
+            frames.append(f)
+        return i
+
+    profiles: list[dict[str, Any]] = []
+    active = 0
+    for m in METRICS.values():
+        total = m(root.inclusive)
+        if total <= 0:
+            continue
+        if m.name == first.name:
+            active = len(profiles)
+        samples, weights = [], []
+        for path, v in _paths(root, m):
+            # Work recorded on the root itself (no context at all) gets a frame of its own.
+            samples.append([frame_of(n) for n in path] if path else [frame_of(root)])
+            weights.append(v)
+        profiles.append(
+            {
+                "type": "sampled",
+                "name": m.label,
+                "unit": _UNITS[m.unit],
+                "startValue": 0,
+                "endValue": total,
+                "samples": samples,
+                "weights": weights,
+            }
+        )
+    return {
+        "$schema": SPEEDSCOPE_SCHEMA,
+        "name": _program(session),
+        "exporter": f"dlpt {__version__}",
+        "activeProfileIndex": active,
+        "profiles": profiles,
+        "shared": {"frames": frames},
+    }
+
+
+def folded(session: Session, metric: str | Metric | None = None, show_all: bool = False) -> str:
+    """Folded stacks of ``session`` for one metric: ``a;b;c value`` per distinct stack (in tree
+    order), integer values. Semicolons inside names would split frames, so they become commas."""
+    root = report_tree(session, show_all)
+    m = get_metric(metric) if metric is not None else default_metric(root)
+    lines: dict[str, int] = {}
+    for path, v in _paths(root, m):
+        stack = ";".join(frame_label(n).replace(";", ",") for n in path) if path else "<root>"
+        lines[stack] = lines.get(stack, 0) + v
+    return "".join(f"{stack} {v}\n" for stack, v in lines.items())
+
+
+def write_export(
+    session: Session,
+    fmt: str,
+    path: str | os.PathLike[str],
+    metric: str | Metric | None = None,
+    show_all: bool = False,
+) -> None:
+    """Write the ``fmt`` export of ``session`` to ``path`` atomically."""
+    if fmt == "speedscope":
+        text = (
+            json.dumps(speedscope(session, metric, show_all), separators=(",", ":"), ensure_ascii=True) + "\n"
+        )
+    elif fmt == "folded":
+        text = folded(session, metric, show_all)
+    else:
+        raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    write_text_file(path, text, "exports")

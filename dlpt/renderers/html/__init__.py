@@ -1,0 +1,47 @@
+"""Self-contained HTML reports: ``python -m dlpt --html out.html`` and ``dlpt diff --html``.
+
+:func:`render_html` turns a session into one HTML document (flame graph, top-down, bottom-up
+and flat tables, source view, header facts); :func:`write_html` writes it atomically. The data
+model is built in :mod:`dlpt.renderers.html.data`, the document in :mod:`dlpt.renderers.html.page`, the page's
+JS and CSS live in ``dlpt/html/assets/``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from dlpt.model.processors import Metric
+from dlpt.model.safe_files import write_text_file
+from dlpt.model.session import Session
+from dlpt.renderers.html.data import build_model
+from dlpt.renderers.html.page import document
+
+__all__ = ["render_html", "write_html", "REPORT_SCRIPTS", "REPORT_STYLES"]
+
+REPORT_STYLES = ("report.css",)
+REPORT_SCRIPTS = (
+    "util.js",
+    "model.js",
+    "flame.js",
+    "treetable.js",
+    "tables.js",
+    "leaves.js",
+    "source.js",
+    "header.js",
+    "app.js",
+)
+
+
+def render_html(session: Session, metric: str | Metric | None = None, show_all: bool = False) -> str:
+    """The HTML report of ``session``. ``metric`` is the one shown first; ``show_all`` keeps
+    library frames (folded into their callers by default, as in the terminal report)."""
+    model = build_model(session, metric=metric, show_all=show_all)
+    title = f"dlpt · {model['header']['title']}"
+    return document(title, model, REPORT_SCRIPTS, REPORT_STYLES)
+
+
+def write_html(
+    session: Session, path: str | os.PathLike[str], metric: str | Metric | None = None, show_all: bool = False
+) -> None:
+    """Write :func:`render_html`'s document to ``path`` atomically, by dlpt.model.safe_files' rules."""
+    write_text_file(path, render_html(session, metric=metric, show_all=show_all), "HTML reports")

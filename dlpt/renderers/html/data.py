@@ -1,0 +1,225 @@
+"""The data model embedded in an HTML report: a compact, column-oriented copy of the report tree
+plus the flat profiles, source text and header facts the page shows.
+
+Why not embed the session JSON: a session repeats every field name on every node and keeps
+library frames the report folds away. Here the tree is a set of parallel arrays (parent, kind,
+name, ...) with strings interned in one table and exclusive metrics stored sparsely (only
+non-zero values), which keeps a 10,000-node report around a megabyte. The page computes
+inclusive values, bottom-up trees and per-line details from these arrays itself, so switching
+metrics needs no second copy of anything.
+
+Flat profiles (by line, op, kernel) come from :mod:`dlpt.model.processors` so that the page and the
+terminal agree on what a line's total and self cost are, including under recursion.
+
+The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.js``:
+
+- ``strings``: the string table; every name, file, detail and source text is an index into it.
+- ``kinds``, ``keys``, ``ctx_bits``: the node kinds, the metric keys (the order of every metric
+  vector) and the context bits of :mod:`dlpt.model.node_contexts`.
+- ``nodes``: parallel arrays in pre-order: ``parent`` (-1 for the root), ``kind`` (index into
+  ``kinds``), ``name``/``file``/``detail``/``mark`` (string indices; ``mark`` holds compile
+  markers), ``line``, ``ctx``; and ``m``: per key, ``[node ids, values]`` of the non-zero
+  exclusive values.
+- ``metrics`` (those with a non-zero total: name, label, unit, keys summed), ``metric`` (shown
+  first), ``steps`` (profiled steps, 0 if none), ``show_all``.
+- ``flat``: ``line``/``op``/``kernel`` rows ``[node id, inclusive vector, self vector]``.
+- ``sources``: ``{file string index: [[line, text string index], ...]}`` for the files shown,
+  ``has_sources``; ``header``: see :mod:`dlpt.renderers.html.facts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dlpt.model.folding import report_tree
+from dlpt.model.node_contexts import CTX, context_of
+from dlpt.model.processors import (
+    METRICS,
+    FlatRow,
+    Metric,
+    default_metric,
+    flatten_by_kind,
+    flatten_by_line,
+    get_metric,
+)
+from dlpt.model.resume_names import display_name
+from dlpt.model.session import KINDS, Session
+from dlpt.model.source_text import session_sources
+from dlpt.model.tree import Node, walk
+from dlpt.renderers.html.facts import header_facts
+from dlpt.renderers.terminal.format import kernel_config
+
+__all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
+
+MODEL_VERSION = 1
+
+#: Metric keys embedded per node (exclusive values). ``min_ns``/``max_ns`` are left out: they do
+#: not sum, and the page shows averages instead.
+KEYS: tuple[str, ...] = (
+    "gpu_ns",
+    "copy_ns",
+    "memset_ns",
+    "cpu_ns",
+    "sync_ns",
+    "api_ns",
+    "kernels",
+    "copies",
+    "memsets",
+    "syncs",
+    "calls",
+    "copy_bytes",
+)
+
+#: Each metric of ``dlpt.model.processors.METRICS`` as a sum of keys, which is how the page evaluates
+#: it (a unit test checks this against the Python definitions).
+METRIC_KEYS: dict[str, tuple[str, ...]] = {
+    "gpu": ("gpu_ns", "copy_ns", "memset_ns"),
+    "cpu": ("cpu_ns",),
+    "sync": ("sync_ns",),
+    "api": ("api_ns",),
+    "kernel": ("gpu_ns",),
+    "copy": ("copy_ns",),
+    "memset": ("memset_ns",),
+    "kernels": ("kernels",),
+    "calls": ("calls",),
+    "bytes": ("copy_bytes",),
+}
+
+
+class _Strings:
+    """An interning string table: each distinct string is stored once, nodes hold indices."""
+
+    def __init__(self) -> None:
+        self.table: list[str] = [""]
+        self._index: dict[str, int] = {"": 0}
+
+    def __call__(self, s: str) -> int:
+        i = self._index.get(s)
+        if i is None:
+            i = self._index[s] = len(self.table)
+            self.table.append(s)
+        return i
+
+
+def _display_name(node: Node) -> str:
+    if node.kind == "frame":
+        return display_name(node.name)
+    if node.kind == "root":
+        return "all"
+    return node.name
+
+
+def _detail(node: Node) -> str:
+    """Secondary text of a node: launch configuration and fused ops of kernels, host memory
+    kind of copies (what the terminal prints dimmed after the name)."""
+    if node.kind == "kernel":
+        fuses = node.extras.get("fuses")
+        cfg = kernel_config(node.extras)
+        if isinstance(fuses, list) and fuses:
+            return f"fuses {'+'.join(str(f) for f in fuses)}  {cfg}".rstrip()
+        return cfg
+    if node.kind == "memcpy":
+        return str(node.extras.get("host_mem") or "")
+    return ""
+
+
+def _vector(m: Mapping[str, int]) -> list[int]:
+    return [int(m.get(k, 0)) for k in KEYS]
+
+
+def _flat_rows(rows: list[FlatRow], ids: dict[int, int]) -> list[list[Any]]:
+    """[node id of the row's first node, inclusive vector, self vector] per row with any value."""
+    out = []
+    for r in rows:
+        inc, own = _vector(r.inclusive), _vector(r.self)
+        if any(inc) or any(own):
+            out.append([ids[id(r.node)], inc, own])
+    return out
+
+
+def _metric_defs(root: Node) -> list[dict[str, Any]]:
+    """Metrics with a non-zero total, in METRICS order (the page offers only those)."""
+    out = []
+    for name, m in METRICS.items():
+        if m(root.inclusive) > 0:
+            out.append({"name": name, "label": m.label, "unit": m.unit, "keys": list(METRIC_KEYS[name])})
+    return out
+
+
+def _node_table(root: Node, strings: _Strings) -> tuple[dict[str, Any], dict[int, int]]:
+    """The tree as parallel arrays in pre-order (a parent before its children), and the index
+    of every tree node (by ``id()``) in them."""
+    kinds = sorted(KINDS)
+    kind_index = {k: i for i, k in enumerate(kinds)}
+    cols: dict[str, list[int]] = {
+        c: [] for c in ("parent", "kind", "name", "file", "line", "detail", "mark", "ctx")
+    }
+    metrics: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in KEYS}
+    ids: dict[int, int] = {}
+    for node, _ in walk(root):
+        i = ids[id(node)] = len(cols["parent"])
+        cols["parent"].append(ids[id(node.parent)] if node.parent is not None else -1)
+        cols["kind"].append(kind_index.get(node.kind, kind_index["thread"]))
+        cols["name"].append(strings(_display_name(node)))
+        cols["file"].append(strings(node.file))
+        cols["line"].append(node.line)
+        cols["detail"].append(strings(_detail(node)))
+        cols["mark"].append(strings(str(node.extras.get("marker") or "")))
+        cols["ctx"].append(context_of(node))
+        for k, (col_ids, col_vals) in metrics.items():
+            v = node.metrics.get(k, 0)
+            if v:
+                col_ids.append(i)
+                col_vals.append(int(v))
+    # Sparse exclusive metrics: per key, the node ids holding a non-zero value and the values.
+    table: dict[str, Any] = {**cols, "m": {k: [c[0], c[1]] for k, c in metrics.items() if c[0]}}
+    return {"kinds": kinds, "nodes": table}, ids
+
+
+def build_model(
+    session: Session, metric: str | Metric | None = None, show_all: bool = False
+) -> dict[str, Any]:
+    """The JSON-ready model of ``session`` for the HTML page.
+
+    ``metric`` is the one shown first (default: GPU time if there is any, else CPU op time);
+    ``show_all`` keeps library frames instead of folding them into their callers.
+    """
+    root = report_tree(session, show_all, contexts=True)
+    chosen = get_metric(metric) if metric is not None else default_metric(root)
+    strings = _Strings()
+    tree, ids = _node_table(root, strings)
+    stored = session_sources(session.meta)
+
+    # Source text of the files the tree shows (library files are folded away unless show_all).
+    shown_files = {node.file for node, _ in walk(root) if node.kind == "frame" and node.file}
+    sources = {
+        str(strings(f)): [[n, strings(t)] for n, t in sorted(lines.items())]
+        for f, lines in sorted(stored.items())
+        if f in shown_files
+    }
+
+    steps_meta = session.meta.get("steps")
+    steps = steps_meta.get("profiled", 0) if isinstance(steps_meta, dict) else 0
+    steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else 0
+
+    return {
+        "format": "dlpt-html-model",
+        "version": MODEL_VERSION,
+        "strings": strings.table,
+        "keys": list(KEYS),
+        "ctx_bits": CTX,
+        **tree,
+        "metrics": _metric_defs(root),
+        "metric": chosen.name,
+        "steps": steps,
+        "show_all": show_all,
+        "flat": {
+            "line": _flat_rows(flatten_by_line(root), ids),
+            "op": _flat_rows(flatten_by_kind(root, "op"), ids),
+            "kernel": _flat_rows(flatten_by_kind(root, "kernel"), ids),
+        },
+        "sources": sources,
+        "has_sources": bool(stored),
+        "header": header_facts(session, root, steps),
+    }

@@ -1,0 +1,97 @@
+"""The HTML page of ``dlpt diff --html``: the line table (sortable, filterable, any metric) and,
+for a clicked line, its kernels, copies and syncs in A and B side by side.
+
+The page gets every metric key of every matched line (self and inclusive) and of every leaf,
+so it can switch metrics without a second copy; a diff holds one row per distinct line, which
+is small next to a full tree.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dlpt.analysis.diff import LineCost, SessionDiff, Side
+from dlpt.model.processors import METRICS, Metric
+from dlpt.model.resume_names import display_name
+from dlpt.model.safe_files import write_text_file
+from dlpt.renderers.html.data import KEYS, METRIC_KEYS
+from dlpt.renderers.html.page import document
+
+__all__ = ["build_diff_model", "render_diff_html", "write_diff_html"]
+
+DIFF_SCRIPTS = ("util.js", "treetable.js", "leaves.js", "diff.js")
+DIFF_STYLES = ("report.css", "diff.css")
+
+
+def _vector(m: dict[str, int]) -> list[int]:
+    return [int(m.get(k, 0)) for k in KEYS]
+
+
+def _cost(c: LineCost | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    leaves = sorted(c.leaves.values(), key=lambda leaf: -leaf.time_ns)
+    return {
+        "file": c.file,
+        "line": c.line,
+        "function": display_name(c.function),
+        "text": c.text,
+        "self": _vector(c.self),
+        "inc": _vector(c.inclusive),
+        "leaves": [
+            [
+                leaf.kind,
+                leaf.name,
+                leaf.detail,
+                leaf.time_ns,
+                leaf.count,
+                leaf.forward_ns,
+                leaf.backward_ns,
+                leaf.other_ns,
+            ]
+            for leaf in leaves
+        ],
+    }
+
+
+def _side(s: Side) -> dict[str, Any]:
+    return {
+        "label": s.label,
+        "program": s.program,
+        "steps": s.steps,
+        "scale": s.scale,
+        "has_sources": s.has_sources,
+        "total": _vector(s.total),
+        "off": _vector(s.off_lines),
+    }
+
+
+def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
+    """The JSON-ready model of ``d``; ``metric`` is shown first."""
+    metrics = [
+        {"name": n, "label": m.label, "unit": m.unit, "keys": list(METRIC_KEYS[n])}
+        for n, m in METRICS.items()
+        if m(d.a.total) > 0 or m(d.b.total) > 0
+    ]
+    return {
+        "format": "dlpt-diff-model",
+        "version": 1,
+        "keys": list(KEYS),
+        "metrics": metrics,
+        "metric": metric.name,
+        "note": d.note,
+        "match_by": d.match_by,
+        "a": _side(d.a),
+        "b": _side(d.b),
+        "rows": [{"a": _cost(r.a), "b": _cost(r.b)} for r in d.rows],
+    }
+
+
+def render_diff_html(d: SessionDiff, metric: Metric) -> str:
+    title = f"dlpt diff · {os.path.basename(d.a.label)} vs {os.path.basename(d.b.label)}"
+    return document(title, build_diff_model(d, metric), DIFF_SCRIPTS, DIFF_STYLES)
+
+
+def write_diff_html(d: SessionDiff, path: str | os.PathLike[str], metric: Metric) -> None:
+    write_text_file(path, render_diff_html(d, metric), "HTML reports")

@@ -1,0 +1,120 @@
+"""One rank's communication in its terminal report: the header's compute/communication split and
+exposed time, and the collectives table (computed by :mod:`dlpt.analysis.communication`).
+
+The numbers come from what :mod:`dlpt.capture.ranks.annotate` marked (``comm_ns`` on NCCL kernels,
+``comm_wait_ns`` on waits, bytes on collective calls) and from the native core's per-device union
+of communication kernels (``meta.gpu_comm_ns``) and its exposed part (``meta.gpu_comm_exposed_ns``:
+no other GPU work ran on that device meanwhile). Sessions without communication show none of it,
+so their reports are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from dlpt.analysis.communication import CollectiveRow, collective_rows
+from dlpt.model.session import Session
+from dlpt.renderers.terminal.base import View
+from dlpt.renderers.terminal.format import Fmt
+from dlpt.renderers.terminal.tables import Row, add_rows, make_table
+
+__all__ = ["header_lines", "CollectivesTable"]
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _dev_sum(v: object) -> int:
+    return sum(_int(x) for x in v.values()) if isinstance(v, dict) else 0
+
+
+def header_lines(meta: Mapping[str, Any], totals: Mapping[str, int], fmt: Fmt) -> list[Text]:
+    """The header's communication lines: GPU time split into compute and communication, and the
+    exposed communication (per step when there are steps); host waiting on CPU process groups."""
+    lines: list[Text] = []
+    per = " per step" if fmt.steps else ""
+    gpu = _int(totals.get("gpu_ns")) + _int(totals.get("copy_ns")) + _int(totals.get("memset_ns"))
+    comm = _int(totals.get("comm_ns"))
+    if comm and gpu:
+        t = Text(f"GPU time: compute {fmt.time(gpu - comm)}, communication {fmt.time(comm)}")
+        t.append(f" ({100 * comm / gpu:.0f}%){per}")
+        lines.append(t)
+    union, exposed = meta.get("gpu_comm_ns"), meta.get("gpu_comm_exposed_ns")
+    if _dev_sum(union):
+        assert isinstance(union, dict)
+        for dev in sorted(union, key=lambda s: (len(s), s)):
+            u = _int(union[dev])
+            e = _int(exposed.get(dev)) if isinstance(exposed, dict) else 0
+            if not u:
+                continue
+            t = Text(f"communication on GPU {fmt.clean(str(dev))}: {fmt.time(u)}{per}, ")
+            t.append(f"exposed {fmt.time(e)}", "bold red" if e > u / 2 else "bold")
+            t.append(f" ({100 * e / u:.0f}%: no compute overlapping it)")
+            lines.append(t)
+    wait = _int(totals.get("comm_wait_ns"))
+    cpu = _int(totals.get("cpu_ns"))
+    if wait:
+        t = Text(f"waiting for collectives (host): {fmt.time(wait)}{per}")
+        if cpu:
+            t.append(f", {100 * wait / cpu:.0f}% of the CPU op time")
+        lines.append(t)
+    return lines
+
+
+def _gbs(v: float) -> str:
+    if v >= 1:
+        return f"{v:.1f} GB/s"
+    return f"{v * 1e3:.1f} MB/s" if v >= 1e-4 else f"{v * 1e6:.1f} kB/s"
+
+
+class CollectivesTable(View):
+    """Collectives by operation, data type and process group: calls, bytes, time, average,
+    waiting (CPU process groups), algorithm and NCCL's bus bandwidth."""
+
+    def __init__(self, session: Session, fmt: Fmt, rows: Iterable[CollectiveRow] | None = None) -> None:
+        super().__init__(fmt)
+        self.rows = list(collective_rows(session.nodes) if rows is None else rows)
+
+    def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
+        rows = self.rows
+        if not rows:
+            return
+        gpu = any(r.gpu_ns for r in rows)
+        wait = any(r.wait_ns for r in rows)
+        what = "collective kernels' GPU time, waiting for peers included" if gpu else "host time in the calls"
+        per = f", totals per step (/{fmt.steps})" if fmt.steps else ""
+        t = make_table("Collectives", fmt, f"  time: {what}{per}")
+        cols = ["calls", "bytes", "time", "avg", *(["wait"] if wait else []), "bus bw"]
+        for col in cols:
+            t.add_column(col, justify="right", no_wrap=True)
+        t.add_column("operation  data type  group  algorithm", no_wrap=True, overflow="ellipsis")
+        out: list[Row] = []
+        for r in rows:
+            bw = r.bandwidth()
+            cells = [
+                fmt.count(r.calls),
+                fmt.bytes(r.size) if r.bytes_known and r.size else ("" if r.bytes_known else "?"),
+                fmt.time(r.time_ns),
+                fmt.time(r.time_ns / r.calls if r.calls else 0, per_step=False),
+                *([fmt.time(r.wait_ns) if r.wait_ns else ""] if wait else []),
+                _gbs(bw[1]) if bw else "",
+            ]
+            label = Text(fmt.clean(r.family), "bold")
+            detail = "  ".join(
+                p
+                for p in (
+                    fmt.clean(r.dtype),
+                    fmt.clean(f"group {r.group}") if r.group and r.group != "?" else "",
+                    fmt.clean("/".join(sorted(r.algorithms))),
+                    "" if r.bytes_known else "bytes unknown",
+                )
+                if p
+            )
+            out.append(Row(cells, (label, detail)))
+        add_rows(t, out, width, fmt.ascii)
+        yield t

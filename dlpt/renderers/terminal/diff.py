@@ -1,0 +1,230 @@
+"""Terminal output of ``dlpt diff``: totals, the lines sorted by absolute change, and the
+kernels of the most changed lines side by side (eager ATen kernels next to the fused Triton
+kernels that replaced them, for example).
+
+Every string from a session (file, function and kernel names, source text) goes through the
+terminal report's escaping (:meth:`Fmt.clean`, :mod:`dlpt.renderers.terminal.safe_text`) before it reaches
+the terminal, and into rich only as ``Text``: a session can come from anywhere, and an escape
+sequence in a kernel name must not drive the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from dlpt.analysis.diff import Leaf, LineDiff, SessionDiff
+from dlpt.model.processors import Metric
+from dlpt.model.resume_names import display_name
+from dlpt.renderers.terminal.format import Fmt
+from dlpt.renderers.terminal.tables import make_table
+
+__all__ = ["render_diff", "short_kernel"]
+
+ROW_LIMIT = 40
+KERNEL_LINES = 5
+KERNELS_PER_LINE = 6
+
+
+def _value(fmt: Fmt, metric: Metric, v: float) -> str:
+    return fmt.value(metric, v) if v else "-"
+
+
+def _delta(fmt: Fmt, metric: Metric, a: float, b: float) -> Text:
+    d = b - a
+    if not d:
+        return Text("0", "dim")
+    sign = "+" if d > 0 else "-"
+    return Text(sign + fmt.value(metric, abs(d)), "red" if d > 0 else "green")
+
+
+def _ratio(a: float, b: float, row: LineDiff | None = None) -> Text:
+    """B/A; a line missing from one run is "A only"/"B only", a zero cost "from 0"/"to 0"."""
+    if a and b:
+        return Text(f"{b / a:.2f}x", "red" if b > a else "green" if b < a else "")
+    if b:
+        return Text("B only" if row is not None and row.a is None else "from 0", "red")
+    if a:
+        return Text("A only" if row is not None and row.b is None else "to 0", "green")
+    return Text("")
+
+
+def _where(row: LineDiff, fmt: Fmt) -> Text:
+    """``file.py:44 function  text``; ``file.py:44->47`` when the line moved between runs."""
+    one = row.a or row.b
+    assert one is not None
+    t = Text(fmt.clean(one.where), "cyan")
+    if row.a and row.b and row.a.line != row.b.line:
+        t.append(f"{'->' if fmt.ascii else '→'}{row.b.line}", "cyan")
+    t.append(" " + fmt.clean(display_name(one.function)), "bold")
+    text = (row.a.text if row.a and row.a.text else None) or (row.b.text if row.b else None)
+    if text:
+        # Tabs would change the printed width after fitting (as in the terminal report).
+        t.append("  " + fmt.clean(text.replace("\t", " ")), "dim")
+    return t
+
+
+def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
+    out: list[RenderableType] = [Text.assemble(("dlpt diff", "bold"), "  ", (metric.label, "dim"))]
+    for tag, side in (("A", d.a), ("B", d.b)):
+        steps = f", {side.steps} steps" if side.steps else ", no steps detected"
+        out.append(
+            Text.assemble(
+                (f"  {tag}  ", "bold"),
+                (fmt.clean(side.label), "cyan"),
+                (f"  {fmt.clean(side.program)}{steps}", "dim"),
+            )
+        )
+    out.append(Text(f"  {fmt.clean(d.note)}", "dim"))
+    ta, tb = d.total(metric, "a"), d.total(metric, "b")
+    total = Text("  total  ")
+    total.append(f"A {_value(fmt, metric, ta)}  B {_value(fmt, metric, tb)}  delta ")
+    total.append_text(_delta(fmt, metric, ta, tb))
+    total.append("  ")
+    total.append_text(_ratio(ta, tb))
+    out.append(total)
+    return out
+
+
+def _shown(d: SessionDiff, metric: Metric, threshold: float) -> tuple[list[LineDiff], int]:
+    """The rows to print (at least ``threshold`` of the larger total, at most ROW_LIMIT) and
+    how many rows with any value that leaves out."""
+    ranked = d.ranked(metric)
+    cut = threshold * max(d.total(metric, "a"), d.total(metric, "b"))
+    shown = [r for r in ranked if max(d.value(metric, r, "a"), d.value(metric, r, "b")) >= cut][:ROW_LIMIT]
+    return shown, len(ranked) - len(shown)
+
+
+def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list[RenderableType]:
+    shown, hidden = _shown(d, metric, threshold)
+    rows: list[tuple[Any, ...]] = []
+    for r in shown:
+        a, b = d.value(metric, r, "a"), d.value(metric, r, "b")
+        rows.append(
+            (
+                _value(fmt, metric, a),
+                _value(fmt, metric, b),
+                _delta(fmt, metric, a, b),
+                _ratio(a, b, r),
+                _where(r, fmt),
+            )
+        )
+    oa, ob = metric(d.a.off_lines) / d.a.scale, metric(d.b.off_lines) / d.b.scale
+    if oa or ob:
+        rows.append(
+            (
+                _value(fmt, metric, oa),
+                _value(fmt, metric, ob),
+                _delta(fmt, metric, oa, ob),
+                _ratio(oa, ob),
+                Text("(not on any user line)", "dim"),
+            )
+        )
+    t = make_table("Lines, by absolute change", fmt)
+    for i, col in enumerate(("A", "B", "delta", "ratio")):
+        # Numbers keep their full width; the line text is what gets cut.
+        t.add_column(
+            col,
+            justify="right",
+            no_wrap=True,
+            min_width=max(
+                [len(col), *(Text(r[i]).cell_len if isinstance(r[i], str) else r[i].cell_len for r in rows)]
+            ),
+        )
+    t.add_column(
+        "line (its own cost; lines it calls count at their own rows)", no_wrap=True, overflow="ellipsis"
+    )
+    for row in rows:
+        t.add_row(*row)
+    out: list[RenderableType] = [Text(""), t]
+    if hidden:
+        out.append(
+            Text(f"  ... {hidden} more lines below {threshold * 100:g}% of the total or the row limit", "dim")
+        )
+    if not shown and not hidden:
+        out.append(Text("  (no line has any of this metric)", "dim"))
+    return out
+
+
+def short_kernel(name: str) -> str:
+    """A kernel name without ``void`` and the ``at::native::``/``(anonymous namespace)::``
+    qualifiers, which fill half a column before the part that names the kernel."""
+    name = name.removeprefix("void ")
+    for noise in ("at::native::", "(anonymous namespace)::"):
+        name = name.replace(noise, "")
+    return name
+
+
+def _leaf_cells(fmt: Fmt, leaf: Leaf | None, scale: int) -> tuple[str, str, Text]:
+    if leaf is None:
+        return "", "", Text("")
+    name = Text(
+        fmt.clean(short_kernel(leaf.name)),
+        "green" if leaf.kind == "kernel" else "blue" if leaf.kind != "sync" else "red",
+    )
+    if leaf.detail:
+        name.append("  " + fmt.clean(leaf.detail), "dim")
+    return fmt.time(leaf.time_ns / scale), fmt.count(leaf.count / scale), name
+
+
+def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list[RenderableType]:
+    shown, _ = _shown(d, metric, threshold)
+    rows = [
+        r
+        for r in shown
+        if ((r.a and r.a.leaves) or (r.b and r.b.leaves))
+        and d.value(metric, r, "a") != d.value(metric, r, "b")
+    ][:KERNEL_LINES]
+    if not rows:
+        return []
+    out: list[RenderableType] = [
+        Text(""),
+        Text("Kernels, copies and syncs of the lines that changed most, A | B", "bold"),
+    ]
+    for r in rows:
+        head = _where(r, fmt)
+        a, b = d.value(metric, r, "a"), d.value(metric, r, "b")
+        head.append(f"   A {_value(fmt, metric, a)} {'->' if fmt.ascii else '→'} B {_value(fmt, metric, b)}")
+        t = Table(
+            box=None,
+            show_header=True,
+            show_edge=False,
+            pad_edge=False,
+            header_style="dim",
+            title=head,
+            title_justify="left",
+            expand=True,
+        )
+        for side in ("A", "B"):
+            t.add_column(f"{side} time", justify="right", no_wrap=True)
+            t.add_column("n", justify="right", no_wrap=True)
+            t.add_column("", overflow="fold", ratio=1)
+        la = sorted((r.a.leaves.values() if r.a else []), key=lambda x: -x.time_ns)
+        lb = sorted((r.b.leaves.values() if r.b else []), key=lambda x: -x.time_ns)
+        for i in range(min(max(len(la), len(lb)), KERNELS_PER_LINE)):
+            t.add_row(
+                *_leaf_cells(fmt, la[i] if i < len(la) else None, d.a.scale),
+                *_leaf_cells(fmt, lb[i] if i < len(lb) else None, d.b.scale),
+            )
+        more = max(len(la), len(lb)) - KERNELS_PER_LINE
+        out.append(Text(""))
+        out.append(t)
+        if more > 0:
+            out.append(Text(f"  ... {more} more", "dim"))
+    return out
+
+
+def render_diff(
+    d: SessionDiff, metric: Metric, threshold: float = 0.01, ascii: bool = False
+) -> RenderableType:
+    """The terminal output of ``d`` for ``metric``: rows under ``threshold`` times the larger total
+    are left out (and counted)."""
+    fmt = Fmt(steps=0, ascii=ascii)
+    return Group(
+        *_header(d, metric, fmt),
+        *_lines_table(d, metric, fmt, threshold),
+        *_kernels(d, metric, fmt, threshold),
+    )

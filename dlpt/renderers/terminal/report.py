@@ -1,0 +1,290 @@
+"""Console reports of a Session: :func:`render` returns a rich renderable, :func:`print_report`
+prints it. This is the stable name the API, the CLI and users import.
+
+A report is assembled here from the views in :mod:`dlpt.renderers.terminal` (which never print by
+themselves). Every render folds the session afresh (:class:`dlpt.model.folding.FoldedTable`), so
+rendering twice with different options gives independent results. The other outputs (the HTML
+report, the exports, ``dlpt diff``) start from :func:`report_tree`, the same folding unpruned, so
+they agree with the terminal report on what a row is. The insights (MFU, GPU idle, suggestions,
+work tables: :mod:`dlpt.insights`) read the same folded tree.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from dlpt.analysis.communication import tree_columns
+from dlpt.analysis.inputs import analyze
+from dlpt.analysis.suggest import findings
+from dlpt.errors import UsageError
+from dlpt.model.folding import FoldedTable, compile_markers, whole_tree
+from dlpt.model.gc_pause import gc_paused
+from dlpt.model.processors import (
+    METRICS,
+    Metric,
+    default_metric,
+    flatten_by_kind,
+    flatten_by_line,
+    get_metric,
+    invert,
+    limit_depth,
+    mark_lines,
+    prune,
+)
+from dlpt.model.session import Session
+from dlpt.model.tree import Node
+from dlpt.renderers.terminal.communication import CollectivesTable
+from dlpt.renderers.terminal.communication import header_lines as comm_header_lines
+from dlpt.renderers.terminal.compile_view import CompileView
+from dlpt.renderers.terminal.format import Fmt
+from dlpt.renderers.terminal.header import Header
+from dlpt.renderers.terminal.suggestions import SuggestionsView, header_lines
+from dlpt.renderers.terminal.summary import ApiTable, CopyTable, KernelTable, SyncTable
+from dlpt.renderers.terminal.tree_view import MAX_DEPTH, FlatView, TreeView
+from dlpt.renderers.terminal.work_tables import WorkView
+
+__all__ = ["render", "print_report", "VIEWS"]
+
+VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "suggestions", "all")
+#: Suggestions shown in the default tree view (``--view suggestions`` lists them all).
+TREE_SUGGESTIONS = 5
+
+
+def _check(view: str, threshold: float, depth: int | None, peak_tflops: float | None = None) -> None:
+    if view not in VIEWS:
+        raise UsageError(f"unknown view {view!r}; choose one of: {', '.join(VIEWS)}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
+        raise UsageError(f"threshold must be a fraction in [0, 1), got {threshold!r}")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise UsageError(f"depth must be a positive integer, got {depth!r}")
+    if peak_tflops is not None and (
+        isinstance(peak_tflops, bool)
+        or not isinstance(peak_tflops, (int, float))
+        or not 0 < peak_tflops < float("inf")
+    ):
+        raise UsageError(f"peak_tflops must be a positive number of TFLOP/s, got {peak_tflops!r}")
+
+
+def render(
+    session: Session,
+    view: str = "tree",
+    metric: str | Metric | None = None,
+    threshold: float = 0.01,
+    depth: int | None = None,
+    show_all: bool = False,
+    ascii: bool = False,
+    peak_tflops: float | None = None,
+) -> RenderableType:
+    """Render ``session`` as a rich renderable.
+
+    view: "tree" (header, the first suggestions, top-down tree and, with GPU data, kernel and
+        copy summaries), "bottom-up", "flat" (by source line, op, kernel), "kernels",
+        "summary", "suggestions" (every suggestion and the work tables) or "all".
+    metric: a name in ``dlpt.model.processors.METRICS``; default "gpu" if the session has GPU time,
+        else "cpu".
+    threshold: hide tree nodes / flat rows below this fraction of the total.
+    depth: show at most this many levels below the root.
+    show_all: keep library frames (torch, site-packages, stdlib, dlpt) instead of folding them
+        into their callers.
+    ascii: ASCII output even on a UTF-8 console (it is automatic on other encodings).
+    peak_tflops: the GPU's dense peak in TFLOP/s for MFU and % of peak, instead of the
+        datasheet table's (dlpt.analysis.peaks).
+    Raises UsageError on an unknown view or metric or out-of-range option.
+    """
+    _check(view, threshold, depth, peak_tflops)
+    with gc_paused():
+        return _render(session, view, metric, threshold, depth, show_all, ascii, peak_tflops)
+
+
+def _render(
+    session: Session,
+    view: str,
+    metric: str | Metric | None,
+    threshold: float,
+    depth: int | None,
+    show_all: bool,
+    ascii: bool,
+    peak_tflops: float | None = None,
+) -> RenderableType:
+    folded = FoldedTable(session, show_all)
+    compiled = session.meta.get("compile")
+    markers = compile_markers(session)
+    # The tree view's tree, built first: its root holds the session's totals, which pick the
+    # default metric (GPU time if there is any, else CPU op time: then it is built again).
+    m = get_metric(metric) if metric is not None else METRICS["gpu"]
+    shown = folded.tree(m, threshold) if view in ("tree", "all") else None
+    totals = Node("root", "<root>")  # the whole session's totals, for the header
+    totals.inclusive = folded.totals()
+    if metric is None and default_metric(totals) is not m:
+        m = default_metric(totals)
+        shown = folded.tree(m, threshold) if shown is not None else None
+    steps = session.meta.get("steps")
+    n_steps = steps.get("profiled", 0) if isinstance(steps, dict) else 0
+    sources = session.meta.get("sources")
+    fmt = Fmt(
+        steps=n_steps if isinstance(n_steps, int) and n_steps > 0 else 0,
+        ascii=ascii,
+        sources=sources if isinstance(sources, dict) else {},
+    )
+    gpu = METRICS["gpu"](totals.inclusive) > 0 or totals.inclusive.get("kernels", 0) > 0
+    total = m(totals.inclusive)
+    full: list[Node] = []  # the unpruned folded tree, built once if a view needs it
+
+    def whole() -> Node:
+        if not full:
+            full.append(whole_tree(folded, markers))
+        return full[0]
+
+    # The insights read the same whole tree as the other views, built only if one walks it;
+    # suggestions are looked up (or derived) only for the views that show them.
+    insight = analyze(session, whole, peak_tflops, totals=totals.inclusive)
+    shows_suggestions = view in ("tree", "suggestions", "all")
+    found = findings(insight) if shows_suggestions else []
+    parts: list[RenderableType] = [
+        Header(
+            session.meta,
+            totals,
+            m,
+            fmt,
+            [_note(m, fmt, threshold, depth, show_all)],
+            header_lines(insight, fmt),
+            comm=comm_header_lines(session.meta, totals.inclusive, fmt),
+        )
+    ]
+    comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
+    if shows_suggestions:
+        parts.append(SuggestionsView(found, fmt, TREE_SUGGESTIONS if view == "tree" else None))
+
+    def tree() -> RenderableType:
+        title = "Top-down (callees below their callers)"
+        if total == 0:
+            return _nothing(m, title, session)
+        assert shown is not None
+        capped = None if depth else MAX_DEPTH  # --depth given: that is the limit, as asked
+        return TreeView(
+            limit_depth(mark_lines(shown, markers), depth),
+            m,
+            fmt,
+            title,
+            gpu,
+            max_depth=capped,
+            extra=comm_columns,
+        )
+
+    def bottom_up() -> RenderableType:
+        title = "Bottom-up (callers below)"
+        if total == 0:
+            return _nothing(m, title, session)
+        inv = invert(whole(), m)
+        return TreeView(limit_depth(prune(inv, m, threshold), depth), m, fmt, title, gpu)
+
+    def flat() -> list[RenderableType]:
+        root = whole()
+        out: list[RenderableType] = [
+            FlatView(flatten_by_line(root), m, fmt, "By source line", gpu, total, threshold),
+            FlatView(flatten_by_kind(root, "op"), m, fmt, "By op", gpu, total, threshold),
+        ]
+        if gpu:
+            out.append(FlatView(flatten_by_kind(root, "kernel"), m, fmt, "By kernel", gpu, total, threshold))
+        return out
+
+    wall = session.meta.get("wall_ns")
+    sites = folded.sync_sites()
+    for site in sites:  # torch.compile markers on the frames syncs are attributed to
+        if site.site is not None and (site.site.file, site.site.line) in markers:
+            site.site.extras["marker"] = markers[(site.site.file, site.site.line)]
+    syncs = SyncTable(sites, fmt, wall if isinstance(wall, int) else 0)
+    kernels = KernelTable(
+        session, fmt, kernels=folded.leaf_nodes("kernel"), gpu_total=METRICS["gpu"](totals.inclusive)
+    )
+    gpu_tables: list[RenderableType] = [
+        kernels,
+        CopyTable(session, fmt, folded.leaf_nodes("memcpy", "memset")),
+    ]
+    collectives = CollectivesTable(session, fmt)
+    if isinstance(compiled, list) and compiled and view in ("tree", "summary", "all"):
+        parts.append(CompileView(compiled, fmt))
+    if view == "tree":
+        parts.append(tree())
+        parts.extend([*gpu_tables, syncs] if gpu else [syncs])
+        parts.append(collectives)
+    elif view == "bottom-up":
+        parts.append(bottom_up())
+    elif view == "flat":
+        parts.extend(flat())
+    elif view == "kernels":
+        parts.append(kernels if gpu else _no_gpu(session))
+    elif view == "suggestions":
+        if not found:
+            parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
+        parts.append(WorkView(insight, fmt))
+    elif view == "summary":
+        parts.extend([*gpu_tables, syncs] if gpu else [_no_gpu(session), syncs])
+        parts.extend([collectives, ApiTable(session, fmt)])
+    else:  # all
+        parts.extend(
+            [
+                tree(),
+                bottom_up(),
+                *flat(),
+                *gpu_tables,
+                syncs,
+                collectives,
+                ApiTable(session, fmt),
+                WorkView(insight, fmt),
+            ]
+        )
+    return Group(*parts)
+
+
+def _nothing(m: Metric, title: str, session: Session) -> Text:
+    """Instead of a tree of zeros: the metric has no value anywhere in the session."""
+    text = Text(f"\n{title}: no {m.label} recorded", "yellow")
+    if m.name in ("gpu", "kernel", "copy", "memset", "kernels", "bytes"):
+        gpu = session.meta.get("gpu")
+        reason = gpu.get("reason") if isinstance(gpu, dict) else None
+        text.append(f" ({reason})" if isinstance(reason, str) and reason else "")
+        text.append("; --metric cpu ranks by CPU op time")
+    return text
+
+
+def _note(m: Metric, fmt: Fmt, threshold: float, depth: int | None, show_all: bool) -> str:
+    """What the numbers are and what is hidden, for the header."""
+    shown = f"rows >= {threshold * 100:g}% of the total" if threshold > 0 else "all rows"
+    lib = "shown" if show_all else "folded into their callers"
+    note = f"values: {m.label}{' per step' if fmt.steps else ''}; {shown}; library frames {lib}"
+    return note + (f"; depth <= {depth}" if depth else "")
+
+
+def _no_gpu(session: Session) -> Text:
+    gpu = session.meta.get("gpu")
+    reason = gpu.get("reason") if isinstance(gpu, dict) else None
+    return Text("\nNo GPU activity recorded" + (f" ({reason})." if reason else "."), "yellow")
+
+
+def print_report(
+    session: Session,
+    console: Console | None = None,
+    *,
+    view: str = "tree",
+    metric: str | Metric | None = None,
+    threshold: float = 0.01,
+    depth: int | None = None,
+    show_all: bool = False,
+    ascii: bool = False,
+    peak_tflops: float | None = None,
+) -> None:
+    """Print :func:`render`'s report to ``console`` (a default rich Console if None)."""
+    renderable = render(
+        session,
+        view=view,
+        metric=metric,
+        threshold=threshold,
+        depth=depth,
+        show_all=show_all,
+        ascii=ascii,
+        peak_tflops=peak_tflops,
+    )
+    with gc_paused():  # the views lay out their rows while printing
+        (console or Console()).print(renderable)
