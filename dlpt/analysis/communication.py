@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlpt.model.comm_names import WAIT_OPS, WORK_WAIT, bus_bandwidth, family, is_collective_op, is_comm_kernel
-from dlpt.model.processors import Metric
+from dlpt.model.meta import int_of
+from dlpt.model.processors import METRICS, Metric
+from dlpt.model.units import Units
 
-__all__ = ["COMM", "WAIT", "tree_columns", "CollectiveRow", "collective_rows"]
+__all__ = ["COMM", "WAIT", "tree_columns", "comm_facts", "CollectiveRow", "collective_rows"]
 
 #: The tree's extra columns: what of a row's GPU time is communication kernels, and what of its
 #: CPU time is the rank waiting for a collective.
@@ -28,6 +30,46 @@ WAIT = Metric("wait", "host time waiting for collectives", "ns", lambda m: m.get
 def tree_columns(totals: Mapping[str, int]) -> list[Metric]:
     """The communication columns worth showing for a session with these totals."""
     return [c for c in (COMM, WAIT) if c(totals) > 0]
+
+
+def comm_facts(meta: Mapping[str, Any], totals: Mapping[str, int], units: Units) -> list[tuple[str, bool]]:
+    """The header's communication sentences, each with whether it is bad news (most of the
+    communication exposed): GPU time split into compute and communication, the exposed
+    communication per device (per step when there are steps), and host time waiting on CPU
+    process groups."""
+    out: list[tuple[str, bool]] = []
+    per = " per step" if units.steps else ""
+    gpu = METRICS["gpu"](totals)
+    comm = int_of(totals.get("comm_ns"))
+    if comm and gpu:
+        out.append(
+            (
+                f"GPU time: compute {units.time(gpu - comm)}, communication {units.time(comm)} "
+                f"({100 * comm / gpu:.0f}%){per}",
+                False,
+            )
+        )
+    union, exposed = meta.get("gpu_comm_ns"), meta.get("gpu_comm_exposed_ns")
+    if isinstance(union, dict):
+        for dev in sorted(union, key=lambda s: (len(s), s)):
+            u = int_of(union[dev])
+            e = int_of(exposed.get(dev)) if isinstance(exposed, dict) else 0
+            if u:
+                out.append(
+                    (
+                        f"communication on GPU {dev}: {units.time(u)}{per}, exposed {units.time(e)} "
+                        f"({100 * e / u:.0f}%: no compute overlapping it)",
+                        e > u / 2,
+                    )
+                )
+    wait = int_of(totals.get("comm_wait_ns"))
+    cpu = int_of(totals.get("cpu_ns"))
+    if wait:
+        text = f"waiting for collectives (host): {units.time(wait)}{per}"
+        if cpu:
+            text += f", {100 * wait / cpu:.0f}% of the CPU op time"
+        out.append((text, False))
+    return out
 
 
 @dataclass

@@ -257,7 +257,10 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
                 for o in opts.outputs
             ]
             say = _say if role.chatty else _say_failures
-            ok = outputs.write_all(prof.session, mine, opts.metric, opts.show_all, say) and ok
+            ok = (
+                outputs.write_all(prof.session, mine, opts.metric, opts.show_all, say, opts.peak_tflops)
+                and ok
+            )
     if not opts.no_report:
         ok = _report(prof, opts, signals, role, saved) and ok
     return ok
@@ -384,7 +387,7 @@ def _load(opts: argparse.Namespace) -> int:
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
-    ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, _say)
+    ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, _say, opts.peak_tflops)
     return 0 if ok else EXIT_USAGE
 
 

@@ -96,16 +96,22 @@ def collect(opts: argparse.Namespace) -> list[Output]:
 
 
 def write_all(
-    session: Session, outputs: list[Output], metric: str | None, show_all: bool, say: Callable[[str], None]
+    session: Session,
+    outputs: list[Output],
+    metric: str | None,
+    show_all: bool,
+    say: Callable[[str], None],
+    peak_tflops: float | None = None,
 ) -> bool:
-    """Write every output; ``say`` reports each file written or failed. True if all worked."""
+    """Write every output; ``say`` reports each file written or failed. True if all worked.
+    ``peak_tflops`` is the report option the HTML report's MFU uses, as the terminal's."""
     ok = True
     for o in outputs:
         try:
             if o.kind == "html":
                 from dlpt.renderers.html import write_html  # only when asked for: it reads its assets
 
-                write_html(session, o.abspath, metric=metric, show_all=show_all)
+                write_html(session, o.abspath, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
             else:
                 write_export(session, o.kind, o.abspath, metric=metric, show_all=show_all)
             say(f"wrote {o.what} to {o.path}")

@@ -10,6 +10,8 @@ full name stays in the session (``x.full_name``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 _NAMESPACE = re.compile(r"(?:\(anonymous namespace\)|[A-Za-z_]\w*)::")
 _MAX_TEMPLATE_DEPTH = 2
@@ -60,3 +62,30 @@ def shorten_kernel_name(name: str) -> str:
     s = _collapse_templates(s)
     s = re.sub(r"\s+>", ">", s)
     return s.strip() or name
+
+
+def _dims(v: object) -> str:
+    """``[128, 4, 1]`` -> ``128x4``: trailing 1s say nothing."""
+    if not isinstance(v, (list, tuple)):
+        return str(v)
+    dims = [str(d) for d in v]
+    while len(dims) > 1 and dims[-1] == "1":
+        dims.pop()
+    return "x".join(dims)
+
+
+def kernel_config(x: Mapping[str, Any]) -> str:
+    """Compact launch configuration in CUDA's own notation: ``<<<(66,2),384>>> regs 168 smem
+    227K`` (grid, block; trailing 1s dropped)."""
+    parts = []
+    if "grid" in x or "block" in x:
+        g, b = _dims(x.get("grid", "?")), _dims(x.get("block", "?"))
+        g = f"({g.replace('x', ',')})" if "x" in g else g
+        b = f"({b.replace('x', ',')})" if "x" in b else b
+        parts.append(f"<<<{g},{b}>>>")
+    if x.get("regs"):
+        parts.append(f"regs {x['regs']}")
+    smem = sum(v for v in (x.get("smem_static"), x.get("smem_dynamic")) if isinstance(v, int) and v > 0)
+    if smem:
+        parts.append(f"smem {smem / 1024:.0f}K" if smem >= 1024 else f"smem {smem}B")
+    return " ".join(parts)

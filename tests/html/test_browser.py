@@ -93,7 +93,7 @@ def test_report_loads_and_draws_the_golden_frames(
     page = r.page
     assert page.inner_text(".topbar .title") == "examples/compiled_gpt.py"
     header = page.inner_text(".header")
-    assert "12 profiled" in header and "NVIDIA H200" in header and "idle 36.4%" in header
+    assert "12 steps profiled" in header and "NVIDIA H200" in header and "idle 36.4%" in header
     assert "3 compilations" in header and "1 graph break," in header and "1 recompilation" in header
     labels = {it["label"] for it in _items(r)}
     for expected in (

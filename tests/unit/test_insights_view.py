@@ -93,16 +93,16 @@ def test_insights_read_the_same_folded_tree_as_every_other_view(h: Any, monkeypa
     import dlpt.renderers.terminal.report as report
 
     seen: list[Any] = []
-    real = report.analyze
+    real = report.build_report
 
     def spy(*args: Any, **kw: Any) -> Any:
         seen.append(real(*args, **kw))
         return seen[-1]
 
-    monkeypatch.setattr(report, "analyze", spy)
+    monkeypatch.setattr(report, "build_report", spy)
     h.render_text(render(session, view="all", threshold=0.0))
     (used,) = seen
-    assert _shape(used.root) == _shape(whole)
+    assert _shape(used.analysis.root) == _shape(whole)
 
 
 def test_header_prints_the_mfu_formula_and_the_idle_split(h: Any) -> None:

@@ -50,6 +50,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.capture": ("dlpt", "dlpt.capture", "dlpt._C", *_MODEL),
     "dlpt.analysis": ("dlpt.analysis", *_MODEL),
     "dlpt.renderers": ("dlpt", "dlpt.renderers", "dlpt.analysis", *_MODEL),
+    # The page and the exports format the report model and the folded tree, never the terminal's.
+    "dlpt.renderers.html": ("dlpt.renderers.html", "dlpt.analysis", *_MODEL),
+    "dlpt.renderers.exports": ("dlpt", "dlpt.analysis", *_MODEL),
     "dlpt.api": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
     "dlpt.cli": ("dlpt", "dlpt.cli", "dlpt.api", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
     "dlpt.__main__": ("dlpt.cli",),

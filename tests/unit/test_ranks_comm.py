@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dlpt.analysis.communication import collective_rows
+from dlpt.analysis.communication import collective_rows, comm_facts
 from dlpt.capture.ranks.annotate import annotate_comm
 from dlpt.model.comm_names import (
     bus_bandwidth,
@@ -18,8 +18,7 @@ from dlpt.model.comm_names import (
     is_comm_kernel,
     parse_nccl_kernel,
 )
-from dlpt.renderers.terminal.communication import header_lines
-from dlpt.renderers.terminal.format import Fmt
+from dlpt.model.units import Units
 from dlpt.renderers.terminal.report import render
 from tests import rank_sessions as R
 
@@ -216,14 +215,16 @@ def test_collectives_table_rows() -> None:
 
 
 def test_header_splits_compute_and_communication() -> None:
-    fmt = Fmt(steps=4)
+    units = Units(steps=4)
     totals = {"gpu_ns": 40_000_000, "comm_ns": 10_000_000}
     meta = {"gpu_comm_ns": {"0": 10_000_000}, "gpu_comm_exposed_ns": {"0": 8_000_000}}
-    text = "\n".join(t.plain for t in header_lines(meta, totals, fmt))
+    facts = comm_facts(meta, totals, units)
+    text = "\n".join(t for t, _ in facts)
     assert "GPU time: compute 7.50ms, communication 2.50ms (25%) per step" in text
     assert "communication on GPU 0: 2.50ms per step, exposed 2.00ms (80%" in text
-    assert header_lines({}, {"gpu_ns": 5, "cpu_ns": 9}, fmt) == []
-    cpu = "\n".join(t.plain for t in header_lines({}, {"cpu_ns": 4_000_000, "comm_wait_ns": 1_000_000}, fmt))
+    assert [bad for _, bad in facts] == [False, True]  # most of it exposed: bad news
+    assert comm_facts({}, {"gpu_ns": 5, "cpu_ns": 9}, units) == []
+    cpu = "\n".join(t for t, _ in comm_facts({}, {"cpu_ns": 4_000_000, "comm_wait_ns": 1_000_000}, units))
     assert "waiting for collectives (host): 250.0µs per step, 25% of the CPU op time" in cpu
 
 
@@ -241,10 +242,8 @@ def test_cpu_rank_report_golden(h: Any) -> None:
 
 
 def test_html_header_names_the_rank_and_communication() -> None:
-    from dlpt.model.folding import report_tree
-    from dlpt.renderers.html.facts import header_facts
+    from dlpt.renderers.html.data import build_model
 
-    s = R.ddp_gpu(1)
-    facts = dict(reversed(header_facts(s, report_tree(s), R.STEPS)["facts"]))
+    facts = dict(reversed(build_model(R.ddp_gpu(1))["header"]["facts"]))
     assert facts["rank"] == "rank 1/4 (local 1) on node0, GPU 1, nccl"
     assert facts["communication"].startswith("GPU time: compute 27.00ms, communication 2.00ms")

@@ -32,16 +32,27 @@ REPORT_SCRIPTS = (
 )
 
 
-def render_html(session: Session, metric: str | Metric | None = None, show_all: bool = False) -> str:
+def render_html(
+    session: Session,
+    metric: str | Metric | None = None,
+    show_all: bool = False,
+    peak_tflops: float | None = None,
+) -> str:
     """The HTML report of ``session``. ``metric`` is the one shown first; ``show_all`` keeps
-    library frames (folded into their callers by default, as in the terminal report)."""
-    model = build_model(session, metric=metric, show_all=show_all)
+    library frames (folded into their callers by default, as in the terminal report);
+    ``peak_tflops`` replaces the datasheet peak for MFU."""
+    model = build_model(session, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
     title = f"dlpt · {model['header']['title']}"
     return document(title, model, REPORT_SCRIPTS, REPORT_STYLES)
 
 
 def write_html(
-    session: Session, path: str | os.PathLike[str], metric: str | Metric | None = None, show_all: bool = False
+    session: Session,
+    path: str | os.PathLike[str],
+    metric: str | Metric | None = None,
+    show_all: bool = False,
+    peak_tflops: float | None = None,
 ) -> None:
     """Write :func:`render_html`'s document to ``path`` atomically, by dlpt.model.safe_files' rules."""
-    write_text_file(path, render_html(session, metric=metric, show_all=show_all), "HTML reports")
+    html = render_html(session, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
+    write_text_file(path, html, "HTML reports")

@@ -32,7 +32,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dlpt.analysis.report import build_report
 from dlpt.model.folding import report_tree
+from dlpt.model.kernel_names import kernel_config
 from dlpt.model.node_contexts import CTX, context_of
 from dlpt.model.processors import (
     METRICS,
@@ -48,7 +50,6 @@ from dlpt.model.session import KINDS, Session
 from dlpt.model.source_text import session_sources
 from dlpt.model.tree import Node, walk
 from dlpt.renderers.html.facts import header_facts
-from dlpt.renderers.terminal.format import kernel_config
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
 
@@ -178,12 +179,16 @@ def _node_table(root: Node, strings: _Strings) -> tuple[dict[str, Any], dict[int
 
 
 def build_model(
-    session: Session, metric: str | Metric | None = None, show_all: bool = False
+    session: Session,
+    metric: str | Metric | None = None,
+    show_all: bool = False,
+    peak_tflops: float | None = None,
 ) -> dict[str, Any]:
     """The JSON-ready model of ``session`` for the HTML page.
 
     ``metric`` is the one shown first (default: GPU time if there is any, else CPU op time);
-    ``show_all`` keeps library frames instead of folding them into their callers.
+    ``show_all`` keeps library frames instead of folding them into their callers;
+    ``peak_tflops`` replaces the datasheet peak for MFU (as the terminal report's option).
     """
     root = report_tree(session, show_all, contexts=True)
     chosen = get_metric(metric) if metric is not None else default_metric(root)
@@ -199,9 +204,7 @@ def build_model(
         if f in shown_files
     }
 
-    steps_meta = session.meta.get("steps")
-    steps = steps_meta.get("profiled", 0) if isinstance(steps_meta, dict) else 0
-    steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else 0
+    report = build_report(session, tree=root, peak_tflops=peak_tflops)
 
     return {
         "format": "dlpt-html-model",
@@ -212,7 +215,7 @@ def build_model(
         **tree,
         "metrics": _metric_defs(root),
         "metric": chosen.name,
-        "steps": steps,
+        "steps": report.steps,
         "show_all": show_all,
         "flat": {
             "line": _flat_rows(flatten_by_line(root), ids),
@@ -221,5 +224,5 @@ def build_model(
         },
         "sources": sources,
         "has_sources": bool(stored),
-        "header": header_facts(session, root, steps),
+        "header": header_facts(report),
     }

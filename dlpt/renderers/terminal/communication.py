@@ -1,5 +1,5 @@
-"""One rank's communication in its terminal report: the header's compute/communication split and
-exposed time, and the collectives table (computed by :mod:`dlpt.analysis.communication`).
+"""One rank's collectives in its terminal report: the table of :mod:`dlpt.analysis.communication`'s
+rows (the header's communication facts are the report model's).
 
 The numbers come from what :mod:`dlpt.capture.ranks.annotate` marked (``comm_ns`` on NCCL kernels,
 ``comm_wait_ns`` on waits, bytes on collective calls) and from the native core's per-device union
@@ -10,8 +10,7 @@ so their reports are unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -22,48 +21,7 @@ from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
 
-__all__ = ["header_lines", "CollectivesTable"]
-
-
-def _int(v: object) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0
-
-
-def _dev_sum(v: object) -> int:
-    return sum(_int(x) for x in v.values()) if isinstance(v, dict) else 0
-
-
-def header_lines(meta: Mapping[str, Any], totals: Mapping[str, int], fmt: Fmt) -> list[Text]:
-    """The header's communication lines: GPU time split into compute and communication, and the
-    exposed communication (per step when there are steps); host waiting on CPU process groups."""
-    lines: list[Text] = []
-    per = " per step" if fmt.steps else ""
-    gpu = _int(totals.get("gpu_ns")) + _int(totals.get("copy_ns")) + _int(totals.get("memset_ns"))
-    comm = _int(totals.get("comm_ns"))
-    if comm and gpu:
-        t = Text(f"GPU time: compute {fmt.time(gpu - comm)}, communication {fmt.time(comm)}")
-        t.append(f" ({100 * comm / gpu:.0f}%){per}")
-        lines.append(t)
-    union, exposed = meta.get("gpu_comm_ns"), meta.get("gpu_comm_exposed_ns")
-    if _dev_sum(union):
-        assert isinstance(union, dict)
-        for dev in sorted(union, key=lambda s: (len(s), s)):
-            u = _int(union[dev])
-            e = _int(exposed.get(dev)) if isinstance(exposed, dict) else 0
-            if not u:
-                continue
-            t = Text(f"communication on GPU {fmt.clean(str(dev))}: {fmt.time(u)}{per}, ")
-            t.append(f"exposed {fmt.time(e)}", "bold red" if e > u / 2 else "bold")
-            t.append(f" ({100 * e / u:.0f}%: no compute overlapping it)")
-            lines.append(t)
-    wait = _int(totals.get("comm_wait_ns"))
-    cpu = _int(totals.get("cpu_ns"))
-    if wait:
-        t = Text(f"waiting for collectives (host): {fmt.time(wait)}{per}")
-        if cpu:
-            t.append(f", {100 * wait / cpu:.0f}% of the CPU op time")
-        lines.append(t)
-    return lines
+__all__ = ["CollectivesTable"]
 
 
 def _gbs(v: float) -> str:

@@ -3,7 +3,7 @@ kernels of the most changed lines side by side (eager ATen kernels next to the f
 kernels that replaced them, for example).
 
 Every string from a session (file, function and kernel names, source text) goes through the
-terminal report's escaping (:meth:`Fmt.clean`, :mod:`dlpt.renderers.terminal.safe_text`) before it reaches
+terminal report's escaping (:meth:`Fmt.clean`, :mod:`dlpt.model.safe_text`) before it reaches
 the terminal, and into rich only as ``Text``: a session can come from anywhere, and an escape
 sequence in a kernel name must not drive the terminal.
 """

@@ -13,10 +13,11 @@ from typing import Any
 from rich import box
 from rich.text import Text
 
+from dlpt.model.kernel_names import kernel_config
 from dlpt.model.resume_names import display_name
+from dlpt.model.safe_text import escape_control
 from dlpt.model.tree import Node
 from dlpt.model.units import Units
-from dlpt.renderers.terminal.safe_text import escape_control
 
 # A header rule only, like box.SIMPLE_HEAD, but made of ASCII so that it survives a console
 # whose encoding is not UTF-8 (rich would otherwise substitute a fully bordered ASCII box).
@@ -69,33 +70,6 @@ class Fmt(Units):
         text = self.sources.get(file, {}).get(str(line), "")
         # Tabs would change the printed width after fitting; other controls are escaped.
         return self.clean(text.strip().replace("\t", " ")) if text else ""
-
-
-def _dims(v: object) -> str:
-    """``[128, 4, 1]`` -> ``128x4``: trailing 1s say nothing."""
-    if not isinstance(v, (list, tuple)):
-        return str(v)
-    dims = [str(d) for d in v]
-    while len(dims) > 1 and dims[-1] == "1":
-        dims.pop()
-    return "x".join(dims)
-
-
-def kernel_config(x: Mapping[str, Any]) -> str:
-    """Compact launch configuration in CUDA's own notation: ``<<<(66,2),384>>> regs 168 smem
-    227K`` (grid, block; trailing 1s dropped)."""
-    parts = []
-    if "grid" in x or "block" in x:
-        g, b = _dims(x.get("grid", "?")), _dims(x.get("block", "?"))
-        g = f"({g.replace('x', ',')})" if "x" in g else g
-        b = f"({b.replace('x', ',')})" if "x" in b else b
-        parts.append(f"<<<{g},{b}>>>")
-    if x.get("regs"):
-        parts.append(f"regs {x['regs']}")
-    smem = sum(v for v in (x.get("smem_static"), x.get("smem_dynamic")) if isinstance(v, int) and v > 0)
-    if smem:
-        parts.append(f"smem {smem / 1024:.0f}K" if smem >= 1024 else f"smem {smem}B")
-    return " ".join(parts)
 
 
 def collective_detail(x: Mapping[str, Any], m: Mapping[str, int], fmt: Fmt) -> str:

@@ -29,11 +29,11 @@ from dlpt.analysis.ranks.merge import (
     totals,
 )
 from dlpt.analysis.ranks.stragglers import Site, Straggler, collective_sites, find_stragglers
+from dlpt.analysis.report.run import rank_label
 from dlpt.model.gc_pause import gc_paused
 from dlpt.model.processors import METRICS, Metric, get_metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts
-from dlpt.renderers.terminal.header import rank_label
 from dlpt.renderers.terminal.rank_spread import LinesView, SpreadTreeView
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
 

@@ -15,11 +15,11 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from dlpt.analysis.communication import tree_columns
-from dlpt.analysis.inputs import analyze
-from dlpt.analysis.suggest import findings
+from dlpt.analysis.report import build_report
 from dlpt.errors import UsageError
 from dlpt.model.folding import FoldedTable, compile_markers, whole_tree
 from dlpt.model.gc_pause import gc_paused
+from dlpt.model.meta import profiled_steps
 from dlpt.model.processors import (
     METRICS,
     Metric,
@@ -35,11 +35,10 @@ from dlpt.model.processors import (
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.communication import CollectivesTable
-from dlpt.renderers.terminal.communication import header_lines as comm_header_lines
 from dlpt.renderers.terminal.compile_view import CompileView
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.header import Header
-from dlpt.renderers.terminal.suggestions import SuggestionsView, header_lines
+from dlpt.renderers.terminal.suggestions import SuggestionsView
 from dlpt.renderers.terminal.summary import ApiTable, CopyTable, KernelTable, SyncTable
 from dlpt.renderers.terminal.tree_view import MAX_DEPTH, FlatView, TreeView
 from dlpt.renderers.terminal.work_tables import WorkView
@@ -108,7 +107,6 @@ def _render(
     peak_tflops: float | None = None,
 ) -> RenderableType:
     folded = FoldedTable(session, show_all)
-    compiled = session.meta.get("compile")
     markers = compile_markers(session)
     # The tree view's tree, built first: its root holds the session's totals, which pick the
     # default metric (GPU time if there is any, else CPU op time: then it is built again).
@@ -119,11 +117,9 @@ def _render(
     if metric is None and default_metric(totals) is not m:
         m = default_metric(totals)
         shown = folded.tree(m, threshold) if shown is not None else None
-    steps = session.meta.get("steps")
-    n_steps = steps.get("profiled", 0) if isinstance(steps, dict) else 0
     sources = session.meta.get("sources")
     fmt = Fmt(
-        steps=n_steps if isinstance(n_steps, int) and n_steps > 0 else 0,
+        steps=profiled_steps(session.meta),
         ascii=ascii,
         sources=sources if isinstance(sources, dict) else {},
     )
@@ -136,25 +132,21 @@ def _render(
             full.append(whole_tree(folded, markers))
         return full[0]
 
-    # The insights read the same whole tree as the other views, built only if one walks it;
+    # The report's facts read the same whole tree as the other views, built only if one walks it;
     # suggestions are looked up (or derived) only for the views that show them.
-    insight = analyze(session, whole, peak_tflops, totals=totals.inclusive)
     shows_suggestions = view in ("tree", "suggestions", "all")
-    found = findings(insight) if shows_suggestions else []
-    parts: list[RenderableType] = [
-        Header(
-            session.meta,
-            totals,
-            m,
-            fmt,
-            [_note(m, fmt, threshold, depth, show_all)],
-            header_lines(insight, fmt),
-            comm=comm_header_lines(session.meta, totals.inclusive, fmt),
-        )
-    ]
+    report = build_report(
+        session,
+        tree=whole,
+        totals_of=totals.inclusive,
+        peak_tflops=peak_tflops,
+        ascii=ascii,
+        suggestions=shows_suggestions,
+    )
+    parts: list[RenderableType] = [Header(report, fmt, [_note(m, fmt, threshold, depth, show_all)])]
     comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
     if shows_suggestions:
-        parts.append(SuggestionsView(found, fmt, TREE_SUGGESTIONS if view == "tree" else None))
+        parts.append(SuggestionsView(report.suggestions, fmt, TREE_SUGGESTIONS if view == "tree" else None))
 
     def tree() -> RenderableType:
         title = "Top-down (callees below their callers)"
@@ -203,8 +195,8 @@ def _render(
         CopyTable(session, fmt, folded.leaf_nodes("memcpy", "memset")),
     ]
     collectives = CollectivesTable(session, fmt)
-    if isinstance(compiled, list) and compiled and view in ("tree", "summary", "all"):
-        parts.append(CompileView(compiled, fmt))
+    if report.compile is not None and view in ("tree", "summary", "all"):
+        parts.append(CompileView(report.compile, fmt))
     if view == "tree":
         parts.append(tree())
         parts.extend([*gpu_tables, syncs] if gpu else [syncs])
@@ -216,9 +208,9 @@ def _render(
     elif view == "kernels":
         parts.append(kernels if gpu else _no_gpu(session))
     elif view == "suggestions":
-        if not found:
+        if not report.suggestions:
             parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
-        parts.append(WorkView(insight, fmt))
+        parts.append(WorkView(report.analysis, fmt))
     elif view == "summary":
         parts.extend([*gpu_tables, syncs] if gpu else [_no_gpu(session), syncs])
         parts.extend([collectives, ApiTable(session, fmt)])
@@ -232,7 +224,7 @@ def _render(
                 syncs,
                 collectives,
                 ApiTable(session, fmt),
-                WorkView(insight, fmt),
+                WorkView(report.analysis, fmt),
             ]
         )
     return Group(*parts)

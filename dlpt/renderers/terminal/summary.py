@@ -15,9 +15,10 @@ from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
 from dlpt.model.folding import SyncSite
+from dlpt.model.kernel_names import kernel_config
 from dlpt.model.session import Session
 from dlpt.renderers.terminal.base import View
-from dlpt.renderers.terminal.format import STYLES, Fmt, kernel_config, label_parts
+from dlpt.renderers.terminal.format import STYLES, Fmt, label_parts
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
 
 

@@ -14,11 +14,11 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from dlpt.analysis.inputs import Analysis
+from dlpt.analysis.report.measures import flops_text
 from dlpt.analysis.roofline import Bound
 from dlpt.analysis.work import line_work, op_work
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import STYLES, Fmt, label_parts
-from dlpt.renderers.terminal.suggestions import flops_text
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
 
 __all__ = ["WorkView"]

@@ -1,0 +1,85 @@
+"""Build a session's :class:`~dlpt.analysis.report.model.Report` (see :mod:`dlpt.analysis.report`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from dlpt.analysis.communication import comm_facts
+from dlpt.analysis.inputs import Analysis, analyze
+from dlpt.analysis.report.compile import attribution_facts, compile_summary
+from dlpt.analysis.report.gpu import capture_facts, device_facts, graph_facts, record_facts, self_cost, totals
+from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
+from dlpt.analysis.report.model import Fact, Report
+from dlpt.analysis.report.run import rank_label, run_facts, step_notes, thread_notes, title, versions
+from dlpt.analysis.report.suggestions import suggestion
+from dlpt.analysis.suggest import findings
+from dlpt.model.meta import profiled_steps
+from dlpt.model.session import Session
+from dlpt.model.tree import Node
+from dlpt.model.units import Units
+
+__all__ = ["build_report", "separator"]
+
+
+def separator(ascii: bool) -> str:
+    """What joins the parts of one header line."""
+    return " - " if ascii else " \u00b7 "
+
+
+def build_report(
+    session: Session,
+    *,
+    tree: Node | Callable[[], Node] | None = None,
+    totals_of: Mapping[str, int] | None = None,
+    peak_tflops: float | None = None,
+    ascii: bool = False,
+    suggestions: bool = True,
+) -> Report:
+    """The report of ``session``.
+
+    ``tree`` is the caller's whole folded tree, or a function that builds it when a fact first
+    needs it (the suggestion rules, MFU), with ``totals_of`` its root's inclusive metrics so the
+    header needs no tree (None: folded here the default way). ``peak_tflops`` replaces the
+    datasheet peak for MFU; ``ascii`` keeps every text ASCII (``us``, `` - ``); ``suggestions``
+    False skips them (views that do not show them need not derive them)."""
+    a: Analysis = analyze(session, tree, peak_tflops, totals=totals_of)
+    meta = session.meta
+    steps = profiled_steps(meta)
+    units = Units(steps=steps, ascii=ascii)
+    sep = separator(ascii)
+    inc = a.totals
+    total_facts = totals(inc, units)
+    per = f"per step (/{steps})" if steps else "totals"
+    line = sep.join(f.text for f in total_facts) if total_facts else "nothing recorded"
+    run = run_facts(meta, units)
+    header: list[Fact] = [
+        *run,
+        *step_notes(meta),
+        Fact("totals", f"{per}: {line}" if steps else f"totals: {line}"),
+        *capture_facts(meta),
+        *device_facts(meta, units),
+        *mfu_facts(a, units),
+        *idle_facts(a, units),
+        *coverage_facts(a),
+        *(
+            Fact("communication", text, "bad" if bad else "info", "communication", text)
+            for text, bad in comm_facts(meta, inc, units)
+        ),
+        *graph_facts(meta, units),
+        *record_facts(meta, units),
+        *attribution_facts(meta),
+        *thread_notes(meta),
+        *self_cost(meta, units),
+        *versions(meta, sep),
+    ]
+    return Report(
+        title=title(meta),
+        rank=rank_label(meta),
+        steps=steps,
+        header=tuple(header),
+        totals_label=per,
+        totals=tuple(total_facts),
+        compile=compile_summary(meta),
+        suggestions=tuple(suggestion(f, units) for f in findings(a)) if suggestions else (),
+        analysis=a,
+    )

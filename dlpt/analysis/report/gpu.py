@@ -1,0 +1,148 @@
+"""Facts about where the time went in total: the per-step totals, whether the GPU was captured,
+each GPU's busy share, CUDA graph replays, records dropped or left unattributed, and what dlpt's
+own callbacks cost."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dlpt.analysis.report.model import Fact, Level
+from dlpt.model.meta import int_of, obj, wall_ns
+from dlpt.model.processors import METRICS
+from dlpt.model.units import Units
+
+__all__ = ["totals", "capture_facts", "device_facts", "graph_facts", "record_facts", "self_cost"]
+
+
+def totals(inc: Mapping[str, int], units: Units) -> list[Fact]:
+    """The session's totals (per step when there are steps), each with its label and value and
+    the phrase the one-line form uses ("26 kernels")."""
+    out = []
+    gpu = METRICS["gpu"](inc)
+    if gpu:
+        out.append(Fact("total", f"GPU {units.time(gpu)}", label="GPU time", value=units.time(gpu)))
+    if inc.get("kernels"):
+        n = units.count(inc["kernels"])
+        out.append(Fact("total", f"{n} kernels", label="kernels", value=n))
+    if inc.get("copies"):
+        v = f"{units.count(inc['copies'])} ({units.bytes(inc.get('copy_bytes', 0))})"
+        out.append(
+            Fact(
+                "total",
+                f"{units.count(inc['copies'])} copies ({units.bytes(inc.get('copy_bytes', 0))})",
+                label="copies",
+                value=v,
+            )
+        )
+    if inc.get("sync_ns"):
+        v = units.time(inc["sync_ns"])
+        out.append(Fact("total", f"sync wait {v}", label="sync wait", value=v))
+    if inc.get("cpu_ns"):
+        v = units.time(inc["cpu_ns"])
+        out.append(Fact("total", f"CPU ops {v}", label="CPU ops", value=v))
+    if inc.get("api_ns"):
+        v = units.time(inc["api_ns"])
+        out.append(Fact("total", f"CUDA API {v}", label="CUDA API", value=v))
+    return out
+
+
+def capture_facts(meta: Mapping[str, Any]) -> list[Fact]:
+    """Whether GPU work was captured, and why not."""
+    gpu = obj(meta.get("gpu"))
+    if gpu.get("enabled") is False:
+        reason = str(gpu.get("reason") or "reason unknown")
+        return [Fact("capture", f"GPU capture: off - {reason}; CPU-side attribution only", "warn")]
+    if gpu.get("enabled"):
+        return [Fact("capture", "GPU capture: on", "dim")]
+    return []
+
+
+def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+    """Each GPU's busy time against the profiled wall time (per step when there are steps)."""
+    wall = wall_ns(meta)
+    names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
+    busy = obj(meta.get("gpu_busy_ns"))
+    out = []
+    for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
+        d = names.get(dev, {})
+        name = f"GPU {dev} {d.get('name', '')}".rstrip()
+        if d.get("capability"):
+            name += f" (sm {d['capability']})"
+        if dev not in busy:
+            out.append(Fact("device", f"{name}: no busy time recorded", "dim", name, "no busy time recorded"))
+            continue
+        b = int_of(busy.get(dev))
+        frac = b / wall if wall else 0.0
+        value = (
+            f"busy {units.time(b)} of {units.time(wall)} wall ({100 * frac:.1f}%), "
+            f"idle {100 * (1 - frac):.1f}%"
+        )
+        out.append(Fact("device", f"{name}: {value}", "bad" if frac < 0.5 else "info", name, value, frac))
+    return out
+
+
+def graph_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+    """CUDA graph replays: how much GPU time they are, and whether any could not be traced back
+    to where they were captured."""
+    g = obj(meta.get("cuda_graphs"))
+    replay = int_of(g.get("replay_gpu_ns"))
+    if not replay:
+        return []
+    per = " per step" if units.steps else ""
+    value = (
+        f"{units.time(replay)} GPU time{per}, shown under <cuda graph replay> at the lines that captured them"
+    )
+    out = [Fact("graphs", f"CUDA graph replays: {value}", label="CUDA graph replays", value=value)]
+    lost = int_of(g.get("uncaptured_gpu_ns"))
+    if lost:
+        out.append(
+            Fact(
+                "graphs",
+                f"{units.time(lost)}{per} of it was captured before profiling started: shown at the replay "
+                "call instead (start dlpt before the graphs are captured; --skip-first keeps warm-up out "
+                "of the numbers)",
+                "warn",
+            )
+        )
+    return out
+
+
+def _count_text(key: str, v: int, units: Units) -> str:
+    # Keys ending in _ns are times; everything else counts records.
+    if key.endswith("_ns"):
+        what = key[:-3].replace("_", " ")
+        what = "GPU" if what == "gpu" else what
+        return f"{units.time(v)} {what} time" + (" per step" if units.steps else "")
+    return f"{v:,} {key.replace('_', ' ')}"
+
+
+def record_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+    """Records CUPTI dropped, and work that could not be attributed to a context (shown under
+    ``<unknown>``): counts first, then times."""
+    out = []
+    kinds: tuple[tuple[str, Level], ...] = (("dropped", "error"), ("unattributed", "warn"))
+    for key, level in kinds:
+        d = obj(meta.get(key))
+        items = sorted(d.items(), key=lambda kv: str(kv[0]).endswith("_ns"))
+        parts = [_count_text(str(k), v, units) for k, v in items if int_of(v)]
+        if parts:
+            note = " (shown under <unknown>)" if key == "unattributed" else ""
+            out.append(Fact("records", f"{key}: {', '.join(parts)}{note}", level))
+    return out
+
+
+def self_cost(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+    """What dlpt's own callbacks cost while recording (sampled, see csrc SelfTimer), so that a
+    reader knows which part of the step time is the profiler; torch's RecordFunction machinery
+    and CUPTI cost more on top (the README's overhead section measures all of it)."""
+    own = int_of(obj(meta.get("capture")).get("self_ns"))
+    wall = wall_ns(meta)
+    if not own or not wall:
+        return []
+    per = " per step" if units.steps else ""
+    value = (
+        f"dlpt's own callbacks took {units.time(own)}{per} ({100 * own / wall:.1f}% of the wall time); "
+        "torch's op hooks and CUPTI add more (README: Overhead)"
+    )
+    return [Fact("cost", f"profiling: {value}", "dim", "profiling", value)]

@@ -1,0 +1,95 @@
+"""Measurements of how well a step uses the GPU: MFU with its formula (when FLOPs were recorded),
+where each GPU idles per step and whether the step is launch-bound, and the ops whose FLOPs could
+not be counted. Every number says where it came from: the MFU line prints its formula with the
+values put in and names the peak's source."""
+
+from __future__ import annotations
+
+from dlpt.analysis.idle import step_idle
+from dlpt.analysis.inputs import Analysis
+from dlpt.analysis.mfu import mfu
+from dlpt.analysis.report.model import Fact
+from dlpt.model.meta import int_of
+from dlpt.model.units import Units
+
+__all__ = ["flops_text", "rate_text", "mfu_facts", "idle_facts", "coverage_facts"]
+
+
+def flops_text(v: float) -> str:
+    """FLOPs in decimal units: ``1.18 TFLOP``, ``35.2 GFLOP``."""
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v:.0f} FLOP"
+
+
+def rate_text(tflops: float) -> str:
+    """FLOP/s in decimal units: ``412 TFLOP/s``, ``4.81 MFLOP/s``."""
+    return flops_text(tflops * 1e12) + "/s"
+
+
+def mfu_facts(a: Analysis, units: Units) -> list[Fact]:
+    """The MFU line and its details, or nothing when the run recorded no FLOPs."""
+    m = mfu(a)
+    if m is None:
+        return []
+    step = "per step" if m.per_step else "in the run"
+    wall = "step wall" if m.per_step else "wall"
+    t = units.time(m.step_wall_ns, per_step=False)
+    flops = flops_text(m.flops_per_step)
+    share = f"{100 * m.share:.0f}% of them in {m.key or 'an unknown dtype'}"
+    if m.value is None or m.peak_tflops is None:
+        why = f"no datasheet peak for '{a.device_name}'" if a.device_name else "no GPU in this run"
+        return [
+            Fact(
+                "measure",
+                f"model FLOPs {step} {flops} ({share}), {rate_text(m.achieved_tflops)} over the {wall} {t}; "
+                f"MFU: {why} (give a peak with --peak-tflops)",
+            )
+        ]
+    return [
+        Fact(
+            "measure",
+            f"MFU {100 * m.value:.1f}% = model FLOPs {step} / {wall} / peak = {flops} / {t} / "
+            f"{m.peak_tflops:g} TFLOP/s ({m.peak_source})",
+        ),
+        Fact(
+            "measure",
+            f"achieved {rate_text(m.achieved_tflops)} over the {wall}; {share}; FLOPs of matmuls, "
+            "convolutions and attention from torch's formulas (torch.utils.flop_counter)",
+        ),
+    ]
+
+
+def idle_facts(a: Analysis, units: Units) -> list[Fact]:
+    """Per GPU: where its idle time per step is, and whether the step is launch-bound."""
+    out = []
+
+    def t(ns: float) -> str:
+        return units.time(ns, per_step=False)
+
+    for s in step_idle(a):
+        text = (
+            f"GPU {s.device} idle per step: {t(s.before_ns)} before its first kernel, "
+            f"{t(s.between_ns)} between kernels, {t(s.after_ns)} after its last "
+            f"(of {t(s.span_ns)}; {s.kernels:.0f} kernels of {t(s.mean_kernel_ns)} on average"
+        )
+        if s.syncs:
+            text += f"; host waits {t(s.sync_ns)} in {s.syncs:.3g} syncs"
+        text += ")" + (": launch-bound" if s.launch_bound else "")
+        out.append(Fact("measure", text, "bad" if s.launch_bound else "info"))
+    return out
+
+
+def coverage_facts(a: Analysis) -> list[Fact]:
+    """Ops whose FLOP formula could not take the recorded inputs (their FLOPs are missing)."""
+    info = a.meta.get("flops")
+    missed = info.get("unevaluated") if isinstance(info, dict) else None
+    if not isinstance(missed, dict) or not missed:
+        return []
+    parts = [f"{name} x{int_of(n)}" for name, n in sorted(missed.items()) if int_of(n)]
+    if not parts:
+        return []
+    return [
+        Fact("measure", f"FLOPs not counted (formula could not take the inputs): {', '.join(parts)}", "note")
+    ]

@@ -1,0 +1,127 @@
+"""Facts about the run itself: what ran (and as which rank), for how long, its steps and what
+went wrong with them, threads the profile did not wait for, and the versions."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from dlpt.analysis.report.model import Fact
+from dlpt.model.meta import int_of, obj, step_walls, wall_ns
+from dlpt.model.units import Units
+
+__all__ = ["title", "rank_label", "step_source", "run_facts", "step_notes", "thread_notes", "versions"]
+
+
+def title(meta: Mapping[str, Any]) -> str:
+    """The profiled command line, as a shell would quote it."""
+    argv = meta.get("argv")
+    return shlex.join(str(a) for a in argv) if isinstance(argv, list) and argv else "(no argv)"
+
+
+def rank_label(meta: Mapping[str, Any]) -> str:
+    """Which rank a session is, from ``meta.distributed``: "rank 1/4 (local 1) on host-a, GPU 1,
+    nccl"; "" for a single process."""
+    d = obj(meta.get("distributed"))
+    rank, size = d.get("rank"), d.get("world_size")
+    if not isinstance(rank, int) or not isinstance(size, int):
+        return ""
+    text = f"rank {rank}/{size}"
+    local = d.get("local_rank")
+    if isinstance(local, int) and not isinstance(local, bool):
+        text += f" (local {local})"
+    if isinstance(d.get("hostname"), str) and d["hostname"]:
+        text += f" on {d['hostname']}"
+    device = d.get("device")
+    if isinstance(device, int) and not isinstance(device, bool):
+        text += f", GPU {device}"
+    backends = [b for b in d.get("backends") or [] if isinstance(b, str)]
+    if backends:
+        text += f", {'+'.join(backends)}"
+    return text
+
+
+def step_source(steps: Mapping[str, Any]) -> str:
+    """What the steps were ("optimizer steps", "calls of generate"), from ``meta.steps``."""
+    if steps.get("source") == "call" and isinstance(steps.get("step_on"), str):
+        return f"calls of {steps['step_on']}"
+    return f"{steps['source']} steps"
+
+
+def run_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+    """Wall time, the profiled steps (what they were, how many were seen and skipped) and the
+    step wall times."""
+    wall = units.time(wall_ns(meta), per_step=False)
+    out = [Fact("run", f"wall {wall}", label="wall", value=wall)]
+    steps = obj(meta.get("steps"))
+    profiled = int_of(steps.get("profiled"))
+    if profiled:
+        text = f"{profiled} step{'s' if profiled != 1 else ''} profiled"
+        why = [step_source(steps)] if isinstance(steps.get("source"), str) else []
+        if int_of(steps.get("seen")):
+            why.append(f"{int_of(steps.get('seen'))} seen, first {int_of(steps.get('skip_first'))} skipped")
+        if why:
+            text += f" ({'; '.join(why)})"
+        out.append(Fact("steps", text, label="steps", value=text))
+    walls = step_walls(meta)
+    if walls:
+        t = units.time
+        value = (
+            f"mean {t(sum(walls) / len(walls), per_step=False)}, "
+            f"min {t(min(walls), per_step=False)}, max {t(max(walls), per_step=False)}"
+        )
+        out.append(Fact("step_wall", f"step wall: {value}", label="step wall", value=value))
+    return out
+
+
+def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
+    """Why nothing was recorded when steps were to be skipped, and a --step-on that matched no
+    function: said, never left for the user to guess."""
+    steps = obj(meta.get("steps"))
+    lines = []
+    step_on = steps.get("step_on")
+    matched = steps.get("step_on_matched")
+    if isinstance(step_on, str) and isinstance(matched, list) and not matched:
+        lines.append(f"--step-on {step_on} matched no function")
+    skip, seen = int_of(steps.get("skip_first")), int_of(steps.get("seen"))
+    if skip and not int_of(steps.get("profiled")) and seen <= skip:
+        if not seen:
+            what = (
+                f"no call of {step_on} returned"
+                if isinstance(step_on, str)
+                else "no step was seen (steps are optimizer steps, prof.step() calls, or the "
+                "calls of the function named with --step-on)"
+            )
+        else:
+            what = f"only {seen} step{'s' if seen != 1 else ''} seen, all of them skipped"
+        lines.append(
+            f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
+            f"skipped (--skip-first), but {what}"
+        )
+    return [Fact("step_notes", text, "warn") for text in lines]
+
+
+def thread_notes(meta: Mapping[str, Any]) -> list[Fact]:
+    """Threads the profile did not wait for: their later work is missing."""
+    names = [n for n in meta.get("threads_running") or [] if isinstance(n, str)]
+    if not names:
+        return []
+    n = len(names)
+    shown = ", ".join(names[:5]) + (", ..." if n > 5 else "")
+    return [
+        Fact(
+            "threads",
+            f"{n} thread{'s were' if n != 1 else ' was'} still running when the profile stopped; "
+            f"their later work is not included ({shown})",
+            "warn",
+        )
+    ]
+
+
+def versions(meta: Mapping[str, Any], sep: str) -> list[Fact]:
+    """Python, torch and dlpt versions and the start time."""
+    parts = [f"{k} {meta[k]}" for k in ("python", "torch", "dlpt") if meta.get(k)]
+    if meta.get("started_at"):
+        parts.append(f"started {meta['started_at']}")
+    return [Fact("versions", sep.join(parts), "dim")] if parts else []

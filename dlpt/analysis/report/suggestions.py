@@ -1,0 +1,27 @@
+"""The wording of a suggestion: its gain (``-1.20ms/step``, ``-9.10s once``) and where it is
+(``train.py:40 train_step``, or ``the whole step``)."""
+
+from __future__ import annotations
+
+import os
+
+from dlpt.analysis.finding import Finding
+from dlpt.analysis.report.model import Suggestion
+from dlpt.model.units import Units
+
+__all__ = ["gain_text", "where_text", "suggestion"]
+
+
+def gain_text(f: Finding, units: Units) -> str:
+    t = units.time(f.gain_ns, per_step=False)
+    return f"-{t}/step" if f.per_step else f"-{t} once"
+
+
+def where_text(f: Finding) -> str:
+    if not f.file:
+        return "the whole step"
+    return f"{os.path.basename(f.file) or f.file}:{f.line} {f.function}".rstrip()
+
+
+def suggestion(f: Finding, units: Units) -> Suggestion:
+    return Suggestion(f, gain_text(f, units), where_text(f))

@@ -1,0 +1,38 @@
+"""Typed reads of a session's ``meta``: the values every stage looks up, read defensively once
+here (a loaded session may hold anything where an old or hand-edited file differs; the schema
+checks types at load, but old sessions and in-memory edits still reach the readers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["int_of", "obj", "profiled_steps", "step_walls", "wall_ns"]
+
+
+def int_of(v: object) -> int:
+    """``v`` if it is an int (not a bool), else 0."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def obj(v: object) -> dict[str, Any]:
+    """``v`` if it is a dict, else {} (an absent or malformed meta object)."""
+    return v if isinstance(v, dict) else {}
+
+
+def profiled_steps(meta: Mapping[str, Any]) -> int:
+    """How many steps the per-step figures are divided by (0: no steps, values per run)."""
+    n = int_of(obj(meta.get("steps")).get("profiled"))
+    return n if n > 0 else 0
+
+
+def step_walls(meta: Mapping[str, Any]) -> list[int]:
+    """Wall times of the profiled steps (ns), those that are positive integers."""
+    raw = meta.get("step_wall_ns")
+    return [w for w in raw if int_of(w) > 0] if isinstance(raw, list) else []
+
+
+def wall_ns(meta: Mapping[str, Any]) -> int:
+    """Wall time of the profiled window (ns)."""
+    return int_of(meta.get("wall_ns"))
