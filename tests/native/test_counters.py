@@ -9,9 +9,9 @@ import os
 import pytest
 import torch
 
-from dlpt import session_schema
 from dlpt.capture.native import core
-from dlpt.session_schema import SchemaError
+from dlpt.model import schema as session_schema
+from dlpt.model.schema import SchemaError
 
 C = core()
 FIELDS = C._testing.counter_fields()  # (name, type, source, doc), in export order
