@@ -14,6 +14,7 @@
 
 #include "cct/busy.h"
 #include "cct/correlation.h"
+#include "cct/epochs.h"
 #include "cct/graph_nodes.h"
 #include "cct/op_details.h"
 #include "cct/seq_ranges.h"
@@ -51,13 +52,14 @@ class Session {
   const uint64_t generation;
   const CaptureOptions opts;
   Tree tree;
+  Epochs epochs;  // before `details`, which files by them
   CorrelationTable correlations;
   BusyTracker busy;
   CodeRegistry codes;
   GraphNodeContexts graph_nodes;
   Counters counters;
   SeqRangesByThread seq_ranges;
-  OpDetails details;
+  OpDetails details{epochs};
   TickRate rate;
 
   /// Whether costs are recorded now (false during skip-first steps and after the active steps).
@@ -66,6 +68,10 @@ class Session {
   std::atomic<uint64_t> last_forward_thread{0};
   /// Whether GPU capture (CUPTI) is on for this session.
   std::atomic<bool> gpu{false};
+
+  /// [MT] The metrics a cost of node `id` in epoch `epoch` is added to (cct/epochs.h): the
+  /// running epoch for CPU-side costs, the launch's epoch for GPU activity.
+  Metrics& metrics(NodeId id, uint32_t epoch) { return tree.node(id).m.at(epoch, epochs); }
 
   /// [MT] Creates the calling thread's state (see ThreadState::get).
   ThreadState* attach_thread(uint64_t os_tid);

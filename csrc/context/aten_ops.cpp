@@ -210,7 +210,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   OpEntry& e = ts.push(EntryKind::Op, &rf);
   e.op_node = e.ctx_node = ts.child(parent_ctx, kind, id);
   e.name_id = id;
-  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
+  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf), s.epochs.current());
   if (compiled) {
     // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
     // its CompiledFunctionBackward is grafted under.
@@ -265,7 +265,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   e.op_node = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, id);
   e.ctx_node = ts.phase(e.op_node, Phase::Forward);
   e.name_id = id;
-  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
+  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf), s.epochs.current());
   if (compiled) begin_region(e);
   record_forward_op(s, ts, rf.seqNr(), e.op_node);
   e.start = ticks();
@@ -351,9 +351,10 @@ void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
   const uint64_t end = ticks();
   const uint64_t dur = end > e.start ? end - e.start : 0;
   if (s->collecting.load(std::memory_order_relaxed) && e.ctx_node != kNoNode) {
-    Tree& tree = s->tree;
-    tree.node(e.ctx_node).m.cpu_ticks.fetch_add(dur > e.child ? dur - e.child : 0, std::memory_order_relaxed);
-    if (e.op_node != kNoNode) tree.node(e.op_node).m.calls.fetch_add(1, std::memory_order_relaxed);
+    // CPU-side costs belong to the epoch running when they are added (cct/epochs.h).
+    const uint32_t epoch = s->epochs.current();
+    s->metrics(e.ctx_node, epoch).cpu_ticks.fetch_add(dur > e.child ? dur - e.child : 0, std::memory_order_relaxed);
+    if (e.op_node != kNoNode) s->metrics(e.op_node, epoch).calls.fetch_add(1, std::memory_order_relaxed);
   }
   if (!ts.empty()) ts.top().child += dur;
 }

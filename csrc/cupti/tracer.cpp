@@ -122,6 +122,45 @@ void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* 
 
 // ---- API callback ([MT]: the calling thread, with or without the GIL) ---------------------
 
+/// A watched driver call's entry on the calling thread: maps a work call's correlation id to
+/// the calling context and the running epoch.
+void api_enter(Session& s, ThreadState& ts, uint8_t cls, uint32_t correlation_id) {
+  ts.api_callbacks.add(1);
+  // Driver calls can nest (a driver entry point calling another): only the outermost is timed
+  // and counted; every work call's correlation id is mapped.
+  const bool outer = ts.api_depth++ == 0;
+  if (outer) {
+    ts.api_context = s.collecting.load(std::memory_order_relaxed) ? ts.launch_context() : kNoNode;
+    ts.api_start = ticks();
+    ts.api_submitted = false;
+  }
+  if (cls & kWork) {
+    const NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
+    // The launch's epoch travels with its id: its activity is filed by it (cct/epochs.h).
+    s.correlations.put(correlation_id, node, s.epochs.current());
+    if (outer && ts.api_context != kNoNode) {
+      ts.submitted.add(1);
+      ts.api_submitted = true;
+    }
+  }
+}
+
+/// Its exit: the outermost call's host time, and a sync's wait, in the running epoch.
+void api_exit(Session& s, ThreadState& ts, uint8_t cls, uint32_t cbid) {
+  if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
+    const uint64_t t = ticks() - ts.api_start;
+    if (const uint16_t slot = cbid < kMaxCbid ? g.slot[cbid] : 0) ts.apis[slot - 1].add(t);
+    const uint32_t epoch = s.epochs.current();
+    s.metrics(ts.api_context, epoch).api_ticks.fetch_add(t, std::memory_order_relaxed);
+    if (cls & kSync) {
+      Metrics& m = s.metrics(ts.child(ts.api_context, NodeKind::Sync, cbid), epoch);
+      m.sync_ticks.fetch_add(t, std::memory_order_relaxed);
+      m.count.fetch_add(1, std::memory_order_relaxed);
+    }
+    ts.api_context = kNoNode;
+  }
+}
+
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (g.floor) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
@@ -136,37 +175,9 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   ThreadState& ts = ThreadState::get(*s);
   SelfTimer timer(ts);
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    ts.api_callbacks.add(1);
-    // Driver calls can nest (a driver entry point calling another): only the outermost is timed
-    // and counted; every work call's correlation id is mapped.
-    const bool outer = ts.api_depth++ == 0;
-    if (outer) {
-      ts.api_context = s->collecting.load(std::memory_order_relaxed) ? ts.launch_context() : kNoNode;
-      ts.api_start = ticks();
-      ts.api_submitted = false;
-    }
-    if (cls & kWork) {
-      const NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
-      s->correlations.put(cb->correlationId, node);
-      if (outer && ts.api_context != kNoNode) {
-        ts.submitted.add(1);
-        ts.api_submitted = true;
-      }
-    }
-    return;
-  }
-  // Exit.
-  if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
-    const uint64_t t = ticks() - ts.api_start;
-    if (const uint16_t slot = g.slot[cbid]) ts.apis[slot - 1].add(t);
-    Tree& tree = s->tree;
-    tree.node(ts.api_context).m.api_ticks.fetch_add(t, std::memory_order_relaxed);
-    if (cls & kSync) {
-      const NodeId leaf = ts.child(ts.api_context, NodeKind::Sync, cbid);
-      tree.node(leaf).m.sync_ticks.fetch_add(t, std::memory_order_relaxed);
-      tree.node(leaf).m.count.fetch_add(1, std::memory_order_relaxed);
-    }
-    ts.api_context = kNoNode;
+    api_enter(*s, ts, cls, cb->correlationId);
+  } else {
+    api_exit(*s, ts, cls, cbid);
   }
 }
 
@@ -240,11 +251,13 @@ NodeId replay_context(Session& s, NodeId launch, uint64_t graph_node_id, uint64_
   return leaf(s.tree, NodeKey{captured, NodeKind::Phase, phase_key(Phase::GraphReplay), 0});
 }
 
-/// Resolves a correlation id; kNoNode for activity outside the window.
-NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
+/// Resolves a correlation id to its launch context and the epoch of its launch; kNoNode for
+/// activity outside the window. Records of an unknown id go to the "<unknown>" thread node, in
+/// the epoch running when they arrive (their launch is not known).
+NodeId resolve(Session& s, uint32_t corr, uint64_t ns, uint32_t* epoch) {
   NodeId node = kNoNode;
   bool first = false;
-  switch (s.correlations.get(corr, &node, &first)) {
+  switch (s.correlations.get(corr, &node, &first, epoch)) {
     case CorrelationTable::Lookup::OutsideWindow:
       s.counters.outside_window.fetch_add(1, std::memory_order_relaxed);
       return kNoNode;
@@ -258,6 +271,7 @@ NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
   s.counters.delivered_gpu_ns.fetch_add(ns, std::memory_order_relaxed);
   s.counters.unknown_correlation.fetch_add(1, std::memory_order_relaxed);
   s.counters.unknown_gpu_ns.fetch_add(ns, std::memory_order_relaxed);
+  *epoch = s.epochs.current();
   return leaf(s.tree, NodeKey{kRootNode, NodeKind::Thread, kUnknownThreadKey, 0});
 }
 
@@ -270,7 +284,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
       const uint64_t ns = k->end > k->start ? k->end - k->start : 0;
-      NodeId ctx = resolve(s, k->correlationId, ns);
+      uint32_t epoch = 0;
+      NodeId ctx = resolve(s, k->correlationId, ns, &epoch);
       if (ctx == kNoNode) return;
       if (k->graphNodeId != 0) ctx = replay_context(s, ctx, k->graphNodeId, ns);
       const auto [name_id, comm] = kernel_name_id(tree, k->name);
@@ -286,13 +301,14 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       cfg.smem_static = k->staticSharedMemory;
       cfg.smem_dynamic = k->dynamicSharedMemory;
       const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, name_id, k->deviceId}, &cfg);
-      tree.node(n).m.add_duration(ns);
+      s.metrics(n, epoch).add_duration(ns);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* c = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
       const uint64_t ns = c->end > c->start ? c->end - c->start : 0;
-      NodeId ctx = resolve(s, c->correlationId, ns);
+      uint32_t epoch = 0;
+      NodeId ctx = resolve(s, c->correlationId, ns, &epoch);
       if (ctx == kNoNode) return;
       if (c->graphNodeId != 0) ctx = replay_context(s, ctx, c->graphNodeId, ns);
       s.busy.add(c->deviceId, c->start, c->end);
@@ -304,20 +320,23 @@ void process_record(Session& s, const CUpti_Activity* rec) {
         host_kind = c->dstKind;
       const NodeId n = leaf(
           tree, NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
-      tree.node(n).m.add_duration(ns);
-      tree.node(n).m.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
+      Metrics& mt = s.metrics(n, epoch);
+      mt.add_duration(ns);
+      mt.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
       const uint64_t ns = m->end > m->start ? m->end - m->start : 0;
-      NodeId ctx = resolve(s, m->correlationId, ns);
+      uint32_t epoch = 0;
+      NodeId ctx = resolve(s, m->correlationId, ns, &epoch);
       if (ctx == kNoNode) return;
       if (m->graphNodeId != 0) ctx = replay_context(s, ctx, m->graphNodeId, ns);
       s.busy.add(m->deviceId, m->start, m->end);
       const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Memset, m->deviceId, 0});
-      tree.node(n).m.add_duration(ns);
-      tree.node(n).m.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
+      Metrics& mt = s.metrics(n, epoch);
+      mt.add_duration(ns);
+      mt.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
       return;
     }
     default:
@@ -503,6 +522,32 @@ std::string sync_api_name(uint64_t cbid) {
       name)
     return name;
   return "sync";
+}
+
+void testing_launch(Session& s, uint32_t corr) {
+  ThreadState& ts = ThreadState::get(s);
+  api_enter(s, ts, kWork, corr);
+  api_exit(s, ts, kWork, 0);
+}
+
+void testing_kernel_record(Session& s, uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const char* name) {
+  std::lock_guard<std::mutex> lock(g.buffer_mu);
+  // The activity thread's caches hold one session's node ids (a real session clears them when
+  // its tracing starts): a seam session starts afresh too.
+  static uint64_t generation = 0;
+  if (generation != s.generation) {
+    generation = s.generation;
+    g.kernel_names.clear();
+    g.leaves.clear();
+  }
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.correlationId = corr;
+  k.start = start;
+  k.end = end;
+  k.deviceId = device;
+  k.name = name;
+  process_record(s, reinterpret_cast<const CUpti_Activity*>(&k));
 }
 
 }  // namespace dlpt

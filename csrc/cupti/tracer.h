@@ -43,4 +43,12 @@ std::vector<ApiStat> api_stats(Session& s);
 /// Name of the CUDA driver API behind a Sync node key (its callback id).
 std::string sync_api_name(uint64_t cbid);
 
+// ---- testing seams (testing/seams.h): the launch and activity paths without a GPU ----------
+
+/// [GIL] What the driver-API callbacks do for one launch with correlation id `corr` made now on
+/// the calling thread (enter, then exit): its context and epoch mapped to the id.
+void testing_launch(Session& s, uint32_t corr);
+/// [GIL] A kernel activity record for `corr`, processed as the activity thread processes one.
+void testing_kernel_record(Session& s, uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const char* name);
+
 }  // namespace dlpt
