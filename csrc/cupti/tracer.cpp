@@ -14,63 +14,12 @@
 #include "../clock.h"
 #include "../context/child_cache.h"
 #include "../context/thread_state.h"
+#include "tracer_state.h"
 
 namespace dlpt {
 
-namespace {
+namespace cupti_internal {
 
-// ---- state ----------------------------------------------------------------------------------
-
-enum ApiClass : uint8_t { kNone = 0, kWork = 1, kSync = 2 };
-constexpr uint32_t kMaxCbid = 1024;
-constexpr size_t kBufferSize = 2u << 20;
-constexpr uint32_t kFlushPeriodMs = 100;
-
-/// Everything the tracer keeps from start to stop, in one place with one reset. Only the driver
-/// API domain is watched (see start_gpu_tracing).
-struct Tracer {
-  const CuptiApi* api = nullptr;
-  CUpti_SubscriberHandle subscriber = nullptr;
-  // The session activity is delivered to. Separate from current_session(): records keep arriving
-  // after stop() unpublishes the session, until the final flush.
-  std::atomic<Session*> session{nullptr};
-  bool floor = false;  // floor mode: subscribed, callbacks and records do nothing
-  // kBufferSize (pooled), or an experiment's size (BenchSwitches, never pooled).
-  size_t buffer_size = kBufferSize;
-
-  // Watched driver callback ids: their class and a compact index into ThreadState::apis.
-  uint8_t cls[kMaxCbid] = {};
-  uint16_t slot[kMaxCbid] = {};  // index + 1 into ThreadState::apis; 0 = no statistics slot
-  std::vector<uint32_t> slot_cbid;
-  std::vector<std::string> slot_name;
-
-  // Activity processing: CUPTI's worker thread, or the thread flushing at stop; under buffer_mu.
-  std::mutex buffer_mu;
-  // CUPTI-owned name -> interned id, and whether it is a collective-communication kernel.
-  std::unordered_map<const char*, std::pair<uint32_t, bool>> kernel_names;
-  ChildCache leaves;  // the buffer thread's cache of kernel/copy/memset leaves
-
-  // Activity buffers are recycled rather than freed: CUPTI asks for one on the launching thread
-  // whenever the current one fills, and a fresh malloc of this size is an mmap whose first touch
-  // page-faults and whose free unmaps (TLB shootdowns across the process's threads). A pool keeps
-  // both off the hot path and bounds host memory to the most buffers ever in flight.
-  std::mutex pool_mu;
-  std::vector<uint8_t*> pool;
-
-  void reset(const CuptiApi& a, const BenchSwitches& bench) {
-    api = &a;
-    subscriber = nullptr;
-    floor = bench.floor == Floor::Cupti;
-    buffer_size = bench.cupti.big_buffers ? (64u << 20) : kBufferSize;
-    std::fill(std::begin(cls), std::end(cls), kNone);
-    std::fill(std::begin(slot), std::end(slot), 0);
-    slot_cbid.clear();
-    slot_name.clear();
-    std::lock_guard<std::mutex> lock(buffer_mu);
-    kernel_names.clear();
-    leaves.clear();
-  }
-};
 Tracer g;
 
 bool has(const char* s, const char* part) { return std::strstr(s, part) != nullptr; }
@@ -358,134 +307,15 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
   recycle_buffer(buffer, size);
 }
 
-constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET};
-
 uint64_t submitted_total(Session& s) {
   uint64_t n = 0;
   s.for_each_thread([&](ThreadState& ts) { n += ts.submitted.get(); });
   return n;
 }
 
-std::string subscribe_error(const CuptiApi& api, CUptiResult r, const char* old_name) {
-  return std::string("CUPTI is already in use") +
-         (old_name && old_name[0] ? std::string(" by '") + old_name + "'" : std::string()) + " (" +
-         api.error_string(r) + "); another profiler (torch.profiler, nsys, ncu, Proton) holds it";
-}
+}  // namespace cupti_internal
 
-}  // namespace
-
-bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error) {
-  const CuptiExperiment& exp = session.opts.bench.cupti;
-  g.reset(api, session.opts.bench);
-  CUptiResult r;
-  if (api.cuptiSubscribe_v2) {
-    char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
-    CUpti_SubscriberParams params{};
-    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    params.subscriberName = "dlpt";
-    params.oldSubscriberName = old_name;
-    params.oldSubscriberSize = sizeof(old_name);
-    r = api.cuptiSubscribe_v2(&g.subscriber, on_api, nullptr, &params);
-    if (r != CUPTI_SUCCESS) *error = subscribe_error(api, r, old_name);
-  } else {
-    r = api.cuptiSubscribe(&g.subscriber, on_api, nullptr);
-    if (r != CUPTI_SUCCESS) *error = subscribe_error(api, r, nullptr);
-  }
-  if (r != CUPTI_SUCCESS) {
-    g.subscriber = nullptr;
-    return false;
-  }
-  // Driver API callbacks only. The runtime implements every launch, copy, memset and sync with
-  // the driver, so the driver sees them all (cuBLAS and Triton launch through it directly; the
-  // runtime alone misses those). Watching both doubled the callbacks per launch: on an H200,
-  // small_mlp went 4.41 ms/step (driver only) vs 5.14 (both), base 3.6-4.3, with identical
-  // kernel counts and no unknown correlations.
-  for (uint32_t cbid = 1; cbid < kMaxCbid; ++cbid) {
-    const char* name = nullptr;
-    if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-    const uint8_t cls = classify(name);
-    if (cls == kNone || exp.no_callbacks || (exp.launch_only && !starts(name, "cuLaunch"))) continue;
-    g.cls[cbid] = cls;
-    api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-    // Statistics slots run out only if a future CUDA adds many more variants: then the extra
-    // functions are still traced, just not tabulated.
-    if (g.slot_cbid.size() == kMaxWatchedApis) continue;
-    g.slot_cbid.push_back(cbid);
-    g.slot_name.emplace_back(name);
-    g.slot[cbid] = static_cast<uint16_t>(g.slot_cbid.size());
-  }
-  // Graph node creation and cloning: where replayed kernels were captured.
-  api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
-  api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
-  g.session.store(&session, std::memory_order_release);
-  r = api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  // Hand back filled buffers often, so the records in flight (host memory) stay small however
-  // long the run is.
-  if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && !exp.no_flush_period)
-    api.cuptiActivityFlushPeriod(kFlushPeriodMs);
-  for (CUpti_ActivityKind kind : kKinds) {
-    if (exp.no_activity || (exp.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) continue;
-    if (r == CUPTI_SUCCESS) r = api.cuptiActivityEnable(kind);
-  }
-  if (r != CUPTI_SUCCESS) {
-    *error = std::string("CUPTI activity tracing could not be enabled: ") + api.error_string(r);
-    for (CUpti_ActivityKind kind : kKinds) api.cuptiActivityDisable(kind);
-    api.cuptiUnsubscribe(g.subscriber);
-    g.subscriber = nullptr;
-    g.session.store(nullptr);
-    return false;
-  }
-  session.gpu.store(true);
-  return true;
-}
-
-TracerStopReport stop_gpu_tracing() {
-  TracerStopReport rep;
-  Session* s = g.session.load(std::memory_order_acquire);
-  if (s == nullptr || g.api == nullptr) return rep;
-  const auto t0 = std::chrono::steady_clock::now();
-  // Disable callbacks first: nothing new gets mapped while we drain.
-  const CUptiResult unsub = g.api->cuptiUnsubscribe(g.subscriber);
-  if (unsub != CUPTI_SUCCESS) rep.unsubscribe_error = g.api->error_string(unsub);
-  g.subscriber = nullptr;
-  uint64_t last_completed = UINT64_MAX;
-  for (int i = 0; i < 200 && !g.floor; ++i) {
-    g.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    const uint64_t done = s->counters.completed.load();
-    if (done >= submitted_total(*s)) break;
-    // A forced flush after the caller synchronised the devices delivers everything finished;
-    // a flush that brings nothing new means the rest never produces activity (failed launch,
-    // empty copy), so stop waiting instead of hanging the user's program.
-    if (done == last_completed) break;
-    last_completed = done;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  for (CUpti_ActivityKind kind : kKinds) g.api->cuptiActivityDisable(kind);
-  g.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  {
-    std::lock_guard<std::mutex> lock(g.buffer_mu);
-    g.session.store(nullptr, std::memory_order_release);
-  }
-  // Detach CUPTI from the process. The caller synchronised every device and everything was
-  // flushed, which is what cuptiFinalize asks for. Unsubscribing alone leaves this copy of CUPTI
-  // attached to the driver: a profiler with its own copy (Triton's Proton bundles one) then
-  // cannot subscribe for the rest of the process, and launches keep paying for the hooks.
-  // A later start() attaches again. DLPT_KEEP_CUPTI=1 (BenchSwitches::keep_cupti) skips this.
-  if (g.api->cuptiFinalize && !s->opts.bench.keep_cupti) {
-    const CUptiResult fin = g.api->cuptiFinalize();
-    if (fin != CUPTI_SUCCESS) rep.unsubscribe_error = std::string("cuptiFinalize: ") + g.api->error_string(fin);
-  }
-  {
-    std::lock_guard<std::mutex> lock(g.pool_mu);
-    for (uint8_t* b : g.pool) std::free(b);
-    g.pool.clear();
-  }
-  rep.submitted = submitted_total(*s);
-  rep.completed = s->counters.completed.load();
-  rep.flush_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return rep;
-}
+using namespace cupti_internal;
 
 uint64_t cupti_now() {
   uint64_t t = 0;
