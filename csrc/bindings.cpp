@@ -155,6 +155,10 @@ py::dict stop(bool last_counted) {
   }
   out["gpu_steps"] = steps;
   out["counters"] = counters;
+  // Each set_tracing switch: (on, ns it took).
+  py::list switches;
+  for (const auto& [on, ns] : s.tracing_switch_log) switches.append(py::make_tuple(on, ns));
+  out["tracing_switches"] = switches;
   out["gpu"] = s.gpu.load();
   out["flush_s"] = r.tracer.flush_s;
   return out;
@@ -197,6 +201,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("end_epoch", &dlpt::end_epoch, py::arg("counted"),
         "Ends the running epoch as counted (per-step work) or not; a step mark; returns the new epoch.");
   m.def("set_collecting", &dlpt::set_collecting);
+  m.def("set_tracing", &dlpt::set_tracing, py::arg("on"),
+        "Tracing off (dlpt's callbacks disabled, CUPTI flushed then disabled or detached) or on again.");
   m.def("mark_step", &dlpt::mark_step);
   m.def("drain_code_refs", &dlpt::drain_code_refs);
   m.def("running", &dlpt::capture_running);
@@ -217,6 +223,7 @@ PYBIND11_MODULE(_C, m) {
   t.def("counter_fields", &dlpt::counter_fields);
   t.def("line_lookup_cost", &dlpt::testing::line_lookup_cost);
   t.def("launch", &dlpt::testing::launch, py::arg("corr"));
+  t.def("api_call", &dlpt::testing::api_call, py::arg("corr"), py::arg("enter"));
   t.def("kernel_record", &dlpt::testing::kernel_record, py::arg("corr"), py::arg("start"), py::arg("end"),
         py::arg("device"), py::arg("name"));
 }

@@ -76,6 +76,40 @@ uint32_t end_epoch(bool counted) {
   return next;
 }
 
+void set_tracing(bool on) {
+  Session* s = current_session();
+  if (s == nullptr || s->tracing.load(std::memory_order_acquire) == on) return;
+  const uint64_t t0 = now_ns();
+  // A CUDA API call under way across the switch is dropped (ThreadState::api_generation).
+  s->tracing_generation.fetch_add(1, std::memory_order_relaxed);
+  const bool gpu = s->gpu.load();
+  if (!on) {
+    // First: callbacks already under way stop recording. Then nothing of dlpt's runs.
+    s->tracing.store(false, std::memory_order_release);
+    suspend_op_callbacks(true);
+    if (gpu) {
+      PyThreadState* saved = PyEval_SaveThread();  // flushing can wait on CUPTI's thread
+      suspend_gpu_tracing(*s, s->opts.bench.suspend);
+      PyEval_RestoreThread(saved);
+    }
+  } else {
+    // First: callbacks enabled from here on record at once.
+    s->tracing.store(true, std::memory_order_release);
+    if (gpu) {
+      std::string error;
+      PyThreadState* saved = PyEval_SaveThread();
+      const bool resumed = resume_gpu_tracing(*s, &error);
+      PyEval_RestoreThread(saved);
+      if (!resumed && s->tracing_error.empty()) s->tracing_error = error;
+    }
+    suspend_op_callbacks(false);
+  }
+  const uint64_t ns = now_ns() - t0;
+  s->counters.tracing_switches.fetch_add(1, std::memory_order_relaxed);
+  s->counters.tracing_switch_ns.fetch_add(ns, std::memory_order_relaxed);
+  if (s->tracing_switch_log.size() < Session::kMaxSwitchLog) s->tracing_switch_log.emplace_back(on, ns);
+}
+
 void drain_code_refs() {
   if (Session* s = current_session()) s->codes.drain();
 }

@@ -36,6 +36,15 @@ void mark_step();
 /// interval takes the class given here. 0 when no profile runs (a forked child).
 uint32_t end_epoch(bool counted);
 
+/// Tracing off or on for the running session (idempotent; a no-op without one). Off: dlpt's
+/// RecordFunction callbacks disabled, CUPTI's driver-API callbacks disabled and its activity
+/// flushed (the caller synchronised the devices) and disabled, or CUPTI detached altogether
+/// (BenchSwitches::suspend); nothing is recorded and nothing of dlpt's runs per op or launch. On:
+/// everything enabled again as at start. The session, thread states, caches and code registry
+/// stay. Each switch is counted and timed (counters tracing_switches, tracing_switch_ns; the
+/// session's tracing_switch_log). Releases the GIL while CUPTI flushes.
+void set_tracing(bool on);
+
 /// Takes references to code objects first seen since the last drain (see CodeRegistry).
 void drain_code_refs();
 

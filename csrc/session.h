@@ -68,6 +68,16 @@ class Session {
   std::atomic<uint64_t> last_forward_thread{0};
   /// Whether GPU capture (CUPTI) is on for this session.
   std::atomic<bool> gpu{false};
+  /// Whether tracing runs (set_tracing): off, dlpt's callbacks are disabled and record nothing.
+  std::atomic<bool> tracing{true};
+  /// Bumped at every set_tracing switch: a CUDA API call that entered before one and exits (or
+  /// not) after it is dropped, not matched with a later call (ThreadState::api_generation).
+  std::atomic<uint32_t> tracing_generation{0};
+  /// [GIL] Every set_tracing switch: (on, nanoseconds it took), the first kMaxSwitchLog of them.
+  std::vector<std::pair<bool, uint64_t>> tracing_switch_log;
+  static constexpr size_t kMaxSwitchLog = 4096;
+  /// [GIL] Why GPU tracing could not be resumed (empty: it always was).
+  std::string tracing_error;
 
   /// [MT] The metrics a cost of node `id` in epoch `epoch` is added to (cct/epochs.h): the
   /// running epoch for CPU-side costs, the launch's epoch for GPU activity.

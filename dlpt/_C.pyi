@@ -51,8 +51,11 @@ class Counters(TypedDict):
     self_ns: int  # sampled time inside dlpt's callbacks, scaled to all calls
     self_python_ns: int  # ... of which walking Python frames
     self_window_ns: int  # ... of which switching RecordFunction off and on
+    tracing_switches: int  # set_tracing calls that switched tracing off or on
+    tracing_switch_ns: int  # time those switches took, in all (flushing CUPTI's records included)
     tsc: bool  # host ticks are TSC cycles (else steady_clock nanoseconds)
     cupti_unsubscribe_error: NotRequired[str]  # why CUPTI could not be released (absent: it was)
+    tracing_error: NotRequired[str]  # why GPU tracing could not be resumed (absent: it was)
 
 class StopResult(TypedDict):
     nodes: list[RawNodeTuple]
@@ -69,6 +72,7 @@ class StopResult(TypedDict):
     # recorded: the interval's epoch was counted (once end_epoch was called)
     gpu_steps: dict[str, list[tuple[int, int, bool, int, int, int]]]
     counters: Counters
+    tracing_switches: list[tuple[bool, int]]  # each set_tracing switch: (on, ns it took)
     gpu: bool
     flush_s: float
 
@@ -86,6 +90,7 @@ def resume_function_records(token: int) -> None: ...
 def stop(last_counted: bool = False) -> StopResult: ...
 def end_epoch(counted: bool) -> int: ...
 def set_collecting(on: bool) -> None: ...
+def set_tracing(on: bool) -> None: ...
 def mark_step() -> None: ...
 def drain_code_refs() -> None: ...
 def running() -> bool: ...

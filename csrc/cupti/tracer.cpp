@@ -53,8 +53,11 @@ void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* 
   }
   ThreadState& ts = ThreadState::get(s);
   // Only nodes made by a launch/copy/memset we watch, i.e. stream capture. Nodes created inside
-  // cuGraphInstantiate are internal (their clones are reported separately).
-  if (ts.api_depth == 0) return;
+  // cuGraphInstantiate are internal (their clones are reported separately). Not while tracing is
+  // suspended (no launch is watched then: a depth left from before the switch is stale).
+  if (ts.api_depth == 0 || !s.tracing.load(std::memory_order_relaxed) ||
+      ts.api_generation != s.tracing_generation.load(std::memory_order_relaxed))
+    return;
   // Captured while collection is paused (warm-up steps, where torch.compile's reduce-overhead
   // records its graphs): no op stack was kept, but the Python path still names the line, and
   // Inductor's generated frames still map to model lines.
@@ -75,6 +78,13 @@ void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* 
 /// the calling context and the running epoch.
 void api_enter(Session& s, ThreadState& ts, uint8_t cls, uint32_t correlation_id) {
   ts.api_callbacks.add(1);
+  // A call that entered before a set_tracing switch never saw its exit: start afresh.
+  const uint32_t generation = s.tracing_generation.load(std::memory_order_relaxed);
+  if (ts.api_generation != generation) {
+    ts.api_depth = 0;
+    ts.api_context = kNoNode;
+    ts.api_generation = generation;
+  }
   // Driver calls can nest (a driver entry point calling another): only the outermost is timed
   // and counted; every work call's correlation id is mapped.
   const bool outer = ts.api_depth++ == 0;
@@ -96,6 +106,8 @@ void api_enter(Session& s, ThreadState& ts, uint8_t cls, uint32_t correlation_id
 
 /// Its exit: the outermost call's host time, and a sync's wait, in the running epoch.
 void api_exit(Session& s, ThreadState& ts, uint8_t cls, uint32_t cbid) {
+  // The exit of a call that entered before a set_tracing switch: dropped (api_enter resets).
+  if (ts.api_generation != s.tracing_generation.load(std::memory_order_relaxed)) return;
   if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
     const uint64_t t = ticks() - ts.api_start;
     if (const uint16_t slot = cbid < kMaxCbid ? g.slot[cbid] : 0) ts.apis[slot - 1].add(t);
@@ -118,7 +130,8 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   }
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= kMaxCbid) return;
   Session* s = current_session();
-  if (s == nullptr) return;
+  // Suspended: the callbacks are disabled; one already under way when they were does nothing.
+  if (s == nullptr || !s->tracing.load(std::memory_order_relaxed)) return;
   const uint8_t cls = g.cls[cbid];
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = ThreadState::get(*s);
@@ -319,7 +332,8 @@ using namespace cupti_internal;
 
 uint64_t cupti_now() {
   uint64_t t = 0;
-  if (g.session.load(std::memory_order_acquire) == nullptr || g.api == nullptr) return 0;
+  // Not while detached (SuspendMode::Detach): any CUPTI call would attach it again.
+  if (g.session.load(std::memory_order_acquire) == nullptr || g.api == nullptr || !g.attached) return 0;
   return g.api->cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
 }
 
@@ -358,6 +372,15 @@ void testing_launch(Session& s, uint32_t corr) {
   ThreadState& ts = ThreadState::get(s);
   api_enter(s, ts, kWork, corr);
   api_exit(s, ts, kWork, 0);
+}
+
+void testing_api(Session& s, uint32_t corr, bool enter) {
+  ThreadState& ts = ThreadState::get(s);
+  if (enter) {
+    api_enter(s, ts, kWork, corr);
+  } else {
+    api_exit(s, ts, kWork, 0);
+  }
 }
 
 void testing_kernel_record(Session& s, uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const char* name) {

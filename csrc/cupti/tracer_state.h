@@ -27,7 +27,7 @@ constexpr uint32_t kFlushPeriodMs = 100;
 struct Tracer {
   const CuptiApi* api = nullptr;
   CUpti_SubscriberHandle subscriber = nullptr;
-  bool attached = false;  // subscribed now (false while suspended in SuspendMode::Detach)
+  bool attached = false;                  // subscribed now (false while suspended in SuspendMode::Detach)
   std::vector<CUpti_ActivityKind> kinds;  // the activity kinds enabled at start
   // The session activity is delivered to. Separate from current_session(): records keep arriving
   // after stop() unpublishes the session, until the final flush.

@@ -187,6 +187,13 @@ bool launch(uint32_t corr) {
   return true;
 }
 
+bool api_call(uint32_t corr, bool enter) {
+  Session* s = current_session();
+  if (s == nullptr) return false;
+  testing_api(*s, corr, enter);
+  return true;
+}
+
 bool kernel_record(uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const std::string& name) {
   // Records keep arriving after stop() unpublishes the session (until the flush): the last one
   // still takes them, as CUPTI's buffer thread does.

@@ -67,6 +67,9 @@ std::tuple<uint64_t, uint64_t, uint64_t> line_lookup_cost();
 /// thread (its context and epoch mapped, as the driver-API callbacks do). False without a session.
 bool launch(uint32_t corr);
 
+/// Only the entry (`enter`) or only the exit of such a launch call.
+bool api_call(uint32_t corr, bool enter);
+
 /// The running session's activity path: a kernel record of launch `corr` arriving now.
 bool kernel_record(uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const std::string& name);
 
