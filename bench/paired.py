@@ -29,6 +29,11 @@ Modes
                (DLPT_CUPTI_EXPERIMENT; the latter drop copies, memsets and syncs)
   cupti_floor_no_callbacks, cupti_floor_no_activity   the CUPTI floor with activity records only
                / API callbacks only: what each half of CUPTI costs
+  dlpt_suspended, dlpt_suspended_detach   dlpt.profile() started before the chunk's timer and
+               suspended (set_tracing(False), after a synchronize) for the whole profiled chunk,
+               resumed and stopped after it: what a suspended profile costs against no profiler
+               (must be ~1.00x). CUPTI stays subscribed with every callback and activity kind
+               disabled, or (_detach, DLPT_SUSPEND=detach) is unsubscribed and detached
   torchprof    torch.profiler, CPU + CUDA activities, no stacks
   proton       Triton Proton, shadow context (kernels only), started and finalized around each
                profiled chunk as dlpt is: CUPTI is attached during profiled chunks only
@@ -71,7 +76,8 @@ from workloads import BUILDERS as SHARED  # noqa: E402
 DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
               "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
               "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
-              "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity")
+              "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity", "dlpt_suspended",
+              "dlpt_suspended_detach")
 PROTON_MODES = ("proton", "proton_active")
 ALL_MODES = DLPT_MODES + ("torchprof",) + PROTON_MODES
 DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
@@ -162,6 +168,21 @@ class Dlpt:
             raise RuntimeError(f"dlpt ran without GPU capture: {session.meta['gpu']['reason']}")
 
 
+class Suspended(Dlpt):
+    """A dlpt profile with tracing suspended around the timed chunk (dlpt_suspended modes)."""
+
+    def __enter__(self):
+        super().__enter__()
+        torch.cuda.synchronize()  # set_tracing's contract: the devices are synchronised first
+        native()[0].set_tracing(False)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        torch.cuda.synchronize()
+        native()[0].set_tracing(True)
+        super().__exit__(*exc)
+
+
 class TorchProf:
     def __enter__(self):
         from torch.profiler import ProfilerActivity, profile
@@ -243,6 +264,8 @@ def profiler(mode: str):
             env={"DLPT_CUPTI_EXPERIMENT": "kernel_only,launch_only,big_buffers,no_flush_period"}
         ),
         "dlpt_nopy": lambda: Native(python_frames=False),
+        "dlpt_suspended": lambda: Suspended(),
+        "dlpt_suspended_detach": lambda: Suspended(env={"DLPT_SUSPEND": "detach"}),
         "rf_floor": lambda: Native(floor=1, gpu=False),
         "cupti_floor": lambda: Native(floor=2),
         "torchprof": TorchProf,
@@ -269,7 +292,8 @@ def run_pairs(step, n: int, modes: list[str], rounds: int) -> dict:
             r["prof_s"].append(b)
             if cap:
                 r["capture"].append({k: cap.get(k) for k in ("op_records", "api_callbacks", "self_ns", "rf_windows",
-                                                             "self_python_ns", "self_window_ns")})
+                                                             "self_python_ns", "self_window_ns",
+                                                             "tracing_switch_ns")})
     return out
 
 
@@ -283,7 +307,8 @@ def summarise(raw: dict, steps: int) -> dict:
              "rounds": len(r["ratios"])}
         if r["capture"]:
             c = r["capture"]
-            for k in ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns"):
+            for k in ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns",
+                      "tracing_switch_ns"):
                 vals = [x[k] for x in c if x.get(k) is not None]
                 if vals:
                     s[k + "_per_step"] = statistics.median(vals) / steps

@@ -35,9 +35,34 @@ py::dict to_dict(const NodeExtras& e) {
   return x;
 }
 
-/// (id, parent, kind, name, file, line, metrics, extras): dlpt.capture.native.RawNode.
+/// (id, parent, kind, name, file, line, metrics_counted, metrics_outside, extras):
+/// dlpt.capture.native.RawNode.
 py::tuple to_tuple(const ExportedNode& n) {
-  return py::make_tuple(n.id, n.parent, n.kind, n.name, n.file, n.line, to_tuple(n.metrics), to_dict(n.extras));
+  return py::make_tuple(n.id, n.parent, n.kind, n.name, n.file, n.line, to_tuple(n.counted), to_tuple(n.outside),
+                        to_dict(n.extras));
+}
+
+py::dict to_dict(const std::map<NodeId, CommCall>& comm) {
+  py::dict out;
+  for (const auto& [node, c] : comm) {
+    py::dict d;
+    d["collective"] = c.collective;
+    d["dtype"] = c.dtype;
+    d["pg_name"] = c.pg_name;
+    d["pg_desc"] = c.pg_desc;
+    d["world_size"] = c.world_size;
+    d["calls"] = c.calls;
+    d["in_bytes"] = c.in_bytes;
+    d["out_bytes"] = c.out_bytes;
+    out[py::int_(node)] = d;
+  }
+  return out;
+}
+
+py::list to_list(const std::map<std::pair<NodeId, std::string>, uint64_t>& inputs) {
+  py::list out;
+  for (const auto& [key, count] : inputs) out.append(py::make_tuple(key.first, key.second, count));
+  return out;
 }
 
 void put_counter(py::dict& d, const char* name, uint64_t v) { d[name] = v; }
@@ -82,8 +107,8 @@ class NoGcScope {
   int was_enabled_;
 };
 
-py::dict stop() {
-  StopResult r = stop_capture();
+py::dict stop(bool last_counted) {
+  StopResult r = stop_capture(last_counted);
   const NoGcScope no_gc;
   Session& s = *r.session;
   py::list nodes;
@@ -91,10 +116,11 @@ py::dict stop() {
   for (size_t i = 0; i < count; ++i) nodes.append(to_tuple(export_node(s, static_cast<NodeId>(i))));
   py::list api;
   for (const ApiStat& a : r.api) api.append(py::make_tuple(a.name, a.calls, a.total_ns, a.min_ns, a.max_ns));
-  py::dict busy, comm, exposed;
+  py::dict busy, busy_outside, comm, exposed;
   for (const auto& [dev, t] : r.busy) {
     const py::str key(std::to_string(dev));
     busy[key] = t.busy_ns;
+    busy_outside[key] = t.busy_outside_ns;
     if (t.comm_ns) {
       comm[key] = t.comm_ns;
       exposed[key] = t.exposed_ns;
@@ -102,28 +128,21 @@ py::dict stop() {
   }
   const py::dict counters = to_dict(counter_values(s, r));
   s.codes.release_all();
-  // Per-node details (see OpDetails): collectives, and the input signatures of FLOP-formula ops.
-  py::dict collectives;
-  for (const auto& [node, c] : s.details.comm()) {
-    py::dict d;
-    d["collective"] = c.collective;
-    d["dtype"] = c.dtype;
-    d["pg_name"] = c.pg_name;
-    d["pg_desc"] = c.pg_desc;
-    d["world_size"] = c.world_size;
-    d["calls"] = c.calls;
-    d["in_bytes"] = c.in_bytes;
-    d["out_bytes"] = c.out_bytes;
-    collectives[py::int_(node)] = d;
-  }
-  py::list op_inputs;
-  for (const auto& [key, count] : s.details.inputs()) op_inputs.append(py::make_tuple(key.first, key.second, count));
+  // Per-node details (see OpDetails): collectives, and the input signatures of FLOP-formula ops;
+  // of counted epochs, and of the others.
+  const py::dict collectives = to_dict(s.details.comm(true));
+  const py::dict collectives_outside = to_dict(s.details.comm(false));
+  const py::list op_inputs = to_list(s.details.inputs(true));
+  const py::list op_inputs_outside = to_list(s.details.inputs(false));
   py::dict out;
   out["nodes"] = nodes;
   out["collectives"] = collectives;
+  out["collectives_outside"] = collectives_outside;
   out["op_inputs"] = op_inputs;
+  out["op_inputs_outside"] = op_inputs_outside;
   out["api"] = api;
   out["gpu_busy_ns"] = busy;
+  out["gpu_busy_outside_ns"] = busy_outside;
   out["gpu_comm_ns"] = comm;
   out["gpu_comm_exposed_ns"] = exposed;
   // Per device, the intervals between step marks: (start, end, recorded, busy, first, last),
@@ -136,6 +155,10 @@ py::dict stop() {
   }
   out["gpu_steps"] = steps;
   out["counters"] = counters;
+  // Each set_tracing switch: (on, ns it took).
+  py::list switches;
+  for (const auto& [on, ns] : s.tracing_switch_log) switches.append(py::make_tuple(on, ns));
+  out["tracing_switches"] = switches;
   out["gpu"] = s.gpu.load();
   out["flush_s"] = r.tracer.flush_s;
   return out;
@@ -173,8 +196,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("resume_function_records", &dlpt::resume_function_records, "After that backward pass.");
   m.def("floor_records", &dlpt::floor_records_on_this_thread,
         "Records the floor-mode op callback saw on the calling thread (bench/floor.py).");
-  m.def("stop", &dlpt::stop);
+  m.def("stop", &dlpt::stop, py::arg("last_counted") = false,
+        "Stops capture; the running epoch ends as `last_counted` (as counted if end_epoch was never called).");
+  m.def("end_epoch", &dlpt::end_epoch, py::arg("counted"),
+        "Ends the running epoch as counted (per-step work) or not; a step mark; returns the new epoch.");
   m.def("set_collecting", &dlpt::set_collecting);
+  m.def("set_tracing", &dlpt::set_tracing, py::arg("on"),
+        "Tracing off (dlpt's callbacks disabled, CUPTI flushed then disabled or detached) or on again.");
   m.def("mark_step", &dlpt::mark_step);
   m.def("drain_code_refs", &dlpt::drain_code_refs);
   m.def("running", &dlpt::capture_running);
@@ -185,6 +213,8 @@ PYBIND11_MODULE(_C, m) {
   py::module_ t = m.def_submodule("_testing", "synthetic-input drivers of the native data structures");
   t.def("busy", &dlpt::testing::busy);
   t.def("busy_steps", &dlpt::testing::busy_steps);
+  t.def("busy_epochs", &dlpt::testing::busy_epochs);
+  t.def("epoch_contention", &dlpt::testing::epoch_contention, py::call_guard<py::gil_scoped_release>());
   t.def("seq_ranges", &dlpt::testing::seq_ranges);
   t.def("correlations", &dlpt::testing::correlations);
   t.def("graph_nodes", &dlpt::testing::graph_nodes);
@@ -192,4 +222,8 @@ PYBIND11_MODULE(_C, m) {
   t.def("op_name_ids", &dlpt::testing::op_name_ids);
   t.def("counter_fields", &dlpt::counter_fields);
   t.def("line_lookup_cost", &dlpt::testing::line_lookup_cost);
+  t.def("launch", &dlpt::testing::launch, py::arg("corr"));
+  t.def("api_call", &dlpt::testing::api_call, py::arg("corr"), py::arg("enter"));
+  t.def("kernel_record", &dlpt::testing::kernel_record, py::arg("corr"), py::arg("start"), py::arg("end"),
+        py::arg("device"), py::arg("name"));
 }

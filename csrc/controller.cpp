@@ -11,10 +11,12 @@
 namespace dlpt {
 
 namespace {
-/// A step mark at CUPTI's current time, recorded or not by the collection state now.
+/// A step mark at CUPTI's current time, recorded or not by the collection state now, starting
+/// the interval of the running epoch.
 void mark(Session& s) {
   if (!s.gpu.load(std::memory_order_relaxed)) return;
-  if (const uint64_t t = cupti_now()) s.busy.mark_step(t, s.collecting.load(std::memory_order_relaxed));
+  if (const uint64_t t = cupti_now())
+    s.busy.mark_step(t, s.collecting.load(std::memory_order_relaxed), s.epochs.current());
 }
 }  // namespace
 
@@ -65,13 +67,56 @@ void mark_step() {
   if (Session* s = current_session()) mark(*s);
 }
 
+uint32_t end_epoch(bool counted) {
+  Session* s = current_session();
+  if (s == nullptr) return 0;
+  const uint32_t next = s->epochs.end(counted);
+  // The interval that ends here is filed by the class just given (BusyTracker::steps, totals).
+  mark(*s);
+  return next;
+}
+
+void set_tracing(bool on) {
+  Session* s = current_session();
+  if (s == nullptr || s->tracing.load(std::memory_order_acquire) == on) return;
+  const uint64_t t0 = now_ns();
+  // A CUDA API call under way across the switch is dropped (ThreadState::api_generation).
+  s->tracing_generation.fetch_add(1, std::memory_order_relaxed);
+  const bool gpu = s->gpu.load();
+  if (!on) {
+    // First: callbacks already under way stop recording. Then nothing of dlpt's runs.
+    s->tracing.store(false, std::memory_order_release);
+    suspend_op_callbacks(true);
+    if (gpu) {
+      PyThreadState* saved = PyEval_SaveThread();  // flushing can wait on CUPTI's thread
+      suspend_gpu_tracing(*s, s->opts.bench.suspend);
+      PyEval_RestoreThread(saved);
+    }
+  } else {
+    // First: callbacks enabled from here on record at once.
+    s->tracing.store(true, std::memory_order_release);
+    if (gpu) {
+      std::string error;
+      PyThreadState* saved = PyEval_SaveThread();
+      const bool resumed = resume_gpu_tracing(*s, &error);
+      PyEval_RestoreThread(saved);
+      if (!resumed && s->tracing_error.empty()) s->tracing_error = error;
+    }
+    suspend_op_callbacks(false);
+  }
+  const uint64_t ns = now_ns() - t0;
+  s->counters.tracing_switches.fetch_add(1, std::memory_order_relaxed);
+  s->counters.tracing_switch_ns.fetch_add(ns, std::memory_order_relaxed);
+  if (s->tracing_switch_log.size() < Session::kMaxSwitchLog) s->tracing_switch_log.emplace_back(on, ns);
+}
+
 void drain_code_refs() {
   if (Session* s = current_session()) s->codes.drain();
 }
 
 bool capture_running() { return current_session() != nullptr; }
 
-StopResult stop_capture() {
+StopResult stop_capture(bool last_counted) {
   Session* s = current_session();
   if (s == nullptr) throw std::runtime_error("no dlpt profile is running");
   StopResult res;
@@ -80,14 +125,16 @@ StopResult stop_capture() {
   remove_floor_op_callback();
   s->codes.drain();
   end_session();
+  // Before the flush: the records it delivers belong to epochs that all have their class now.
+  s->epochs.finish(last_counted);
   if (s->gpu.load()) {
     // Flushing can wait on CUPTI's worker thread; never hold the GIL across that.
     PyThreadState* saved = PyEval_SaveThread();
     res.tracer = stop_gpu_tracing();
     PyEval_RestoreThread(saved);
     res.api = api_stats(*s);
-    res.busy = s->busy.totals();
-    res.steps = s->busy.steps();
+    res.busy = s->busy.totals(&s->epochs);
+    res.steps = s->busy.steps(&s->epochs);
   }
   s->for_each_thread([&](ThreadState& ts) {
     res.self.op_records += ts.op_records.get();

@@ -31,6 +31,20 @@ void set_collecting(bool on);
 /// work is split into steps at these marks (BusyTracker::steps).
 void mark_step();
 
+/// Ends the running epoch (cct/epochs.h) as `counted` (per-step work) or not (outside the
+/// steps), starts the next and returns its number; also a step mark (mark_step), whose closed
+/// interval takes the class given here. 0 when no profile runs (a forked child).
+uint32_t end_epoch(bool counted);
+
+/// Tracing off or on for the running session (idempotent; a no-op without one). Off: dlpt's
+/// RecordFunction callbacks disabled, CUPTI's driver-API callbacks disabled and its activity
+/// flushed (the caller synchronised the devices) and disabled, or CUPTI detached altogether
+/// (BenchSwitches::suspend); nothing is recorded and nothing of dlpt's runs per op or launch. On:
+/// everything enabled again as at start. The session, thread states, caches and code registry
+/// stay. Each switch is counted and timed (counters tracing_switches, tracing_switch_ns; the
+/// session's tracing_switch_log). Releases the GIL while CUPTI flushes.
+void set_tracing(bool on);
+
 /// Takes references to code objects first seen since the last drain (see CodeRegistry).
 void drain_code_refs();
 
@@ -54,7 +68,9 @@ struct StopResult {
   SelfCost self;
 };
 
-/// Stops capture. Releases the GIL while it flushes CUPTI. Throws if nothing is running.
-StopResult stop_capture();
+/// Stops capture. The running epoch ends as `last_counted` (as counted if end_epoch was never
+/// called: one epoch, everything recorded counts). Releases the GIL while it flushes CUPTI.
+/// Throws if nothing is running.
+StopResult stop_capture(bool last_counted);
 
 }  // namespace dlpt

@@ -16,6 +16,12 @@ Floor parse_floor(const char* env) {
   if (std::strcmp(env, "2") == 0 || std::strcmp(env, "cupti") == 0) return Floor::Cupti;
   throw std::invalid_argument(std::string("DLPT_FLOOR must be op_callback or cupti, not '") + env + "'");
 }
+
+SuspendMode parse_suspend(const char* env) {
+  if (env == nullptr || !*env || std::strcmp(env, "disable") == 0) return SuspendMode::Disable;
+  if (std::strcmp(env, "detach") == 0) return SuspendMode::Detach;
+  throw std::invalid_argument(std::string("DLPT_SUSPEND must be disable or detach, not '") + env + "'");
+}
 }  // namespace
 
 BenchSwitches read_bench_switches() {
@@ -36,6 +42,7 @@ BenchSwitches read_bench_switches() {
   if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED"))
     b.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   b.keep_cupti = flag(std::getenv("DLPT_KEEP_CUPTI"));
+  b.suspend = parse_suspend(std::getenv("DLPT_SUSPEND"));
   return b;
 }
 

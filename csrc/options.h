@@ -25,6 +25,12 @@ struct CuptiExperiment {
   bool no_activity = false;      // floor mode only: no activity kinds at all
 };
 
+/// What set_tracing(false) does to CUPTI (bench/paired.py's dlpt_suspended modes).
+enum class SuspendMode : uint8_t {
+  Disable = 0,  // API callbacks and activity kinds disabled; the subscriber stays
+  Detach = 1,   // unsubscribed and detached (cuptiFinalize); subscribed again on resume
+};
+
 /// Switches that exist only for benchmarks, each read from one environment variable once, at
 /// start (read_bench_switches), never on the hot path:
 ///   DLPT_FLOOR              "op_callback" or "cupti" (also 1, 2): a floor mode (bench/floor.py)
@@ -32,6 +38,7 @@ struct CuptiExperiment {
 ///                           no_flush_period, big_buffers, no_callbacks, no_activity)
 ///   DLPT_WINDOW_MIN_NESTED  nested records an op must make to get a RecordFunction window
 ///   DLPT_KEEP_CUPTI         1: stop() unsubscribes but does not detach CUPTI (cuptiFinalize)
+///   DLPT_SUSPEND            "disable" (default) or "detach": SuspendMode
 struct BenchSwitches {
   Floor floor = Floor::None;
   CuptiExperiment cupti;
@@ -39,10 +46,12 @@ struct BenchSwitches {
   // nested records (see aten_ops.cpp).
   uint32_t window_min_nested = 8;
   bool keep_cupti = false;
+  SuspendMode suspend = SuspendMode::Disable;
 };
 
-/// [GIL] The switches of the environment now. Throws std::invalid_argument on a DLPT_FLOOR value
-/// it does not know (a benchmark's typo must not silently measure real capture).
+/// [GIL] The switches of the environment now. Throws std::invalid_argument on a DLPT_FLOOR or
+/// DLPT_SUSPEND value it does not know (a benchmark's typo must not silently measure another
+/// thing).
 BenchSwitches read_bench_switches();
 
 struct CaptureOptions {

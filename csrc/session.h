@@ -14,6 +14,7 @@
 
 #include "cct/busy.h"
 #include "cct/correlation.h"
+#include "cct/epochs.h"
 #include "cct/graph_nodes.h"
 #include "cct/op_details.h"
 #include "cct/seq_ranges.h"
@@ -51,13 +52,14 @@ class Session {
   const uint64_t generation;
   const CaptureOptions opts;
   Tree tree;
+  Epochs epochs;  // before `details`, which files by them
   CorrelationTable correlations;
   BusyTracker busy;
   CodeRegistry codes;
   GraphNodeContexts graph_nodes;
   Counters counters;
   SeqRangesByThread seq_ranges;
-  OpDetails details;
+  OpDetails details{epochs};
   TickRate rate;
 
   /// Whether costs are recorded now (false during skip-first steps and after the active steps).
@@ -66,6 +68,20 @@ class Session {
   std::atomic<uint64_t> last_forward_thread{0};
   /// Whether GPU capture (CUPTI) is on for this session.
   std::atomic<bool> gpu{false};
+  /// Whether tracing runs (set_tracing): off, dlpt's callbacks are disabled and record nothing.
+  std::atomic<bool> tracing{true};
+  /// Bumped at every set_tracing switch: a CUDA API call that entered before one and exits (or
+  /// not) after it is dropped, not matched with a later call (ThreadState::api_generation).
+  std::atomic<uint32_t> tracing_generation{0};
+  /// [GIL] Every set_tracing switch: (on, nanoseconds it took), the first kMaxSwitchLog of them.
+  std::vector<std::pair<bool, uint64_t>> tracing_switch_log;
+  static constexpr size_t kMaxSwitchLog = 4096;
+  /// [GIL] Why GPU tracing could not be resumed (empty: it always was).
+  std::string tracing_error;
+
+  /// [MT] The metrics a cost of node `id` in epoch `epoch` is added to (cct/epochs.h): the
+  /// running epoch for CPU-side costs, the launch's epoch for GPU activity.
+  Metrics& metrics(NodeId id, uint32_t epoch) { return tree.node(id).m.at(epoch, epochs); }
 
   /// [MT] Creates the calling thread's state (see ThreadState::get).
   ThreadState* attach_thread(uint64_t os_tid);

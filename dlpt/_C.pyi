@@ -6,9 +6,10 @@ dlpt.capture.native.RawNode / RawMetrics, which unpack it.
 
 from typing import Any, NotRequired, TypedDict
 
-# id, parent, kind, name, file, line, metrics, extras (see dlpt.capture.native.RawNode)
+# id, parent, kind, name, file, line, metrics of counted epochs, metrics of the others, extras
+# (see dlpt.capture.native.RawNode; csrc/cct/epochs.h)
 RawMetricsTuple = tuple[int, int, int, int, int, int, int, int, int]
-RawNodeTuple = tuple[int, int, str, str, str, int, RawMetricsTuple, dict[str, Any]]
+RawNodeTuple = tuple[int, int, str, str, str, int, RawMetricsTuple, RawMetricsTuple, dict[str, Any]]
 
 class StartInfo(TypedDict):
     gpu: bool
@@ -50,20 +51,28 @@ class Counters(TypedDict):
     self_ns: int  # sampled time inside dlpt's callbacks, scaled to all calls
     self_python_ns: int  # ... of which walking Python frames
     self_window_ns: int  # ... of which switching RecordFunction off and on
+    tracing_switches: int  # set_tracing calls that switched tracing off or on
+    tracing_switch_ns: int  # time those switches took, in all (flushing CUPTI's records included)
     tsc: bool  # host ticks are TSC cycles (else steady_clock nanoseconds)
     cupti_unsubscribe_error: NotRequired[str]  # why CUPTI could not be released (absent: it was)
+    tracing_error: NotRequired[str]  # why GPU tracing could not be resumed (absent: it was)
 
 class StopResult(TypedDict):
     nodes: list[RawNodeTuple]
-    collectives: dict[int, Collective]
-    op_inputs: list[tuple[int, str, int]]  # node id, input signature (JSON text), calls
+    collectives: dict[int, Collective]  # calls in counted epochs
+    collectives_outside: dict[int, Collective]  # ... in the others
+    op_inputs: list[tuple[int, str, int]]  # node id, input signature (JSON text), calls (counted)
+    op_inputs_outside: list[tuple[int, str, int]]  # ... calls in the other epochs
     api: list[tuple[str, int, int, int, int]]  # name, calls, total_ns, min_ns, max_ns
-    gpu_busy_ns: dict[str, int]
+    gpu_busy_ns: dict[str, int]  # in counted epochs' step intervals (all of it without epochs)
+    gpu_busy_outside_ns: dict[str, int]  # the rest
     gpu_comm_ns: dict[str, int]
     gpu_comm_exposed_ns: dict[str, int]
-    # per device: (start, end, recorded, busy_ns, first, last) between step marks, CUPTI time
+    # per device: (start, end, recorded, busy_ns, first, last) between step marks, CUPTI time;
+    # recorded: the interval's epoch was counted (once end_epoch was called)
     gpu_steps: dict[str, list[tuple[int, int, bool, int, int, int]]]
     counters: Counters
+    tracing_switches: list[tuple[bool, int]]  # each set_tracing switch: (on, ns it took)
     gpu: bool
     flush_s: float
 
@@ -78,8 +87,10 @@ def start(
 ) -> StartInfo: ...
 def pause_function_records() -> int: ...
 def resume_function_records(token: int) -> None: ...
-def stop() -> StopResult: ...
+def stop(last_counted: bool = False) -> StopResult: ...
+def end_epoch(counted: bool) -> int: ...
 def set_collecting(on: bool) -> None: ...
+def set_tracing(on: bool) -> None: ...
 def mark_step() -> None: ...
 def drain_code_refs() -> None: ...
 def running() -> bool: ...

@@ -71,11 +71,12 @@ long BusyTracker::step_of(uint64_t t) const {
   return static_cast<long>(std::upper_bound(marks_.begin(), marks_.end(), t) - marks_.begin()) - 1;
 }
 
-void BusyTracker::mark_step(uint64_t t, bool recorded) {
+void BusyTracker::mark_step(uint64_t t, bool recorded, uint32_t epoch) {
   std::lock_guard<std::mutex> lock(mu_);
   if (marks_.size() == kMaxMarks || (!marks_.empty() && t < marks_.back())) return;
   marks_.push_back(t);
   recorded_.push_back(recorded);
+  epochs_.push_back(epoch);
 }
 
 void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut) {
@@ -134,7 +135,8 @@ void BusyTracker::fold(Device& d, bool everything) {
   if (cut != UINT64_MAX) d.folded_until = std::max(d.folded_until, cut);
 }
 
-std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps() {
+std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps(const Epochs* epochs) {
+  const bool by_epoch = epochs != nullptr && epochs->ever_ended();
   std::lock_guard<std::mutex> lock(mu_);
   std::map<uint32_t, std::vector<StepBusy>> out;
   for (auto& [dev, d] : devices_) {
@@ -143,7 +145,7 @@ std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps() {
       StepBusy sb;
       sb.start = marks_[k];
       sb.end = marks_[k + 1];
-      sb.recorded = recorded_[k];
+      sb.recorded = by_epoch ? epochs->counted(epochs_[k]) : recorded_[k];
       if (k < d.steps.size()) {
         sb.busy_ns = d.steps[k].busy;
         if (d.steps[k].first != UINT64_MAX) {
@@ -157,12 +159,24 @@ std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps() {
   return out;
 }
 
-std::map<uint32_t, BusyTotals> BusyTracker::totals() {
+std::map<uint32_t, BusyTotals> BusyTracker::totals(const Epochs* epochs) {
   std::lock_guard<std::mutex> lock(mu_);
+  const bool by_epoch = epochs != nullptr && epochs->ever_ended();
   std::map<uint32_t, BusyTotals> out;
   for (auto& [dev, d] : devices_) {
     fold(d, true);
-    out[dev] = d.folded;
+    BusyTotals t = d.folded;
+    if (by_epoch) {
+      // Every span is folded into the intervals now: what fell in counted epochs' intervals is
+      // per-step work, the rest is outside (the union's parts before the first mark included).
+      uint64_t counted = 0;
+      for (size_t k = 0; k < d.steps.size() && k < marks_.size(); ++k) {
+        if (epochs->counted(epochs_[k])) counted += d.steps[k].busy;
+      }
+      t.busy_outside_ns = t.busy_ns > counted ? t.busy_ns - counted : 0;
+      t.busy_ns = std::min(counted, t.busy_ns);
+    }
+    out[dev] = t;
   }
   return out;
 }

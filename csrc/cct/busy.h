@@ -17,18 +17,22 @@
 #include <utility>
 #include <vector>
 
+#include "epochs.h"
+
 namespace dlpt {
 
 struct BusyTotals {
-  uint64_t busy_ns = 0;     // union of all GPU work
-  uint64_t comm_ns = 0;     // union of communication kernels
-  uint64_t exposed_ns = 0;  // communication with no other work running
+  uint64_t busy_ns = 0;          // union of all GPU work (of counted epochs' intervals, see totals)
+  uint64_t busy_outside_ns = 0;  // ... of the other epochs' intervals and outside every interval
+  uint64_t comm_ns = 0;          // union of communication kernels
+  uint64_t exposed_ns = 0;       // communication with no other work running
 };
 
 /// One interval between two step marks, on one device.
 struct StepBusy {
   uint64_t start = 0, end = 0;   // the marks (CUPTI timestamps)
-  bool recorded = false;         // a recorded step (collection was on from its start mark)
+  bool recorded = false;         // a recorded step: its epoch was counted (once end_epoch was
+                                 // called), else collection was on from its start mark
   uint64_t busy_ns = 0;          // union of GPU work inside it
   uint64_t first = 0, last = 0;  // first work start and last work end (0: no work)
 };
@@ -39,14 +43,19 @@ class BusyTracker {
 
   /// [MT] Buffer-processing thread(s). `comm`: a collective-communication kernel.
   void add(uint32_t device, uint64_t start, uint64_t end, bool comm = false);
-  /// [MT] A step boundary at CUPTI time `t`; `recorded`: whether collection is on after it.
-  /// Work is split into steps by these marks (host time: in a launch-bound step the GPU runs
-  /// right behind the host, and that is when idle time inside a step matters).
-  void mark_step(uint64_t t, bool recorded);
-  /// Totals per device, everything folded (call after the final flush).
-  std::map<uint32_t, BusyTotals> totals();
-  /// Per device, the intervals between consecutive marks (call after totals()).
-  std::map<uint32_t, std::vector<StepBusy>> steps();
+  /// [MT] A step boundary at CUPTI time `t`; `recorded`: whether collection is on after it;
+  /// `epoch`: the epoch running from it on (cct/epochs.h). Work is split into steps by these
+  /// marks (host time: in a launch-bound step the GPU runs right behind the host, and that is
+  /// when idle time inside a step matters).
+  void mark_step(uint64_t t, bool recorded, uint32_t epoch = 0);
+  /// Totals per device, everything folded (call after the final flush). With `epochs` of a run
+  /// that ended epochs (Epochs::ever_ended), busy time is split by the interval it falls in:
+  /// `busy_ns` is what fell in intervals of counted epochs, `busy_outside_ns` the rest (other
+  /// intervals, before the first mark). Otherwise `busy_ns` is all of it.
+  std::map<uint32_t, BusyTotals> totals(const Epochs* epochs = nullptr);
+  /// Per device, the intervals between consecutive marks (call after totals()); `recorded` by
+  /// the interval's epoch class when `epochs` ended any.
+  std::map<uint32_t, std::vector<StepBusy>> steps(const Epochs* epochs = nullptr);
 
   /// Union of sorted, possibly overlapping spans (exposed for unit tests).
   static std::vector<Span> merge(std::vector<Span> spans);
@@ -71,6 +80,7 @@ class BusyTracker {
   std::map<uint32_t, Device> devices_;
   std::vector<uint64_t> marks_;
   std::vector<bool> recorded_;
+  std::vector<uint32_t> epochs_;  // the epoch running from each mark on
 };
 
 }  // namespace dlpt

@@ -33,6 +33,12 @@ class GraphNodeContexts {
     if (it != contexts_.end()) contexts_[node_id] = it->second;
   }
 
+  /// Forgets every node (CUPTI numbers nodes afresh after it was detached).
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    contexts_.clear();
+  }
+
   /// The capture context, or kNoNode when the capture was not seen (made before profiling).
   NodeId find(uint64_t node_id) const {
     std::lock_guard<std::mutex> lock(mu_);

@@ -7,6 +7,10 @@
 //   and scalar arguments as JSON text, counted per distinct signature, evaluated by
 //   dlpt/insights at stop with torch's own formulas.
 //
+// Like node metrics, counts are split by the class of the epoch they were added in (epochs.h):
+// each entry keeps its counted and outside counts and the counts of one pending epoch, folded
+// when a later epoch adds to it and at export.
+//
 // [MT] Written by op threads under one mutex: a few hundred calls per step at most (collectives,
 // matmuls, convolutions, attention), never the per-op hot path.
 #pragma once
@@ -19,6 +23,7 @@
 #include <vector>
 
 #include "../common.h"
+#include "epochs.h"
 
 namespace dlpt {
 
@@ -32,35 +37,49 @@ struct CommCall {
 
 class OpDetails {
  public:
-  void add_comm(NodeId op, const CommCall& c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto [it, fresh] = comm_.try_emplace(op, c);
-    if (!fresh) {
-      it->second.calls += c.calls;
-      it->second.in_bytes += c.in_bytes;
-      it->second.out_bytes += c.out_bytes;
-    }
-  }
+  explicit OpDetails(const Epochs& epochs) : epochs_(epochs) {}
 
-  void add_inputs(NodeId op, std::string signature) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++inputs_[{op, std::move(signature)}];
-  }
+  /// [MT] One call of collective op `op`, in epoch `epoch`.
+  void add_comm(NodeId op, const CommCall& c, uint32_t epoch);
+  /// [MT] One call of op `op` with input signature `signature`, in epoch `epoch`.
+  void add_inputs(NodeId op, std::string signature, uint32_t epoch);
 
-  /// [GIL, after capture] Snapshots for export.
-  std::map<NodeId, CommCall> comm() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return comm_;
-  }
-  std::map<std::pair<NodeId, std::string>, uint64_t> inputs() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return inputs_;
-  }
+  /// [GIL, after capture and Epochs::finish] Snapshots for export: the counts of counted epochs
+  /// (`counted`) or of the others; entries with no call in that class are left out.
+  std::map<NodeId, CommCall> comm(bool counted);
+  std::map<std::pair<NodeId, std::string>, uint64_t> inputs(bool counted);
 
  private:
+  struct CommCounts {
+    uint64_t calls = 0, in_bytes = 0, out_bytes = 0;
+    void add(const CommCounts& o) {
+      calls += o.calls;
+      in_bytes += o.in_bytes;
+      out_bytes += o.out_bytes;
+    }
+  };
+  /// Counts of type T (with add()) split by epoch class. Under mu_.
+  template <typename T>
+  struct Split {
+    T counted{}, outside{}, pending{};
+    uint32_t pending_epoch = 0;
+    bool has_pending = false;
+    T& at(uint32_t e, const Epochs& epochs);
+    void fold(const Epochs& epochs);
+  };
+  struct Count {
+    uint64_t n = 0;
+    void add(const Count& o) { n += o.n; }
+  };
+  struct CommEntry {
+    CommCall identity;  // the first call's names (calls/bytes unused)
+    Split<CommCounts> counts;
+  };
+
+  const Epochs& epochs_;
   std::mutex mu_;
-  std::map<NodeId, CommCall> comm_;
-  std::map<std::pair<NodeId, std::string>, uint64_t> inputs_;
+  std::map<NodeId, CommEntry> comm_;
+  std::map<std::pair<NodeId, std::string>, Split<Count>> inputs_;
 };
 
 }  // namespace dlpt

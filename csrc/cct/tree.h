@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../common.h"
+#include "epochs.h"
 
 namespace dlpt {
 
@@ -60,23 +61,6 @@ struct NodeKeyHash {
   }
 };
 
-/// Exclusive metrics of one node. Relaxed atomics: op threads and the CUPTI buffer thread add
-/// concurrently; nobody needs ordering between different counters. Host times are in ticks
-/// (clock.h), converted to nanoseconds at export; GPU times are CUPTI nanoseconds.
-struct Metrics {
-  std::atomic<uint64_t> calls{0};       // ops/scopes run
-  std::atomic<uint64_t> cpu_ticks{0};   // op CPU self time
-  std::atomic<uint64_t> gpu_ns{0};      // kernel / memcpy / memset time on the GPU, by node kind
-  std::atomic<uint64_t> count{0};       // kernels / copies / memsets / syncs completed
-  std::atomic<uint64_t> bytes{0};       // copy bytes
-  std::atomic<uint64_t> sync_ticks{0};  // host time blocked in synchronisation
-  std::atomic<uint64_t> api_ticks{0};   // CUDA API host time of calls made in this context
-  std::atomic<uint64_t> min_ns{UINT64_MAX};
-  std::atomic<uint64_t> max_ns{0};
-
-  void add_duration(uint64_t ns);  /// [MT] gpu_ns/count/min/max in one go
-};
-
 /// Launch configuration, set once when a kernel leaf is created.
 struct KernelConfig {
   uint32_t grid[3] = {0, 0, 0};
@@ -91,7 +75,7 @@ struct Node {
   NodeKind kind = NodeKind::Root;
   uint64_t a = 0;
   uint64_t b = 0;
-  Metrics m;
+  EpochMetrics m;  // exclusive metrics, by epoch class (epochs.h)
   KernelConfig cfg;
 };
 

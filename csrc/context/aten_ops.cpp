@@ -61,10 +61,27 @@ at::CallbackHandle g_handle = 0;  // global: every scope, or BACKWARD_FUNCTION +
 at::CallbackHandle g_floor_handle = 0;
 
 // split_backward: the FUNCTION-scope callback, and how many backward passes are pausing it now.
-// Install, remove, pause and resume run under the GIL, which orders them.
+// Install, remove, pause, resume and suspend run under the GIL, which orders them.
 at::CallbackHandle g_function_handle = 0;
 int g_pauses = 0;
 uint64_t g_install = 0;  // which install a pause token belongs to
+
+/// Tracing suspended (set_tracing(false)): every callback of dlpt's disabled. The FUNCTION
+/// callback is on only when neither a suspension nor a backward pass holds it off.
+bool g_suspended = false;
+bool g_function_on = true;  // whether g_function_handle is enabled now
+
+void apply_function_state() {
+  if (g_function_handle == 0) return;
+  const bool want = !g_suspended && g_pauses == 0;
+  if (want == g_function_on) return;
+  if (want) {
+    at::reenableCallback(g_function_handle);
+  } else {
+    at::disableCallback(g_function_handle);
+  }
+  g_function_on = want;
+}
 
 /// A torch.compile region ran since install: backward passes keep their FUNCTION records, since
 /// a compiled backward's extern ops (aten::mm, ...) are ops of the model's own.
@@ -210,7 +227,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   OpEntry& e = ts.push(EntryKind::Op, &rf);
   e.op_node = e.ctx_node = ts.child(parent_ctx, kind, id);
   e.name_id = id;
-  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
+  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf), s.epochs.current());
   if (compiled) {
     // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
     // its CompiledFunctionBackward is grafted under.
@@ -265,7 +282,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   e.op_node = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, id);
   e.ctx_node = ts.phase(e.op_node, Phase::Forward);
   e.name_id = id;
-  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
+  if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf), s.epochs.current());
   if (compiled) begin_region(e);
   record_forward_op(s, ts, rf.seqNr(), e.op_node);
   e.start = ticks();
@@ -274,7 +291,8 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   Session* s = current_session();
-  if (s == nullptr) return nullptr;
+  // Suspended: the callback is disabled; one already under way when it was records nothing.
+  if (s == nullptr || !s->tracing.load(std::memory_order_relaxed)) return nullptr;
   // While paused (warm-up steps) only compiled regions are followed, and only with GPU capture:
   // that is when reduce-overhead records its CUDA graphs, and a graph's kernels are attributed to
   // the context they were captured in (see GraphNodeContexts), which needs the region's place
@@ -350,10 +368,14 @@ void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
   if (e.start == 0) return;
   const uint64_t end = ticks();
   const uint64_t dur = end > e.start ? end - e.start : 0;
-  if (s->collecting.load(std::memory_order_relaxed) && e.ctx_node != kNoNode) {
-    Tree& tree = s->tree;
-    tree.node(e.ctx_node).m.cpu_ticks.fetch_add(dur > e.child ? dur - e.child : 0, std::memory_order_relaxed);
-    if (e.op_node != kNoNode) tree.node(e.op_node).m.calls.fetch_add(1, std::memory_order_relaxed);
+  // An op that started before tracing was suspended still ends here (RecordFunction keeps the
+  // callbacks it started with): its entry is popped above, its cost is not recorded.
+  if (s->collecting.load(std::memory_order_relaxed) && s->tracing.load(std::memory_order_relaxed) &&
+      e.ctx_node != kNoNode) {
+    // CPU-side costs belong to the epoch running when they are added (cct/epochs.h).
+    const uint32_t epoch = s->epochs.current();
+    s->metrics(e.ctx_node, epoch).cpu_ticks.fetch_add(dur > e.child ? dur - e.child : 0, std::memory_order_relaxed);
+    if (e.op_node != kNoNode) s->metrics(e.op_node, epoch).calls.fetch_add(1, std::memory_order_relaxed);
   }
   if (!ts.empty()) ts.top().child += dur;
 }
@@ -380,6 +402,8 @@ void install_op_callback(bool needs_inputs, bool split_backward) {
   if (g_handle != 0) return;
   g_compiled_seen.store(false);
   g_pauses = 0;
+  g_suspended = false;
+  g_function_on = true;
   ++g_install;
   if (!split_backward) {
     g_handle = at::addGlobalCallback(callback(on_op_start, on_op_end).needsInputs(needs_inputs));
@@ -398,18 +422,36 @@ void remove_op_callback() {
     *h = 0;
   }
   g_pauses = 0;
+  g_suspended = false;  // (a removed callback needs no re-enabling)
+  g_function_on = true;
 }
 
 uint64_t pause_function_records() {
   if (g_function_handle == 0 || g_compiled_seen.load(std::memory_order_relaxed)) return 0;
-  if (g_pauses++ == 0) at::disableCallback(g_function_handle);
+  ++g_pauses;
+  apply_function_state();
   return g_install;
 }
 
 void resume_function_records(uint64_t token) {
   // A token of an earlier install (the profile stopped during the pass): nothing of it is left.
   if (token == 0 || token != g_install || g_function_handle == 0 || g_pauses == 0) return;
-  if (--g_pauses == 0) at::reenableCallback(g_function_handle);
+  --g_pauses;
+  apply_function_state();  // stays off while tracing is suspended
+}
+
+void suspend_op_callbacks(bool suspended) {
+  if (g_suspended == suspended) return;
+  g_suspended = suspended;
+  for (at::CallbackHandle h : {g_handle, g_floor_handle}) {
+    if (h == 0) continue;
+    if (suspended) {
+      at::disableCallback(h);
+    } else {
+      at::reenableCallback(h);
+    }
+  }
+  apply_function_state();
 }
 
 void install_floor_op_callback() {

@@ -21,6 +21,13 @@ uint64_t pause_function_records();
 /// [GIL] After that backward pass.
 void resume_function_records(uint64_t token);
 
+/// [GIL] Tracing suspended (set_tracing): every RecordFunction callback of dlpt's disabled, so
+/// torch runs no dlpt code per op (nor builds a RecordFunction for ops no other callback wants);
+/// or enabled again as at install. A backward pass's pause still holds the FUNCTION callback off.
+/// Records that started before a suspension still end through dlpt's callback (RecordFunction
+/// keeps the callbacks it started with): their entries are popped, their costs not recorded.
+void suspend_op_callbacks(bool suspended);
+
 /// [GIL] Floor mode (bench/floor.py): a callback with the same settings that only counts records.
 void install_floor_op_callback();
 void remove_floor_op_callback();

@@ -102,7 +102,7 @@ void note_collective(Session& s, ThreadState& ts) {
   c.calls = 1;
   c.in_bytes = static_cast<uint64_t>(std::max<int64_t>(info->getInMessageNelems(), 0)) * elem;
   c.out_bytes = static_cast<uint64_t>(std::max<int64_t>(info->getOutMessageNelems(), 0)) * elem;
-  s.details.add_comm(op, c);
+  s.details.add_comm(op, c, s.epochs.current());
 }
 
 }  // namespace dlpt

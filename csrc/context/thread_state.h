@@ -139,7 +139,8 @@ class ThreadState {
   int api_depth = 0;
   uint64_t api_start = 0;
   NodeId api_context = kNoNode;
-  bool api_submitted = false;  // the outermost call was counted as a launch awaiting activity
+  bool api_submitted = false;   // the outermost call was counted as a launch awaiting activity
+  uint32_t api_generation = 0;  // Session::tracing_generation when the outermost call entered
 
   // -- read at stop ---------------------------------------------------------------------------
   OwnedCounter submitted;      // launches mapped and awaiting activity

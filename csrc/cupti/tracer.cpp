@@ -14,63 +14,12 @@
 #include "../clock.h"
 #include "../context/child_cache.h"
 #include "../context/thread_state.h"
+#include "tracer_state.h"
 
 namespace dlpt {
 
-namespace {
+namespace cupti_internal {
 
-// ---- state ----------------------------------------------------------------------------------
-
-enum ApiClass : uint8_t { kNone = 0, kWork = 1, kSync = 2 };
-constexpr uint32_t kMaxCbid = 1024;
-constexpr size_t kBufferSize = 2u << 20;
-constexpr uint32_t kFlushPeriodMs = 100;
-
-/// Everything the tracer keeps from start to stop, in one place with one reset. Only the driver
-/// API domain is watched (see start_gpu_tracing).
-struct Tracer {
-  const CuptiApi* api = nullptr;
-  CUpti_SubscriberHandle subscriber = nullptr;
-  // The session activity is delivered to. Separate from current_session(): records keep arriving
-  // after stop() unpublishes the session, until the final flush.
-  std::atomic<Session*> session{nullptr};
-  bool floor = false;  // floor mode: subscribed, callbacks and records do nothing
-  // kBufferSize (pooled), or an experiment's size (BenchSwitches, never pooled).
-  size_t buffer_size = kBufferSize;
-
-  // Watched driver callback ids: their class and a compact index into ThreadState::apis.
-  uint8_t cls[kMaxCbid] = {};
-  uint16_t slot[kMaxCbid] = {};  // index + 1 into ThreadState::apis; 0 = no statistics slot
-  std::vector<uint32_t> slot_cbid;
-  std::vector<std::string> slot_name;
-
-  // Activity processing: CUPTI's worker thread, or the thread flushing at stop; under buffer_mu.
-  std::mutex buffer_mu;
-  // CUPTI-owned name -> interned id, and whether it is a collective-communication kernel.
-  std::unordered_map<const char*, std::pair<uint32_t, bool>> kernel_names;
-  ChildCache leaves;  // the buffer thread's cache of kernel/copy/memset leaves
-
-  // Activity buffers are recycled rather than freed: CUPTI asks for one on the launching thread
-  // whenever the current one fills, and a fresh malloc of this size is an mmap whose first touch
-  // page-faults and whose free unmaps (TLB shootdowns across the process's threads). A pool keeps
-  // both off the hot path and bounds host memory to the most buffers ever in flight.
-  std::mutex pool_mu;
-  std::vector<uint8_t*> pool;
-
-  void reset(const CuptiApi& a, const BenchSwitches& bench) {
-    api = &a;
-    subscriber = nullptr;
-    floor = bench.floor == Floor::Cupti;
-    buffer_size = bench.cupti.big_buffers ? (64u << 20) : kBufferSize;
-    std::fill(std::begin(cls), std::end(cls), kNone);
-    std::fill(std::begin(slot), std::end(slot), 0);
-    slot_cbid.clear();
-    slot_name.clear();
-    std::lock_guard<std::mutex> lock(buffer_mu);
-    kernel_names.clear();
-    leaves.clear();
-  }
-};
 Tracer g;
 
 bool has(const char* s, const char* part) { return std::strstr(s, part) != nullptr; }
@@ -104,8 +53,11 @@ void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* 
   }
   ThreadState& ts = ThreadState::get(s);
   // Only nodes made by a launch/copy/memset we watch, i.e. stream capture. Nodes created inside
-  // cuGraphInstantiate are internal (their clones are reported separately).
-  if (ts.api_depth == 0) return;
+  // cuGraphInstantiate are internal (their clones are reported separately). Not while tracing is
+  // suspended (no launch is watched then: a depth left from before the switch is stale).
+  if (ts.api_depth == 0 || !s.tracing.load(std::memory_order_relaxed) ||
+      ts.api_generation != s.tracing_generation.load(std::memory_order_relaxed))
+    return;
   // Captured while collection is paused (warm-up steps, where torch.compile's reduce-overhead
   // records its graphs): no op stack was kept, but the Python path still names the line, and
   // Inductor's generated frames still map to model lines.
@@ -122,6 +74,54 @@ void on_graph_node(Session& s, CUpti_CallbackId cbid, const CUpti_ResourceData* 
 
 // ---- API callback ([MT]: the calling thread, with or without the GIL) ---------------------
 
+/// A watched driver call's entry on the calling thread: maps a work call's correlation id to
+/// the calling context and the running epoch.
+void api_enter(Session& s, ThreadState& ts, uint8_t cls, uint32_t correlation_id) {
+  ts.api_callbacks.add(1);
+  // A call that entered before a set_tracing switch never saw its exit: start afresh.
+  const uint32_t generation = s.tracing_generation.load(std::memory_order_relaxed);
+  if (ts.api_generation != generation) {
+    ts.api_depth = 0;
+    ts.api_context = kNoNode;
+    ts.api_generation = generation;
+  }
+  // Driver calls can nest (a driver entry point calling another): only the outermost is timed
+  // and counted; every work call's correlation id is mapped.
+  const bool outer = ts.api_depth++ == 0;
+  if (outer) {
+    ts.api_context = s.collecting.load(std::memory_order_relaxed) ? ts.launch_context() : kNoNode;
+    ts.api_start = ticks();
+    ts.api_submitted = false;
+  }
+  if (cls & kWork) {
+    const NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
+    // The launch's epoch travels with its id: its activity is filed by it (cct/epochs.h).
+    s.correlations.put(correlation_id, node, s.epochs.current());
+    if (outer && ts.api_context != kNoNode) {
+      ts.submitted.add(1);
+      ts.api_submitted = true;
+    }
+  }
+}
+
+/// Its exit: the outermost call's host time, and a sync's wait, in the running epoch.
+void api_exit(Session& s, ThreadState& ts, uint8_t cls, uint32_t cbid) {
+  // The exit of a call that entered before a set_tracing switch: dropped (api_enter resets).
+  if (ts.api_generation != s.tracing_generation.load(std::memory_order_relaxed)) return;
+  if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
+    const uint64_t t = ticks() - ts.api_start;
+    if (const uint16_t slot = cbid < kMaxCbid ? g.slot[cbid] : 0) ts.apis[slot - 1].add(t);
+    const uint32_t epoch = s.epochs.current();
+    s.metrics(ts.api_context, epoch).api_ticks.fetch_add(t, std::memory_order_relaxed);
+    if (cls & kSync) {
+      Metrics& m = s.metrics(ts.child(ts.api_context, NodeKind::Sync, cbid), epoch);
+      m.sync_ticks.fetch_add(t, std::memory_order_relaxed);
+      m.count.fetch_add(1, std::memory_order_relaxed);
+    }
+    ts.api_context = kNoNode;
+  }
+}
+
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (g.floor) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
@@ -130,43 +130,16 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   }
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= kMaxCbid) return;
   Session* s = current_session();
-  if (s == nullptr) return;
+  // Suspended: the callbacks are disabled; one already under way when they were does nothing.
+  if (s == nullptr || !s->tracing.load(std::memory_order_relaxed)) return;
   const uint8_t cls = g.cls[cbid];
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = ThreadState::get(*s);
   SelfTimer timer(ts);
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    ts.api_callbacks.add(1);
-    // Driver calls can nest (a driver entry point calling another): only the outermost is timed
-    // and counted; every work call's correlation id is mapped.
-    const bool outer = ts.api_depth++ == 0;
-    if (outer) {
-      ts.api_context = s->collecting.load(std::memory_order_relaxed) ? ts.launch_context() : kNoNode;
-      ts.api_start = ticks();
-      ts.api_submitted = false;
-    }
-    if (cls & kWork) {
-      const NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
-      s->correlations.put(cb->correlationId, node);
-      if (outer && ts.api_context != kNoNode) {
-        ts.submitted.add(1);
-        ts.api_submitted = true;
-      }
-    }
-    return;
-  }
-  // Exit.
-  if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
-    const uint64_t t = ticks() - ts.api_start;
-    if (const uint16_t slot = g.slot[cbid]) ts.apis[slot - 1].add(t);
-    Tree& tree = s->tree;
-    tree.node(ts.api_context).m.api_ticks.fetch_add(t, std::memory_order_relaxed);
-    if (cls & kSync) {
-      const NodeId leaf = ts.child(ts.api_context, NodeKind::Sync, cbid);
-      tree.node(leaf).m.sync_ticks.fetch_add(t, std::memory_order_relaxed);
-      tree.node(leaf).m.count.fetch_add(1, std::memory_order_relaxed);
-    }
-    ts.api_context = kNoNode;
+    api_enter(*s, ts, cls, cb->correlationId);
+  } else {
+    api_exit(*s, ts, cls, cbid);
   }
 }
 
@@ -240,11 +213,13 @@ NodeId replay_context(Session& s, NodeId launch, uint64_t graph_node_id, uint64_
   return leaf(s.tree, NodeKey{captured, NodeKind::Phase, phase_key(Phase::GraphReplay), 0});
 }
 
-/// Resolves a correlation id; kNoNode for activity outside the window.
-NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
+/// Resolves a correlation id to its launch context and the epoch of its launch; kNoNode for
+/// activity outside the window. Records of an unknown id go to the "<unknown>" thread node, in
+/// the epoch running when they arrive (their launch is not known).
+NodeId resolve(Session& s, uint32_t corr, uint64_t ns, uint32_t* epoch) {
   NodeId node = kNoNode;
   bool first = false;
-  switch (s.correlations.get(corr, &node, &first)) {
+  switch (s.correlations.get(corr, &node, &first, epoch)) {
     case CorrelationTable::Lookup::OutsideWindow:
       s.counters.outside_window.fetch_add(1, std::memory_order_relaxed);
       return kNoNode;
@@ -258,6 +233,7 @@ NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
   s.counters.delivered_gpu_ns.fetch_add(ns, std::memory_order_relaxed);
   s.counters.unknown_correlation.fetch_add(1, std::memory_order_relaxed);
   s.counters.unknown_gpu_ns.fetch_add(ns, std::memory_order_relaxed);
+  *epoch = s.epochs.current();
   return leaf(s.tree, NodeKey{kRootNode, NodeKind::Thread, kUnknownThreadKey, 0});
 }
 
@@ -270,7 +246,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
       const uint64_t ns = k->end > k->start ? k->end - k->start : 0;
-      NodeId ctx = resolve(s, k->correlationId, ns);
+      uint32_t epoch = 0;
+      NodeId ctx = resolve(s, k->correlationId, ns, &epoch);
       if (ctx == kNoNode) return;
       if (k->graphNodeId != 0) ctx = replay_context(s, ctx, k->graphNodeId, ns);
       const auto [name_id, comm] = kernel_name_id(tree, k->name);
@@ -286,13 +263,14 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       cfg.smem_static = k->staticSharedMemory;
       cfg.smem_dynamic = k->dynamicSharedMemory;
       const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, name_id, k->deviceId}, &cfg);
-      tree.node(n).m.add_duration(ns);
+      s.metrics(n, epoch).add_duration(ns);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* c = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
       const uint64_t ns = c->end > c->start ? c->end - c->start : 0;
-      NodeId ctx = resolve(s, c->correlationId, ns);
+      uint32_t epoch = 0;
+      NodeId ctx = resolve(s, c->correlationId, ns, &epoch);
       if (ctx == kNoNode) return;
       if (c->graphNodeId != 0) ctx = replay_context(s, ctx, c->graphNodeId, ns);
       s.busy.add(c->deviceId, c->start, c->end);
@@ -304,20 +282,23 @@ void process_record(Session& s, const CUpti_Activity* rec) {
         host_kind = c->dstKind;
       const NodeId n = leaf(
           tree, NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
-      tree.node(n).m.add_duration(ns);
-      tree.node(n).m.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
+      Metrics& mt = s.metrics(n, epoch);
+      mt.add_duration(ns);
+      mt.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
       const uint64_t ns = m->end > m->start ? m->end - m->start : 0;
-      NodeId ctx = resolve(s, m->correlationId, ns);
+      uint32_t epoch = 0;
+      NodeId ctx = resolve(s, m->correlationId, ns, &epoch);
       if (ctx == kNoNode) return;
       if (m->graphNodeId != 0) ctx = replay_context(s, ctx, m->graphNodeId, ns);
       s.busy.add(m->deviceId, m->start, m->end);
       const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Memset, m->deviceId, 0});
-      tree.node(n).m.add_duration(ns);
-      tree.node(n).m.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
+      Metrics& mt = s.metrics(n, epoch);
+      mt.add_duration(ns);
+      mt.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
       return;
     }
     default:
@@ -339,138 +320,20 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
   recycle_buffer(buffer, size);
 }
 
-constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET};
-
 uint64_t submitted_total(Session& s) {
   uint64_t n = 0;
   s.for_each_thread([&](ThreadState& ts) { n += ts.submitted.get(); });
   return n;
 }
 
-std::string subscribe_error(const CuptiApi& api, CUptiResult r, const char* old_name) {
-  return std::string("CUPTI is already in use") +
-         (old_name && old_name[0] ? std::string(" by '") + old_name + "'" : std::string()) + " (" +
-         api.error_string(r) + "); another profiler (torch.profiler, nsys, ncu, Proton) holds it";
-}
+}  // namespace cupti_internal
 
-}  // namespace
-
-bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error) {
-  const CuptiExperiment& exp = session.opts.bench.cupti;
-  g.reset(api, session.opts.bench);
-  CUptiResult r;
-  if (api.cuptiSubscribe_v2) {
-    char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
-    CUpti_SubscriberParams params{};
-    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    params.subscriberName = "dlpt";
-    params.oldSubscriberName = old_name;
-    params.oldSubscriberSize = sizeof(old_name);
-    r = api.cuptiSubscribe_v2(&g.subscriber, on_api, nullptr, &params);
-    if (r != CUPTI_SUCCESS) *error = subscribe_error(api, r, old_name);
-  } else {
-    r = api.cuptiSubscribe(&g.subscriber, on_api, nullptr);
-    if (r != CUPTI_SUCCESS) *error = subscribe_error(api, r, nullptr);
-  }
-  if (r != CUPTI_SUCCESS) {
-    g.subscriber = nullptr;
-    return false;
-  }
-  // Driver API callbacks only. The runtime implements every launch, copy, memset and sync with
-  // the driver, so the driver sees them all (cuBLAS and Triton launch through it directly; the
-  // runtime alone misses those). Watching both doubled the callbacks per launch: on an H200,
-  // small_mlp went 4.41 ms/step (driver only) vs 5.14 (both), base 3.6-4.3, with identical
-  // kernel counts and no unknown correlations.
-  for (uint32_t cbid = 1; cbid < kMaxCbid; ++cbid) {
-    const char* name = nullptr;
-    if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-    const uint8_t cls = classify(name);
-    if (cls == kNone || exp.no_callbacks || (exp.launch_only && !starts(name, "cuLaunch"))) continue;
-    g.cls[cbid] = cls;
-    api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-    // Statistics slots run out only if a future CUDA adds many more variants: then the extra
-    // functions are still traced, just not tabulated.
-    if (g.slot_cbid.size() == kMaxWatchedApis) continue;
-    g.slot_cbid.push_back(cbid);
-    g.slot_name.emplace_back(name);
-    g.slot[cbid] = static_cast<uint16_t>(g.slot_cbid.size());
-  }
-  // Graph node creation and cloning: where replayed kernels were captured.
-  api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
-  api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
-  g.session.store(&session, std::memory_order_release);
-  r = api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  // Hand back filled buffers often, so the records in flight (host memory) stay small however
-  // long the run is.
-  if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && !exp.no_flush_period)
-    api.cuptiActivityFlushPeriod(kFlushPeriodMs);
-  for (CUpti_ActivityKind kind : kKinds) {
-    if (exp.no_activity || (exp.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) continue;
-    if (r == CUPTI_SUCCESS) r = api.cuptiActivityEnable(kind);
-  }
-  if (r != CUPTI_SUCCESS) {
-    *error = std::string("CUPTI activity tracing could not be enabled: ") + api.error_string(r);
-    for (CUpti_ActivityKind kind : kKinds) api.cuptiActivityDisable(kind);
-    api.cuptiUnsubscribe(g.subscriber);
-    g.subscriber = nullptr;
-    g.session.store(nullptr);
-    return false;
-  }
-  session.gpu.store(true);
-  return true;
-}
-
-TracerStopReport stop_gpu_tracing() {
-  TracerStopReport rep;
-  Session* s = g.session.load(std::memory_order_acquire);
-  if (s == nullptr || g.api == nullptr) return rep;
-  const auto t0 = std::chrono::steady_clock::now();
-  // Disable callbacks first: nothing new gets mapped while we drain.
-  const CUptiResult unsub = g.api->cuptiUnsubscribe(g.subscriber);
-  if (unsub != CUPTI_SUCCESS) rep.unsubscribe_error = g.api->error_string(unsub);
-  g.subscriber = nullptr;
-  uint64_t last_completed = UINT64_MAX;
-  for (int i = 0; i < 200 && !g.floor; ++i) {
-    g.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    const uint64_t done = s->counters.completed.load();
-    if (done >= submitted_total(*s)) break;
-    // A forced flush after the caller synchronised the devices delivers everything finished;
-    // a flush that brings nothing new means the rest never produces activity (failed launch,
-    // empty copy), so stop waiting instead of hanging the user's program.
-    if (done == last_completed) break;
-    last_completed = done;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  for (CUpti_ActivityKind kind : kKinds) g.api->cuptiActivityDisable(kind);
-  g.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  {
-    std::lock_guard<std::mutex> lock(g.buffer_mu);
-    g.session.store(nullptr, std::memory_order_release);
-  }
-  // Detach CUPTI from the process. The caller synchronised every device and everything was
-  // flushed, which is what cuptiFinalize asks for. Unsubscribing alone leaves this copy of CUPTI
-  // attached to the driver: a profiler with its own copy (Triton's Proton bundles one) then
-  // cannot subscribe for the rest of the process, and launches keep paying for the hooks.
-  // A later start() attaches again. DLPT_KEEP_CUPTI=1 (BenchSwitches::keep_cupti) skips this.
-  if (g.api->cuptiFinalize && !s->opts.bench.keep_cupti) {
-    const CUptiResult fin = g.api->cuptiFinalize();
-    if (fin != CUPTI_SUCCESS) rep.unsubscribe_error = std::string("cuptiFinalize: ") + g.api->error_string(fin);
-  }
-  {
-    std::lock_guard<std::mutex> lock(g.pool_mu);
-    for (uint8_t* b : g.pool) std::free(b);
-    g.pool.clear();
-  }
-  rep.submitted = submitted_total(*s);
-  rep.completed = s->counters.completed.load();
-  rep.flush_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return rep;
-}
+using namespace cupti_internal;
 
 uint64_t cupti_now() {
   uint64_t t = 0;
-  if (g.session.load(std::memory_order_acquire) == nullptr || g.api == nullptr) return 0;
+  // Not while detached (SuspendMode::Detach): any CUPTI call would attach it again.
+  if (g.session.load(std::memory_order_acquire) == nullptr || g.api == nullptr || !g.attached) return 0;
   return g.api->cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
 }
 
@@ -503,6 +366,41 @@ std::string sync_api_name(uint64_t cbid) {
       name)
     return name;
   return "sync";
+}
+
+void testing_launch(Session& s, uint32_t corr) {
+  ThreadState& ts = ThreadState::get(s);
+  api_enter(s, ts, kWork, corr);
+  api_exit(s, ts, kWork, 0);
+}
+
+void testing_api(Session& s, uint32_t corr, bool enter) {
+  ThreadState& ts = ThreadState::get(s);
+  if (enter) {
+    api_enter(s, ts, kWork, corr);
+  } else {
+    api_exit(s, ts, kWork, 0);
+  }
+}
+
+void testing_kernel_record(Session& s, uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const char* name) {
+  std::lock_guard<std::mutex> lock(g.buffer_mu);
+  // The activity thread's caches hold one session's node ids (a real session clears them when
+  // its tracing starts): a seam session starts afresh too.
+  static uint64_t generation = 0;
+  if (generation != s.generation) {
+    generation = s.generation;
+    g.kernel_names.clear();
+    g.leaves.clear();
+  }
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.correlationId = corr;
+  k.start = start;
+  k.end = end;
+  k.deviceId = device;
+  k.name = name;
+  process_record(s, reinterpret_cast<const CUpti_Activity*>(&k));
 }
 
 }  // namespace dlpt

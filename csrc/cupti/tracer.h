@@ -34,6 +34,16 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error
 /// made), then disables activity and unsubscribes so another profiler can subscribe.
 TracerStopReport stop_gpu_tracing();
 
+/// [GIL released by caller] set_tracing(false): the watched API callbacks off (launches are no
+/// longer mapped), the records of launches mapped before flushed and counted (the caller
+/// synchronised the devices), the activity kinds off; in SuspendMode::Detach also unsubscribed
+/// and detached (cuptiFinalize). The graph-node resource callbacks stay (disable mode).
+void suspend_gpu_tracing(Session& s, SuspendMode mode);
+/// [GIL released by caller] set_tracing(true): everything on again as at start (subscribed again
+/// after a detach; graph-node capture contexts from before a detach are forgotten). False with
+/// `error` when CUPTI could not be taken back (another profiler took it meanwhile).
+bool resume_gpu_tracing(Session& s, std::string* error);
+
 /// [MT] CUPTI's clock now (the timestamps of activity records), or 0 when not tracing.
 uint64_t cupti_now();
 
@@ -42,5 +52,15 @@ std::vector<ApiStat> api_stats(Session& s);
 
 /// Name of the CUDA driver API behind a Sync node key (its callback id).
 std::string sync_api_name(uint64_t cbid);
+
+// ---- testing seams (testing/seams.h): the launch and activity paths without a GPU ----------
+
+/// [GIL] What the driver-API callbacks do for one launch with correlation id `corr` made now on
+/// the calling thread (enter, then exit): its context and epoch mapped to the id.
+void testing_launch(Session& s, uint32_t corr);
+/// [GIL] Only the entry (`enter`) or only the exit of such a launch call.
+void testing_api(Session& s, uint32_t corr, bool enter);
+/// [GIL] A kernel activity record for `corr`, processed as the activity thread processes one.
+void testing_kernel_record(Session& s, uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const char* name);
 
 }  // namespace dlpt

@@ -21,6 +21,7 @@ CounterValues counter_values(const Session& s, const StopResult& r) {
   v.self_window_ns = r.self.window_ns;
   v.tsc = s.rate.tsc();
   v.cupti_unsubscribe_error = r.tracer.unsubscribe_error;
+  v.tracing_error = s.tracing_error;
   return v;
 }
 

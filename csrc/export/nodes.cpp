@@ -25,7 +25,7 @@ ExportedMetrics export_metrics(const Metrics& m, const TickRate& r) {
 }  // namespace
 
 ExportedNode export_node(Session& s, NodeId id) {
-  const Node& n = s.tree.node(id);
+  Node& n = s.tree.node(id);
   ExportedNode out;
   out.id = id;
   out.parent = n.parent == kNoNode ? -1 : static_cast<int64_t>(n.parent);
@@ -76,7 +76,9 @@ ExportedNode export_node(Session& s, NodeId id) {
       out.name = "[sync " + sync_api_name(n.a) + "]";
       break;
   }
-  out.metrics = export_metrics(n.m, s.rate);
+  n.m.fold_all(s.epochs);
+  out.counted = export_metrics(n.m.counted(), s.rate);
+  out.outside = export_metrics(n.m.outside(), s.rate);
   return out;
 }
 

@@ -33,12 +33,14 @@ struct ExportedNode {
   const char* kind = "";
   std::string name, file;
   int line = 0;
-  ExportedMetrics metrics;
+  ExportedMetrics counted;  // costs of counted epochs (per-step work)
+  ExportedMetrics outside;  // costs of the other epochs (outside the steps)
   NodeExtras extras;
 };
 
-/// [GIL] Node `id` of `s`, after capture stopped (frames are described through the code
-/// registry, which takes the GIL's Python objects; a lost code object is counted in code_lost).
+/// [GIL] Node `id` of `s`, after capture stopped and Epochs::finish (its metrics are folded
+/// here; frames are described through the code registry, which takes the GIL's Python objects;
+/// a lost code object is counted in code_lost).
 ExportedNode export_node(Session& s, NodeId id);
 
 }  // namespace dlpt

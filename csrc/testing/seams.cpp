@@ -1,7 +1,9 @@
 #include "seams.h"
 
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <thread>
 
 #include "../cct/busy.h"
 #include "../cct/correlation.h"
@@ -11,6 +13,7 @@
 #include "../context/child_cache.h"
 #include "../context/code_registry.h"
 #include "../context/op_names.h"
+#include "../cupti/tracer.h"
 
 namespace dlpt::testing {
 
@@ -35,6 +38,68 @@ std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, ui
     for (const StepBusy& sb : v) out[dev].emplace_back(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last);
   }
   return out;
+}
+
+std::map<uint32_t, std::tuple<uint64_t, uint64_t,
+                              std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t>>>>
+busy_epochs(const std::vector<bool>& classes, bool last_counted,
+            const std::vector<std::pair<uint64_t, uint32_t>>& marks,
+            const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans) {
+  Epochs epochs;
+  for (bool counted : classes) epochs.end(counted);
+  epochs.finish(last_counted);
+  BusyTracker t;
+  for (const auto& [ts, epoch] : marks) t.mark_step(ts, true, epoch);
+  for (const auto& [dev, start, end, comm] : spans) t.add(dev, start, end, comm);
+  std::map<uint32_t, std::tuple<uint64_t, uint64_t,
+                                std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t>>>>
+      out;
+  for (const auto& [dev, tot] : t.totals(&epochs)) {
+    std::get<0>(out[dev]) = tot.busy_ns;
+    std::get<1>(out[dev]) = tot.busy_outside_ns;
+  }
+  for (const auto& [dev, v] : t.steps(&epochs)) {
+    for (const StepBusy& sb : v)
+      std::get<2>(out[dev]).emplace_back(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last);
+  }
+  return out;
+}
+
+std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> epoch_contention(int threads, uint64_t adds) {
+  auto epochs = std::make_unique<Epochs>();
+  auto node = std::make_unique<EpochMetrics>();
+  std::atomic<int> running{threads};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&] {
+      // At most kBurst adds per epoch and writer, whatever the scheduling (on a loaded machine a
+      // writer could otherwise run all its adds in one time slice): boundaries fall between the
+      // writers' adds thousands of times.
+      constexpr uint64_t kBurst = 64;
+      uint32_t last = UINT32_MAX;
+      for (uint64_t k = 0; k < adds; ++k) {
+        if (k % kBurst == 0) {
+          while (epochs->current() == last) std::this_thread::yield();
+          last = epochs->current();
+        }
+        Metrics& m = node->at(epochs->current(), *epochs);
+        m.calls.fetch_add(1, std::memory_order_relaxed);
+        m.gpu_ns.fetch_add(1, std::memory_order_relaxed);
+      }
+      running.fetch_sub(1);
+    });
+  }
+  uint64_t ended = 0;
+  while (running.load() > 0) {
+    epochs->end(ended % 2 == 0);
+    ++ended;
+    std::this_thread::yield();
+  }
+  for (auto& w : workers) w.join();
+  epochs->finish(false);
+  node->fold_all(*epochs);
+  const uint64_t gpu = node->counted().gpu_ns.load() + node->outside().gpu_ns.load();
+  return {node->counted().calls.load(), node->outside().calls.load(), gpu, ended};
 }
 
 std::vector<int64_t> seq_ranges(const std::vector<std::pair<int64_t, uint32_t>>& adds,
@@ -113,6 +178,32 @@ std::vector<uint32_t> op_name_ids(const std::vector<std::pair<int, std::string>>
 std::tuple<uint64_t, uint64_t, uint64_t> line_lookup_cost() {
   const CodeRegistry::LookupCost c = CodeRegistry::lookup_cost();
   return {c.lookups, c.entries_read, c.search_steps};
+}
+
+bool launch(uint32_t corr) {
+  Session* s = current_session();
+  if (s == nullptr) return false;
+  testing_launch(*s, corr);
+  return true;
+}
+
+bool api_call(uint32_t corr, bool enter) {
+  Session* s = current_session();
+  if (s == nullptr) return false;
+  testing_api(*s, corr, enter);
+  return true;
+}
+
+bool kernel_record(uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const std::string& name) {
+  // Records keep arriving after stop() unpublishes the session (until the flush): the last one
+  // still takes them, as CUPTI's buffer thread does.
+  Session* s = current_session();
+  if (s == nullptr) return false;
+  // Kernel names are CUPTI-owned and outlive the record: keep this one for the session.
+  static std::deque<std::string> names;
+  names.push_back(name);
+  testing_kernel_record(*s, corr, start, end, device, names.back().c_str());
+  return true;
 }
 
 }  // namespace dlpt::testing

@@ -22,6 +22,22 @@ std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, ui
     const std::vector<std::pair<uint64_t, bool>>& marks,
     const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
 
+/// BusyTracker split by epochs: epochs 0, 1, ... end with `classes` (counted or not), the next
+/// one as `last_counted` (Epochs::finish); marks (t, epoch) and spans as in busy_steps -> device
+/// -> (busy of counted epochs' intervals, busy outside them, per interval (start, end, recorded,
+/// busy, first, last)).
+std::map<uint32_t, std::tuple<uint64_t, uint64_t,
+                              std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t>>>>
+busy_epochs(const std::vector<bool>& classes, bool last_counted,
+            const std::vector<std::pair<uint64_t, uint32_t>>& marks,
+            const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
+
+/// EpochMetrics under contention: `threads` native threads each add 1 to one node's `calls` and
+/// `gpu_ns` `adds` times (at most 64 per epoch each), while this thread ends epochs (alternately
+/// counted and not) until they are done; then everything is folded. Returns (calls counted,
+/// calls outside, gpu_ns counted + outside, epochs ended).
+std::tuple<uint64_t, uint64_t, uint64_t, uint64_t> epoch_contention(int threads, uint64_t adds);
+
 /// SeqRanges: add (seq, node) pairs in order, then look up each query (-1: not found).
 std::vector<int64_t> seq_ranges(const std::vector<std::pair<int64_t, uint32_t>>& adds,
                                 const std::vector<int64_t>& queries);
@@ -46,5 +62,15 @@ std::vector<uint32_t> op_name_ids(const std::vector<std::pair<int, std::string>>
 /// CodeRegistry's line lookups since import: (lookups, line-table entries read, binary-search
 /// steps). What stop() costs per frame node, counted rather than timed.
 std::tuple<uint64_t, uint64_t, uint64_t> line_lookup_cost();
+
+/// The running session's launch path: a launch with correlation id `corr` made now on the calling
+/// thread (its context and epoch mapped, as the driver-API callbacks do). False without a session.
+bool launch(uint32_t corr);
+
+/// Only the entry (`enter`) or only the exit of such a launch call.
+bool api_call(uint32_t corr, bool enter);
+
+/// The running session's activity path: a kernel record of launch `corr` arriving now.
+bool kernel_record(uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const std::string& name);
 
 }  // namespace dlpt::testing

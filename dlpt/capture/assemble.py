@@ -94,9 +94,19 @@ def build_session(
     ``comm_signatures`` what the wrapped Python collectives moved (dlpt.capture.ranks.pycomm) and
     ``distributed`` this rank's place in the job (dlpt.capture.ranks.env), if it is one of several."""
     c = raw["counters"]
-    table = native.to_nodes(raw["nodes"], raw.get("collectives"))
-    # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids.
+    built = native.node_table(raw["nodes"], raw.get("collectives"), raw.get("collectives_outside"))
+    table = built.nodes
+    # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids. The work
+    # of counted epochs is the summary (meta.flops); that of the others goes on their copies
+    # under <outside steps>.
     work = annotate(table, raw.get("op_inputs") or []) if flops else None
+    outside_inputs = [
+        (built.outside_of[node], sig, calls)
+        for node, sig, calls in raw.get("op_inputs_outside") or []
+        if node in built.outside_of
+    ]
+    if flops and outside_inputs:
+        annotate(table, outside_inputs)
     mapped = map_generated_frames(table)
     # Communication kernels and collective calls marked (comm_ns, comm_wait_ns, bytes).
     nodes = annotate_comm(mark_library_exec_frames(mapped.nodes), comm_signatures)
@@ -107,6 +117,9 @@ def build_session(
         meta["distributed"] = distributed
     if raw.get("gpu_steps"):
         meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
+    if any((raw.get("gpu_busy_outside_ns") or {}).values()):
+        # GPU busy time outside counted epochs' step intervals (meta.gpu_busy_ns: inside them).
+        meta["gpu_busy_outside_ns"] = dict(raw["gpu_busy_outside_ns"])
     if raw.get("gpu_comm_ns"):
         # Collective-communication kernels (NCCL): their busy time per device, and the part of
         # it with no other GPU work running on that device (exposed).

@@ -71,8 +71,9 @@ def api_display_name(name: str) -> str:
 
 
 class RawMetrics(NamedTuple):
-    """A node's counters as the core exports them (bindings.cpp, export_node). `gpu_ns` is the
-    activity time of whatever the node is (kernel, copy or memset); `completed` how many finished."""
+    """A node's counters as the core exports them (csrc/export/nodes.h, ExportedMetrics).
+    `gpu_ns` is the activity time of whatever the node is (kernel, copy or memset); `completed`
+    how many finished."""
 
     calls: int
     cpu_ns: int
@@ -85,8 +86,12 @@ class RawMetrics(NamedTuple):
     max_ns: int
 
 
+_NO_METRICS = RawMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
 class RawNode(NamedTuple):
-    """One node of the core's tree (bindings.cpp, export_node)."""
+    """One node of the core's tree (csrc/export/nodes.h, ExportedNode): its metrics of counted
+    epochs (per-step work) and of the others (outside the steps; see csrc/cct/epochs.h)."""
 
     id: int
     parent: int
@@ -94,80 +99,173 @@ class RawNode(NamedTuple):
     name: str
     file: str
     line: int
-    metrics: RawMetrics
+    counted: RawMetrics
+    outside: RawMetrics
     extras: dict[str, Any]
 
     @classmethod
-    def of(cls, t: RawNodeTuple) -> RawNode:
-        return cls(*t[:6], RawMetrics(*t[6]), t[7])
+    def of(cls, t: RawNodeTuple | tuple[Any, ...]) -> RawNode:
+        # An 8-tuple: a core from before epochs, everything it recorded counts.
+        outside = RawMetrics(*t[7]) if len(t) == 9 else _NO_METRICS
+        return cls._make([*t[:6], RawMetrics(*t[6]), outside, t[-1]])
 
 
-def _metrics(kind: str, t: RawMetrics) -> dict[str, int]:
+# Session metric -> index into RawMetrics, per node kind, in the order sessions list them.
+_API = ("api_ns", 6)
+_METRIC_FIELDS: dict[str, tuple[tuple[str, int], ...]] = {
+    "kernel": (("gpu_ns", 2), ("kernels", 3), ("min_ns", 7), ("max_ns", 8), _API),
+    "memcpy": (("copy_ns", 2), ("copies", 3), ("copy_bytes", 4), ("min_ns", 7), ("max_ns", 8), _API),
+    "memset": (("memset_ns", 2), ("memsets", 3), ("min_ns", 7), ("max_ns", 8), _API),
+    "sync": (("sync_ns", 5), ("syncs", 3), _API),
+}
+_OTHER_FIELDS = (("calls", 0), ("cpu_ns", 1), _API)
+
+
+def _metrics(kind: str, t: tuple[int, ...]) -> dict[str, int]:
+    """The session metrics of a RawMetrics tuple (zeros left out)."""
+    return {name: t[i] for name, i in _METRIC_FIELDS.get(kind, _OTHER_FIELDS) if t[i]}
+
+
+OUTSIDE_STEPS = "<outside steps>"
+
+
+class NodeTable(NamedTuple):
+    """The session's node table built from the core's nodes: counted metrics on the core's own
+    nodes (same ids), then the ``<outside steps>`` subtree (docs/session-format.md)."""
+
+    nodes: list[dict[str, Any]]
+    outside_of: dict[int, int]  # core node id -> id of its copy under <outside steps>
+
+
+def _node(
+    nid: int,
+    parent: int,
+    kind: str,
+    name: str,
+    file: str,
+    line: int,
+    metrics: tuple[int, ...],
+    extras: dict[str, Any],
+    coll: Collective | None,
+) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "id": nid,
+        "parent": parent,
+        "kind": kind,
+        "name": name,
+        "file": file,
+        "line": line,
+        "m": _metrics(kind, metrics),
+    }
+    x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()} if extras else {}
+    if coll is not None:
+        x.update(
+            collective=coll["collective"],
+            dtype=coll["dtype"],
+            pg_name=coll["pg_name"],
+            pg_desc=coll["pg_desc"],
+            world_size=coll["world_size"],
+        )
+        for key, value in (
+            ("comm_calls", coll["calls"]),
+            ("comm_in_bytes", coll["in_bytes"]),
+            ("comm_out_bytes", coll["out_bytes"]),
+        ):
+            if value:
+                node["m"][key] = value
     if kind == "kernel":
-        m = {"gpu_ns": t.gpu_ns, "kernels": t.completed, "min_ns": t.min_ns, "max_ns": t.max_ns}
-    elif kind == "memcpy":
-        m = {
-            "copy_ns": t.gpu_ns,
-            "copies": t.completed,
-            "copy_bytes": t.bytes,
-            "min_ns": t.min_ns,
-            "max_ns": t.max_ns,
-        }
-    elif kind == "memset":
-        m = {"memset_ns": t.gpu_ns, "memsets": t.completed, "min_ns": t.min_ns, "max_ns": t.max_ns}
+        x["full_name"] = name
+        node["name"] = shorten_kernel_name(name)
     elif kind == "sync":
-        m = {"sync_ns": t.sync_ns, "syncs": t.completed}
-    else:
-        m = {"calls": t.calls, "cpu_ns": t.cpu_ns}
-    m["api_ns"] = t.api_ns
-    return {k: v for k, v in m.items() if v}
+        node["name"] = "[sync " + api_display_name(name[len("[sync ") : -1]) + "]"
+    if x:
+        node["x"] = x
+    return node
+
+
+def node_table(
+    raw: list[RawNodeTuple],
+    collectives: dict[int, Collective] | None = None,
+    collectives_outside: dict[int, Collective] | None = None,
+) -> NodeTable:
+    """Convert the core's node tuples into session nodes. Every node keeps its counted metrics
+    (the work of counted epochs: per-step work); every node with metrics of the other epochs
+    (work outside the steps) is mirrored, with its path, under one top-level phase node
+    ``<outside steps>`` (parent: the root) carrying those. `collectives` (from stop()) adds what
+    each c10d op moved in counted epochs, `collectives_outside` in the others."""
+    collectives = collectives or {}
+    collectives_outside = collectives_outside or {}
+    nodes: list[dict[str, Any]] = []
+    outside: list[tuple[Any, ...] | None] = []  # per core node: its outside metrics, if any
+    any_outside = False
+    for t in raw:
+        if len(t) == 9:
+            nid, parent, kind, name, file, line, counted, out, extras = t
+        else:  # a core from before epochs: everything counted
+            nid, parent, kind, name, file, line, counted, extras = t  # type: ignore[misc]  # old 8-tuple
+            out = _NO_METRICS
+        nodes.append(_node(nid, parent, kind, name, file, line, counted, extras, collectives.get(nid)))
+        has = any(out)
+        outside.append(out if has else None)
+        any_outside = any_outside or has
+    if not any_outside:
+        return NodeTable(nodes, {})
+    return NodeTable(nodes, _mirror_outside(raw, nodes, outside, collectives_outside))
+
+
+def _mirror_outside(
+    raw: list[RawNodeTuple],
+    nodes: list[dict[str, Any]],
+    outside: list[tuple[Any, ...] | None],
+    collectives_outside: dict[int, Collective],
+) -> dict[int, int]:
+    """Append the ``<outside steps>`` subtree to `nodes`: a copy of every node with outside
+    metrics and of the nodes on its path (the core's ids are its indices, parents first)."""
+    index = {n["id"]: i for i, n in enumerate(nodes)}
+    wanted = [False] * len(nodes)
+    for i, out in enumerate(outside):
+        j = i
+        while out is not None and j >= 0 and not wanted[j] and nodes[j]["parent"] >= 0:
+            wanted[j] = True
+            j = index.get(nodes[j]["parent"], -1)
+    root = nodes[0]["id"]
+    top = max(index) + 1
+    # (The root holds no costs of its own; if it did, its outside part goes on the phase node.)
+    top_m = _metrics("phase", outside[0]) if outside[0] is not None else {}
+    nodes.append(
+        {"id": top, "parent": root, "kind": "phase", "name": OUTSIDE_STEPS, "file": "", "line": 0, "m": top_m}
+    )
+    outside_of: dict[int, int] = {}
+    next_id = top + 1
+    for i, t in enumerate(raw):
+        if not wanted[i] or i == 0:
+            continue
+        nid, parent, kind, name, file, line = t[:6]
+        metrics = outside[i] or _NO_METRICS
+        copy = _node(
+            next_id,
+            outside_of.get(parent, top),
+            kind,
+            name,
+            file,
+            line,
+            metrics,
+            t[-1],
+            collectives_outside.get(nid),
+        )
+        nodes.append(copy)
+        outside_of[nid] = next_id
+        next_id += 1
+    return outside_of
 
 
 def to_nodes(
-    raw: list[RawNodeTuple], collectives: dict[int, Collective] | None = None
+    raw: list[RawNodeTuple],
+    collectives: dict[int, Collective] | None = None,
+    collectives_outside: dict[int, Collective] | None = None,
 ) -> list[dict[str, Any]]:
-    """Convert the core's node tuples into session nodes; `collectives` (from stop()) adds what
-    each c10d op moved."""
-    collectives = collectives or {}
-    nodes: list[dict[str, Any]] = []
-    for t in raw:
-        r = RawNode.of(t)
-        node: dict[str, Any] = {
-            "id": r.id,
-            "parent": r.parent,
-            "kind": r.kind,
-            "name": r.name,
-            "file": r.file,
-            "line": r.line,
-            "m": _metrics(r.kind, r.metrics),
-        }
-        kind, name = r.kind, r.name
-        x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in r.extras.items()}
-        coll = collectives.get(r.id)
-        if coll is not None:
-            x.update(
-                collective=coll["collective"],
-                dtype=coll["dtype"],
-                pg_name=coll["pg_name"],
-                pg_desc=coll["pg_desc"],
-                world_size=coll["world_size"],
-            )
-            for key, value in (
-                ("comm_calls", coll["calls"]),
-                ("comm_in_bytes", coll["in_bytes"]),
-                ("comm_out_bytes", coll["out_bytes"]),
-            ):
-                if value:
-                    node["m"][key] = value
-        if kind == "kernel":
-            x["full_name"] = name
-            node["name"] = shorten_kernel_name(name)
-        elif kind == "sync":
-            node["name"] = "[sync " + api_display_name(name[len("[sync ") : -1]) + "]"
-        if x:
-            node["x"] = x
-        nodes.append(node)
-    return nodes
+    """The session nodes of :func:`node_table`."""
+    return node_table(raw, collectives, collectives_outside).nodes
 
 
 def api_table(raw: list[tuple[str, int, int, int, int]]) -> list[dict[str, Any]]:

@@ -176,6 +176,8 @@ _CAPTURE_COUNTERS = (
     "self_ns",
     "self_python_ns",
     "self_window_ns",
+    "tracing_switches",
+    "tracing_switch_ns",
 )
 
 SCHEMA: dict[str, Check] = {
@@ -200,6 +202,7 @@ SCHEMA: dict[str, Check] = {
     ),
     "step_wall_ns": _list_of(_int),
     "gpu_busy_ns": _dict_of(_int),
+    "gpu_busy_outside_ns": _dict_of(_int),
     "api": _list_of(
         _obj(optional={"name": _str, "calls": _int, "total_ns": _int, "min_ns": _int, "max_ns": _int})
     ),
@@ -217,6 +220,7 @@ SCHEMA: dict[str, Check] = {
             **dict.fromkeys(_CAPTURE_COUNTERS, _int),
             "tsc": _bool,
             "cupti_unsubscribe_error": _optional(_str),
+            "tracing_error": _optional(_str),
             "flush_s": _num,
             "stop_s": _num,
             "pid": _int,

@@ -1,0 +1,67 @@
+#include "op_details.h"
+
+namespace dlpt {
+
+template <typename T>
+T& OpDetails::Split<T>::at(uint32_t e, const Epochs& epochs) {
+  if (has_pending && e != pending_epoch) {
+    // An epoch that already ended (an op that read the epoch before a boundary): its class is
+    // known. A later one: the pending epoch ended, fold it.
+    if (e < pending_epoch) return epochs.counted(e) ? counted : outside;
+    fold(epochs);
+  }
+  if (!has_pending) {
+    has_pending = true;
+    pending_epoch = e;
+  }
+  return pending;
+}
+
+template <typename T>
+void OpDetails::Split<T>::fold(const Epochs& epochs) {
+  if (!has_pending) return;
+  (epochs.counted(pending_epoch) ? counted : outside).add(pending);
+  pending = T{};
+  has_pending = false;
+}
+
+void OpDetails::add_comm(NodeId op, const CommCall& c, uint32_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, fresh] = comm_.try_emplace(op);
+  if (fresh) it->second.identity = c;
+  it->second.counts.at(epoch, epochs_).add(CommCounts{c.calls, c.in_bytes, c.out_bytes});
+}
+
+void OpDetails::add_inputs(NodeId op, std::string signature, uint32_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  inputs_[{op, std::move(signature)}].at(epoch, epochs_).n += 1;
+}
+
+std::map<NodeId, CommCall> OpDetails::comm(bool counted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<NodeId, CommCall> out;
+  for (auto& [node, entry] : comm_) {
+    entry.counts.fold(epochs_);
+    const CommCounts& n = counted ? entry.counts.counted : entry.counts.outside;
+    if (n.calls == 0) continue;
+    CommCall c = entry.identity;
+    c.calls = n.calls;
+    c.in_bytes = n.in_bytes;
+    c.out_bytes = n.out_bytes;
+    out.emplace(node, std::move(c));
+  }
+  return out;
+}
+
+std::map<std::pair<NodeId, std::string>, uint64_t> OpDetails::inputs(bool counted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::pair<NodeId, std::string>, uint64_t> out;
+  for (auto& [key, split] : inputs_) {
+    split.fold(epochs_);
+    const uint64_t n = counted ? split.counted.n : split.outside.n;
+    if (n) out.emplace(key, n);
+  }
+  return out;
+}
+
+}  // namespace dlpt
