@@ -1,4 +1,4 @@
-"""A session assembled (dlpt.assemble) from a capture that ended epochs: counted work in the
+"""A session assembled (dlpt.capture.assemble) from a capture that ended epochs: counted work in the
 main tree, once-work in the ``<outside steps>`` subtree with the same calling contexts; it passes
 the session schema after a save and a load, and the report and HTML page render it."""
 
@@ -11,11 +11,11 @@ from typing import Any
 import torch
 from rich.console import Console
 
-from dlpt.assemble import build_session, start_meta
+from dlpt.capture.assemble import build_session, start_meta
 from dlpt.capture.native import OUTSIDE_STEPS, core
-from dlpt.html import render_html
-from dlpt.report import render
-from dlpt.session import Session
+from dlpt.model.session import Session
+from dlpt.renderers.html import render_html
+from dlpt.renderers.terminal.report import render
 
 C = core()
 
