@@ -94,19 +94,12 @@ def build_session(
     ``comm_signatures`` what the wrapped Python collectives moved (dlpt.capture.ranks.pycomm) and
     ``distributed`` this rank's place in the job (dlpt.capture.ranks.env), if it is one of several."""
     c = raw["counters"]
-    built = native.node_table(raw["nodes"], raw.get("collectives"), raw.get("collectives_outside"))
-    table = built.nodes
+    table = native.node_table(raw["nodes"], raw.get("collectives"), raw.get("collectives_outside")).nodes
     # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids. The work
-    # of counted epochs is the summary (meta.flops); that of the others goes on their copies
-    # under <outside steps>.
+    # of counted epochs is the summary (meta.flops); that of the others goes on ``o``.
     work = annotate(table, raw.get("op_inputs") or []) if flops else None
-    outside_inputs = [
-        (built.outside_of[node], sig, calls)
-        for node, sig, calls in raw.get("op_inputs_outside") or []
-        if node in built.outside_of
-    ]
-    if flops and outside_inputs:
-        annotate(table, outside_inputs)
+    if flops and raw.get("op_inputs_outside"):
+        annotate(table, raw["op_inputs_outside"], field="o")
     mapped = map_generated_frames(table)
     # Communication kernels and collective calls marked (comm_ns, comm_wait_ns, bytes).
     nodes = annotate_comm(mark_library_exec_frames(mapped.nodes), comm_signatures)

@@ -126,15 +126,13 @@ def _metrics(kind: str, t: tuple[int, ...]) -> dict[str, int]:
     return {name: t[i] for name, i in _METRIC_FIELDS.get(kind, _OTHER_FIELDS) if t[i]}
 
 
-OUTSIDE_STEPS = "<outside steps>"
-
-
 class NodeTable(NamedTuple):
-    """The session's node table built from the core's nodes: counted metrics on the core's own
-    nodes (same ids), then the ``<outside steps>`` subtree (docs/session-format.md)."""
+    """The session's node table built from the core's nodes (same ids): each node's counted
+    metrics in ``m`` and, when it has any, its metrics outside counted steps in ``o``
+    (docs/session-format.md)."""
 
     nodes: list[dict[str, Any]]
-    outside_of: dict[int, int]  # core node id -> id of its copy under <outside steps>
+    outside: bool  # whether any node has work outside counted steps
 
 
 def _node(
@@ -188,15 +186,15 @@ def node_table(
     collectives: dict[int, Collective] | None = None,
     collectives_outside: dict[int, Collective] | None = None,
 ) -> NodeTable:
-    """Convert the core's node tuples into session nodes. Every node keeps its counted metrics
-    (the work of counted epochs: per-step work); every node with metrics of the other epochs
-    (work outside the steps) is mirrored, with its path, under one top-level phase node
-    ``<outside steps>`` (parent: the root) carrying those. `collectives` (from stop()) adds what
-    each c10d op moved in counted epochs, `collectives_outside` in the others."""
+    """Convert the core's node tuples into session nodes. Every node keeps the metrics of
+    counted epochs (per-step work) in ``m`` and those of the other epochs (work outside the
+    steps: set-up, warm-up, the end of the run) in ``o``, so whatever sums ``m`` over the table
+    counts step work only, and the work outside steps is one field away, on the same calling
+    contexts. `collectives` (from stop()) adds what each c10d op moved in counted epochs,
+    `collectives_outside` in the others."""
     collectives = collectives or {}
     collectives_outside = collectives_outside or {}
     nodes: list[dict[str, Any]] = []
-    outside: list[tuple[Any, ...] | None] = []  # per core node: its outside metrics, if any
     any_outside = False
     for t in raw:
         if len(t) == 9:
@@ -204,59 +202,14 @@ def node_table(
         else:  # a core from before epochs: everything counted
             nid, parent, kind, name, file, line, counted, extras = t  # type: ignore[misc]  # old 8-tuple
             out = _NO_METRICS
-        nodes.append(_node(nid, parent, kind, name, file, line, counted, extras, collectives.get(nid)))
-        has = any(out)
-        outside.append(out if has else None)
-        any_outside = any_outside or has
-    if not any_outside:
-        return NodeTable(nodes, {})
-    return NodeTable(nodes, _mirror_outside(raw, nodes, outside, collectives_outside))
-
-
-def _mirror_outside(
-    raw: list[RawNodeTuple],
-    nodes: list[dict[str, Any]],
-    outside: list[tuple[Any, ...] | None],
-    collectives_outside: dict[int, Collective],
-) -> dict[int, int]:
-    """Append the ``<outside steps>`` subtree to `nodes`: a copy of every node with outside
-    metrics and of the nodes on its path (the core's ids are its indices, parents first)."""
-    index = {n["id"]: i for i, n in enumerate(nodes)}
-    wanted = [False] * len(nodes)
-    for i, out in enumerate(outside):
-        j = i
-        while out is not None and j >= 0 and not wanted[j] and nodes[j]["parent"] >= 0:
-            wanted[j] = True
-            j = index.get(nodes[j]["parent"], -1)
-    root = nodes[0]["id"]
-    top = max(index) + 1
-    # (The root holds no costs of its own; if it did, its outside part goes on the phase node.)
-    top_m = _metrics("phase", outside[0]) if outside[0] is not None else {}
-    nodes.append(
-        {"id": top, "parent": root, "kind": "phase", "name": OUTSIDE_STEPS, "file": "", "line": 0, "m": top_m}
-    )
-    outside_of: dict[int, int] = {}
-    next_id = top + 1
-    for i, t in enumerate(raw):
-        if not wanted[i] or i == 0:
-            continue
-        nid, parent, kind, name, file, line = t[:6]
-        metrics = outside[i] or _NO_METRICS
-        copy = _node(
-            next_id,
-            outside_of.get(parent, top),
-            kind,
-            name,
-            file,
-            line,
-            metrics,
-            t[-1],
-            collectives_outside.get(nid),
-        )
-        nodes.append(copy)
-        outside_of[nid] = next_id
-        next_id += 1
-    return outside_of
+        node = _node(nid, parent, kind, name, file, line, counted, extras, collectives.get(nid))
+        if any(out) or nid in collectives_outside:
+            o = _node(nid, parent, kind, name, file, line, out, {}, collectives_outside.get(nid))["m"]
+            if o:
+                node["o"] = o
+                any_outside = True
+        nodes.append(node)
+    return NodeTable(nodes, any_outside)
 
 
 def to_nodes(

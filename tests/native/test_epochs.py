@@ -9,7 +9,7 @@ import threading
 import pytest
 import torch
 
-from dlpt.capture.native import OUTSIDE_STEPS, RawNode, core, node_table
+from dlpt.capture.native import RawNode, core, node_table
 from tests.query import line_of
 
 C = core()
@@ -86,7 +86,8 @@ def test_without_end_epoch_everything_counts_as_before():
     add = under_line(raw, ops, "add", "op")
     assert (add.counted.calls, add.outside.calls) == (6, 0)
     assert all(not any(n.outside) for n in nodes(raw))
-    assert len(node_table(raw["nodes"]).nodes) == len(raw["nodes"])  # no <outside steps> subtree
+    table = node_table(raw["nodes"])
+    assert not table.outside and not any("o" in n for n in table.nodes)  # no work outside steps
 
 
 def test_epochs_are_orthogonal_to_collecting():
@@ -104,33 +105,18 @@ def test_epochs_are_orthogonal_to_collecting():
     assert (add.counted.calls, add.outside.calls) == (2 + 3, 0)
 
 
-def test_outside_work_is_mirrored_under_one_top_level_node_with_the_same_paths():
+def test_outside_work_sits_on_the_same_nodes_in_their_o_metrics():
     C.start(False, [], True)
     run_epochs([(3, True), (5, None)])
     raw = C.stop()
     table = node_table(raw["nodes"])
-    by_id = {n["id"]: n for n in table.nodes}
-    top = [n for n in table.nodes if n["name"] == OUTSIDE_STEPS]
-    assert len(top) == 1 and top[0]["kind"] == "phase" and top[0]["parent"] == 0
-
-    def path(nid: int) -> list[tuple]:
-        out = []
-        while nid > 0 and by_id[nid]["name"] != OUTSIDE_STEPS:
-            n = by_id[nid]
-            out.append((n["kind"], n["name"], n["file"], n["line"]))
-            nid = n["parent"]
-        return out[::-1]
-
+    assert table.outside and len(table.nodes) == len(raw["nodes"])  # the same calling contexts
     add = under_line(raw, ops, "add", "op")
-    copy = table.outside_of[add.id]
-    assert path(copy) == path(add.id)
-    assert by_id[add.id]["m"]["calls"] == 3 and by_id[copy]["m"]["calls"] == 5
-    # every copy is under the top node, parents before children, and every node with outside
-    # metrics has one
-    for core_id, cid in table.outside_of.items():
-        assert cid > top[0]["id"] and by_id[cid]["parent"] < cid
-        assert path(cid) == path(core_id)
-    assert {n.id for n in nodes(raw) if any(n.outside)} <= set(table.outside_of)
+    node = table.nodes[add.id]
+    assert node["m"]["calls"] == 3 and node["o"]["calls"] == 5
+    # every node with work outside steps has it in "o", and only those
+    with_o = {n["id"] for n in table.nodes if n.get("o")}
+    assert with_o == {n.id for n in nodes(raw) if any(n.outside)}
 
 
 def test_gpu_records_are_filed_by_the_epoch_of_their_launch_whenever_they_arrive():

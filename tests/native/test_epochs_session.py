@@ -1,6 +1,6 @@
-"""A session assembled (dlpt.capture.assemble) from a capture that ended epochs: counted work in the
-main tree, once-work in the ``<outside steps>`` subtree with the same calling contexts; it passes
-the session schema after a save and a load, and the report and HTML page render it."""
+"""A session assembled (dlpt.capture.assemble) from a capture that ended epochs: counted work in
+each node's ``m``, once-work in its ``o`` (the same calling contexts); it passes the session schema
+after a save and a load, and the report and HTML page render it apart."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from rich.console import Console
 
 from dlpt.capture.assemble import build_session, start_meta
-from dlpt.capture.native import OUTSIDE_STEPS, core
+from dlpt.capture.native import core
 from dlpt.model.session import Session
 from dlpt.renderers.html import render_html
 from dlpt.renderers.terminal.report import render
@@ -54,32 +54,17 @@ def session_of(raw: dict[str, Any]) -> Session:
     )
 
 
-def test_once_work_goes_under_outside_steps_and_step_work_stays_in_the_main_tree(tmp_path: Path) -> None:
+def test_once_work_goes_to_o_and_step_work_stays_in_m(tmp_path: Path) -> None:
     raw = capture()
     session = session_of(raw)
     nodes = session.nodes
-    by_id = {n["id"]: n for n in nodes}
-    top = [n for n in nodes if n["name"] == OUTSIDE_STEPS]
-    assert len(top) == 1 and top[0]["parent"] == 0 and top[0]["kind"] == "phase"
 
-    def under_top(n: dict) -> bool:
-        while n["parent"] >= 0:
-            if n["id"] == top[0]["id"]:
-                return True
-            n = by_id[n["parent"]]
-        return False
+    def calls(name: str, field: str) -> int:
+        return sum((n.get(field) or {}).get("calls", 0) for n in nodes if n["name"] == name)
 
-    def calls(name: str, outside: bool) -> int:
-        return sum(n["m"].get("calls", 0) for n in nodes if n["name"] == name and under_top(n) == outside)
-
-    assert (calls("aten::matmul", False), calls("aten::matmul", True)) == (3, 0)
-    assert (calls("aten::relu", False), calls("aten::relu", True)) == (3, 0)
-    assert (calls("aten::tanh", False), calls("aten::tanh", True)) == (0, 2)
-    # the same calling context: evaluate's line under <outside steps> as in the main tree
-    evaluate_frames = {(n["file"], n["line"], under_top(n)) for n in nodes if n["name"] == "evaluate"}
-    assert {(f, line) for f, line, out in evaluate_frames if out} <= {
-        (f, line) for f, line, out in evaluate_frames if not out
-    }
+    assert (calls("aten::matmul", "m"), calls("aten::matmul", "o")) == (3, 0)
+    assert (calls("aten::relu", "m"), calls("aten::relu", "o")) == (3, 0)
+    assert (calls("aten::tanh", "m"), calls("aten::tanh", "o")) == (0, 2)
     # parents before children, ids are indices (the session format's rules)
     assert all(n["id"] == i and n["parent"] < n["id"] for i, n in enumerate(nodes))
     path = tmp_path / "s.json"
@@ -87,9 +72,12 @@ def test_once_work_goes_under_outside_steps_and_step_work_stays_in_the_main_tree
     loaded = Session.load(path)
     assert loaded.nodes == session.nodes
     out = io.StringIO()
-    Console(file=out, width=120, color_system=None).print(render(loaded, view="all", threshold=0.0))
-    assert "<outside steps>" in out.getvalue()
-    assert "outside steps" in render_html(loaded)  # (its JSON data escapes "<")
+    Console(file=out, width=160, color_system=None).print(render(loaded, view="tree", threshold=0.0))
+    text = out.getvalue()
+    # The tree of counted steps has no tanh; the once-work has it, in its own section, not per step.
+    main, once = text.split("Outside steps (once", 1)
+    assert "aten::tanh" not in main and "aten::tanh" in once and "aten::relu" in main
+    assert "work outside steps (once)" in render_html(loaded)
 
 
 def test_gpu_busy_outside_is_kept_in_meta_when_not_zero() -> None:

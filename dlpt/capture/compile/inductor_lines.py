@@ -143,7 +143,8 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
     # partition, `self.partitions[0](args)`) has no model line of its own: the line map gives
     # such a line whatever context came before it. Only the innermost generated frame maps.
     calls_generated: set[int] = set()
-    launches = [n["m"].get("kernels", 0) for n in nodes]  # kernel launches at or below each node
+    # Kernel launches at or below each node (in counted steps and outside them).
+    launches = [n["m"].get("kernels", 0) + (n.get("o") or {}).get("kernels", 0) for n in nodes]
     for n in reversed(nodes):  # children come after their parents
         if n["parent"] >= 0:
             launches[n["parent"]] += launches[n["id"]]

@@ -72,8 +72,11 @@ def _conv_backward_mask(nodes: list[dict[str, Any]], children: dict[int, list[in
     return [dgrad, wgrad, False] if dgrad or wgrad else [True, True, False]
 
 
-def annotate(nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, int]]) -> dict[str, Any]:
-    """Add ``m.flops``, ``m.mem_bytes`` and ``x.flop_dtype`` to the op nodes (in place) and
+def annotate(
+    nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, int]], field: str = "m"
+) -> dict[str, Any]:
+    """Add ``m.flops``, ``m.mem_bytes`` and ``x.flop_dtype`` to the op nodes (in place; ``field``
+    "o": to their metrics outside counted steps, for the inputs recorded there) and
     return the session's ``meta.flops`` summary: ``ops`` (op nodes with FLOPs), ``flops``
     (their total) and ``unevaluated`` (``{op: calls}`` of formula ops whose signature the
     formula could not take and whose work no op nested in them counted either)."""
@@ -113,25 +116,27 @@ def annotate(nodes: list[dict[str, Any]], op_inputs: Iterable[tuple[int, str, in
         done = work.get(nid)
         if done is not None:
             if done.flops is not None and not f_in and done.flops > 0:
-                node["m"]["flops"] = min(done.flops, _MAX)
+                node.setdefault(field, {})["flops"] = min(done.flops, _MAX)
                 if done.dtype is not None:
                     node.setdefault("x", {})["flop_dtype"] = done.dtype
                 total += done.flops
                 counted += 1
             if done.nbytes is not None and not b_in and done.nbytes > 0:
-                node["m"]["mem_bytes"] = min(done.nbytes, _MAX)
+                node.setdefault(field, {})["mem_bytes"] = min(done.nbytes, _MAX)
             f_in = f_in or done.flops is not None
             b_in = b_in or done.nbytes is not None
         inside[nid] = (f_in, b_in)
-    return {"ops": counted, "flops": min(total, _MAX), "unevaluated": _unevaluated(nodes, work, outer)}
+    return {"ops": counted, "flops": min(total, _MAX), "unevaluated": _unevaluated(nodes, work, outer, field)}
 
 
-def _unevaluated(nodes: list[dict[str, Any]], work: dict[int, _Work], outer: list[bool]) -> dict[str, int]:
+def _unevaluated(
+    nodes: list[dict[str, Any]], work: dict[int, _Work], outer: list[bool], field: str = "m"
+) -> dict[str, int]:
     """Calls whose FLOPs are missing: of formula ops the formula could not take, that are not
     inside a counted op and have no counted op inside them (a nested op with a formula, such as
     ``aten::_flash_attention_forward`` in its ``_scaled_dot_product_flash_attention``, then
     counted the work)."""
-    below = [bool(n["m"].get("flops")) for n in nodes]
+    below = [bool((n.get(field) or {}).get("flops")) for n in nodes]
     for n in reversed(nodes):  # children come after their parents
         if n["parent"] >= 0 and below[n["id"]]:
             below[n["parent"]] = True

@@ -70,9 +70,9 @@ def _mark_kernel(n: dict[str, Any]) -> None:
     name: str = full if isinstance(full, str) else n["name"]
     if not is_comm_kernel(name):
         return
-    m = n["m"]
-    if m.get("gpu_ns"):
-        m["comm_ns"] = m["gpu_ns"]
+    for m in (n["m"], n.get("o") or {}):  # step work, and work outside steps
+        if m.get("gpu_ns"):
+            m["comm_ns"] = m["gpu_ns"]
     parsed = parse_nccl_kernel(name)
     if parsed is None:
         return
@@ -114,25 +114,26 @@ def _describe(
     if isinstance(sig.get("world_size"), int) and sig["world_size"] > 0:
         x["world_size"] = sig["world_size"]
     below = _subtree(children, op["id"])[1:]
-    native = any(nodes[i]["m"].get("comm_calls") for i in below)
-    calls = op["m"].get("calls", 0)
-    if not waits and fn and calls and not native:
-        op["m"]["comm_calls"] = calls
-        for key in ("in_bytes", "out_bytes"):
-            per_call = sig.get(key)
-            if isinstance(per_call, int) and per_call > 0:
-                op["m"][f"comm_{key}"] = calls * per_call
+    for field in ("m", "o"):  # step work, and work outside steps
+        m = op.get(field)
+        if m is None:
+            continue
+        native = any((nodes[i].get(field) or {}).get("comm_calls") for i in below)
+        calls = m.get("calls", 0)
+        if not waits and fn and calls and not native:
+            m["comm_calls"] = calls
+            for key in ("in_bytes", "out_bytes"):
+                per_call = sig.get(key)
+                if isinstance(per_call, int) and per_call > 0:
+                    m[f"comm_{key}"] = calls * per_call
     _set_wait(op, children, nodes)
 
 
 def _set_wait(op: dict[str, Any], children: list[list[int]], nodes: list[dict[str, Any]]) -> None:
     """The op's CPU time outside the c10d ops beneath it (its own time may sit on its
     ``<forward>`` phase): the time the rank waited."""
-    wait = 0
-    for i in _subtree(children, op["id"]):
-        n = nodes[i]
-        if i != op["id"] and n["kind"] == "op":
-            continue  # a c10d op's time is its own (enqueueing the work), not waiting
-        wait += n["m"].get("cpu_ns", 0)
-    if wait:
-        op["m"]["comm_wait_ns"] = wait
+    below = [i for i in _subtree(children, op["id"]) if i == op["id"] or nodes[i]["kind"] != "op"]
+    for field in ("m", "o"):  # a c10d op's time is its own (enqueueing the work), not waiting
+        wait = sum((nodes[i].get(field) or {}).get("cpu_ns", 0) for i in below)
+        if wait:
+            op.setdefault(field, {})["comm_wait_ns"] = wait
