@@ -58,7 +58,11 @@ class Floor:
     """The empty-callback floor: dlpt's native core in floor mode (no capture at all)."""
 
     def __enter__(self):
-        native().start(False, [], True, floor=1)
+        os.environ["DLPT_FLOOR"] = "op_callback"  # a benchmark switch (csrc/options.h), read at start
+        try:
+            native().start(False, [], True)
+        finally:
+            del os.environ["DLPT_FLOOR"]
         return self
 
     def __exit__(self, *exc):

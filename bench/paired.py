@@ -122,13 +122,14 @@ class Native:
     """A bare native-core session: a floor mode or dlpt without Python frames."""
 
     def __init__(self, floor: int = 0, python_frames: bool = True, gpu: bool = True, **env: str) -> None:
-        self.floor, self.python_frames, self.gpu, self.env = floor, python_frames, gpu, env
+        self.python_frames, self.gpu, self.env = python_frames, gpu, env
+        if floor:  # a benchmark switch of the native core (csrc/options.h, BenchSwitches)
+            self.env["DLPT_FLOOR"] = {1: "op_callback", 2: "cupti"}[floor]
 
     def __enter__(self):
         C, cands = native()
         with Env(**self.env):
-            info = C.start(self.gpu, cands if self.gpu else [], True, python_frames=self.python_frames,
-                           floor=self.floor)
+            info = C.start(self.gpu, cands if self.gpu else [], True, python_frames=self.python_frames)
         if self.gpu and not info["gpu"]:
             raise RuntimeError(f"CUPTI unavailable: {info['reason']}")
         return self

@@ -9,6 +9,8 @@
 #include "context/aten_ops.h"
 #include "context/thread_state.h"
 #include "controller.h"
+#include "export/counters.h"
+#include "export/nodes.h"
 #include "testing/seams.h"
 
 namespace py = pybind11;
@@ -16,78 +18,77 @@ namespace py = pybind11;
 namespace dlpt {
 namespace {
 
-const char* kMemcpyKinds[] = {"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
-const char* kMemoryKinds[] = {"",      "pageable", "pinned",        "device",
-                              "array", "managed",  "device_static", "managed_static"};
-
-/// Name, file, line and extras of one node, by kind.
-py::tuple export_node(Session& s, NodeId id) {
-  const Node& n = s.tree.node(id);
-  std::string name, file;
-  int line = 0;
-  py::dict x;
-  switch (n.kind) {
-    case NodeKind::Root:
-      name = "<root>";
-      break;
-    case NodeKind::Thread:
-      name = n.a == 0 ? "<unknown>" : "<thread " + std::to_string(n.a) + ">";
-      break;
-    case NodeKind::Frame:
-      if (!s.codes.describe(reinterpret_cast<PyObject*>(n.a), static_cast<int>(n.b), &file, &name, &line)) {
-        name = "<code freed during profiling>";
-        s.counters.code_lost.fetch_add(1);
-      }
-      break;
-    case NodeKind::Scope:
-    case NodeKind::Op:
-      name = s.tree.strings.get(static_cast<uint32_t>(n.a));
-      break;
-    case NodeKind::Phase:
-      name = n.a == 0 ? "<forward>" : n.a == 1 ? "<backward>" : "<cuda graph replay>";
-      break;
-    case NodeKind::Kernel:
-      name = s.tree.strings.get(static_cast<uint32_t>(n.a));
-      x["device"] = n.b;
-      x["grid"] = py::make_tuple(n.cfg.grid[0], n.cfg.grid[1], n.cfg.grid[2]);
-      x["block"] = py::make_tuple(n.cfg.block[0], n.cfg.block[1], n.cfg.block[2]);
-      x["regs"] = n.cfg.regs;
-      x["smem_static"] = n.cfg.smem_static;
-      x["smem_dynamic"] = n.cfg.smem_dynamic;
-      break;
-    case NodeKind::Memcpy: {
-      const char* dir = n.a < 11 ? kMemcpyKinds[n.a] : "?";
-      const uint64_t mem = n.b & 0xFF;
-      name = std::string("[memcpy ") + dir + "]";
-      x["direction"] = dir;
-      if (mem > 0 && mem < 8) x["host_mem"] = kMemoryKinds[mem];
-      x["device"] = n.b >> 8;
-      break;
-    }
-    case NodeKind::Memset:
-      name = "[memset]";
-      x["device"] = n.a;
-      break;
-    case NodeKind::Sync:
-      name = "[sync " + sync_api_name(n.a) + "]";
-      break;
-  }
-  const Metrics& m = n.m;
-  const TickRate& r = s.rate;
-  uint64_t min_ns = m.min_ns.load();
-  py::tuple metrics = py::make_tuple(m.calls.load(), r.to_ns(m.cpu_ticks.load()), m.gpu_ns.load(), m.count.load(),
-                                     m.bytes.load(), r.to_ns(m.sync_ticks.load()), r.to_ns(m.api_ticks.load()),
-                                     min_ns == UINT64_MAX ? 0 : min_ns, m.max_ns.load());
-  return py::make_tuple(id, n.parent == kNoNode ? -1 : static_cast<int64_t>(n.parent), node_kind_name(n.kind), name,
-                        file, line, metrics, x);
+py::tuple to_tuple(const ExportedMetrics& m) {
+  return py::make_tuple(m.calls, m.cpu_ns, m.gpu_ns, m.count, m.bytes, m.sync_ns, m.api_ns, m.min_ns, m.max_ns);
 }
+
+py::dict to_dict(const NodeExtras& e) {
+  py::dict x;
+  if (e.direction) x["direction"] = *e.direction;
+  if (e.host_mem) x["host_mem"] = *e.host_mem;
+  if (e.device) x["device"] = *e.device;
+  if (e.grid) x["grid"] = py::make_tuple((*e.grid)[0], (*e.grid)[1], (*e.grid)[2]);
+  if (e.block) x["block"] = py::make_tuple((*e.block)[0], (*e.block)[1], (*e.block)[2]);
+  if (e.regs) x["regs"] = *e.regs;
+  if (e.smem_static) x["smem_static"] = *e.smem_static;
+  if (e.smem_dynamic) x["smem_dynamic"] = *e.smem_dynamic;
+  return x;
+}
+
+/// (id, parent, kind, name, file, line, metrics, extras): dlpt.capture.native.RawNode.
+py::tuple to_tuple(const ExportedNode& n) {
+  return py::make_tuple(n.id, n.parent, n.kind, n.name, n.file, n.line, to_tuple(n.metrics), to_dict(n.extras));
+}
+
+void put_counter(py::dict& d, const char* name, uint64_t v) { d[name] = v; }
+void put_counter(py::dict& d, const char* name, bool v) { d[name] = v; }
+void put_counter(py::dict& d, const char* name, const std::string& v) {
+  if (!v.empty()) d[name] = v;  // STR counters: absent when empty
+}
+
+py::dict to_dict(const CounterValues& v) {
+  py::dict d;
+#define DLPT_PUT(name, type, source, doc) put_counter(d, #name, v.name);
+  DLPT_COUNTERS(DLPT_PUT)
+#undef DLPT_PUT
+  return d;
+}
+
+/// (name, type, source, doc) of every counter, in export order: what tests hold _C.pyi's
+/// Counters TypedDict and the session schema to.
+py::list counter_fields() {
+  py::list out;
+#define DLPT_FIELD(name, type, source, doc) out.append(py::make_tuple(#name, #type, #source, doc));
+  DLPT_COUNTERS(DLPT_FIELD)
+#undef DLPT_FIELD
+  return out;
+}
+
+/// Python's cyclic GC off for a scope, as it was before afterwards. The export makes a few
+/// objects per node (300k nodes: a million tuples and dicts, none of them in a cycle); every
+/// 700 of them would start a young collection, and the growing old generation full ones: for a
+/// 100k-line function (300k nodes) the export took 1.70 s with them, 0.31 s without, and there
+/// is nothing to collect.
+class NoGcScope {
+ public:
+  NoGcScope() : was_enabled_(PyGC_Disable()) {}
+  ~NoGcScope() {
+    if (was_enabled_) PyGC_Enable();
+  }
+  NoGcScope(const NoGcScope&) = delete;
+  NoGcScope& operator=(const NoGcScope&) = delete;
+
+ private:
+  int was_enabled_;
+};
 
 py::dict stop() {
   StopResult r = stop_capture();
+  const NoGcScope no_gc;
   Session& s = *r.session;
   py::list nodes;
   const size_t count = s.tree.size();
-  for (size_t i = 0; i < count; ++i) nodes.append(export_node(s, static_cast<NodeId>(i)));
+  for (size_t i = 0; i < count; ++i) nodes.append(to_tuple(export_node(s, static_cast<NodeId>(i))));
   py::list api;
   for (const ApiStat& a : r.api) api.append(py::make_tuple(a.name, a.calls, a.total_ns, a.min_ns, a.max_ns));
   py::dict busy, comm, exposed;
@@ -99,31 +100,7 @@ py::dict stop() {
       exposed[key] = t.exposed_ns;
     }
   }
-  const Counters& c = s.counters;
-  py::dict counters;
-  counters["activity_records"] = c.activity_records.load();
-  counters["delivered_gpu_ns"] = c.delivered_gpu_ns.load();
-  counters["dropped_records"] = c.dropped_records.load();
-  counters["unknown_correlation"] = c.unknown_correlation.load();
-  counters["unknown_gpu_ns"] = c.unknown_gpu_ns.load();
-  counters["submitted"] = r.tracer.submitted;
-  counters["completed"] = r.tracer.completed;
-  counters["outside_window"] = c.outside_window.load();
-  counters["backward_unresolved"] = c.backward_unresolved.load();
-  counters["code_lost"] = c.code_lost.load();
-  counters["graph_nodes_captured"] = c.graph_nodes_captured.load();
-  counters["graph_replay_ns"] = c.graph_replay_ns.load();
-  counters["graph_unmapped_ns"] = c.graph_unmapped_ns.load();
-  counters["tree_overflow"] = s.tree.overflowed();
-  counters["unmatched_op_ends"] = c.unmatched_op_ends.load();
-  counters["rf_windows"] = c.rf_windows.load();
-  counters["op_records"] = r.self.op_records;
-  counters["api_callbacks"] = r.self.api_callbacks;
-  counters["self_ns"] = r.self.self_ns;
-  counters["self_python_ns"] = r.self.python_ns;
-  counters["self_window_ns"] = r.self.window_ns;
-  counters["tsc"] = s.rate.tsc();
-  if (!r.tracer.unsubscribe_error.empty()) counters["cupti_unsubscribe_error"] = r.tracer.unsubscribe_error;
+  const py::dict counters = to_dict(counter_values(s, r));
   s.codes.release_all();
   // Per-node details (see OpDetails): collectives, and the input signatures of FLOP-formula ops.
   py::dict collectives;
@@ -172,15 +149,13 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "start",
       [](bool gpu, const std::vector<std::string>& cupti_candidates, bool collecting, bool python_frames,
-         bool nested_ops, int floor, const std::vector<std::string>& flops_ops, bool split_backward) {
-        if (floor < 0 || floor > 2) throw std::invalid_argument("floor must be 0, 1 or 2");
+         bool nested_ops, const std::vector<std::string>& flops_ops, bool split_backward) {
         dlpt::CaptureOptions opts;
         opts.gpu = gpu;
         opts.cupti_candidates = cupti_candidates;
         opts.collecting = collecting;
         opts.python_frames = python_frames;
         opts.nested_ops = nested_ops;
-        opts.floor = static_cast<dlpt::Floor>(floor);
         opts.flops_ops = flops_ops;
         opts.split_backward = split_backward;
         dlpt::StartResult r = dlpt::start_capture(opts);
@@ -191,7 +166,7 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("gpu"), py::arg("cupti_candidates"), py::arg("collecting") = true, py::arg("python_frames") = true,
-      py::arg("nested_ops") = false, py::arg("floor") = 0, py::arg("flops_ops") = std::vector<std::string>{},
+      py::arg("nested_ops") = false, py::arg("flops_ops") = std::vector<std::string>{},
       py::arg("split_backward") = false);
   m.def("pause_function_records", &dlpt::pause_function_records,
         "Before a backward pass: aten-op records off (every thread); a token for resume, 0 if not paused.");
@@ -215,4 +190,6 @@ PYBIND11_MODULE(_C, m) {
   t.def("graph_nodes", &dlpt::testing::graph_nodes);
   t.def("tree_children", &dlpt::testing::tree_children);
   t.def("op_name_ids", &dlpt::testing::op_name_ids);
+  t.def("counter_fields", &dlpt::counter_fields);
+  t.def("line_lookup_cost", &dlpt::testing::line_lookup_cost);
 }

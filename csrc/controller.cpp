@@ -2,7 +2,6 @@
 
 #include <Python.h>
 
-#include <cstdlib>
 #include <stdexcept>
 
 #include "context/aten_ops.h"
@@ -24,20 +23,21 @@ StartResult start_capture(const CaptureOptions& options) {
   CaptureOptions opts = options;
   // Counting FLOPs needs the matmuls inside composite ops (aten::mm under aten::linear, ...).
   if (!opts.flops_ops.empty()) opts.nested_ops = true;
+  // Benchmark-only switches: read here, once, from the environment (options.h).
+  opts.bench = read_bench_switches();
   set_flops_ops(opts.flops_ops);
-  if (const char* env = std::getenv("DLPT_WINDOW_MIN_NESTED"))
-    opts.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   StartResult res;
   Session* s = begin_session(opts);
-  const bool floor = opts.floor != Floor::None;
-  if (opts.gpu && (!floor || opts.floor == Floor::Cupti)) {
+  const Floor floor_mode = opts.bench.floor;
+  const bool floor = floor_mode != Floor::None;
+  if (opts.gpu && (!floor || floor_mode == Floor::Cupti)) {
     std::string error;
     const CuptiApi* api = load_cupti(opts.cupti_candidates, &error);
     if (api == nullptr) {
       res.gpu_reason = error;
     } else {
       res.cupti_path = api->path;
-      if (start_gpu_tracing(*api, *s, opts.floor == Floor::Cupti, &error)) {
+      if (start_gpu_tracing(*api, *s, &error)) {
         res.gpu = true;
       } else {
         res.gpu_reason = error;
@@ -46,7 +46,7 @@ StartResult start_capture(const CaptureOptions& options) {
   }
   s->collecting.store(opts.collecting, std::memory_order_release);
   if (opts.collecting) mark(*s);
-  if (opts.floor == Floor::OpCallback) {
+  if (floor_mode == Floor::OpCallback) {
     install_floor_op_callback();
   } else if (!floor) {
     install_op_callback(!opts.flops_ops.empty(), opts.split_backward && !opts.nested_ops);

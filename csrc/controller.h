@@ -19,9 +19,9 @@ struct StartResult {
   std::string cupti_path;
 };
 
-/// Starts a session: the op callback always, CUPTI when `opts.gpu`; in a floor mode, only that
-/// one mechanism, doing nothing. Collection starts paused when `opts.collecting` is false
-/// (skip-first steps). Throws std::runtime_error if one is running.
+/// Starts a session: the op callback always, CUPTI when `opts.gpu`; in a floor mode (the
+/// environment's BenchSwitches, read here), only that one mechanism, doing nothing. Collection
+/// starts paused when `opts.collecting` is false (skip-first steps). Throws std::runtime_error if one is running.
 StartResult start_capture(const CaptureOptions& opts);
 
 /// Pauses/resumes cost recording at step boundaries.

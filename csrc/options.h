@@ -15,6 +15,36 @@ enum class Floor : uint8_t {
   Cupti = 2,       // a CUPTI subscriber with dlpt's callbacks and activity kinds, doing nothing
 };
 
+/// Experiments on CUPTI's own cost (bench/paired.py's cupti_floor_* and dlpt_*_like modes).
+struct CuptiExperiment {
+  bool kernel_only = false;      // kernel activity only (no copies, memsets)
+  bool launch_only = false;      // launch callbacks only (no copy, memset, sync callbacks)
+  bool no_flush_period = false;  // CUPTI's own flush heuristics instead of dlpt's period
+  bool big_buffers = false;      // 64 MiB activity buffers (never pooled)
+  bool no_callbacks = false;     // floor mode only: no API callbacks at all
+  bool no_activity = false;      // floor mode only: no activity kinds at all
+};
+
+/// Switches that exist only for benchmarks, each read from one environment variable once, at
+/// start (read_bench_switches), never on the hot path:
+///   DLPT_FLOOR              "op_callback" or "cupti" (also 1, 2): a floor mode (bench/floor.py)
+///   DLPT_CUPTI_EXPERIMENT   comma-separated CuptiExperiment names (kernel_only, launch_only,
+///                           no_flush_period, big_buffers, no_callbacks, no_activity)
+///   DLPT_WINDOW_MIN_NESTED  nested records an op must make to get a RecordFunction window
+///   DLPT_KEEP_CUPTI         1: stop() unsubscribes but does not detach CUPTI (cuptiFinalize)
+struct BenchSwitches {
+  Floor floor = Floor::None;
+  CuptiExperiment cupti;
+  // An outermost op gets a RecordFunction window once it was seen to make at least this many
+  // nested records (see aten_ops.cpp).
+  uint32_t window_min_nested = 8;
+  bool keep_cupti = false;
+};
+
+/// [GIL] The switches of the environment now. Throws std::invalid_argument on a DLPT_FLOOR value
+/// it does not know (a benchmark's typo must not silently measure real capture).
+BenchSwitches read_bench_switches();
+
 struct CaptureOptions {
   bool gpu = true;            // CUPTI: kernels, copies, memsets, syncs
   bool python_frames = true;  // walk the Python stack at outermost ops and bare launches
@@ -24,14 +54,11 @@ struct CaptureOptions {
   // A FUNCTION-scope callback of its own, which backward passes pause (aten_ops.cpp): no aten-op
   // records inside backward passes. Off: one callback for every scope (several ranks).
   bool split_backward = false;
-  // An outermost op gets a RecordFunction window once it was seen to make at least this many
-  // nested records (see aten_ops.cpp). Env DLPT_WINDOW_MIN_NESTED overrides it (benchmarks).
-  uint32_t window_min_nested = 8;
-  Floor floor = Floor::None;
   std::vector<std::string> cupti_candidates;
   // Ops whose input shapes are recorded for FLOP counting (empty: none). Needs RecordFunction
   // inputs for every op, and every nested op recorded: an opt-in (--flops).
   std::vector<std::string> flops_ops;
+  BenchSwitches bench;  // set by start_capture from the environment
 };
 
 }  // namespace dlpt

@@ -20,28 +20,12 @@
 #include "cct/tree.h"
 #include "clock.h"
 #include "context/code_registry.h"
+#include "counters.h"
 #include "options.h"
 
 namespace dlpt {
 
 class ThreadState;
-
-struct Counters {
-  std::atomic<uint64_t> activity_records{0};     // activity records processed
-  std::atomic<uint64_t> delivered_gpu_ns{0};     // kernel+copy+memset time CUPTI delivered in the window
-  std::atomic<uint64_t> dropped_records{0};      // CUPTI reported dropped records
-  std::atomic<uint64_t> unknown_correlation{0};  // activity whose launch context was unknown
-  std::atomic<uint64_t> unknown_gpu_ns{0};
-  std::atomic<uint64_t> completed{0};            // distinct correlation ids seen in activity
-  std::atomic<uint64_t> outside_window{0};       // activity of launches made while paused
-  std::atomic<uint64_t> backward_unresolved{0};  // backward ops whose forward op was not found
-  std::atomic<uint64_t> code_lost{0};
-  std::atomic<uint64_t> graph_nodes_captured{0};  // CUDA graph nodes whose capture context is known
-  std::atomic<uint64_t> graph_replay_ns{0};       // GPU time of replayed graph kernels/copies/memsets
-  std::atomic<uint64_t> graph_unmapped_ns{0};     // ... of those captured before profiling started
-  std::atomic<uint64_t> unmatched_op_ends{0};     // op ends whose start was not seen (or overflowed)
-  std::atomic<uint64_t> rf_windows{0};            // outermost ops run with RecordFunction off inside
-};
 
 /// Per forward thread sequence ranges, found without a lock (a handful of forward threads).
 class SeqRangesByThread {

@@ -4,7 +4,7 @@ Keep in step with bindings.cpp: the node tuple's fields are named by
 dlpt.capture.native.RawNode / RawMetrics, which unpack it.
 """
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 # id, parent, kind, name, file, line, metrics, extras (see dlpt.capture.native.RawNode)
 RawMetricsTuple = tuple[int, int, int, int, int, int, int, int, int]
@@ -25,6 +25,34 @@ class Collective(TypedDict):
     in_bytes: int
     out_bytes: int
 
+class Counters(TypedDict):
+    """stop()'s counters, saved as meta.capture. Generated from one list in csrc/counters.h
+    (DLPT_COUNTERS); tests/native/test_counters.py holds this class to it, field by field."""
+
+    activity_records: int  # CUPTI activity records processed
+    delivered_gpu_ns: int  # kernel+copy+memset time CUPTI delivered for launches in the window
+    dropped_records: int  # activity records CUPTI reported dropped
+    unknown_correlation: int  # activity records whose launch context was unknown
+    unknown_gpu_ns: int  # GPU time of those records
+    submitted: int  # launches mapped while recording and awaiting activity
+    completed: int  # distinct correlation ids of mapped launches seen in activity
+    outside_window: int  # activity records of launches made while not collecting
+    backward_unresolved: int  # backward ops whose forward op was not found
+    code_lost: int  # frames whose code object was freed before it could be described
+    graph_nodes_captured: int  # CUDA graph nodes whose capture context is known
+    graph_replay_ns: int  # GPU time of replayed graph kernels, copies and memsets
+    graph_unmapped_ns: int  # ... of graph nodes captured before profiling started
+    tree_overflow: int  # new paths charged to their parent after the node limit was hit
+    unmatched_op_ends: int  # op ends whose start was not seen (or overflowed the record stack)
+    rf_windows: int  # outermost ops run with RecordFunction off inside (windows opened)
+    op_records: int  # RecordFunction start callbacks run
+    api_callbacks: int  # CUPTI API enter callbacks run
+    self_ns: int  # sampled time inside dlpt's callbacks, scaled to all calls
+    self_python_ns: int  # ... of which walking Python frames
+    self_window_ns: int  # ... of which switching RecordFunction off and on
+    tsc: bool  # host ticks are TSC cycles (else steady_clock nanoseconds)
+    cupti_unsubscribe_error: NotRequired[str]  # why CUPTI could not be released (absent: it was)
+
 class StopResult(TypedDict):
     nodes: list[RawNodeTuple]
     collectives: dict[int, Collective]
@@ -35,7 +63,7 @@ class StopResult(TypedDict):
     gpu_comm_exposed_ns: dict[str, int]
     # per device: (start, end, recorded, busy_ns, first, last) between step marks, CUPTI time
     gpu_steps: dict[str, list[tuple[int, int, bool, int, int, int]]]
-    counters: dict[str, Any]
+    counters: Counters
     gpu: bool
     flush_s: float
 
@@ -45,7 +73,6 @@ def start(
     collecting: bool = True,
     python_frames: bool = True,
     nested_ops: bool = False,
-    floor: int = 0,
     flops_ops: list[str] = ...,
     split_backward: bool = False,
 ) -> StartInfo: ...

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 SCENARIO = r"""
-import sys, torch
+import os, sys, torch
 mode = sys.argv[1]
 x = torch.randn(256, 256, device="cuda")
 def work():
@@ -28,7 +28,10 @@ if mode == "dlpt":
     print("kernels per session:", kernels)
     cap = p.session.meta["capture"]
 else:
-    C.start(True, cupti_candidates(), True, floor=2 if mode == "cupti_floor" else 0)
+    if mode == "cupti_floor":
+        os.environ["DLPT_FLOOR"] = "cupti"  # a benchmark switch of the native core, read at start
+    C.start(True, cupti_candidates(), True)
+    os.environ.pop("DLPT_FLOOR", None)
     work()
     cap = C.stop()["counters"]
 print("dlpt stop:", {k: cap.get(k) for k in ("cupti_unsubscribe_error",)})

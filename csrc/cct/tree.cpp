@@ -28,6 +28,18 @@ const char* node_kind_name(NodeKind kind) {
   return "unknown";
 }
 
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::Forward:
+      return "<forward>";
+    case Phase::Backward:
+      return "<backward>";
+    case Phase::GraphReplay:
+      return "<cuda graph replay>";
+  }
+  return "<phase>";
+}
+
 void Metrics::add_duration(uint64_t ns) {
   gpu_ns.fetch_add(ns, std::memory_order_relaxed);
   count.fetch_add(1, std::memory_order_relaxed);

@@ -24,11 +24,25 @@ enum class NodeKind : uint8_t { Root, Thread, Frame, Scope, Op, Phase, Kernel, M
 
 const char* node_kind_name(NodeKind kind);
 
+/// What a Phase node stands for (its NodeKey.a): the forward or backward part of an op's work,
+/// or the kernels of a replayed CUDA graph placed where they were captured.
+enum class Phase : uint8_t { Forward = 0, Backward = 1, GraphReplay = 2 };
+
+/// The key of a Phase node.
+constexpr uint64_t phase_key(Phase p) { return static_cast<uint64_t>(p); }
+
+/// "<forward>", "<backward>", "<cuda graph replay>".
+const char* phase_name(Phase p);
+
+/// The key of the Thread node that collects GPU work whose launch context is unknown (shown as
+/// "<unknown>"): never lost, always shown. Real Thread nodes are keyed by an OS thread id, never 0.
+constexpr uint64_t kUnknownThreadKey = 0;
+
 /// Identity of a node among its siblings. `a`/`b` depend on the kind:
 ///   Frame: code object pointer, bytecode offset   Op/Scope: interned name id
-///   Phase: 0 forward / 1 backward / 2 CUDA graph replay   Kernel: name id, device
+///   Phase: phase_key(Phase)   Kernel: name id, device
 ///   Memcpy: copy kind, host-memory kind | device << 8   Memset: device   Sync: API (domain << 16 | cbid)
-///   Thread: thread id
+///   Thread: OS thread id (kUnknownThreadKey: launches of unknown context)
 struct NodeKey {
   NodeId parent;
   NodeKind kind;

@@ -17,7 +17,7 @@
 // instructions for the pair, as much as 6-7 records of its machinery (~940 instructions each;
 // callgrind, torch 2.13 CPU). So each op name is first watched for kLearnCalls calls (its nested
 // records are counted, not recorded) and only ops that made at least
-// CaptureOptions::window_min_nested get a window (docs/overhead.md has the measurements). Only
+// BenchSwitches::window_min_nested get a window (docs/overhead.md has the measurements). Only
 // aten ops and their generated backward nodes may get one (kWindowable, op_names.h): Python
 // autograd.Functions and custom ops run arbitrary code, collectives included. With
 // nested_ops on, every record is recorded as an op node (aten::mm under aten::matmul), at the
@@ -111,10 +111,10 @@ NodeId backward_phase(Session& s, ThreadState& ts, const at::RecordFunction& rf)
   } else {
     anchor = ts.last_backward_anchor;
   }
-  if (anchor != kNoNode) return ts.child(anchor, NodeKind::Phase, 1);
+  if (anchor != kNoNode) return ts.phase(anchor, Phase::Backward);
   // Nothing known: the nearest enclosing context (e.g. the loss.backward() line on CPU).
   const NodeId py = ts.python_context();
-  return ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Phase, 1);
+  return ts.phase(py != kNoNode ? py : ts.thread_node(), Phase::Backward);
 }
 
 /// A torch.compile region starts at entry `e`: frames entered from now on are its own.
@@ -149,7 +149,8 @@ void learn_or_open_window(Session& s, ThreadState& ts, OpEntry& e, const at::Rec
     return;
   }
   // Another profiler's thread-local callbacks (torch.profiler) would lose the nested ops too.
-  if (info.max_nested < s.opts.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks()) return;
+  if (info.max_nested < s.opts.bench.window_min_nested || t_window_owner != nullptr || at::hasThreadLocalCallbacks())
+    return;
   const uint64_t t0 = ticks();
   at::enableRecordFunction(false);
   t_window_owner = &rf;
@@ -213,7 +214,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
   if (compiled) {
     // CompiledFunction (an autograd.Function): its own forward/backward phases, and the anchor
     // its CompiledFunctionBackward is grafted under.
-    e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
+    e.ctx_node = ts.phase(e.op_node, Phase::Forward);
     begin_region(e);
     record_forward_op(s, ts, rf.seqNr(), e.op_node);
   }
@@ -262,7 +263,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   if (t0) ts.python_ticks.add((ticks() - t0) * ThreadState::kSelfSample);
   OpEntry& e = ts.push(EntryKind::Op, &rf);
   e.op_node = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, id);
-  e.ctx_node = ts.child(e.op_node, NodeKind::Phase, 0);
+  e.ctx_node = ts.phase(e.op_node, Phase::Forward);
   e.name_id = id;
   if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf));
   if (compiled) begin_region(e);

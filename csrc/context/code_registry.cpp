@@ -3,6 +3,9 @@
 namespace dlpt {
 
 namespace {
+// Only touched under the GIL (describe): plain counters.
+CodeRegistry::LookupCost g_cost;
+
 std::string utf8(PyObject* s) {
   if (s == nullptr || !PyUnicode_Check(s)) return "?";
   const char* c = PyUnicode_AsUTF8(s);
@@ -50,19 +53,64 @@ void CodeRegistry::drain() {
   pending_.clear();
 }
 
+int CodeRegistry::line_of(PyObject* code, LineTable& t, int lasti) {
+  ++g_cost.lookups;
+  if (lasti < 0) return -1;
+  if (!t.built) {
+    t.built = true;
+    // co_lines() yields (start, end, line or None) for consecutive address ranges, in order:
+    // exactly the ranges PyCode_Addr2Line walks.
+    PyObject* it = PyObject_CallMethod(code, "co_lines", nullptr);
+    PyObject* item = nullptr;
+    while (it != nullptr && (item = PyIter_Next(it)) != nullptr) {
+      int start = 0, end = 0;
+      PyObject* line = nullptr;
+      if (PyArg_ParseTuple(item, "iiO", &start, &end, &line)) {
+        t.starts.push_back(start);
+        t.ends.push_back(end);
+        const long number = line == Py_None ? -1 : PyLong_AsLong(line);
+        t.lines.push_back(static_cast<int>(number));
+        ++g_cost.entries_read;
+      }
+      Py_DECREF(item);
+    }
+    Py_XDECREF(it);
+    if (PyErr_Occurred()) PyErr_Clear();  // a partial table answers what it has; the rest -1
+  }
+  // The last range starting at or before lasti.
+  size_t lo = 0, hi = t.starts.size();
+  while (lo < hi) {
+    ++g_cost.search_steps;
+    const size_t mid = lo + (hi - lo) / 2;
+    if (t.starts[mid] <= lasti) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == 0 || lasti >= t.ends[lo - 1]) return -1;
+  return t.lines[lo - 1];
+}
+
 bool CodeRegistry::describe(PyObject* code, int lasti, std::string* file, std::string* func, int* line) {
+  LineTable* table = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = codes_.find(code);
     if (it == codes_.end() || it->second.state != State::Owned) return false;
+    // Entries are never erased before release_all: the table stays put (and only the GIL
+    // holder, us, reads or builds it).
+    table = &it->second.lines;
   }
   auto* co = reinterpret_cast<PyCodeObject*>(code);
   *file = utf8(co->co_filename);
   *func = utf8(co->co_qualname ? co->co_qualname : co->co_name);
-  *line = PyCode_Addr2Line(co, lasti);
+  *line = line_of(code, *table, lasti);
   if (*line < 0) *line = co->co_firstlineno;
   return true;
 }
+
+CodeRegistry::LookupCost CodeRegistry::lookup_cost() { return g_cost; }
 
 void CodeRegistry::release_all() {
   std::lock_guard<std::mutex> lock(mu_);

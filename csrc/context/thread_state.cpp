@@ -109,7 +109,7 @@ NodeId ThreadState::launch_context() {
   }
   const NodeId py = python_context();
   if (py != kNoNode) return py;
-  if (last_backward_anchor != kNoNode) return child(last_backward_anchor, NodeKind::Phase, 1);
+  if (last_backward_anchor != kNoNode) return phase(last_backward_anchor, Phase::Backward);
   return thread_node();
 }
 

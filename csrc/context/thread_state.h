@@ -105,6 +105,8 @@ class ThreadState {
   // -- lookups -------------------------------------------------------------------------------
   /// [MT] Child lookup through this thread's cache (nodes are immutable once created).
   NodeId child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b = 0);
+  /// [MT] The phase node `p` under `parent`.
+  NodeId phase(NodeId parent, Phase p) { return child(parent, NodeKind::Phase, phase_key(p)); }
   uint32_t name_id(const char* name) { return names_.id(name); }
   NameInfo& name_info(uint32_t id) { return names_.info(id); }
 

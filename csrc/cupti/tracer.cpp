@@ -35,11 +35,7 @@ struct Tracer {
   // after stop() unpublishes the session, until the final flush.
   std::atomic<Session*> session{nullptr};
   bool floor = false;  // floor mode: subscribed, callbacks and records do nothing
-  // Experiments on CUPTI's own cost (env DLPT_CUPTI_EXPERIMENT, bench/paired.py's cupti_floor_*
-  // modes): kernel activity only, launch callbacks only, 64 MiB buffers, no flush period
-  // (Proton's settings); no API callbacks, or no activity (floor mode only: what each half of
-  // CUPTI costs).
-  bool kernel_only = false, launch_only = false, no_flush_period = false, no_callbacks = false, no_activity = false;
+  // kBufferSize (pooled), or an experiment's size (BenchSwitches, never pooled).
   size_t buffer_size = kBufferSize;
 
   // Watched driver callback ids: their class and a compact index into ThreadState::apis.
@@ -61,18 +57,11 @@ struct Tracer {
   std::mutex pool_mu;
   std::vector<uint8_t*> pool;
 
-  void reset(const CuptiApi& a, bool floor_mode) {
+  void reset(const CuptiApi& a, const BenchSwitches& bench) {
     api = &a;
     subscriber = nullptr;
-    floor = floor_mode;
-    const char* env = std::getenv("DLPT_CUPTI_EXPERIMENT");
-    const std::string exp = env ? env : "";
-    kernel_only = exp.find("kernel_only") != std::string::npos;
-    launch_only = exp.find("launch_only") != std::string::npos;
-    no_flush_period = exp.find("no_flush_period") != std::string::npos;
-    no_callbacks = floor_mode && exp.find("no_callbacks") != std::string::npos;
-    no_activity = floor_mode && exp.find("no_activity") != std::string::npos;
-    buffer_size = exp.find("big_buffers") != std::string::npos ? (64u << 20) : kBufferSize;
+    floor = bench.floor == Floor::Cupti;
+    buffer_size = bench.cupti.big_buffers ? (64u << 20) : kBufferSize;
     std::fill(std::begin(cls), std::end(cls), kNone);
     std::fill(std::begin(slot), std::end(slot), 0);
     slot_cbid.clear();
@@ -248,7 +237,7 @@ NodeId replay_context(Session& s, NodeId launch, uint64_t graph_node_id, uint64_
     s.counters.graph_unmapped_ns.fetch_add(ns, std::memory_order_relaxed);
     captured = launch;
   }
-  return leaf(s.tree, NodeKey{captured, NodeKind::Phase, 2, 0});
+  return leaf(s.tree, NodeKey{captured, NodeKind::Phase, phase_key(Phase::GraphReplay), 0});
 }
 
 /// Resolves a correlation id; kNoNode for activity outside the window.
@@ -269,8 +258,7 @@ NodeId resolve(Session& s, uint32_t corr, uint64_t ns) {
   s.counters.delivered_gpu_ns.fetch_add(ns, std::memory_order_relaxed);
   s.counters.unknown_correlation.fetch_add(1, std::memory_order_relaxed);
   s.counters.unknown_gpu_ns.fetch_add(ns, std::memory_order_relaxed);
-  // Thread node keyed 0 = "<unknown>": never lost, always shown.
-  return leaf(s.tree, NodeKey{kRootNode, NodeKind::Thread, 0, 0});
+  return leaf(s.tree, NodeKey{kRootNode, NodeKind::Thread, kUnknownThreadKey, 0});
 }
 
 /// Under buffer_mu.
@@ -368,8 +356,9 @@ std::string subscribe_error(const CuptiApi& api, CUptiResult r, const char* old_
 
 }  // namespace
 
-bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::string* error) {
-  g.reset(api, floor);
+bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error) {
+  const CuptiExperiment& exp = session.opts.bench.cupti;
+  g.reset(api, session.opts.bench);
   CUptiResult r;
   if (api.cuptiSubscribe_v2) {
     char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
@@ -397,7 +386,7 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
     const char* name = nullptr;
     if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
     const uint8_t cls = classify(name);
-    if (cls == kNone || g.no_callbacks || (g.launch_only && !starts(name, "cuLaunch"))) continue;
+    if (cls == kNone || exp.no_callbacks || (exp.launch_only && !starts(name, "cuLaunch"))) continue;
     g.cls[cbid] = cls;
     api.cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
     // Statistics slots run out only if a future CUDA adds many more variants: then the extra
@@ -414,10 +403,10 @@ bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::s
   r = api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   // Hand back filled buffers often, so the records in flight (host memory) stay small however
   // long the run is.
-  if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && !g.no_flush_period)
+  if (r == CUPTI_SUCCESS && api.cuptiActivityFlushPeriod && !exp.no_flush_period)
     api.cuptiActivityFlushPeriod(kFlushPeriodMs);
   for (CUpti_ActivityKind kind : kKinds) {
-    if (g.no_activity || (g.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) continue;
+    if (exp.no_activity || (exp.kernel_only && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) continue;
     if (r == CUPTI_SUCCESS) r = api.cuptiActivityEnable(kind);
   }
   if (r != CUPTI_SUCCESS) {
@@ -463,9 +452,8 @@ TracerStopReport stop_gpu_tracing() {
   // flushed, which is what cuptiFinalize asks for. Unsubscribing alone leaves this copy of CUPTI
   // attached to the driver: a profiler with its own copy (Triton's Proton bundles one) then
   // cannot subscribe for the rest of the process, and launches keep paying for the hooks.
-  // A later start() attaches again. DLPT_KEEP_CUPTI=1 skips this.
-  const char* keep = std::getenv("DLPT_KEEP_CUPTI");
-  if (g.api->cuptiFinalize && !(keep && *keep && std::strcmp(keep, "0") != 0)) {
+  // A later start() attaches again. DLPT_KEEP_CUPTI=1 (BenchSwitches::keep_cupti) skips this.
+  if (g.api->cuptiFinalize && !s->opts.bench.keep_cupti) {
     const CUptiResult fin = g.api->cuptiFinalize();
     if (fin != CUPTI_SUCCESS) rep.unsubscribe_error = std::string("cuptiFinalize: ") + g.api->error_string(fin);
   }

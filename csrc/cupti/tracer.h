@@ -25,9 +25,10 @@ struct TracerStopReport {
 };
 
 /// [GIL] Subscribes to CUPTI for `session`. If another client holds CUPTI (torch.profiler, nsys,
-/// ncu, Proton) nothing is touched and false is returned with `error` saying who/what. In floor
-/// mode the same callbacks and activity kinds are enabled, and nothing is done with them.
-bool start_gpu_tracing(const CuptiApi& api, Session& session, bool floor, std::string* error);
+/// ncu, Proton) nothing is touched and false is returned with `error` saying who/what. In the
+/// CUPTI floor mode (session.opts.bench) the same callbacks and activity kinds are enabled, and
+/// nothing is done with them.
+bool start_gpu_tracing(const CuptiApi& api, Session& session, std::string* error);
 
 /// [GIL released by caller] Flushes until every mapped correlation completed (or no progress is
 /// made), then disables activity and unsubscribes so another profiler can subscribe.

@@ -9,6 +9,7 @@
 #include "../cct/seq_ranges.h"
 #include "../cct/tree.h"
 #include "../context/child_cache.h"
+#include "../context/code_registry.h"
 #include "../context/op_names.h"
 
 namespace dlpt::testing {
@@ -107,6 +108,11 @@ std::vector<uint32_t> op_name_ids(const std::vector<std::pair<int, std::string>>
     out.push_back(names.id(buffers[slot].get()));
   }
   return out;
+}
+
+std::tuple<uint64_t, uint64_t, uint64_t> line_lookup_cost() {
+  const CodeRegistry::LookupCost c = CodeRegistry::lookup_cost();
+  return {c.lookups, c.entries_read, c.search_steps};
 }
 
 }  // namespace dlpt::testing

@@ -43,4 +43,8 @@ std::vector<uint32_t> tree_children(const std::vector<std::tuple<uint32_t, int, 
 /// before lookup, so one pointer can carry different texts (as torch's fresh strings do).
 std::vector<uint32_t> op_name_ids(const std::vector<std::pair<int, std::string>>& lookups);
 
+/// CodeRegistry's line lookups since import: (lookups, line-table entries read, binary-search
+/// steps). What stop() costs per frame node, counted rather than timed.
+std::tuple<uint64_t, uint64_t, uint64_t> line_lookup_cost();
+
 }  // namespace dlpt::testing

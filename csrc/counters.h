@@ -1,0 +1,72 @@
+// The counters a session exports (stop()'s "counters", saved as meta.capture), defined once.
+//
+// DLPT_COUNTERS lists each counter as X(name, type, source, doc):
+//   type    U64 (an int), BOOL, or STR (a string exported only when not empty)
+//   source  live: a Counters atomic the capture paths increment while the session runs
+//           stop:  worked out at stop (tracer report, per-thread sums, the tree, the clock)
+//   doc     what it counts
+// From this list come the fields of Counters (live ones), of CounterValues (all of them), the
+// export (bindings.cpp) and the list tests/native/test_counters.py holds dlpt/_C.pyi's
+// `Counters` TypedDict and dlpt/session_schema.py to. The names are the saved sessions' keys:
+// never rename one.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+// clang-format off
+#define DLPT_COUNTERS(X)                                                                                         \
+  X(activity_records, U64, live, "CUPTI activity records processed")                                             \
+  X(delivered_gpu_ns, U64, live, "kernel+copy+memset time CUPTI delivered for launches in the window")           \
+  X(dropped_records, U64, live, "activity records CUPTI reported dropped")                                       \
+  X(unknown_correlation, U64, live, "activity records whose launch context was unknown")                         \
+  X(unknown_gpu_ns, U64, live, "GPU time of those records")                                                      \
+  X(submitted, U64, stop, "launches mapped while recording and awaiting activity (per-thread sums)")             \
+  X(completed, U64, live, "distinct correlation ids of mapped launches seen in activity")                        \
+  X(outside_window, U64, live, "activity records of launches made while not collecting")                         \
+  X(backward_unresolved, U64, live, "backward ops whose forward op was not found")                               \
+  X(code_lost, U64, live, "frames whose code object was freed before it could be described")                     \
+  X(graph_nodes_captured, U64, live, "CUDA graph nodes whose capture context is known")                          \
+  X(graph_replay_ns, U64, live, "GPU time of replayed graph kernels, copies and memsets")                        \
+  X(graph_unmapped_ns, U64, live, "... of graph nodes captured before profiling started")                        \
+  X(tree_overflow, U64, stop, "new paths charged to their parent after the node limit was hit")                  \
+  X(unmatched_op_ends, U64, live, "op ends whose start was not seen (or overflowed the record stack)")           \
+  X(rf_windows, U64, live, "outermost ops run with RecordFunction off inside (windows opened)")                  \
+  X(op_records, U64, stop, "RecordFunction start callbacks run (per-thread sums)")                               \
+  X(api_callbacks, U64, stop, "CUPTI API enter callbacks run (per-thread sums)")                                 \
+  X(self_ns, U64, stop, "sampled time inside dlpt's callbacks, scaled to all calls")                             \
+  X(self_python_ns, U64, stop, "... of which walking Python frames")                                             \
+  X(self_window_ns, U64, stop, "... of which switching RecordFunction off and on")                               \
+  X(tsc, BOOL, stop, "host ticks are TSC cycles (else steady_clock nanoseconds)")                                \
+  X(cupti_unsubscribe_error, STR, stop, "why CUPTI could not be released for other profilers (absent: it was)")
+// clang-format on
+
+namespace dlpt {
+
+namespace counter_types {
+using U64 = uint64_t;
+using BOOL = bool;
+using STR = std::string;
+}  // namespace counter_types
+
+#define DLPT_COUNTER_ATOMIC_live(name) std::atomic<uint64_t> name{0};
+#define DLPT_COUNTER_ATOMIC_stop(name)
+#define DLPT_COUNTER_ATOMIC(name, type, source, doc) DLPT_COUNTER_ATOMIC_##source(name)
+
+/// The live counters of a running session. [MT] relaxed atomics: any capture thread adds.
+struct Counters {
+  DLPT_COUNTERS(DLPT_COUNTER_ATOMIC)
+};
+
+#define DLPT_COUNTER_VALUE(name, type, source, doc) counter_types::type name{};
+
+/// Every counter's final value, as exported at stop.
+struct CounterValues {
+  DLPT_COUNTERS(DLPT_COUNTER_VALUE)
+};
+
+#undef DLPT_COUNTER_VALUE
+#undef DLPT_COUNTER_ATOMIC
+
+}  // namespace dlpt

@@ -1,0 +1,27 @@
+#include "counters.h"
+
+namespace dlpt {
+
+CounterValues counter_values(const Session& s, const StopResult& r) {
+  CounterValues v;
+  // The live counters, copied by the list; the stop ones by hand, each from where it is kept.
+#define DLPT_COPY_live(name) v.name = s.counters.name.load();
+#define DLPT_COPY_stop(name)
+#define DLPT_COPY(name, type, source, doc) DLPT_COPY_##source(name)
+  DLPT_COUNTERS(DLPT_COPY)
+#undef DLPT_COPY
+#undef DLPT_COPY_stop
+#undef DLPT_COPY_live
+  v.submitted = r.tracer.submitted;
+  v.tree_overflow = s.tree.overflowed();
+  v.op_records = r.self.op_records;
+  v.api_callbacks = r.self.api_callbacks;
+  v.self_ns = r.self.self_ns;
+  v.self_python_ns = r.self.python_ns;
+  v.self_window_ns = r.self.window_ns;
+  v.tsc = s.rate.tsc();
+  v.cupti_unsubscribe_error = r.tracer.unsubscribe_error;
+  return v;
+}
+
+}  // namespace dlpt
