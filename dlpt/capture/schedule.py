@@ -46,6 +46,8 @@ FIRST_WINDOW = 10
 EVERY = 50
 #: Untraced steps per window (for steps that follow each other, its first is dropped).
 WINDOW = 6
+#: Untraced windows listed in the session (their step numbers), at most.
+MAX_WINDOWS_SAVED = 64
 
 
 class StepSchedule:
@@ -76,6 +78,7 @@ class StepSchedule:
         self.untraced = StepTimes(seed=2)
         self.dropped = 0  # steps timed in neither set: they contained a switch
         self.untraced_steps = 0  # steps run untraced (dropped ones included)
+        self.windows: list[list[int]] = []  # [first, last] step numbers of untraced runs (bounded)
         self.switches = 0
         self.tracing = True
         self._switched = False  # the step under way began with a switch (contiguous steps)
@@ -121,6 +124,11 @@ class StepSchedule:
         if not self.tracing:
             self._end_epoch(False)  # nothing was recorded; the boundary is still a GPU step mark
             self.untraced_steps += 1
+            if self._switched or not self.windows:
+                if len(self.windows) < MAX_WINDOWS_SAVED:
+                    self.windows.append([self.seen, self.seen])
+            elif self.windows[-1][1] == self.seen - 1:
+                self.windows[-1][1] = self.seen
             self._time(self.untraced, wall)
             if self._window_left:
                 self._window_left -= 1
@@ -218,6 +226,7 @@ class StepSchedule:
             "switches": self.switches,
             "dropped": self.dropped,
             "counted_ns": self.counted_ns,
+            "windows": [list(w) for w in self.windows],
         }
         for key, times in (("traced", self.traced), ("untraced", self.untraced)):
             summary = times.summary()

@@ -218,6 +218,7 @@ SCHEMA: dict[str, Check] = {
             "switches": _int,
             "dropped": _int,
             "counted_ns": _int,
+            "windows": _list_of(_list_of(_int)),
             "traced": _STEP_TIMES,
             "untraced": _STEP_TIMES,
         }

@@ -97,6 +97,8 @@ def test_an_untraced_window_measures_the_programs_own_step_time() -> None:
     times = r.s.times()
     assert times["untraced"]["median_ns"] == 20 * MS and times["traced"]["median_ns"] == 30 * MS
     assert times["switches"] == 2 and times["dropped"] == 2
+    # Which steps ran untraced (1-based step numbers, the dropped first one included).
+    assert times["windows"] == [[2 + FIRST_WINDOW, 1 + FIRST_WINDOW + WINDOW]]
 
 
 def test_windows_repeat_every_so_many_counted_steps() -> None:
