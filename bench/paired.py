@@ -41,6 +41,17 @@ Modes
                CUPTI attached (Proton's Session::deactivate only flushes), so the unprofiled
                chunks pay CUPTI too and the ratio is Proton's recording alone, not CUPTI's cost
 
+  dlpt_calibrated  not a ratio of chunk times: dlpt's own report of the step time. Each round
+               times an unprofiled chunk step by step (median of the intervals between steps), then
+               runs a dlpt profile with its default schedule over a chunk long enough for its warm-up
+               and one untraced window, and compares the session's untraced median step
+               (meta.step_time.untraced) and traced one with the unprofiled median: the first ratio
+               is the calibration's error (1.00x: dlpt reports the program's own step time), the
+               second dlpt's cost per traced step as dlpt itself reports it
+
+The overhead modes (dlpt, dlpt_*) trace every step of their chunk (calibrate=False): they measure
+what a traced step costs. dlpt's default schedule runs some steps untraced (dlpt_calibrated).
+
 --long (small_gpt): an unprofiled chunk of 300 steps, one dlpt session over 10 chunks of 300
 steps, another unprofiled chunk: the first and last profiled chunks against the unprofiled mean
 (does the cost per step grow with run length?), and host RSS at both.
@@ -79,7 +90,9 @@ DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor"
               "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity", "dlpt_suspended",
               "dlpt_suspended_detach")
 PROTON_MODES = ("proton", "proton_active")
-ALL_MODES = DLPT_MODES + ("torchprof",) + PROTON_MODES
+ALL_MODES = DLPT_MODES + ("dlpt_calibrated", "torchprof") + PROTON_MODES
+#: Workloads without an optimizer step: dlpt_calibrated marks their steps with prof.step().
+MANUAL_STEPS = ("decode",)
 DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
 
 
@@ -148,6 +161,7 @@ class Native:
 class Dlpt:
     def __init__(self, window_min_nested: int | None = None, backward_kept: bool = False, env: dict | None = None,
                  **kw) -> None:
+        kw.setdefault("calibrate", False)  # every step of the chunk traced: the cost of a traced step
         self.prof = dlpt.profile(**kw)
         if backward_kept:
             self.prof._backward_op_records = lambda: "kept"  # type: ignore[method-assign]
@@ -297,9 +311,63 @@ def run_pairs(step, n: int, modes: list[str], rounds: int) -> dict:
     return out
 
 
+def step_intervals(step, n: int, mark=None) -> list[float]:
+    """Run ``n`` steps and return the host intervals between their ends (s), as dlpt times steps
+    (no synchronisation inside the chunk); ``mark`` is called after each step (prof.step())."""
+    torch.cuda.synchronize()
+    last = time.perf_counter()
+    out = []
+    for _ in range(n):
+        step()
+        if mark is not None:
+            mark()
+        now = time.perf_counter()
+        out.append(now - last)
+        last = now
+    torch.cuda.synchronize()
+    return out
+
+
+def calibration_pairs(step, n: int, rounds: int, manual: bool) -> dict:
+    """dlpt_calibrated (see the module docstring). ``manual``: the workload has no optimizer step,
+    so the profiled chunk marks its steps with prof.step()."""
+    from dlpt.capture.schedule import FIRST_WINDOW, WINDOW
+    from dlpt.capture.warmup import MAX_WARMUP
+
+    n = max(n, MAX_WARMUP + FIRST_WINDOW + WINDOW + 4)
+    out: dict = {"untraced_ratios": [], "traced_ratios": [], "base_ms": [], "untraced_ms": [], "traced_ms": [],
+                 "steps_per_chunk": n}
+    for _ in range(rounds):
+        base = statistics.median(step_intervals(step, n))
+        prof = dlpt.profile()
+        prof.start()
+        try:
+            step_intervals(step, n, prof.step if manual else None)
+        finally:
+            session = prof.stop()
+        times = session.meta.get("step_time", {})
+        untraced, traced = times.get("untraced"), times.get("traced")
+        if not untraced or not traced:
+            raise RuntimeError(f"no untraced or traced steps in a {n}-step chunk: {session.meta.get('steps')}")
+        out["base_ms"].append(base * 1e3)
+        out["untraced_ms"].append(untraced["median_ns"] / 1e6)
+        out["traced_ms"].append(traced["median_ns"] / 1e6)
+        out["untraced_ratios"].append(untraced["median_ns"] / 1e9 / base)
+        out["traced_ratios"].append(traced["median_ns"] / 1e9 / base)
+    return out
+
+
 def summarise(raw: dict, steps: int) -> dict:
     out = {}
     for m, r in raw.items():
+        if m == "dlpt_calibrated":
+            if r.get("untraced_ratios"):
+                out[m] = {"ratio": statistics.median(r["untraced_ratios"]), "min": min(r["untraced_ratios"]),
+                          "max": max(r["untraced_ratios"]), "base_ms": statistics.median(r["base_ms"]),
+                          "untraced_ms": statistics.median(r["untraced_ms"]),
+                          "traced_ms": statistics.median(r["traced_ms"]),
+                          "traced_ratio": statistics.median(r["traced_ratios"]), "rounds": len(r["untraced_ratios"])}
+            continue
         if not r["ratios"]:
             continue
         s = {"ratio": statistics.median(r["ratios"]), "min": min(r["ratios"]), "max": max(r["ratios"]),
@@ -348,6 +416,11 @@ def table(results: list[dict]) -> str:
             lines.append(f"| {r['workload']} | error: {r['error'][:80]} |||||")
             continue
         for m, s in r["modes"].items():
+            if m == "dlpt_calibrated":
+                lines.append(f"| {r['workload']} | {s['base_ms']:.2f} | dlpt's untraced step {s['untraced_ms']:.2f} ms "
+                             f"/ unprofiled (calibration error) | **{s['ratio']:.3f}x** | {s['min']:.2f}–{s['max']:.2f} "
+                             f"| {s['rounds']} | traced step {s['traced_ms']:.2f} ms = {s['traced_ratio']:.2f}x |")
+                continue
             self_ns = s.get("self_ns_per_step")
             lines.append(f"| {r['workload']} | {s['base_ms']:.2f} | {m} | **{s['ratio']:.3f}x** | "
                          f"{s['min']:.2f}–{s['max']:.2f} | {s['rounds']} | "
@@ -417,6 +490,14 @@ def main() -> None:
             for block in blocks:
                 if block:
                     run_block(res, raw, step, n, block)
+            if "dlpt_calibrated" in args.modes:
+                try:
+                    raw["dlpt_calibrated"] = calibration_pairs(step, n, args.rounds, manual=w in MANUAL_STEPS)
+                except Exception as e:  # noqa: BLE001 - recorded, the other modes stand
+                    res.setdefault("block_errors", {})["dlpt_calibrated"] = repr(e)[:300]
+                    print(traceback.format_exc(), file=sys.stderr)
+                res["modes"] = summarise(raw, n)
+                res["raw"] = raw
             if args.long and w == "small_gpt":
                 res["long"] = long_run(step)
             if "torchprof" in args.modes:

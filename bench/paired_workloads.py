@@ -8,6 +8,10 @@ Each builder returns (name, step, steps_per_chunk): step() runs one unit of work
 - small_gpt_compiled: the same model under torch.compile (default mode).
 - decode: Hugging Face GPT-2 124M built from its config (random weights, nothing downloaded),
   bf16, `generate` with KV cache, batch 4, 64 new tokens greedy: one step = one generate call.
+- cnn_loader: the examples' ResNet-18-style CNN (bf16 autocast, SGD) fed by a DataLoader in the
+  main process (num_workers=0) whose dataset builds each 128x3x96x96 batch on the CPU with a
+  little augmentation: the GPU waits for the host at the start of every step, the case the
+  data-loading suggestion is about.
 """
 
 from __future__ import annotations
@@ -62,7 +66,41 @@ def decode():
     return "hf_gpt2_generate_b4_64tok", step, 2
 
 
+def cnn_loader():
+    if _EXAMPLES not in sys.path:
+        sys.path.insert(0, _EXAMPLES)
+    import gpu_cnn
+
+    torch.manual_seed(0)
+    model = gpu_cnn.ResNet(classes=100).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    class Batches(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            g = torch.Generator().manual_seed(0)
+            while True:
+                x = torch.rand(128, 3, 112, 112, generator=g)
+                i, j = torch.randint(0, 16, (2,), generator=g).tolist()
+                x = x[:, :, i : i + 96, j : j + 96]  # random crop
+                x = (x - x.mean(dim=(0, 2, 3), keepdim=True)) / x.std(dim=(0, 2, 3), keepdim=True)
+                yield x.contiguous(), torch.randint(0, 100, (128,), generator=g)
+
+    batches = iter(torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=0, pin_memory=True))
+
+    def step():
+        x, y = next(batches)
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return "cnn_dataloader_b128_96px", step, 20
+
+
 BUILDERS = {
+    "cnn_loader": cnn_loader,
     "small_gpt": small_gpt,
     "small_gpt_compiled": lambda: small_gpt(compiled=True),
     "decode": decode,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlpt.model.folding import report_tree
+from dlpt.model.meta import step_time
 from dlpt.model.node_contexts import CTX, context_of
 from dlpt.model.processors import METRICS, Metric, flatten_by_line
 from dlpt.model.resume_names import parse_resume_name
@@ -114,6 +115,8 @@ class Side:
     has_sources: bool
     total: dict[str, int]  # the root's inclusive metrics
     off_lines: dict[str, int]  # work not under any user line
+    step_ns: float = 0.0  # a step's wall time: untraced when the run measured it, else traced
+    step_kind: str = ""  # "untraced", "traced" or "" (no steps)
 
 
 @dataclass
@@ -224,6 +227,8 @@ def _lines(session: Session, use_text: bool) -> tuple[dict[LineKey, LineCost], N
 
 
 def _side(label: str, session: Session, root: Node, off: dict[str, int], scale: int) -> Side:
+    untraced, traced = step_time(session.meta, "untraced"), step_time(session.meta, "traced")
+    step = untraced or traced
     return Side(
         label,
         _program(session),
@@ -232,6 +237,8 @@ def _side(label: str, session: Session, root: Node, off: dict[str, int], scale: 
         bool(session_sources(session.meta)),
         {k: v for k, v in root.inclusive.items() if k not in ("min_ns", "max_ns")},
         off,
+        step.median_ns if step is not None and _steps(session) else 0.0,
+        ("untraced" if untraced is not None else "traced") if step is not None and _steps(session) else "",
     )
 
 

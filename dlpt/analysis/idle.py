@@ -8,6 +8,14 @@ before, idle after): idle between = span - busy - before - after. The core keeps
 step, not each gap, so the gaps a mid-step synchronisation causes count in "between"; the host's
 sync wait per step (``sync`` nodes) is reported beside them.
 
+Calibrated: the host of a traced step is slower than the program's own (dlpt's callbacks and
+CUPTI's records cost time on every launch), so its idle gaps are longer. When the run measured
+untraced steps (:mod:`dlpt.capture.schedule`), the step is rescaled to the untraced step time: the
+GPU's own busy time stays (kernel times are the GPU's), the idle time becomes what the untraced
+step leaves (its wall time minus the busy time, never more than the traced idle) and is split in
+the traced step's proportions. The traced values stay beside them (``traced``), so a report can
+show both.
+
 Launch-bound: between its first and last kernel the GPU idles at least 30% of the step and
 longer than it works, while its kernels are short (a mean under 50 µs): the GPU finishes each
 kernel before the host has launched the next, and only fewer launches (CUDA graphs,
@@ -16,11 +24,12 @@ torch.compile) or more work per launch help.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from dlpt.analysis.inputs import Analysis, int_of
+from dlpt.analysis.inputs import Analysis
+from dlpt.model.meta import int_of
 
-__all__ = ["StepIdle", "step_idle", "LAUNCH_BOUND_SHARE", "SHORT_MEAN_KERNEL_NS"]
+__all__ = ["StepIdle", "step_idle", "calibrated", "LAUNCH_BOUND_SHARE", "SHORT_MEAN_KERNEL_NS"]
 
 LAUNCH_BOUND_SHARE = 0.3
 SHORT_MEAN_KERNEL_NS = 50_000
@@ -41,6 +50,7 @@ class StepIdle:
     mean_kernel_ns: float
     syncs: float  # synchronising calls per step
     sync_ns: float  # host time blocked in them per step
+    traced: StepIdle | None = None  # the same step as traced, when this one is calibrated
 
     @property
     def idle_ns(self) -> float:
@@ -56,8 +66,31 @@ class StepIdle:
         )
 
 
+def calibrated(s: StepIdle, untraced_ns: float) -> StepIdle:
+    """``s`` (a traced step) rescaled to an untraced step of ``untraced_ns`` (see module
+    docstring)."""
+    idle = s.idle_ns
+    untraced_idle = min(idle, max(0.0, untraced_ns - s.busy_ns))
+    f = untraced_idle / idle if idle > 0 else 1.0
+    return replace(
+        s,
+        span_ns=s.busy_ns + untraced_idle,
+        before_ns=s.before_ns * f,
+        between_ns=s.between_ns * f,
+        after_ns=s.after_ns * f,
+        traced=s,
+    )
+
+
 def step_idle(a: Analysis) -> list[StepIdle]:
-    """One :class:`StepIdle` per device with recorded steps (none without ``meta.gpu_steps``)."""
+    """One :class:`StepIdle` per device with recorded steps (none without ``meta.gpu_steps``),
+    calibrated to the untraced step when the run measured one."""
+    untraced = a.untraced_step
+    steps = _traced_idle(a)
+    return [calibrated(s, untraced.median_ns) for s in steps] if untraced is not None else steps
+
+
+def _traced_idle(a: Analysis) -> list[StepIdle]:
     raw = a.meta.get("gpu_steps")
     if not isinstance(raw, dict):
         return []

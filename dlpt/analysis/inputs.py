@@ -18,16 +18,12 @@ from typing import Any
 
 from dlpt.analysis.peaks import DevicePeaks, lookup
 from dlpt.model.folding import FoldedTable
+from dlpt.model.meta import StepTime, int_of, step_time
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 
-__all__ = ["Analysis", "analyze", "user_line", "in_backward", "int_of"]
-
-
-def int_of(v: object) -> int:
-    """``v`` if it is an int (not a bool), else 0: meta values of old or hand-edited sessions."""
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+__all__ = ["Analysis", "analyze", "user_line", "in_backward"]
 
 
 def user_line(node: Node | None) -> Node | None:
@@ -134,12 +130,30 @@ class Analysis:
         return METRICS["gpu"](self.totals) > 0
 
     @property
-    def step_wall_ns(self) -> float:
-        """Mean wall time of a profiled step (of the whole run without steps)."""
-        walls = [int_of(w) for w in self.meta.get("step_wall_ns") or [] if int_of(w) > 0]
-        if walls and self.steps > 0:
-            return sum(walls) / len(walls)
+    def traced_step(self) -> StepTime | None:
+        """Wall times of the counted (traced) steps; None without steps."""
+        return step_time(self.meta, "traced") if self.steps > 0 else None
+
+    @property
+    def untraced_step(self) -> StepTime | None:
+        """Wall times of the steps run untraced in the same run (dlpt's cost not in them); None
+        when none were measured."""
+        return step_time(self.meta, "untraced") if self.steps > 0 else None
+
+    @property
+    def traced_step_ns(self) -> float:
+        """A traced step's wall time (its median; the whole run's wall without steps)."""
+        traced = self.traced_step
+        if traced is not None:
+            return traced.median_ns
         return float(int_of(self.meta.get("wall_ns"))) / self.per
+
+    @property
+    def step_wall_ns(self) -> float:
+        """The step's wall time every derived figure uses: the untraced steps' median when dlpt
+        measured some (the program's own step time), else the traced one's."""
+        untraced = self.untraced_step
+        return untraced.median_ns if untraced is not None else self.traced_step_ns
 
     def peak_tflops(self, key: str | None) -> float | None:
         """Dense TFLOP/s for a dtype key: ``--peak-tflops`` when given, else the table's."""

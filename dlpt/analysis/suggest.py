@@ -8,13 +8,14 @@ A rule that fails is logged and skipped: a report never breaks over a suggestion
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules import RULES
 
-__all__ = ["derive", "rank", "findings", "to_meta"]
+__all__ = ["derive", "bounded", "rank", "findings", "to_meta"]
 
 _log = logging.getLogger(__name__)
 
@@ -23,12 +24,28 @@ def rank(found: list[Finding]) -> list[Finding]:
     return sorted(found, key=lambda f: (not f.per_step, -f.gain_ns, f.rule, f.file, f.line))
 
 
+def bounded(f: Finding, a: Analysis) -> Finding:
+    """``f`` with its per-step gain at most the step itself: no change saves more than a whole
+    step, and the step is the untraced one when the run measured it (a traced step holds dlpt's
+    own cost, which no change to the program removes)."""
+    cap = a.step_wall_ns
+    if not f.per_step or a.steps <= 0 or cap <= 0 or f.gain_ns <= cap:
+        return f
+    what = "untraced step" if a.untraced_step is not None else "step"
+    return replace(
+        f,
+        gain_ns=round(cap),
+        basis=f"{f.basis}; at most the whole {what}",
+        numbers={**f.numbers, "unbounded_gain_ns": f.gain_ns},
+    )
+
+
 def derive(a: Analysis) -> list[Finding]:
-    """Run every rule on ``a``; ranked."""
+    """Run every rule on ``a``; each gain bounded (:func:`bounded`); ranked."""
     out: list[Finding] = []
     for rule in RULES:
         try:
-            out.extend(rule(a))
+            out.extend(bounded(f, a) for f in rule(a))
         except Exception:  # noqa: BLE001 - a broken rule must not break the report; logged
             _log.debug("suggestion rule %s failed", getattr(rule, "__name__", rule), exc_info=True)
     return rank(out)

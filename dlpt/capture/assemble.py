@@ -77,6 +77,7 @@ def build_session(
     start: dict[str, Any],
     *,
     steps: dict[str, Any],
+    step_time: dict[str, Any] | None = None,
     step_wall_ns: list[int],
     wall_ns: int,
     stop_s: float,
@@ -123,6 +124,7 @@ def build_session(
             "wall_ns": wall_ns,
             "steps": steps,
             "step_wall_ns": step_wall_ns,
+            "step_time": step_time or {},
             "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
             "api": native.api_table(raw["api"]),
             "dropped": {

@@ -32,8 +32,9 @@ from dlpt.capture.flops.annotate import recorded_ops
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
 from dlpt.capture.ranks.pycomm import CollectiveHooks
+from dlpt.capture.schedule import CALL, StepSchedule
 from dlpt.capture.step_on import StepOn, parse_spec
-from dlpt.capture.steps import CALL, OptimizerHook, StepWindow
+from dlpt.capture.steps import OptimizerHook
 from dlpt.errors import DlptError, ProfilerBusyError, UsageError
 from dlpt.model.rank_paths import rank_path, session_rank
 from dlpt.model.session import Session
@@ -89,8 +90,15 @@ class Profile:
     capture (the suggestions saved with the session, the report, the decorator). Its arguments:
 
     Args:
-        skip_first: steps to leave out before recording (warm-up, torch.compile).
-        active: steps to record after those (default: all the rest).
+        skip_first: steps to leave out as warm-up before counting (default None: until two steps
+            in a row take the same time, see :mod:`dlpt.capture.warmup`); their work, like
+            everything outside counted steps, is reported apart as once-work.
+        active: steps to count after those (default: all the rest); the steps after them run
+            untraced and measure the program's own step time.
+        calibrate: run some steps untraced in the same run (windows of a few steps, see
+            :mod:`dlpt.capture.schedule`) to measure the step time without dlpt's cost, which
+            every derived figure (GPU idle share, MFU, suggested gains) then uses. False: every
+            counted step is traced.
         gpu: capture GPU kernels, copies, memsets and syncs through CUPTI. Without a GPU, or if
             another profiler holds CUPTI, dlpt says so and records CPU-side attribution only.
         nested_ops: also record the ops that run inside other ops (``aten::mm`` under
@@ -123,8 +131,9 @@ class Profile:
 
     def __init__(
         self,
-        skip_first: int = 0,
+        skip_first: int | None = None,
         active: int | None = None,
+        calibrate: bool = True,
         gpu: bool = True,
         nested_ops: bool = False,
         step_on: str | None = None,
@@ -132,12 +141,13 @@ class Profile:
         flops: bool = False,
         joinable: bool = False,
     ) -> None:
-        _check_count("skip_first", skip_first, allow_none=False)
+        _check_count("skip_first", skip_first, allow_none=True)
         _check_count("active", active, allow_none=True)
         if step_on is not None:
             parse_spec(step_on)  # a malformed name fails here, not at the end of the run
         self.skip_first = skip_first
         self.active = active
+        self.calibrate = bool(calibrate)
         self.gpu = gpu
         self.nested_ops = bool(nested_ops)
         self.step_on = step_on
@@ -145,13 +155,14 @@ class Profile:
         self.flops = bool(flops)
         self.joinable = bool(joinable)
         self._session: Session | None = None
-        self._window: StepWindow | None = None
+        self._schedule: StepSchedule | None = None
         self._step_lock = threading.Lock()
         self._hook: OptimizerHook | None = None
         self._backward: BackwardRecordsPause | None = None
         self._backward_ops = "kept"
         self._step_on: StepOn | None = None
         self._step_on_matched: list[str] = []  # what the last run's step_on wrapped
+        self._step_on_choice: dict[str, Any] = {}  # which of them made the steps, the others' calls
         self._comm = CollectiveHooks()  # Python-level collectives on CPU process groups
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
@@ -189,6 +200,7 @@ class Profile:
         return (
             self.skip_first,
             self.active,
+            self.calibrate,
             self.step_on,
             self.gpu,
             self.nested_ops,
@@ -201,8 +213,8 @@ class Profile:
         if own != Profile()._options() and own != host._options():
             warnings.warn(
                 "dlpt: this profile joins the one already running (python -m dlpt); its options "
-                "(skip_first, active, step_on, gpu, nested_ops, sources, flops) are ignored: give them on "
-                "the command line instead",
+                "(skip_first, active, calibrate, step_on, gpu, nested_ops, sources, flops) are ignored: "
+                "give them on the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -219,8 +231,13 @@ class Profile:
         self._meta = start_meta(self.gpu)
         want_gpu = bool(self.gpu and self._meta["devices"])
         _synchronize_all()
-        self._window = StepWindow(
-            self.skip_first, self.active, C.set_collecting, only=CALL if self.step_on else None
+        schedule = self._schedule = StepSchedule(
+            self.skip_first,
+            self.active,
+            self.calibrate,
+            C.end_epoch,
+            self._set_tracing,
+            only=CALL if self.step_on else None,
         )
         try:
             self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
@@ -238,7 +255,7 @@ class Profile:
             self._start_info = C.start(
                 want_gpu,
                 native.cupti_candidates() if want_gpu else [],
-                self._window.collecting,
+                True,
                 nested_ops=self.nested_ops,
                 flops_ops=recorded_ops() if self.flops else [],
                 split_backward=self._backward_ops == "paused",
@@ -247,7 +264,7 @@ class Profile:
             self._remove_hooks()
             self._compile_events.stop()
             raise
-        self._window.start()
+        schedule.start()
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
 
     def _backward_op_records(self) -> str:
@@ -272,6 +289,10 @@ class Profile:
         if self._step_on is not None:
             self._step_on.stop()
             self._step_on_matched = self._step_on.matched
+            self._step_on_choice = {
+                "step_on_chosen": self._step_on.chosen,
+                "step_on_ignored": self._step_on.ignored,
+            }
             self._step_on = None
 
     def _gpu_meta(self, have_devices: bool) -> dict[str, Any]:
@@ -301,19 +322,23 @@ class Profile:
             self._on_step("manual")
 
     def _on_step(self, source: str, began_ns: int | None = None) -> None:
-        C = native.core()
-        C.drain_code_refs()
+        native.core().drain_code_refs()
         with self._step_lock:
-            if self._window is not None:
-                self._window.on_step(source, began_ns)
-            # After the window decided, in the same order: the mark says whether the next step
-            # is recorded (meta.gpu_steps).
-            C.mark_step()
+            if self._schedule is not None:
+                self._schedule.on_step(source, began_ns)
 
     def _on_call_begin(self) -> None:
         with self._step_lock:
-            if self._window is not None:
-                self._window.begin_call()
+            if self._schedule is not None:
+                self._schedule.begin_call()
+
+    @staticmethod
+    def _set_tracing(on: bool) -> None:
+        """Tracing on or off for the steps that follow (see dlpt.capture.schedule). Off waits for
+        the GPU first, so the activity of the work launched while tracing is delivered."""
+        if not on:
+            _synchronize_all()
+        native.core().set_tracing(on)
 
     def _on_call_end(self, began_ns: int) -> None:
         self._on_step(CALL, began_ns)
@@ -347,22 +372,27 @@ class Profile:
                 warnings.warn(
                     f"dlpt: could not synchronise the GPU before stopping: {e}", RuntimeWarning, stacklevel=1
                 )
-            assert self._window is not None
-            wall_ns = self._window.close()
-            raw = native.core().stop()
+            schedule = self._schedule
+            assert schedule is not None
+            schedule.close()
+            # The time since the last step boundary is outside steps; a run without steps is one
+            # epoch, counted (its figures are per run).
+            raw = native.core().stop(last_counted=schedule.source is None)
             self._meta["compile"] = self._compile_events.stop()
         finally:
             with _running_lock:
                 _running = None
-        steps = self._window.meta()
+        steps = schedule.meta()
         if self.step_on is not None:
             steps["step_on"] = self.step_on
+            steps.update(self._step_on_choice)
         self._session = build_session(
             raw,
             self._meta,
             steps=steps,
-            step_wall_ns=list(self._window.step_wall_ns),
-            wall_ns=wall_ns,
+            step_time=schedule.times(),
+            step_wall_ns=list(schedule.traced.first),
+            wall_ns=schedule.stop_ns - schedule.start_ns,
             stop_s=time.perf_counter() - t0,
             failures_before=self._failures_before,
             sources=self.sources,

@@ -15,7 +15,12 @@ NAME is resolved as follows, and the originals are put back when the profile sto
   ``generate`` too), the stdlib's and dlpt's: a class of that name defined in the module, or a
   function of that name defined in it. A bare name also matches methods of that name of classes
   defined there (``generate`` finds ``GenerationMixin.generate``). Every match is wrapped and
-  listed in the session (``meta.steps.step_on_matched``).
+  listed in the session (``meta.steps.step_on_matched``), but only one of them makes the steps:
+  the one the program actually calls as NAME, i.e. the first one called as an outermost call, the
+  program's own code first (a function of the user's files wins over a library's while one is
+  wrapped). Calls of the others are not steps; the session names the one chosen
+  (``step_on_chosen``) and counts the others' calls (``step_on_ignored``), so a ``generate`` of
+  pandas or PIL that the program happens to import cannot become its steps.
 - Functions of the program's main script (``python -m dlpt --step-on step train.py``), nested
   ones included, are wrapped where they are defined: the CLI compiles the script with a decorator
   on each matching ``def`` (:func:`instrument_main`).
@@ -76,6 +81,9 @@ class StepOn:
         self._wrapped: list[tuple[Any, str, Any, Any]] = []
         self._cancel: list[Callable[[], None]] = []
         self.matched: list[str] = []
+        self._users: set[str] = set()  # matches defined in the user's own files
+        self.chosen: str | None = None  # the match whose calls are the steps
+        self.ignored: dict[str, int] = {}  # outermost calls of the other matches
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -157,7 +165,7 @@ class StepOn:
         except TypeError:
             return
         value = before if before is not _MISSING else getattr(owner, attr, None)
-        wrapper = self.wrap(value)
+        wrapper = self.wrap(value, where)
         if wrapper is None:
             return
         with self._lock:
@@ -172,21 +180,23 @@ class StepOn:
 
     # -- the wrapper ----------------------------------------------------------------------------
 
-    def wrap(self, value: Any) -> Any:
-        """A wrapper counting the calls of ``value`` (a function, staticmethod or classmethod),
-        or None for anything else."""
+    def wrap(self, value: Any, where: str) -> Any:
+        """A wrapper counting the calls of ``value`` (a function, staticmethod or classmethod)
+        known as ``where``, or None for anything else."""
         if isinstance(value, (staticmethod, classmethod)):
-            inner = self.wrap(value.__func__)
+            inner = self.wrap(value.__func__, where)
             return None if inner is None else type(value)(inner)
         if not isinstance(value, FunctionType) or getattr(value, "__dlpt_step_on__", False):
             return None
         fn = value
+        if where.startswith("__main__:") or file_kind(fn.__code__.co_filename) == "user":
+            self._users.add(where)
         local, begin, end = self._local, self._begin, self._end
         compiling = _is_compiling()
 
         @functools.wraps(fn)
         def step_call(*args: Any, **kwargs: Any) -> Any:
-            if local.__dict__.get("depth") or compiling():
+            if local.__dict__.get("depth") or compiling() or not self._counts(where):
                 return fn(*args, **kwargs)
             local.depth = 1
             began = time.perf_counter_ns()
@@ -200,9 +210,20 @@ class StepOn:
         step_call.__dlpt_step_on__ = True  # type: ignore[attr-defined]
         return step_call
 
+    def _counts(self, where: str) -> bool:
+        """Whether an outermost call of ``where`` is a step: the first match called chooses (a
+        match of the user's own code before a library's); the others' calls are counted apart."""
+        with self._lock:
+            if self.chosen is None and (where in self._users or not self._users):
+                self.chosen = where
+            if where == self.chosen:
+                return True
+            self.ignored[where] = self.ignored.get(where, 0) + 1
+            return False
+
     def wrap_main_def(self, fn: Any, qualname: str) -> Any:
         """The decorator :func:`instrument_main` puts on the main script's matching defs."""
-        wrapper = self.wrap(fn)
+        wrapper = self.wrap(fn, f"__main__:{qualname}")
         if wrapper is None:
             return fn
         with self._lock:

@@ -83,8 +83,26 @@ def _build_parser() -> _Parser:
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
     outputs.add_arguments(p)
-    p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
-    p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
+    p.add_argument(
+        "--skip-first",
+        type=int,
+        metavar="N",
+        help="count steps from step N+1: the first N are warm-up, reported apart as once-work "
+        "(default: until two steps in a row take the same time)",
+    )
+    p.add_argument(
+        "--active",
+        type=int,
+        metavar="M",
+        help="count M steps, then run the rest untraced (measured, not traced)",
+    )
+    p.add_argument(
+        "--calibrate",
+        choices=("on", "off"),
+        default="on",
+        help="run a few steps untraced to measure the step time without dlpt's cost, which the "
+        "derived figures use (default: on)",
+    )
     p.add_argument(
         "--step-on",
         metavar="NAME",
@@ -172,8 +190,9 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         for flag, bad in (
             ("-o", opts.output is not None),
             ("--no-report", opts.no_report and not opts.outputs),
-            ("--skip-first", opts.skip_first != 0),
+            ("--skip-first", opts.skip_first is not None),
             ("--active", opts.active is not None),
+            ("--calibrate", opts.calibrate != "on"),
             ("--no-gpu", opts.no_gpu),
             ("--nested-ops", opts.nested_ops),
             ("--step-on", opts.step_on is not None),
@@ -202,7 +221,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--depth must be >= 1")
     if opts.peak_tflops is not None and not 0 < opts.peak_tflops < float("inf"):
         raise UsageError(f"--peak-tflops must be a positive number, got {opts.peak_tflops:g}")
-    if opts.skip_first < 0:
+    if opts.skip_first is not None and opts.skip_first < 0:
         raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
         raise UsageError("--active must be >= 1")
@@ -343,6 +362,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     prof = dlpt.profile(
         skip_first=opts.skip_first,
         active=opts.active,
+        calibrate=opts.calibrate == "on",
         gpu=not opts.no_gpu,
         nested_ops=opts.nested_ops,
         step_on=opts.step_on,

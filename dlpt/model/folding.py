@@ -28,10 +28,11 @@ from dlpt.model.processors import Metric, folds_away, is_module_call, mark_lines
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, add_metrics
 
-__all__ = ["FoldedTable", "SyncSite", "report_tree", "whole_tree", "compile_markers"]
+__all__ = ["FoldedTable", "SyncSite", "report_tree", "whole_tree", "compile_markers", "has_outside"]
 
 Key = tuple[Any, ...]  # (parent index, kind, name, file, line)
 _NO_EXTRAS: Mapping[str, Any] = {}
+_NO_METRICS: Mapping[str, int] = {}
 
 
 def _sum_metrics(dicts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -69,14 +70,17 @@ class SyncSite:
 class FoldedTable:
     """The session's node table with folding applied, as arrays over folded-node indices.
 
-    ``show_all`` keeps library frames (only lone ``<forward>`` phases are dropped).
+    ``show_all`` keeps library frames (only lone ``<forward>`` phases are dropped). ``field``
+    is the node metrics the tree holds: ``"m"``, the work of the counted steps (every per-step
+    view), or ``"o"``, the work outside them (set-up, warm-up, the end of the run: once-work).
     ``contexts`` gives every built node its context bits (``extras["ctx"]``,
     :func:`~dlpt.model.node_contexts.node_context`), as
     :func:`~dlpt.model.node_contexts.tag_contexts` would on the
     folded tree before its lone ``<forward>`` phases are dropped."""
 
-    def __init__(self, session: Session, show_all: bool, contexts: bool = False) -> None:
+    def __init__(self, session: Session, show_all: bool, contexts: bool = False, field: str = "m") -> None:
         self.nodes = session.nodes
+        self.field = field
         # Indices of the recorded kernels, copies, memsets and syncs: the summary tables need
         # only these, and there may be a million other nodes.
         self.leaves: dict[str, list[int]] = {"kernel": [], "memcpy": [], "memset": [], "sync": []}
@@ -104,7 +108,7 @@ class FoldedTable:
     def totals(self) -> dict[str, int]:
         """The metrics of the whole session (what the root of any :meth:`tree` holds)."""
         if self._totals is None:
-            self._totals = _sum_metrics(n["m"] for n in self.nodes)
+            self._totals = _sum_metrics(self._metrics(n) for n in self.nodes)
         return self._totals
 
     # -- folding --------------------------------------------------------------------------------
@@ -216,7 +220,7 @@ class FoldedTable:
             keep = [True] * size
         else:
             inc = [0] * size
-            for c, v in zip(of_raw, map(metric.fn, [n["m"] for n in nodes]), strict=True):
+            for c, v in zip(of_raw, map(metric.fn, [self._metrics(n) for n in nodes]), strict=True):
                 if v:
                     inc[c] += v
             for c in range(size - 1, 0, -1):
@@ -235,7 +239,7 @@ class FoldedTable:
         hidden: dict[int, list[Mapping[str, int]]] = {}
         for c, n in zip(of_raw, nodes, strict=True):
             k = near[c]
-            (own if k == c else hidden).setdefault(k, []).append(n["m"])
+            (own if k == c else hidden).setdefault(k, []).append(self._metrics(n))
         for c, node in shown.items():
             node.metrics = _sum_metrics(own.get(c, ()))
         del own
@@ -251,6 +255,10 @@ class FoldedTable:
             node.inclusive = inc_c
         self._totals = shown[0].inclusive
         return shown[0]
+
+    def _metrics(self, n: Mapping[str, Any]) -> Mapping[str, int]:
+        m = n.get(self.field)
+        return m if m is not None else _NO_METRICS
 
     def _node(self, c: int) -> Node:
         _, kind, name, file, line = self.keys[c]
@@ -274,8 +282,9 @@ class FoldedTable:
             site = sites.get(key)
             if site is None:
                 site = sites[key] = SyncSite(n["name"], self._node(f) if f >= 0 else None, 0, 0)
-            site.syncs += n["m"].get("syncs", 0)
-            site.sync_ns += n["m"].get("sync_ns", 0)
+            m = self._metrics(n)
+            site.syncs += m.get("syncs", 0)
+            site.sync_ns += m.get("sync_ns", 0)
         return list(sites.values())
 
 
@@ -288,6 +297,11 @@ def compile_markers(session: Session) -> dict[tuple[str, int], str]:
 def whole_tree(folded: FoldedTable, markers: dict[tuple[str, int], str]) -> Node:
     """``folded``'s whole tree (nothing pruned) with ``markers`` on the frames they name."""
     return mark_lines(folded.tree(), markers)
+
+
+def has_outside(session: Session) -> bool:
+    """Whether the session holds work outside counted steps (node metrics ``o``)."""
+    return any(n.get("o") for n in session.nodes)
 
 
 def report_tree(session: Session, show_all: bool = False, contexts: bool = False) -> Node:

@@ -6,9 +6,10 @@ checks types at load, but old sessions and in-memory edits still reach the reade
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["int_of", "obj", "profiled_steps", "step_walls", "wall_ns"]
+__all__ = ["int_of", "obj", "profiled_steps", "step_walls", "wall_ns", "StepTime", "step_time"]
 
 
 def int_of(v: object) -> int:
@@ -36,3 +37,41 @@ def step_walls(meta: Mapping[str, Any]) -> list[int]:
 def wall_ns(meta: Mapping[str, Any]) -> int:
     """Wall time of the profiled window (ns)."""
     return int_of(meta.get("wall_ns"))
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Wall times of one kind of step (``meta.step_time.traced`` / ``.untraced``), in ns."""
+
+    n: int
+    median_ns: float
+    mean_ns: float
+    min_ns: float
+    max_ns: float
+    p10_ns: float
+    p90_ns: float
+
+
+def _summary(d: Mapping[str, Any]) -> StepTime | None:
+    n = int_of(d.get("n"))
+    keys = ("median_ns", "mean_ns", "min_ns", "max_ns", "p10_ns", "p90_ns")
+    vals = [d.get(k) for k in keys]
+    nums = [float(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0]
+    if n <= 0 or len(nums) != len(keys):
+        return None
+    median, mean, lo, hi, p10, p90 = nums
+    return StepTime(n, median, mean, lo, hi, p10, p90)
+
+
+def step_time(meta: Mapping[str, Any], kind: str = "traced") -> StepTime | None:
+    """The ``traced`` or ``untraced`` step times of a session; for a session saved before dlpt
+    measured untraced steps, its traced ones from ``step_wall_ns`` (the mean as its median: what
+    its figures used)."""
+    saved = obj(obj(meta.get("step_time")).get(kind))
+    if saved:
+        return _summary(saved)
+    walls = step_walls(meta) if kind == "traced" else []
+    if not walls:
+        return None
+    mean = sum(walls) / len(walls)
+    return StepTime(len(walls), mean, mean, min(walls), max(walls), min(walls), max(walls))

@@ -180,6 +180,11 @@ _CAPTURE_COUNTERS = (
     "tracing_switch_ns",
 )
 
+_STEP_TIMES = _obj(
+    required={"n": _int, "median_ns": _int, "mean_ns": _int},
+    optional={"min_ns": _int, "max_ns": _int, "p10_ns": _int, "p90_ns": _int},
+)
+
 SCHEMA: dict[str, Check] = {
     "argv": _list_of(_str),
     "python": _str,
@@ -193,14 +198,34 @@ SCHEMA: dict[str, Check] = {
         optional={
             "profiled": _int,
             "seen": _int,
-            "skip_first": _int,
+            "skip_first": _optional(_int),  # None: the warm-up was detected
             "active": _optional(_int),
             "source": _optional(_str),
             "step_on": _optional(_str),
             "step_on_matched": _list_of(_str),
+            "step_on_chosen": _optional(_str),
+            "step_on_ignored": _dict_of(_int),
+            "untraced": _int,
+            "warmup": _obj(
+                optional={"steps": _int, "walls_ns": _list_of(_int), "auto": _bool, "reason": _str}
+            ),
+            "outside": _obj(optional={"before_ns": _int, "after_ns": _int}),
         }
     ),
     "step_wall_ns": _list_of(_int),
+    # Step wall times (dlpt.capture.schedule): traced (counted) and untraced steps.
+    "step_time": _obj(
+        optional={
+            "calibrate": _bool,
+            "switches": _int,
+            "dropped": _int,
+            "counted_ns": _int,
+            "windows": _list_of(_list_of(_int)),
+            "traced": _STEP_TIMES,
+            "untraced": _STEP_TIMES,
+        }
+    ),
+    "gpu_busy_outside_ns": _dict_of(_int),
     "gpu_busy_ns": _dict_of(_int),
     "gpu_busy_outside_ns": _dict_of(_int),
     "api": _list_of(

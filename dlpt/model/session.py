@@ -184,7 +184,7 @@ def _looks_truncated(text: str) -> bool:
     return in_string or depth > 0
 
 
-_FIELDS = frozenset({"id", "parent", "kind", "name", "file", "line", "m", "x"})
+_FIELDS = frozenset({"id", "parent", "kind", "name", "file", "line", "m", "o", "x"})
 
 
 def _show(v: object) -> str:
@@ -246,14 +246,16 @@ class _NodeChecker:
             m = dict(m)
             if not all(type(k) is str for k in m):  # JSON keys always are
                 raise self._bad(i, "has a metric whose name is not a string")
-        for v in m.values():
-            if type(v) is not int or v < 0 or v >= MAX_INT:
-                k = next(k for k, w in m.items() if w is v)
-                raise self._bad(
-                    i,
-                    f"has an invalid metric {_show(k)}: {_show(v)} "
-                    "(metrics are non-negative integers below 2**64)",
-                )
+        self._check_metrics(m, i, "metric")
+        if "o" in n:  # work outside counted steps (docs/session-format.md)
+            o = n["o"]
+            if not isinstance(o, Mapping):
+                raise self._bad(i, f"has outside-steps metrics 'o' of type {type(o).__name__}")
+            o = dict(o) if type(o) is not dict or not self.owned else o
+            if not all(type(k) is str for k in o):
+                raise self._bad(i, "has an outside-steps metric whose name is not a string")
+            self._check_metrics(o, i, "outside-steps metric")
+            n["o"] = o
         strings = self.strings
         n["kind"] = strings[kind]
         n["name"] = strings.setdefault(name, name)
@@ -274,6 +276,16 @@ class _NodeChecker:
                 raise SessionFormatError(f"{self.source}: {e}") from None
             n["x"] = x
         return n
+
+    def _check_metrics(self, m: dict[str, Any], i: int, what: str) -> None:
+        for v in m.values():
+            if type(v) is not int or v < 0 or v >= MAX_INT:
+                k = next(k for k, w in m.items() if w is v)
+                raise self._bad(
+                    i,
+                    f"has an invalid {what} {_show(k)}: {_show(v)} "
+                    "(metrics are non-negative integers below 2**64)",
+                )
 
     def _explain(self, n: dict[str, Any], i: int) -> None:
         """Raise the error that says what is wrong with node ``i`` (or return if it is only a

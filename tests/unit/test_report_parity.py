@@ -18,6 +18,7 @@ from dlpt.renderers.terminal.report import render
 
 
 def _sessions(h: Any) -> dict[str, tuple[Session, dict[str, Any]]]:
+    from tests.unit.test_calibrated_report import calibrated
     from tests.unit.test_insights_view import flops_session
     from tests.unit.test_render import cpu_session
 
@@ -30,10 +31,23 @@ def _sessions(h: Any) -> dict[str, tuple[Session, dict[str, Any]]]:
         "gpt_compiled": (Session.from_dict(S.gpt_compiled()), {}),
         "rank": (R.ddp_gpu(1), {}),
         "hostile": (Session.from_dict(S.hostile()), {}),
+        "calibrated": (calibrated(h, outside=True), {}),
+        "as_traced": (calibrated(h, untraced=False), {}),
     }
 
 
-CASES = ("gpu", "cpu_only", "flops_peak", "flops_datasheet", "gpt_eager", "gpt_compiled", "rank", "hostile")
+CASES = (
+    "gpu",
+    "cpu_only",
+    "flops_peak",
+    "flops_datasheet",
+    "gpt_eager",
+    "gpt_compiled",
+    "rank",
+    "hostile",
+    "calibrated",
+    "as_traced",
+)
 
 
 def _flat(text: str) -> str:

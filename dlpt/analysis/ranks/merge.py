@@ -19,6 +19,7 @@ from typing import Any
 from dlpt.analysis.diff import function_key
 from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
+from dlpt.model.meta import int_of, profiled_steps, step_time
 from dlpt.model.processors import Metric, flatten_by_line
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
@@ -48,10 +49,6 @@ def _dist(meta: Mapping[str, Any]) -> dict[str, Any]:
     return d if isinstance(d, dict) else {}
 
 
-def _int(v: object) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0
-
-
 @dataclass
 class Rank:
     """One rank's session and where it came from."""
@@ -62,8 +59,7 @@ class Rank:
 
     @property
     def steps(self) -> int:
-        s = self.session.meta.get("steps")
-        return max(1, _int(s.get("profiled")) if isinstance(s, dict) else 0)
+        return max(1, profiled_steps(self.session.meta))
 
     @property
     def host(self) -> str:
@@ -135,13 +131,14 @@ class RankTotals:
 
     rank: int
     steps: int
-    step_wall_ns: float
+    step_wall_ns: float  # a traced step (its median)
     gpu_ns: float
     comm_ns: float
     exposed_ns: float
     cpu_ns: float
     wait_ns: float
     gpu: bool
+    untraced_step_ns: float | None = None  # a step run untraced in the same run, if measured
 
     @property
     def compute_ns(self) -> float:
@@ -160,15 +157,15 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
         for k, v in n["m"].items():
             sums[k] = sums.get(k, 0) + v
     meta = rank.session.meta
-    walls = [w for w in meta.get("step_wall_ns") or [] if _int(w)]
     exposed = meta.get("gpu_comm_exposed_ns")
-    ex = sum(_int(v) for v in exposed.values()) if isinstance(exposed, dict) else 0
-    # The mean, as every other value per step here is (the first step may hold set-up work).
-    wall = sum(walls) / len(walls) if walls else rank.per_step(_int(meta.get("wall_ns")))
+    ex = sum(int_of(v) for v in exposed.values()) if isinstance(exposed, dict) else 0
+    traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
+    wall = traced.median_ns if traced is not None else rank.per_step(int_of(meta.get("wall_ns")))
     return RankTotals(
         rank=rank.rank,
         steps=rank.steps,
         step_wall_ns=wall,
+        untraced_step_ns=untraced.median_ns if untraced is not None else None,
         gpu_ns=rank.per_step(sums.get("gpu_ns", 0) + sums.get("copy_ns", 0) + sums.get("memset_ns", 0)),
         comm_ns=rank.per_step(sums.get("comm_ns", 0)),
         exposed_ns=rank.per_step(ex),

@@ -10,7 +10,16 @@ from dlpt.analysis.report.compile import attribution_facts, compile_summary
 from dlpt.analysis.report.gpu import capture_facts, device_facts, graph_facts, record_facts, self_cost, totals
 from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
 from dlpt.analysis.report.model import Fact, Report
-from dlpt.analysis.report.run import rank_label, run_facts, step_notes, thread_notes, title, versions
+from dlpt.analysis.report.outside import outside_facts, outside_tree
+from dlpt.analysis.report.run import (
+    once_facts,
+    rank_label,
+    run_facts,
+    step_notes,
+    thread_notes,
+    title,
+    versions,
+)
 from dlpt.analysis.report.suggestions import suggestion
 from dlpt.analysis.suggest import findings
 from dlpt.model.meta import profiled_steps
@@ -34,6 +43,7 @@ def build_report(
     peak_tflops: float | None = None,
     ascii: bool = False,
     suggestions: bool = True,
+    show_all: bool = False,
 ) -> Report:
     """The report of ``session``.
 
@@ -41,7 +51,8 @@ def build_report(
     needs it (the suggestion rules, MFU), with ``totals_of`` its root's inclusive metrics so the
     header needs no tree (None: folded here the default way). ``peak_tflops`` replaces the
     datasheet peak for MFU; ``ascii`` keeps every text ASCII (``us``, `` - ``); ``suggestions``
-    False skips them (views that do not show them need not derive them)."""
+    False skips them (views that do not show them need not derive them); ``show_all`` keeps library
+    frames in the tree of the work outside steps (as in the caller's tree)."""
     a: Analysis = analyze(session, tree, peak_tflops, totals=totals_of)
     meta = session.meta
     steps = profiled_steps(meta)
@@ -51,9 +62,11 @@ def build_report(
     total_facts = totals(inc, units)
     per = f"per step (/{steps})" if steps else "totals"
     line = sep.join(f.text for f in total_facts) if total_facts else "nothing recorded"
-    run = run_facts(meta, units)
+    outside = outside_tree(session, show_all)
     header: list[Fact] = [
-        *run,
+        *run_facts(meta, units, sep),
+        *once_facts(meta, units),
+        *outside_facts(outside),
         *step_notes(meta),
         Fact("totals", f"{per}: {line}" if steps else f"totals: {line}"),
         *capture_facts(meta),
@@ -82,4 +95,5 @@ def build_report(
         compile=compile_summary(meta),
         suggestions=tuple(suggestion(f, units) for f in findings(a)) if suggestions else (),
         analysis=a,
+        outside=outside,
     )

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.analysis.report.model import Fact, Level
-from dlpt.model.meta import int_of, obj, wall_ns
+from dlpt.model.meta import int_of, obj, step_time, wall_ns
 from dlpt.model.processors import METRICS
 from dlpt.model.units import Units
 
@@ -59,10 +59,13 @@ def capture_facts(meta: Mapping[str, Any]) -> list[Fact]:
 
 
 def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
-    """Each GPU's busy time against the profiled wall time (per step when there are steps)."""
+    """Each GPU's busy time against the step (the untraced step when the run measured one, with
+    the traced one beside it) or, without steps, against the profiled wall time."""
     wall = wall_ns(meta)
     names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
     busy = obj(meta.get("gpu_busy_ns"))
+    traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
+    per_step = units.steps > 0 and traced is not None and bool(obj(meta.get("step_time")))
     out = []
     for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
         d = names.get(dev, {})
@@ -73,13 +76,35 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
             out.append(Fact("device", f"{name}: no busy time recorded", "dim", name, "no busy time recorded"))
             continue
         b = int_of(busy.get(dev))
-        frac = b / wall if wall else 0.0
-        value = (
-            f"busy {units.time(b)} of {units.time(wall)} wall ({100 * frac:.1f}%), "
-            f"idle {100 * (1 - frac):.1f}%"
-        )
+        if per_step and traced is not None:
+            value, frac = _step_busy(
+                units.scale(b), traced.median_ns, untraced.median_ns if untraced else None, units
+            )
+        else:
+            frac = b / wall if wall else 0.0
+            value = (
+                f"busy {units.time(b)} of {units.time(wall)} wall ({100 * frac:.1f}%), "
+                f"idle {100 * (1 - frac):.1f}%"
+            )
         out.append(Fact("device", f"{name}: {value}", "bad" if frac < 0.5 else "info", name, value, frac))
     return out
+
+
+def _step_busy(busy: float, traced_ns: float, untraced_ns: float | None, units: Units) -> tuple[str, float]:
+    """A GPU's busy time per step against the untraced step (its busy share), and against the
+    traced one beside it."""
+    t = units.time
+    traced_frac = busy / traced_ns if traced_ns > 0 else 0.0
+    if not untraced_ns:
+        text = f"busy {t(busy, per_step=False)} of the {t(traced_ns, per_step=False)} traced step "
+        return text + f"({100 * traced_frac:.1f}%), idle {100 * (1 - traced_frac):.1f}%", traced_frac
+    frac = min(1.0, busy / untraced_ns)
+    return (
+        f"busy {t(busy, per_step=False)} of the {t(untraced_ns, per_step=False)} untraced step "
+        f"({100 * frac:.1f}%), idle {100 * (1 - frac):.1f}% (traced: {100 * traced_frac:.1f}% of "
+        f"{t(traced_ns, per_step=False)})",
+        frac,
+    )
 
 
 def graph_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:

@@ -47,11 +47,18 @@ def mfu_facts(a: Analysis, units: Units) -> list[Fact]:
                 f"MFU: {why} (give a peak with --peak-tflops)",
             )
         ]
+    traced = ""
+    if a.untraced_step is not None and m.per_step:
+        wall = "untraced step wall"
+        traced_mfu = m.flops_per_step / a.traced_step_ns / 1e3 / m.peak_tflops if a.traced_step_ns > 0 else 0
+        traced = (
+            f"; {100 * traced_mfu:.1f}% over the {units.time(a.traced_step_ns, per_step=False)} traced step"
+        )
     return [
         Fact(
             "measure",
             f"MFU {100 * m.value:.1f}% = model FLOPs {step} / {wall} / peak = {flops} / {t} / "
-            f"{m.peak_tflops:g} TFLOP/s ({m.peak_source})",
+            f"{m.peak_tflops:g} TFLOP/s ({m.peak_source}){traced}",
         ),
         Fact(
             "measure",
@@ -77,6 +84,12 @@ def idle_facts(a: Analysis, units: Units) -> list[Fact]:
         if s.syncs:
             text += f"; host waits {t(s.sync_ns)} in {s.syncs:.3g} syncs"
         text += ")" + (": launch-bound" if s.launch_bound else "")
+        if s.traced is not None:
+            tr = s.traced
+            text += (
+                f"; scaled to the untraced step (traced: {t(tr.before_ns)} before, {t(tr.between_ns)} "
+                f"between, {t(tr.after_ns)} after, of {t(tr.span_ns)})"
+            )
         out.append(Fact("measure", text, "bad" if s.launch_bound else "info"))
     return out
 

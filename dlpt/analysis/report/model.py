@@ -8,6 +8,7 @@ from typing import Literal
 
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
+from dlpt.model.tree import Node
 
 __all__ = ["Level", "Fact", "Located", "CompileSummary", "Suggestion", "Report"]
 
@@ -78,7 +79,8 @@ class Report:
     order; ``totals`` are the per-step (or per-run) totals as label/value facts, which the
     ``totals`` fact of ``header`` says in one line; ``steps`` is what per-step values are divided
     by (0: values per run); ``analysis`` is what the facts were computed from, for the views that
-    show more of it (work tables)."""
+    show more of it (work tables); ``outside`` the folded tree of the work outside counted steps
+    (None: there was none)."""
 
     title: str
     rank: str
@@ -89,6 +91,7 @@ class Report:
     compile: CompileSummary | None
     suggestions: tuple[Suggestion, ...]
     analysis: Analysis
+    outside: Node | None = None
 
     def facts(self, *kinds: str) -> list[Fact]:
         """The header's facts of these kinds, in order."""

@@ -8,10 +8,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.analysis.report.model import Fact
-from dlpt.model.meta import int_of, obj, step_walls, wall_ns
+from dlpt.model.meta import int_of, obj, step_time, step_walls, wall_ns
 from dlpt.model.units import Units
 
-__all__ = ["title", "rank_label", "step_source", "run_facts", "step_notes", "thread_notes", "versions"]
+__all__ = [
+    "title",
+    "rank_label",
+    "step_source",
+    "run_facts",
+    "once_facts",
+    "step_notes",
+    "thread_notes",
+    "versions",
+]
 
 
 def title(meta: Mapping[str, Any]) -> str:
@@ -45,33 +54,98 @@ def rank_label(meta: Mapping[str, Any]) -> str:
 def step_source(steps: Mapping[str, Any]) -> str:
     """What the steps were ("optimizer steps", "calls of generate"), from ``meta.steps``."""
     if steps.get("source") == "call" and isinstance(steps.get("step_on"), str):
-        return f"calls of {steps['step_on']}"
+        chosen = steps.get("step_on_chosen")
+        which = f" ({chosen})" if isinstance(chosen, str) and chosen and chosen != steps["step_on"] else ""
+        return f"calls of {steps['step_on']}{which}"
     return f"{steps['source']} steps"
 
 
-def run_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
-    """Wall time, the profiled steps (what they were, how many were seen and skipped) and the
-    step wall times."""
+def _steps_text(steps: Mapping[str, Any], profiled: int) -> str:
+    text = f"{profiled} step{'s' if profiled != 1 else ''} profiled"
+    why = [step_source(steps)] if isinstance(steps.get("source"), str) else []
+    seen = int_of(steps.get("seen"))
+    warmup = obj(steps.get("warmup"))
+    if seen and warmup:  # a session that classifies its steps (dlpt.capture.schedule)
+        parts = [f"{int_of(warmup.get('steps'))} warm-up"]
+        untraced = int_of(steps.get("untraced"))
+        if untraced:
+            parts.append(f"{untraced} untraced")
+        why.append(f"{seen} seen: {', '.join(parts)}")
+    elif seen:
+        why.append(f"{seen} seen, first {int_of(steps.get('skip_first'))} skipped")
+    return text + (f" ({'; '.join(why)})" if why else "")
+
+
+def _step_wall(meta: Mapping[str, Any], units: Units, sep: str) -> list[Fact]:
+    """The step's wall time: untraced (the program's own) beside traced (with dlpt's cost), or
+    the traced statistics of a session that measured no untraced step."""
+    traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
+    t = units.time
+    if not obj(meta.get("step_time")):  # saved before dlpt measured untraced steps
+        walls = step_walls(meta)
+        if not walls:
+            return []
+        value = (
+            f"mean {t(sum(walls) / len(walls), per_step=False)}, "
+            f"min {t(min(walls), per_step=False)}, max {t(max(walls), per_step=False)}"
+        )
+        return [Fact("step_wall", f"step wall: {value}", label="step wall", value=value)]
+    if traced is None:
+        return []
+    traced_text = f"{t(traced.median_ns, per_step=False)} traced (median of {traced.n})"
+    if untraced is None:
+        calibrate = obj(meta.get("step_time")).get("calibrate")
+        why = "--calibrate off" if calibrate is False else "the run ended before an untraced window"
+        value = f"{traced_text}; no untraced step measured ({why}): step figures are as traced"
+        return [Fact("step_wall", f"step wall {value}", "note", "step wall", value)]
+    ratio = traced.median_ns / untraced.median_ns if untraced.median_ns > 0 else 0.0
+    value = sep.join(
+        [
+            f"{t(untraced.median_ns, per_step=False)} untraced (median of {untraced.n})",
+            f"{traced_text}: {ratio:.2f}x, dlpt's cost in this run",
+        ]
+    )
+    return [Fact("step_wall", f"step wall {value}", label="step wall", value=value)]
+
+
+def run_facts(meta: Mapping[str, Any], units: Units, sep: str = " \u00b7 ") -> list[Fact]:
+    """Wall time, the profiled steps (what they were, how many were seen, warm-up and untraced)
+    and the step wall times."""
     wall = units.time(wall_ns(meta), per_step=False)
     out = [Fact("run", f"wall {wall}", label="wall", value=wall)]
     steps = obj(meta.get("steps"))
     profiled = int_of(steps.get("profiled"))
     if profiled:
-        text = f"{profiled} step{'s' if profiled != 1 else ''} profiled"
-        why = [step_source(steps)] if isinstance(steps.get("source"), str) else []
-        if int_of(steps.get("seen")):
-            why.append(f"{int_of(steps.get('seen'))} seen, first {int_of(steps.get('skip_first'))} skipped")
-        if why:
-            text += f" ({'; '.join(why)})"
+        text = _steps_text(steps, profiled)
         out.append(Fact("steps", text, label="steps", value=text))
-    walls = step_walls(meta)
-    if walls:
+    out.extend(_step_wall(meta, units, sep))
+    return out
+
+
+def once_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+    """The warm-up and the time outside counted steps: once-work, never divided by the steps."""
+    steps = obj(meta.get("steps"))
+    out = []
+    warmup = obj(steps.get("warmup"))
+    n = int_of(warmup.get("steps"))
+    if n:
+        walls = [int_of(w) for w in warmup.get("walls_ns") or [] if int_of(w) > 0]
+        shown = ", ".join(units.time(w, per_step=False) for w in walls[:5]) + (
+            ", ..." if len(walls) > 5 else ""
+        )
+        reason = str(warmup.get("reason") or "")
+        value = f"the first {n} step{'s' if n != 1 else ''} ({shown})" + (f", {reason}" if reason else "")
+        out.append(Fact("warmup", f"warm-up: {value}", label="warm-up", value=value))
+    outside = obj(steps.get("outside"))
+    before, after = int_of(outside.get("before_ns")), int_of(outside.get("after_ns"))
+    if before or after:
         t = units.time
         value = (
-            f"mean {t(sum(walls) / len(walls), per_step=False)}, "
-            f"min {t(min(walls), per_step=False)}, max {t(max(walls), per_step=False)}"
+            f"{t(before, per_step=False)} before the first counted step, {t(after, per_step=False)} after "
+            'the last (set-up, warm-up and the end of the run: their work is under "Outside steps", '
+            "not divided by the steps)"
         )
-        out.append(Fact("step_wall", f"step wall: {value}", label="step wall", value=value))
+        out.append(Fact("outside", f"outside steps (once): {value}", label="outside steps", value=value))
     return out
 
 
@@ -99,7 +173,13 @@ def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
             f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
             f"skipped (--skip-first), but {what}"
         )
-    return [Fact("step_notes", text, "warn") for text in lines]
+    out = [Fact("step_notes", text, "warn") for text in lines]
+    ignored = obj(steps.get("step_on_ignored"))
+    if isinstance(step_on, str) and ignored:
+        calls = ", ".join(f"{name} x{int_of(n)}" for name, n in sorted(ignored.items())[:3])
+        text = f"--step-on {step_on}: calls of other functions of that name were not steps ({calls})"
+        out.append(Fact("step_notes", text, "note"))
+    return out
 
 
 def thread_notes(meta: Mapping[str, Any]) -> list[Fact]:

@@ -21,7 +21,15 @@ __all__ = [
     "gbs",
     "lines_of",
     "per_step_text",
+    "CALIBRATED_BASIS",
+    "with_traced",
 ]
+
+#: Added to a basis when the numbers were rescaled to the untraced step (dlpt.analysis.idle).
+CALIBRATED_BASIS = (
+    "; times of the traced step scaled to the step time measured untraced in the same run "
+    "(dlpt's own cost taken out)"
+)
 
 #: A finding is reported when its gain is at least this share of the mean step wall time...
 MIN_GAIN_SHARE = 0.005
@@ -73,3 +81,11 @@ def lines_of(a: Analysis, kinds: tuple[str, ...]) -> Iterator[tuple[Node, Node |
     for node, line in a.lines:
         if node.kind in kinds:
             yield node, line
+
+
+def with_traced(value_ns: float, traced_ns: float | None) -> str:
+    """``5.10ms``, or ``5.10ms (7.00ms traced)`` when a calibrated value differs from the traced
+    one it came from."""
+    if traced_ns is None or round(traced_ns) == round(value_ns):
+        return ms(value_ns)
+    return f"{ms(value_ns)} ({ms(traced_ns)} traced)"

@@ -15,7 +15,7 @@ from typing import Any
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.idle import step_idle
 from dlpt.analysis.inputs import Analysis
-from dlpt.analysis.rules.common import ms, significant, where
+from dlpt.analysis.rules.common import CALIBRATED_BASIS, significant, where, with_traced
 from dlpt.model.processors import is_library_frame
 from dlpt.model.tree import Node
 
@@ -52,18 +52,28 @@ def data_loader_stall(a: Analysis) -> list[Finding]:
     if share < MIN_SHARE or not significant(a, idle.before_ns):
         return []
     line = _loader_line(a)
+    tr = idle.traced
+    numbers: dict[str, float | int | str] = {
+        "idle_before_ns": round(idle.before_ns),
+        "span_ns": round(idle.span_ns),
+    }
+    if tr is not None:
+        numbers["traced_gain_ns"] = round(tr.before_ns)
+    before = with_traced(idle.before_ns, tr.before_ns if tr else None)
+    span = with_traced(idle.span_ns, tr.span_ns if tr else None)
     return [
         Finding(
             rule="data_loader_stall",
             title="The GPU waits at the start of every step (data loading or host work before its "
             "first kernel)",
-            evidence=f"on GPU {idle.device}, {ms(idle.before_ns)} of each {ms(idle.span_ns)} step "
-            f"({100 * share:.0f}%) pass before its first GPU work",
+            evidence=f"on GPU {idle.device}, {before} of each {span} step ({100 * share:.0f}%) pass before "
+            "its first GPU work",
             action="load and preprocess batches in DataLoader workers (num_workers > 0, pin_memory=True, "
             "persistent_workers=True, prefetch_factor) and copy them with non_blocking=True",
-            basis="up to the GPU's idle time before the first GPU work of each step, measured per step",
+            basis="up to the GPU's idle time before the first GPU work of each step, measured per step"
+            + (CALIBRATED_BASIS if tr is not None else ""),
             gain_ns=round(idle.before_ns),
             **where(line),
-            numbers={"idle_before_ns": round(idle.before_ns), "span_ns": round(idle.span_ns)},
+            numbers=numbers,
         )
     ]

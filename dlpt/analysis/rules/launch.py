@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.idle import StepIdle, step_idle
-from dlpt.analysis.inputs import Analysis, int_of
-from dlpt.analysis.rules.common import ms, significant, where
+from dlpt.analysis.inputs import Analysis
+from dlpt.analysis.rules.common import CALIBRATED_BASIS, ms, significant, where, with_traced
+from dlpt.model.meta import int_of
 from dlpt.model.processors import METRICS
 from dlpt.model.tree import Node
 
@@ -55,25 +56,31 @@ def launch_bound(a: Analysis) -> list[Finding]:
     if idle is None or not idle.launch_bound or _replayed(a) or not significant(a, idle.between_ns):
         return []
     share = idle.between_ns / idle.span_ns
+    tr = idle.traced
+    numbers: dict[str, float | int | str] = {
+        "between_ns": round(idle.between_ns),
+        "span_ns": round(idle.span_ns),
+        "busy_ns": round(idle.busy_ns),
+        "kernels": idle.kernels,
+        "mean_kernel_ns": round(idle.mean_kernel_ns),
+    }
+    if tr is not None:
+        numbers["traced_gain_ns"] = round(tr.between_ns)
+    span = with_traced(idle.span_ns, tr.span_ns if tr else None)
+    between = with_traced(idle.between_ns, tr.between_ns if tr else None)
     return [
         Finding(
             rule="launch_bound",
             title="Launch-bound step: many short kernels, the GPU idle between them",
             evidence=f"{idle.kernels:.0f} kernels per step, {ms(idle.mean_kernel_ns)} each on average; "
-            f"on GPU {idle.device} each step spans {ms(idle.span_ns)}, of which the GPU works "
-            f"{ms(idle.busy_ns)} and idles {ms(idle.between_ns)} between kernels ({100 * share:.0f}%)",
+            f"on GPU {idle.device} each step spans {span}, of which the GPU works {ms(idle.busy_ns)} and "
+            f"idles {between} between kernels ({100 * share:.0f}%)",
             action='capture the step as a CUDA graph (torch.compile(mode="reduce-overhead"), or '
             "torch.cuda.graphs for static shapes) or fuse its small ops (torch.compile)",
             basis="up to the GPU's idle time between kernels, measured per step; a graph replay removes the "
-            "launch gaps, not the kernels' own time",
+            "launch gaps, not the kernels' own time" + (CALIBRATED_BASIS if tr is not None else ""),
             gain_ns=round(idle.between_ns),
             **where(step_line(a.root)),
-            numbers={
-                "between_ns": round(idle.between_ns),
-                "span_ns": round(idle.span_ns),
-                "busy_ns": round(idle.busy_ns),
-                "kernels": idle.kernels,
-                "mean_kernel_ns": round(idle.mean_kernel_ns),
-            },
+            numbers=numbers,
         )
     ]

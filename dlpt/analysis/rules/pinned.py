@@ -16,8 +16,9 @@ bandwidth comes from, in order of preference:
 from __future__ import annotations
 
 from dlpt.analysis.finding import Finding
-from dlpt.analysis.inputs import Analysis, int_of
+from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules.common import gbs, lines_of, ms, per_step_text, significant, size, where
+from dlpt.model.meta import int_of
 from dlpt.model.tree import Node
 
 __all__ = ["pinned_memory", "MIN_PINNED_SAMPLE_BYTES"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.idle import step_idle
 from dlpt.analysis.inputs import Analysis
-from dlpt.analysis.rules.common import lines_of, ms, per_step_text, significant, where
+from dlpt.analysis.rules.common import CALIBRATED_BASIS, lines_of, ms, per_step_text, significant, where
 from dlpt.model.tree import Node, walk
 
 __all__ = ["sync_in_step"]
@@ -98,7 +98,7 @@ def sync_in_step(a: Analysis) -> list[Finding]:
             basis = (
                 f"the host's wait ({ms(wait)}), bounded by the GPU's idle time per step ({ms(idle.idle_ns)}, "
                 "measured): the rest of the wait overlaps GPU work"
-            )
+            ) + (CALIBRATED_BASIS if idle.traced is not None else "")
         else:
             gain = wait
             basis = (

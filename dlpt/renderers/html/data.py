@@ -204,7 +204,7 @@ def build_model(
         if f in shown_files
     }
 
-    report = build_report(session, tree=root, peak_tflops=peak_tflops)
+    report = build_report(session, tree=root, peak_tflops=peak_tflops, show_all=show_all)
 
     return {
         "format": "dlpt-html-model",

@@ -15,6 +15,7 @@ from dlpt.analysis.diff import LineCost, SessionDiff, Side
 from dlpt.model.processors import METRICS, Metric
 from dlpt.model.resume_names import display_name
 from dlpt.model.safe_files import write_text_file
+from dlpt.model.units import PLAIN
 from dlpt.renderers.html.data import KEYS, METRIC_KEYS
 from dlpt.renderers.html.page import document
 
@@ -60,6 +61,7 @@ def _side(s: Side) -> dict[str, Any]:
         "label": s.label,
         "program": s.program,
         "steps": s.steps,
+        "step": f"{PLAIN.time(s.step_ns)} {s.step_kind} step" if s.step_ns else "",
         "scale": s.scale,
         "has_sources": s.has_sources,
         "total": _vector(s.total),

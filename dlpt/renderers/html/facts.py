@@ -10,13 +10,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlpt.analysis.report import Located, Report
+from dlpt.analysis.report import Fact, Located, Report
 from dlpt.model.safe_text import escape_control as clean
 
 __all__ = ["header_facts"]
 
 #: Facts the page shows as key/value pairs (in the header's order).
-_FACT_KINDS = ("run", "steps", "step_wall", "communication", "graphs", "cost")
+#: Kinds the page shows in places of their own (totals, devices, insight lines, versions).
+_PLACED = ("totals", "device", "measure", "versions")
+_FACT_KINDS = (
+    "run",
+    "steps",
+    "step_wall",
+    "warmup",
+    "outside",
+    "outside_work",
+    "communication",
+    "graphs",
+    "cost",
+)
+
+
+def _is_fact(f: Fact) -> bool:
+    return f.kind in _FACT_KINDS and bool(f.label) and not f.warning
+
+
+def _is_notice(f: Fact) -> bool:
+    """Shown in the page's notice box: warnings, and what the page has no other place for."""
+    if f.warning:
+        return True
+    return not _is_fact(f) and f.kind not in _PLACED and not (f.kind == "capture" and f.level == "dim")
 
 
 def _located(rows: tuple[Located, ...]) -> list[dict[str, Any]]:
@@ -29,11 +52,7 @@ def _located(rows: tuple[Located, ...]) -> list[dict[str, Any]]:
 
 def header_facts(report: Report) -> dict[str, Any]:
     """The page's ``header`` object (read by ``assets/header.js``)."""
-    facts = [
-        [clean(f.label), clean(f.value)]
-        for f in report.header
-        if f.kind in _FACT_KINDS and f.label and not f.warning
-    ]
+    facts = [[clean(f.label), clean(f.value)] for f in report.header if _is_fact(f)]
     if report.rank:
         facts.insert(0, ["rank", clean(report.rank)])
     versions = report.facts("versions")
@@ -58,7 +77,8 @@ def header_facts(report: Report) -> dict[str, Any]:
             "breaks": _located(compiled.breaks),
             "recompiles": _located(compiled.recompiles),
         },
-        "warnings": [{"level": f.level, "text": clean(f.text)} for f in report.warnings],
+        # Every other statement: warnings, and notes that have no place of their own.
+        "warnings": [{"level": f.level, "text": clean(f.text)} for f in report.header if _is_notice(f)],
         "insights": {
             "lines": [clean(f.text) for f in report.facts("measure")],
             "suggestions": [

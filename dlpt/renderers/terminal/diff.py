@@ -67,6 +67,10 @@ def _where(row: LineDiff, fmt: Fmt) -> Text:
     return t
 
 
+#: A step's wall time, for its delta.
+_STEP = Metric("step", "step wall time", "ns", lambda m: 0)
+
+
 def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
     out: list[RenderableType] = [Text.assemble(("dlpt diff", "bold"), "  ", (metric.label, "dim"))]
     for tag, side in (("A", d.a), ("B", d.b)):
@@ -79,6 +83,13 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
             )
         )
     out.append(Text(f"  {fmt.clean(d.note)}", "dim"))
+    if d.a.step_ns and d.b.step_ns:  # the programs' own step time (untraced when measured)
+        step = Text("  step  ")
+        step.append(
+            f"A {fmt.time(d.a.step_ns)} {d.a.step_kind}  B {fmt.time(d.b.step_ns)} {d.b.step_kind}  delta "
+        )
+        step.append_text(_delta(fmt, _STEP, d.a.step_ns, d.b.step_ns))
+        out.append(step)
     ta, tb = d.total(metric, "a"), d.total(metric, "b")
     total = Text("  total  ")
     total.append(f"A {_value(fmt, metric, ta)}  B {_value(fmt, metric, tb)}  delta ")

@@ -105,6 +105,16 @@ class RanksHeader(View):
                     f"median {mid}, max {fmt.time(walls[slow])} (rank {slow})"
                 )
             )
+        untraced = {r: t.untraced_step_ns for r, t in per_rank.items() if t.untraced_step_ns}
+        if untraced:
+            slow = max(untraced, key=lambda r: (untraced[r] or 0, -r))
+            mid = fmt.time(median([v for v in untraced.values() if v]))
+            lines.append(
+                Text(
+                    f"untraced step (each rank's median, measured without dlpt's cost): median {mid}, "
+                    f"max {fmt.time(untraced[slow] or 0)} (rank {slow}); the traced step above includes it"
+                )
+            )
         work = {r: t.compute_ns for r, t in per_rank.items()}
         imb = imbalance(work)
         if imb is not None:
@@ -135,8 +145,16 @@ class RankTable(View):
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         gpu = any(t.gpu for t in self.per_rank.values())
         exposed = any(t.exposed_ns for t in self.per_rank.values())
+        untraced = any(t.untraced_step_ns for t in self.per_rank.values())
         t = make_table("Ranks", fmt, "  per step")
-        cols = ["rank", "step", "compute", "comm" if gpu else "wait", *(["exposed"] if exposed else [])]
+        cols = [
+            "rank",
+            "step",
+            *(["untraced"] if untraced else []),
+            "compute",
+            "comm" if gpu else "wait",
+            *(["exposed"] if exposed else []),
+        ]
         for col in cols:
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("where", no_wrap=True, overflow="ellipsis")
@@ -146,6 +164,7 @@ class RankTable(View):
             cells: list[str | Text] = [
                 str(r.rank),
                 fmt.time(tot.step_wall_ns),
+                *([fmt.time(tot.untraced_step_ns) if tot.untraced_step_ns else ""] if untraced else []),
                 fmt.time(tot.compute_ns),
                 fmt.time(tot.communication_ns) if tot.communication_ns else "",
             ]

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from dlpt.analysis.communication import tree_columns
 from dlpt.analysis.report import build_report
+from dlpt.analysis.report.outside import outside_metric
 from dlpt.errors import UsageError
 from dlpt.model.folding import FoldedTable, compile_markers, whole_tree
 from dlpt.model.gc_pause import gc_paused
@@ -142,6 +143,7 @@ def _render(
         peak_tflops=peak_tflops,
         ascii=ascii,
         suggestions=shows_suggestions,
+        show_all=show_all,
     )
     parts: list[RenderableType] = [Header(report, fmt, [_note(m, fmt, threshold, depth, show_all)])]
     comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
@@ -151,7 +153,7 @@ def _render(
     def tree() -> RenderableType:
         title = "Top-down (callees below their callers)"
         if total == 0:
-            return _nothing(m, title, session)
+            return _nothing(m, title, session, outside=report.outside is not None and not report.steps)
         assert shown is not None
         capped = None if depth else MAX_DEPTH  # --depth given: that is the limit, as asked
         return TreeView(
@@ -163,6 +165,19 @@ def _render(
             max_depth=capped,
             extra=comm_columns,
         )
+
+    def outside() -> list[RenderableType]:
+        """The work outside counted steps, as totals (once-work, never per step)."""
+        root = report.outside
+        if root is None:
+            return []
+        mo = m if metric is not None else outside_metric(root)
+        if mo(root.inclusive) == 0:
+            return []
+        ofmt = Fmt(steps=0, ascii=ascii, sources=fmt.sources)
+        title = "Outside steps (once: set-up, warm-up and the end of the run; totals, not per step)"
+        tree = limit_depth(mark_lines(prune(root, mo, threshold), markers), depth)
+        return [TreeView(tree, mo, ofmt, title, gpu, max_depth=None if depth else MAX_DEPTH)]
 
     def bottom_up() -> RenderableType:
         title = "Bottom-up (callers below)"
@@ -199,6 +214,7 @@ def _render(
         parts.append(CompileView(report.compile, fmt))
     if view == "tree":
         parts.append(tree())
+        parts.extend(outside())
         parts.extend([*gpu_tables, syncs] if gpu else [syncs])
         parts.append(collectives)
     elif view == "bottom-up":
@@ -218,6 +234,7 @@ def _render(
         parts.extend(
             [
                 tree(),
+                *outside(),
                 bottom_up(),
                 *flat(),
                 *gpu_tables,
@@ -230,8 +247,15 @@ def _render(
     return Group(*parts)
 
 
-def _nothing(m: Metric, title: str, session: Session) -> Text:
-    """Instead of a tree of zeros: the metric has no value anywhere in the session."""
+def _nothing(m: Metric, title: str, session: Session, outside: bool = False) -> Text:
+    """Instead of a tree of zeros: the metric has no value anywhere in the session (or in its
+    counted steps, when work ran outside them: then the outside section follows)."""
+    if outside:
+        return Text(
+            f"\n{title}: no {m.label} in counted steps (no step was counted: see the work outside "
+            "steps below; --skip-first 0 counts every step)",
+            "yellow",
+        )
     text = Text(f"\n{title}: no {m.label} recorded", "yellow")
     if m.name in ("gpu", "kernel", "copy", "memset", "kernels", "bytes"):
         gpu = session.meta.get("gpu")

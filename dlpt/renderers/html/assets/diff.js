@@ -131,7 +131,7 @@
       h.appendChild(D.el("div", { className: "facts" },
         D.el("span", { className: "side-tag side-" + s, text: s.toUpperCase() }),
         D.el("span", { className: "fact-v mono", text: side.label }),
-        D.el("span", { className: "muted", text: side.program + (side.steps ? " \u00b7 " + side.steps + " steps" : " \u00b7 no steps detected") })));
+        D.el("span", { className: "muted", text: side.program + (side.steps ? " \u00b7 " + side.steps + " steps" : " \u00b7 no steps detected") + (side.step ? " \u00b7 " + side.step : "") })));
     });
     var ta = this.total("a"), tb = this.total("b");
     h.appendChild(D.el("div", { className: "facts totals" },

@@ -1,0 +1,235 @@
+"""Which steps are counted, which run untraced, and what is outside steps: the step schedule.
+
+A profile's time is cut at step boundaries (optimizer steps, ``prof.step()``, or the entry and
+return of each outermost call of the ``step_on`` function) into *epochs*, and the native core
+classifies each epoch's costs when it ends (``_C.end_epoch``): **counted** (per-step work: what
+the tree and every per-step figure divide by the number of counted steps) or **outside steps**
+(once-work: the program's set-up before the first step, the warm-up steps, the time between
+calls of a ``step_on`` function, and the tail after the last step boundary; reported apart,
+never divided by the step count). GPU work belongs to the epoch that launched it.
+
+Tracing itself costs time on every traced step (CUPTI's activity records alone make a
+launch-bound step about 1.2x slower; README "Overhead"), so a traced step's wall time is not the
+program's. The schedule therefore also runs some steps **untraced** (``_C.set_tracing(False)``:
+no op callbacks, no CUPTI activity; steps are still timed) and reports both: the untraced step
+time is what the program takes without dlpt, and every derived figure (GPU idle share, MFU,
+suggested gains) uses it. Switching costs about a traced step, so windows are long and the step
+that contains a switch (the first after it, for steps that follow each other) is timed in
+neither set.
+
+The default schedule, after the warm-up (:mod:`dlpt.capture.warmup`): traced steps; after
+:data:`FIRST_WINDOW` counted steps, an untraced window of :data:`WINDOW` steps; then traced
+again, with another window every :data:`EVERY` counted steps. With ``active=M``, tracing stops
+for good after M counted steps and every later step is an untraced measurement. With
+``calibrate=False`` no window is opened (every step after the warm-up is traced until ``active``).
+
+Thread contract: called with the profile's step lock held (boundaries are serialised), with the
+GIL; the callbacks may synchronise the GPU (switching tracing off waits for in-flight work).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dlpt.capture.step_times import StepTimes
+from dlpt.capture.warmup import Warmup
+
+__all__ = ["StepSchedule", "CALL", "FIRST_WINDOW", "EVERY", "WINDOW"]
+
+CALL = "call"  # the source of steps that are calls of a step_on function
+
+#: Counted (traced) steps before the first untraced window.
+FIRST_WINDOW = 10
+#: Counted steps between later windows.
+EVERY = 50
+#: Untraced steps per window (for steps that follow each other, its first is dropped).
+WINDOW = 6
+#: Untraced windows listed in the session (their step numbers), at most.
+MAX_WINDOWS_SAVED = 64
+
+
+class StepSchedule:
+    """Decides, at each step boundary, how the step that ended is classified and whether the
+    next one is traced. ``end_epoch(counted)`` and ``set_tracing(on)`` are the native core's;
+    ``only``: the one source of steps that counts (CALL when a step_on function is named)."""
+
+    def __init__(
+        self,
+        skip_first: int | None,
+        active: int | None,
+        calibrate: bool,
+        end_epoch: Callable[[bool], Any],
+        set_tracing: Callable[[bool], Any],
+        only: str | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
+        self.active = active
+        self.calibrate = calibrate
+        self._end_epoch, self._set_tracing = end_epoch, set_tracing
+        self._only = only
+        self._clock = clock
+        self.warmup = Warmup(skip_first)
+        self.source: str | None = None
+        self.seen = 0  # steps that ended
+        self.counted = 0  # traced steps counted (what per-step figures divide by)
+        self.traced = StepTimes(seed=1)  # wall times of counted steps (switch steps left out)
+        self.untraced = StepTimes(seed=2)
+        self.dropped = 0  # steps timed in neither set: they contained a switch
+        self.untraced_steps = 0  # steps run untraced (dropped ones included)
+        self.windows: list[list[int]] = []  # [first, last] step numbers of untraced runs (bounded)
+        self.switches = 0
+        self.tracing = True
+        self._switched = False  # the step under way began with a switch (contiguous steps)
+        self._window_left = 0  # untraced steps still to run in the open window
+        self._windows = 0
+        self._since_window = 0  # counted steps since the last window closed
+        self._in_call = False
+        self.start_ns = self._last = 0
+        self.counted_ns = 0  # wall time of counted steps
+        self.first_counted_ns: int | None = None  # when the first counted step began
+        self.last_counted_ns: int | None = None  # when the last counted step ended
+        self.stop_ns = 0
+
+    # -- the program's time -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """The profile's own set-up is done: the program's time, and epoch 0, begin."""
+        self.start_ns = self._last = self._clock()
+
+    def begin_call(self) -> None:
+        """An outermost call of the step_on function begins: the time since the last call (or
+        the start) is outside steps, its own epoch."""
+        if self._only is not None and self._only != CALL:
+            return
+        self._end_epoch(False)
+        self._in_call = True
+        self._last = self._clock()
+
+    def on_step(self, source: str, began_ns: int | None = None) -> None:
+        """A step just ended (``source``: "optimizer", "manual" or CALL; ``began_ns``, for a call,
+        when it began)."""
+        if self._only is not None and source != self._only:
+            return
+        if source == "optimizer" and self.source == "manual":
+            return
+        if source == "manual" and self.source == "optimizer":
+            self._restart()  # the loop marks steps itself: count from its marks
+        self.source = source
+        now = self._clock()
+        began = began_ns if began_ns is not None else self._last
+        wall = max(0, now - began)
+        self.seen += 1
+        if not self.tracing:
+            self._end_epoch(False)  # nothing was recorded; the boundary is still a GPU step mark
+            self.untraced_steps += 1
+            if self._switched or not self.windows:
+                if len(self.windows) < MAX_WINDOWS_SAVED:
+                    self.windows.append([self.seen, self.seen])
+            elif self.windows[-1][1] == self.seen - 1:
+                self.windows[-1][1] = self.seen
+            self._time(self.untraced, wall)
+            if self._window_left:
+                self._window_left -= 1
+        elif self.warmup.step(wall):
+            self._end_epoch(False)
+        else:
+            self._end_epoch(True)
+            self.counted += 1
+            self._since_window += 1
+            self.counted_ns += wall
+            if self.first_counted_ns is None:
+                self.first_counted_ns = began
+            self.last_counted_ns = now
+            self._time(self.traced, wall)
+        self._in_call = False
+        self._switch(self._wants_tracing())
+        self._last = self._clock()  # a switch's own time is the next step's, dropped with it
+
+    def close(self) -> None:
+        """End of the profile: the time since the last boundary is outside steps (the caller
+        stops the native core with the last epoch not counted)."""
+        self.stop_ns = self._clock()
+
+    # -- decisions ------------------------------------------------------------------------------
+
+    def _time(self, times: StepTimes, wall: int) -> None:
+        if self._switched and self.source != CALL:
+            self.dropped += 1
+        else:
+            times.add(wall)
+
+    def _wants_tracing(self) -> bool:
+        if self.active is not None and self.counted >= self.active:
+            return False  # for good: every later step is an untraced measurement
+        if not self.calibrate or not self.warmup.over:
+            return True
+        if self._window_left:
+            return False
+        due = FIRST_WINDOW if self._windows == 0 else EVERY
+        if self.tracing and self._since_window >= due:
+            self._windows += 1
+            self._since_window = 0
+            self._window_left = WINDOW if self.source != CALL else WINDOW - 1
+            return False
+        return True
+
+    def _switch(self, on: bool) -> None:
+        if on == self.tracing:
+            self._switched = False
+            return
+        self._set_tracing(on)
+        self.tracing = on
+        self.switches += 1
+        self._switched = True
+
+    def _restart(self) -> None:
+        self.seen = 0
+        self.warmup = Warmup(self.warmup.skip_first)
+
+    # -- what the session says ---------------------------------------------------------------
+
+    @property
+    def phase(self) -> str:
+        """What the profile is doing now: "warm-up", "tracing" or "untraced"."""
+        if not self.tracing:
+            return "untraced"
+        return "tracing" if self.warmup.over else "warm-up"
+
+    def meta(self) -> dict[str, Any]:
+        """``meta.steps`` (the counts) and, under ``time``, ``meta.step_time``."""
+        w = self.warmup
+        end = self.stop_ns or self._clock()
+        before = (self.first_counted_ns or end) - self.start_ns
+        after = end - (self.last_counted_ns or end)
+        return {
+            "profiled": self.counted,
+            "seen": self.seen,
+            "skip_first": w.skip_first,
+            "active": self.active,
+            "source": self.source,
+            "untraced": self.untraced_steps,
+            "warmup": {
+                "steps": w.steps,
+                "walls_ns": list(w.walls),
+                "auto": w.skip_first is None,
+                "reason": w.reason,
+            },
+            "outside": {"before_ns": before, "after_ns": after if self.last_counted_ns is not None else 0},
+        }
+
+    def times(self) -> dict[str, Any]:
+        """``meta.step_time``: traced and untraced step wall times, and how they were measured."""
+        out: dict[str, Any] = {
+            "calibrate": self.calibrate,
+            "switches": self.switches,
+            "dropped": self.dropped,
+            "counted_ns": self.counted_ns,
+            "windows": [list(w) for w in self.windows],
+        }
+        for key, times in (("traced", self.traced), ("untraced", self.untraced)):
+            summary = times.summary()
+            if summary is not None:
+                out[key] = summary
+        return out
