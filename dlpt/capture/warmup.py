@@ -4,8 +4,9 @@ step's share of the program's own set-up) are not counted as steps.
 
 Decided online, at the end of each step, from the wall times seen so far (a step's costs are
 classified when it ends, :mod:`dlpt.capture.schedule`): the warm-up is over at the first step
-whose wall time is within :data:`SIMILAR` of the previous step's (two steps in a row at the same
-speed: the loop has settled), and at the latest after :data:`MAX_WARMUP` steps (a loop whose
+whose wall time is within :data:`SIMILAR` of the previous step's, or within :data:`JITTER_NS` of
+it (two steps in a row at the same speed: the loop has settled; sub-millisecond steps jitter by
+more than a quarter on a busy host), and at the latest after :data:`MAX_WARMUP` steps (a loop whose
 steps never settle, e.g. variable-length batches, is counted from there). The first step is
 never counted automatically: there is nothing to compare it with, and when steps end at
 optimizer steps (or ``prof.step()``) its interval starts with the profile and holds the
@@ -19,6 +20,8 @@ __all__ = ["Warmup", "SIMILAR", "MAX_WARMUP"]
 
 #: Two steps are at the same speed when the slower takes at most this much longer.
 SIMILAR = 0.25
+#: ...or when they differ by at most this much (host jitter of very short steps).
+JITTER_NS = 100_000
 #: The warm-up ends after at most this many steps.
 MAX_WARMUP = 10
 #: Wall times of the warm-up steps kept for the report.
@@ -53,7 +56,8 @@ class Warmup:
             done = True
             self.reason = f"steps did not settle within {MAX_WARMUP} steps; counted from step {n}"
         else:
-            done = previous > 0 and max(previous, wall_ns) <= (1 + SIMILAR) * min(previous, wall_ns)
+            low, high = min(previous, wall_ns), max(previous, wall_ns)
+            done = previous > 0 and (high <= (1 + SIMILAR) * low or high - low <= JITTER_NS)
             if done:
                 self.reason = (
                     f"until two steps in a row took the same time (within {SIMILAR:.0%}); "

@@ -227,7 +227,6 @@ SCHEMA: dict[str, Check] = {
     ),
     "gpu_busy_outside_ns": _dict_of(_int),
     "gpu_busy_ns": _dict_of(_int),
-    "gpu_busy_outside_ns": _dict_of(_int),
     "api": _list_of(
         _obj(optional={"name": _str, "calls": _int, "total_ns": _int, "min_ns": _int, "max_ns": _int})
     ),
