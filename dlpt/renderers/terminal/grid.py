@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 from dlpt.renderers.terminal.format import DETAIL_STYLE, fit_label, truncate
@@ -53,6 +54,20 @@ def guide_prefix(chain: Chain | None, cap: int, ascii: bool) -> str:
     return "".join(parts)
 
 
+class _Rule:
+    """The rule under the grid's header: it spans the width given, so it takes no part in the
+    grid's own width (the header and the rows say how wide the content is)."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(0, 0)
+
+
 def render_grid(
     headers: Sequence[str], label_header: str, rows: Sequence[GridRow], width: int, ascii: bool
 ) -> Group:
@@ -68,7 +83,7 @@ def render_grid(
     cap = max(4, label_w * 2 // 9)  # guides take at most 2/3 of the label column
     head = " ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)) + "  " + label_header
     rule = ("-" if ascii else "\u2500") * min(width, used + max(len(label_header), label_w))
-    lines = [truncate(Text(head, "bold"), width, ascii), Text(rule, DETAIL_STYLE)]
+    lines: list[Text | _Rule] = [truncate(Text(head, "bold"), width, ascii), _Rule(Text(rule, DETAIL_STYLE))]
     for r in rows:
         line = Text(no_wrap=True, overflow="ignore")
         for i, (cell, w) in enumerate(zip(r.cells, widths, strict=True)):

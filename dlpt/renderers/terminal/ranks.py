@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
+from typing import IO
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -34,6 +35,7 @@ from dlpt.model.gc_pause import gc_paused
 from dlpt.model.processors import METRICS, Metric, get_metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts
+from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.rank_spread import LinesView, SpreadTreeView
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
 
@@ -284,8 +286,11 @@ def print_ranks(
     depth: int | None = None,
     show_all: bool = False,
     ascii: bool = False,
+    file: IO[str] | None = None,
+    width: int | None = None,
+    color: bool | None = None,
 ) -> None:
-    """Print :func:`render_ranks`'s report to ``console`` (a default rich Console if None)."""
+    """Print :func:`render_ranks`'s report to ``console``, or else to ``file`` by
+    :mod:`dlpt.renderers.terminal.output`'s rules (width, colour), as one session's report."""
     renderable = render_ranks(rs, metric, threshold, depth, show_all, ascii)
-    with gc_paused():
-        (console or Console()).print(renderable)
+    print_to(renderable, console, file=file, width=width, color=color)

@@ -1,0 +1,124 @@
+"""Where a console report goes, how wide it is and whether it is coloured: one rule for every
+printed report (one session's, ``dlpt diff``'s, the report across ranks).
+
+Width, first that applies:
+
+1. the width asked for (``--width N``, ``width=``);
+2. ``COLUMNS`` in the environment (what the user set; rich reads it);
+3. the terminal's width, when printing to a terminal;
+4. otherwise (a pipe, a file, ``--report-file``) the report's own width: every line as long as
+   its content needs, so nothing is cut (a source line, a kernel name) and nothing wraps (a
+   header fact), at least :data:`MIN_WIDTH` and at most :data:`MAX_WIDTH` columns. A pipe or a
+   file has no width of its own; whoever reads it (``less -S``, an editor, ``grep``) scrolls or
+   searches, so cutting a line to a guessed 80 columns would only lose what they came for. The
+   cap keeps a pathological name (sessions are untrusted) from making megabyte-long lines.
+
+Colour only on a terminal: ``NO_COLOR`` turns it off, ``FORCE_COLOR`` turns it on for a pipe
+(rich honours both); a report file never has any. Trailing spaces (rich pads table cells and
+titles) are stripped from every line.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import IO
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.measure import Measurement
+from rich.segment import Segment
+
+from dlpt.model.gc_pause import gc_paused
+
+__all__ = ["MIN_WIDTH", "MAX_WIDTH", "Trimmed", "content_width", "is_terminal", "make_console", "print_to"]
+
+MIN_WIDTH = 80
+MAX_WIDTH = 1000
+
+
+def is_terminal(file: IO[str] | None) -> bool:
+    """Whether ``file`` is a terminal (False for anything that cannot say, or is closed)."""
+    isatty = getattr(file, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except (ValueError, OSError):
+        return False
+
+
+def _columns() -> int | None:
+    text = os.environ.get("COLUMNS", "")
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def content_width(renderable: RenderableType) -> int:
+    """The width ``renderable`` needs so that no line is cut or wrapped, within
+    [MIN_WIDTH, MAX_WIDTH]."""
+    probe = Console(width=MAX_WIDTH, file=io.StringIO(), color_system=None)
+    with gc_paused():
+        measured = Measurement.get(probe, probe.options, renderable).maximum
+    return max(MIN_WIDTH, min(MAX_WIDTH, measured))
+
+
+def make_console(
+    file: IO[str] | None = None,
+    width: int | None = None,
+    renderable: RenderableType | None = None,
+    color: bool | None = None,
+) -> Console:
+    """A Console for a report written to ``file`` (stdout when None) by the rules above.
+    ``renderable`` is what will be printed (its content width is the default off a terminal);
+    ``color=False`` never colours (report files), None lets the terminal rules decide."""
+    out = sys.stdout if file is None else file
+    if width is None:
+        width = _columns()
+    if width is None and not is_terminal(out):
+        width = content_width(renderable) if renderable is not None else MIN_WIDTH
+    if color is False:
+        return Console(file=out, width=width, color_system=None, force_terminal=False)
+    return Console(file=out, width=width)
+
+
+class Trimmed:
+    """``renderable`` with the trailing spaces of every line removed (styles kept)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            yield from _rstrip(line)
+            yield Segment.line()
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
+
+
+def _rstrip(line: list[Segment]) -> Iterable[Segment]:
+    end = len(line)
+    while end:
+        seg = line[end - 1]
+        if seg.control:
+            break
+        text = seg.text.rstrip(" ")
+        if text:
+            return [*line[: end - 1], Segment(text, seg.style, seg.control)]
+        end -= 1
+    return line[:end]
+
+
+def print_to(
+    renderable: RenderableType,
+    console: Console | None = None,
+    *,
+    file: IO[str] | None = None,
+    width: int | None = None,
+    color: bool | None = None,
+) -> None:
+    """Print ``renderable`` on ``console``, or on a console made by :func:`make_console` for
+    ``file``, ``width`` and ``color``, without trailing spaces."""
+    with gc_paused():  # views lay out their rows while printing
+        if console is None:
+            console = make_console(file, width, renderable, color)
+        console.print(Trimmed(renderable))
