@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -29,12 +30,13 @@ from dlpt.capture.ranks.env import from_env
 from dlpt.capture.step_on import parse_spec
 from dlpt.cli import outputs, report_target
 from dlpt.cli.launch import exit_status, install, resolve, run_program
+from dlpt.cli.open_report import open_report
 from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
 from dlpt.cli.signals import Interrupted, Signals
 from dlpt.cli.status_line import StatusLine
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.processors import METRICS
-from dlpt.model.rank_paths import expand_load, rank_path
+from dlpt.model.rank_paths import expand_load, rank_path, session_rank
 from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
 )
@@ -42,6 +44,21 @@ from dlpt.renderers.terminal.report import (
 __all__ = ["main"]
 
 EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
+
+EXAMPLES = """\
+examples:
+  dlpt train.py --epochs 1                  profile a script (its own arguments after it)
+  dlpt --skip-first 5 --active 10 train.py  leave out 5 warm-up steps, then record 10
+  dlpt --step-on generate infer.py          steps of an inference loop (no optimizer)
+  dlpt -o run.json --html run.html --open train.py
+                                            save the session, write the HTML report, open it
+  dlpt --load run.json --view flat          show a saved profile again, another view
+  dlpt diff before.json after.json          compare two runs line by line
+  dlpt -m pkg.train / dlpt -c "code"        a module or code, as python runs them
+  dlpt train.py > report.txt                a file or a pipe gets every line whole (--width N)
+
+In Jupyter or IPython: %load_ext dlpt, then %dlpt STATEMENT or %%dlpt atop a cell.
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,6 +74,8 @@ def _build_parser() -> _Parser:
         "       dlpt --load FILE [FILE ...] [render options]\n"
         "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]",
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-o", "--output", metavar="FILE", help="save the session (JSON) to FILE")
     p.add_argument(
@@ -91,6 +110,7 @@ def _build_parser() -> _Parser:
     )
     outputs.add_arguments(p)
     report_target.add_arguments(p)
+    p.add_argument("--open", action="store_true", help="open the HTML report (--html) in a web browser")
     p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
     p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
     p.add_argument(
@@ -216,6 +236,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--active must be >= 1")
     if opts.no_report and opts.output is None and not opts.outputs:
         raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    if opts.open and opts.html is None:
+        raise UsageError("--open opens the HTML report: give --html FILE too")
     if opts.no_report and opts.report_file is not None:
         raise UsageError("--no-report prints no report: --report-file would stay empty")
     others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
@@ -287,7 +309,16 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
         except (OSError, DlptError) as e:
             _say(f"could not write the text report to {target.path}: {e}")
             ok = False
+    if opts.open and role.chatty:
+        _open_html([dataclasses.replace(o, abspath=role.path(o.abspath)) for o in opts.outputs])
     return ok
+
+
+def _open_html(written: list[outputs.Output]) -> None:
+    """--open: the HTML report in a browser, if it was written (never a failure)."""
+    for o in written:
+        if o.kind == "html" and os.path.isfile(o.abspath):
+            open_report(o.abspath, _say)
 
 
 def _report(
@@ -448,6 +479,8 @@ def _load(opts: argparse.Namespace) -> int:
         return EXIT_USAGE
     say = _say_failures if opts.quiet else _say
     ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops)
+    if opts.open:
+        _open_html(opts.outputs)
     return 0 if ok else EXIT_USAGE
 
 
@@ -458,7 +491,9 @@ def _load_ranks(opts: argparse.Namespace) -> int:
     from dlpt.renderers.terminal.ranks import print_ranks
 
     try:
-        rs = rank_set([(path, Session.load(path)) for path in opts.load])
+        loaded = [(path, Session.load(path)) for path in opts.load]
+        _check_ranks_of_one_run(loaded)
+        rs = rank_set(loaded)
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
@@ -478,6 +513,23 @@ def _load_ranks(opts: argparse.Namespace) -> int:
             ascii=kw["ascii"],
         )
         else EXIT_USAGE
+    )
+
+
+def _check_ranks_of_one_run(loaded: list[tuple[str, Any]]) -> None:
+    """UsageError when no session says it is one of several ranks: separate runs, which the
+    report across ranks would number as ranks 0, 1, ... of a job that never was."""
+    if any(session_rank(s.meta) is not None for _, s in loaded):
+        return  # ranks of a job (a session that does not say its rank is refused by rank_set)
+    paths = [p for p, _ in loaded]
+    if len(paths) == 2:
+        raise UsageError(
+            f"{paths[0]} and {paths[1]} are two separate runs, not ranks of one job (neither was "
+            f"recorded as a rank); to compare them: dlpt diff {shlex.join(paths)}"
+        )
+    raise UsageError(
+        f"the {len(paths)} sessions are separate runs, not ranks of one job (none was recorded as a "
+        "rank); to compare two runs: dlpt diff A.json B.json"
     )
 
 

@@ -180,6 +180,7 @@ _CAPTURE_COUNTERS = (
 
 SCHEMA: dict[str, Check] = {
     "argv": _list_of(_str),
+    "cwd": _str,
     "python": _str,
     "torch": _str,
     "dlpt": _str,

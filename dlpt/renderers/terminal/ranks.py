@@ -32,6 +32,7 @@ from dlpt.analysis.ranks.merge import (
 from dlpt.analysis.ranks.stragglers import Site, Straggler, collective_sites, find_stragglers
 from dlpt.analysis.report.run import rank_label
 from dlpt.model.gc_pause import gc_paused
+from dlpt.model.meta import program_argv
 from dlpt.model.processors import METRICS, Metric, get_metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts
@@ -78,7 +79,7 @@ class RanksHeader(View):
         rs, per_rank = self.rs, self.per_rank
         sep = " - " if fmt.ascii else " \u00b7 "
         first = rs.ranks[0].session.meta if rs.ranks else {}
-        argv = first.get("argv") or []
+        argv = program_argv(first)
         title = Text("dlpt  across ranks  ", "bold")
         title.append(fmt.clean(shlex.join(str(a) for a in argv)) if argv else "(no argv)", "bold cyan")
         lines = [title]
