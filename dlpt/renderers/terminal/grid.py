@@ -37,18 +37,23 @@ class GridRow:
 
 
 def guide_prefix(chain: Chain | None, cap: int, ascii: bool) -> str:
-    """Tree guides for a row; at most ``cap`` levels are drawn, deeper ones become ``+N ``."""
+    """Tree guides for a row; at most ``cap`` levels are drawn, the ones above them are counted in
+    a ``[+N levels]`` mark (bracketed and named: beside the value columns a bare ``+N`` read as
+    one more number)."""
     if chain is None:
         return ""
     pipe, blank, tee, corner = _GUIDES[ascii]
+    depth = chain[2]
+    # The mark takes the room of some levels' guides: the prefix stays within cap levels' width.
+    keep = cap if depth <= cap else max(1, cap - (len(f"[+{depth} levels] ") + 2) // 3)
     flags: list[bool] = []
     c: Chain | None = chain
-    depth = chain[2]
-    while c is not None and len(flags) < cap:
+    while c is not None and len(flags) < keep:
         flags.append(c[0])
         c = c[1]
     flags.reverse()
-    parts = [f"+{depth - len(flags)} "] if c is not None else []
+    hidden = depth - len(flags)
+    parts = [f"[+{hidden} level{'s' if hidden != 1 else ''}] "] if c is not None else []
     parts.extend(blank if last else pipe for last in flags[:-1])
     parts.append(corner if flags[-1] else tee)
     return "".join(parts)
