@@ -429,3 +429,36 @@ def test_counts_are_whole_when_whole_and_zero_has_a_unit(open_report: Any, relu_
     rows = page.locator(".pane[data-pane=topdown] tbody tr")
     copy = rows.filter(has_text="aten::copy_").first.locator("td").all_inner_texts()
     assert copy[3] == "1"  # one call per step, written as a whole number
+
+
+def test_inline_notebook_report_loads_in_its_frame(browser: Any, tmp_path: Path, artifacts: Path) -> None:
+    """What ``%dlpt --inline-html`` displays: the report in a sandboxed iframe of the notebook's
+    page. It must load there, draw, and stay quiet (no errors, nothing fetched)."""
+    from dlpt.notebook.inline import inline_report
+
+    path = tmp_path / "notebook.html"
+    path.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>a notebook</title></head><body>"
+        f"<div class='output'>{inline_report(Session.from_dict(S.gpt_compiled()))}</div></body></html>",
+        encoding="utf-8",
+    )
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on(
+        "request",
+        lambda r: problems.append(r.url) if not r.url.startswith(("file:", "about:", "data:")) else None,
+    )
+    try:
+        page.goto(path.resolve().as_uri())
+        report = page.frame_locator("iframe.dlpt-report")
+        report.locator("header.topbar").wait_for()
+        assert report.locator(".topbar .title").inner_text() == "examples/compiled_gpt.py"
+        frame = next(f for f in page.frames if f is not page.main_frame)
+        assert frame.evaluate("() => dlpt.app.flame.items.length") > 10
+        assert page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().height") >= 700
+        _save(page, artifacts, "inline_report.png")
+        assert not problems, problems
+    finally:
+        page.close()

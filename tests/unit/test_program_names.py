@@ -66,3 +66,23 @@ def test_remembered_and_linecache_code_keeps_its_text(monkeypatch: pytest.Monkey
         "<string>": {"1": "import torch", "2": "x = 1", "3": "y = x @ x"},
         cell: {"1": "a = 1", "2": "b = a + 1"},
     }
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/opt/venv/lib/python3.12/site-packages/IPython/core/interactiveshell.py",
+        "/opt/venv/lib/python3.12/site-packages/ipykernel/ipkernel.py",
+        "/opt/venv/lib/python3.12/site-packages/ipykernel_launcher.py",
+        "/opt/venv/lib/python3.12/site-packages/tornado/ioloop.py",
+        "/opt/venv/bin/ipython",
+        "/usr/local/bin/ipython3",
+    ],
+)
+def test_notebook_machinery_folds_like_the_framework(path: str) -> None:
+    """Frames above a notebook's cells (IPython, the kernel, their launchers) are never shown as
+    the program's: `ipython:8 <module> sys.exit(start_ipython())` was the top row."""
+    from dlpt.model.source_files import file_kind
+
+    assert file_kind(path) == "framework"
+    assert file_kind("/home/u/proj/ipython_notes.py") == "user"
