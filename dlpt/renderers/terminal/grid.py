@@ -59,6 +59,34 @@ def guide_prefix(chain: Chain | None, cap: int, ascii: bool) -> str:
     return "".join(parts)
 
 
+def _layout(headers: Sequence[str], rows: Sequence[GridRow], width: int) -> tuple[list[int], int, int, int]:
+    """(value column widths, their total with separators, the label column's width, the levels of
+    guides drawn at most) of a grid ``width`` cells wide."""
+    widths = [len(h) for h in headers]
+    for r in rows:
+        for i, cell in enumerate(r.cells):
+            widths[i] = max(widths[i], len(cell))
+    used = sum(widths) + len(headers) * 1 + 1  # one space after each cell, one more before the label
+    label_w = max(width - used, 10)
+    cap = max(4, label_w * 2 // 9)  # guides take at most 2/3 of the label column
+    return widths, used, label_w, cap
+
+
+def grid_width(
+    headers: Sequence[str], label_header: str, rows: Sequence[GridRow], width: int, ascii: bool
+) -> int:
+    """The width :func:`render_grid` needs within ``width`` so that no label is cut: computed from
+    the rows, without laying them out."""
+    _, used, _, cap = _layout(headers, rows, width)
+    longest = len(label_header)
+    for r in rows:
+        label = len(guide_prefix(r.chain, cap, ascii)) + r.main.cell_len
+        if r.detail:
+            label += 2 + len(r.detail)
+        longest = max(longest, label)
+    return min(width, used + longest)
+
+
 class _Rule:
     """The rule under the grid's header: it spans the width given, so it takes no part in the
     grid's own width (the header and the rows say how wide the content is)."""
@@ -78,14 +106,7 @@ def render_grid(
 ) -> Group:
     """Lay the rows out in ``width`` cells: a header, a rule, then one Text line per row (one
     Text per line keeps rich's line splitting linear in the number of rows)."""
-    ncol = len(headers)
-    widths = [len(h) for h in headers]
-    for r in rows:
-        for i, cell in enumerate(r.cells):
-            widths[i] = max(widths[i], len(cell))
-    used = sum(widths) + ncol * 1 + 1  # one space after each cell, one more before the label
-    label_w = max(width - used, 10)
-    cap = max(4, label_w * 2 // 9)  # guides take at most 2/3 of the label column
+    widths, used, label_w, cap = _layout(headers, rows, width)
     head = " ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)) + "  " + label_header
     rule = ("-" if ascii else "\u2500") * min(width, used + max(len(label_header), label_w))
     lines: list[Text | _Rule] = [truncate(Text(head, "bold"), width, ascii), _Rule(Text(rule, DETAIL_STYLE))]

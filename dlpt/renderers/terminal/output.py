@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
-from collections.abc import Iterable, Iterator
 from typing import IO
 
-from rich.console import Console, ConsoleOptions, RenderableType
+from rich.console import Console, RenderableType
 from rich.measure import Measurement
-from rich.segment import Segment
 
 from dlpt.model.gc_pause import gc_paused
 
-__all__ = ["MIN_WIDTH", "MAX_WIDTH", "Trimmed", "content_width", "is_terminal", "make_console", "print_to"]
+__all__ = ["MIN_WIDTH", "MAX_WIDTH", "content_width", "is_terminal", "make_console", "print_to", "trim"]
 
 MIN_WIDTH = 80
 MAX_WIDTH = 1000
@@ -80,32 +79,28 @@ def make_console(
     return Console(file=out, width=width)
 
 
-class Trimmed:
-    """``renderable`` with the trailing spaces of every line removed (styles kept)."""
-
-    def __init__(self, renderable: RenderableType) -> None:
-        self.renderable = renderable
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
-        for line in console.render_lines(self.renderable, options, pad=False):
-            yield from _rstrip(line)
-            yield Segment.line()
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement.get(console, options, self.renderable)
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _rstrip(line: list[Segment]) -> Iterable[Segment]:
-    end = len(line)
+def _trim_line(line: str) -> str:
+    """``line`` without the spaces at its end, the style codes among them kept (a coloured
+    report pads styled cells): one pass from the end, linear in what it removes."""
+    end, codes = len(line), []
     while end:
-        seg = line[end - 1]
-        if seg.control:
+        if line[end - 1] == " ":
+            end -= 1
+            continue
+        start = line.rfind("\x1b[", 0, end) if line[end - 1] == "m" else -1
+        if start < 0 or not _SGR.fullmatch(line, start, end):
             break
-        text = seg.text.rstrip(" ")
-        if text:
-            return [*line[: end - 1], Segment(text, seg.style, seg.control)]
-        end -= 1
-    return line[:end]
+        codes.append(line[start:end])
+        end = start
+    return line[:end] + "".join(reversed(codes))
+
+
+def trim(text: str) -> str:
+    """``text`` without spaces at the ends of its lines (the style codes among them kept)."""
+    return "\n".join(_trim_line(line) if line.endswith((" ", "m")) else line for line in text.split("\n"))
 
 
 def print_to(
@@ -116,9 +111,14 @@ def print_to(
     width: int | None = None,
     color: bool | None = None,
 ) -> None:
-    """Print ``renderable`` on ``console``, or on a console made by :func:`make_console` for
-    ``file``, ``width`` and ``color``, without trailing spaces."""
+    """Print ``renderable`` on ``console`` as it is (the caller's console, the caller's rules), or
+    on a console made by :func:`make_console` for ``file``, ``width`` and ``color``, without
+    trailing spaces (in Jupyter rich shows its own output, in a ``<pre>`` of its own)."""
     with gc_paused():  # views lay out their rows while printing
-        if console is None:
-            console = make_console(file, width, renderable, color)
-        console.print(Trimmed(renderable))
+        if console is not None or (console := make_console(file, width, renderable, color)).is_jupyter:
+            console.print(renderable)
+            return
+        with console.capture() as captured:
+            console.print(renderable)
+        console.file.write(trim(captured.get()))
+        console.file.flush()
