@@ -299,7 +299,7 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
                 outputs.write_all(prof.session, mine, opts.metric, opts.show_all, say, opts.peak_tflops)
                 and ok
             )
-    if not opts.no_report:
+    if not opts.no_report and (role.prints_own or role.gathers(bool(saved))):  # else nothing to write
         target = opts.report.for_path(role.path)
         try:
             with target.open() as where:

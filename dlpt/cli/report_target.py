@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +64,7 @@ class ReportTarget:
     abspath: str | None = None  # resolved at parse time: the program may chdir before it is written
     width: int | None = None
 
-    def for_path(self, path_of: Any) -> ReportTarget:
+    def for_path(self, path_of: Callable[[str], str]) -> ReportTarget:
         """This target with its file renamed by ``path_of`` (one of several ranks' files)."""
         if self.path is None or self.abspath is None:
             return self

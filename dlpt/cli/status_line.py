@@ -1,10 +1,10 @@
 """A live status line on stderr while ``python -m dlpt`` profiles a program on a terminal:
 ``dlpt 12.4s · tracing · 20 steps seen, 17 profiled``.
 
-When it draws: only when stderr is a terminal, never with ``--quiet``, never in one of several
-ranks (their lines would fight over one terminal row), and only where the system tells how many
-bytes the process has written (Linux's ``/proc/self/io``): that is how it knows whether the
-program wrote something since the line was drawn.
+When it draws: only when stderr is a terminal (not ``TERM=dumb``), never with ``--quiet``, never
+in one of several ranks (their lines would fight over one terminal row), and only where the
+system tells how many bytes the process has written (Linux's ``/proc/self/io``): that is how it
+knows whether the program wrote something since the line was drawn.
 
 How it keeps out of the program's way: the line is redrawn in place (carriage return, the text,
 erase to the end of the row) only while nothing else in the process has written anything since
@@ -98,9 +98,10 @@ class StatusLine:
 
     @staticmethod
     def wanted(quiet: bool, fd: int = 2) -> bool:
-        """Whether a status line may draw: a terminal, not ``--quiet``, not one of several ranks,
-        and a system that counts the process's writes."""
-        if quiet:
+        """Whether a status line may draw: a terminal that understands cursor controls (not
+        ``TERM=dumb``), not ``--quiet``, not one of several ranks, and a system that counts the
+        process's writes."""
+        if quiet or os.environ.get("TERM") == "dumb":
             return False
         try:
             if not os.isatty(fd):
