@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import shlex
 import signal
 import sys
 import threading
@@ -29,14 +28,16 @@ from typing import Any, NoReturn
 from dlpt.capture.ranks.env import from_env
 from dlpt.capture.step_on import parse_spec
 from dlpt.cli import outputs, report_target
+from dlpt.cli.help_text import EXAMPLES
 from dlpt.cli.launch import exit_status, install, resolve, run_program
+from dlpt.cli.loads import check_one_job
 from dlpt.cli.open_report import open_report
 from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
 from dlpt.cli.signals import Interrupted, Signals
 from dlpt.cli.status_line import StatusLine
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.processors import METRICS
-from dlpt.model.rank_paths import expand_load, rank_path, session_rank
+from dlpt.model.rank_paths import expand_load, rank_path
 from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
 )
@@ -44,21 +45,6 @@ from dlpt.renderers.terminal.report import (
 __all__ = ["main"]
 
 EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
-
-EXAMPLES = """\
-examples:
-  dlpt train.py --epochs 1                  profile a script (its own arguments after it)
-  dlpt --skip-first 5 --active 10 train.py  leave out 5 warm-up steps, then record 10
-  dlpt --step-on generate infer.py          steps of an inference loop (no optimizer)
-  dlpt -o run.json --html run.html --open train.py
-                                            save the session, write the HTML report, open it
-  dlpt --load run.json --view flat          show a saved profile again, another view
-  dlpt diff before.json after.json          compare two runs line by line
-  dlpt -m pkg.train / dlpt -c "code"        a module or code, as python runs them
-  dlpt train.py > report.txt                a file or a pipe gets every line whole (--width N)
-
-In Jupyter or IPython: %load_ext dlpt, then %dlpt STATEMENT or %%dlpt atop a cell.
-"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -492,7 +478,7 @@ def _load_ranks(opts: argparse.Namespace) -> int:
 
     try:
         loaded = [(path, Session.load(path)) for path in opts.load]
-        _check_ranks_of_one_run(loaded)
+        check_one_job(loaded)
         rs = rank_set(loaded)
     except DlptError as e:
         _say(str(e))
@@ -513,23 +499,6 @@ def _load_ranks(opts: argparse.Namespace) -> int:
             ascii=kw["ascii"],
         )
         else EXIT_USAGE
-    )
-
-
-def _check_ranks_of_one_run(loaded: list[tuple[str, Any]]) -> None:
-    """UsageError when no session says it is one of several ranks: separate runs, which the
-    report across ranks would number as ranks 0, 1, ... of a job that never was."""
-    if any(session_rank(s.meta) is not None for _, s in loaded):
-        return  # ranks of a job (a session that does not say its rank is refused by rank_set)
-    paths = [p for p, _ in loaded]
-    if len(paths) == 2:
-        raise UsageError(
-            f"{paths[0]} and {paths[1]} are two separate runs, not ranks of one job (neither was "
-            f"recorded as a rank); to compare them: dlpt diff {shlex.join(paths)}"
-        )
-    raise UsageError(
-        f"the {len(paths)} sessions are separate runs, not ranks of one job (none was recorded as a "
-        "rank); to compare two runs: dlpt diff A.json B.json"
     )
 
 
