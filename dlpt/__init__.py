@@ -29,3 +29,18 @@ __all__ = [
     "UsageError",
     "__version__",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext dlpt`` in IPython or Jupyter: registers ``%dlpt`` and ``%%dlpt``
+    (:mod:`dlpt.notebook`; IPython is imported only then)."""
+    from dlpt.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext dlpt``."""
+    from dlpt.notebook import unload_ipython_extension as unload
+
+    unload(ipython)

@@ -17,6 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from dlpt.analysis.inputs import analyze
 from dlpt.analysis.suggest import derive, to_meta
+from dlpt.capture.cells import name_cells
 from dlpt.capture.pinned_probe import pinned_htod
 from dlpt.capture.profiler import Profile
 from dlpt.model.session import Session
@@ -75,6 +76,7 @@ class profile(Profile):
         A profile that joined a running one only leaves it and returns None."""
         session = super().stop()
         if session is not None:
+            name_cells(session)  # in IPython or Jupyter: cells as In [N]
             finish_session(session, probe=self.gpu_usable)
             self._save_for_joined()
         return session

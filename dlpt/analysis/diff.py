@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlpt.model.folding import report_tree
-from dlpt.model.meta import step_time
+from dlpt.model.meta import program_argv, step_time
 from dlpt.model.node_contexts import CTX, context_of
 from dlpt.model.processors import METRICS, Metric, flatten_by_line
 from dlpt.model.resume_names import parse_resume_name
@@ -149,8 +149,7 @@ class SessionDiff:
 
 
 def _program(session: Session) -> str:
-    argv = session.meta.get("argv")
-    return " ".join(str(a) for a in argv) if isinstance(argv, list) and argv else ""
+    return " ".join(program_argv(session.meta))
 
 
 def _steps(session: Session) -> int:

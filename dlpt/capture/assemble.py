@@ -57,6 +57,7 @@ def start_meta(gpu: bool) -> dict[str, Any]:
 
     return {
         "argv": list(sys.argv),
+        "cwd": os.getcwd(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "dlpt": _dlpt_version(),

@@ -13,6 +13,7 @@ makes no measurement of its own on the GPU at stop: see :mod:`dlpt.api`).
 Thread contract: start/stop are called with the GIL held, normally from the program's main
 thread; steps may arrive from any thread (optimizer steps, ``step_on`` calls, ``prof.step()``)
 and are serialised here. Capture itself happens in the native core on every thread (csrc/).
+:meth:`Profile.status` may be called from any thread at any time: it only reads attributes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
 from dlpt.capture.ranks.pycomm import CollectiveHooks
 from dlpt.capture.schedule import CALL, StepSchedule
+from dlpt.capture.status import ProfileStatus
 from dlpt.capture.step_on import StepOn, parse_spec
 from dlpt.capture.steps import OptimizerHook
 from dlpt.errors import DlptError, ProfilerBusyError, UsageError
@@ -173,6 +175,9 @@ class Profile:
         self._inside_host = False  # between start() and stop() of a joined profile
         self._save_at_stop: list[str] = []  # paths joined profiles asked to save to
         self.gpu_usable = False  # after stop: whether the GPU may be measured (see stop)
+        self._started_s: float | None = None  # perf_counter() when start() began (status)
+        self._clock_started = False  # the set-up is done, the program's time runs (status)
+        self._stopping = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -224,6 +229,8 @@ class Profile:
     def _start(self) -> None:
         """Set everything up, then start capture and the clock: dlpt's own set-up (imports,
         hooks, module scans) is never part of the profile's steps or wall time."""
+        self._started_s, self._schedule = time.perf_counter(), None
+        self._clock_started = self._stopping = False
         C = native.core()
         self._session, self._host = None, None
         self._pid = os.getpid()
@@ -265,6 +272,7 @@ class Profile:
             self._compile_events.stop()
             raise
         schedule.start()
+        self._clock_started = True
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
 
     def _backward_op_records(self) -> str:
@@ -361,6 +369,7 @@ class Profile:
             raise UsageError("this dlpt profile is not running")
         t0 = time.perf_counter()
         gpu_usable = True
+        self._stopping = True
         try:
             self._remove_hooks()
             # Stop recording first: our own synchronisation below is not the program's.
@@ -406,6 +415,26 @@ class Profile:
         # forked child (CUDA may be unusable there) or on a GPU that failed to synchronise.
         self.gpu_usable = gpu_usable and not _in_forked_child
         return self._session
+
+    def status(self) -> ProfileStatus:
+        """What the profile is doing now (:mod:`dlpt.capture.status`), from any thread, without
+        locks. A profile that joined a running one reports that one's status."""
+        if self._host is not None:
+            return self._host.status()
+        started, schedule = self._started_s, self._schedule
+        elapsed = time.perf_counter() - started if started is not None else 0.0
+        if self._session is not None:
+            phase = "stopped"
+        elif self._stopping:
+            phase = "stopping"
+        elif schedule is None or not self._clock_started:
+            phase = "starting"
+        elif self._compile_events.compiling:
+            phase = "compiling"
+        else:
+            phase = schedule.phase
+        seen, profiled = (schedule.seen, schedule.counted) if schedule is not None else (0, 0)
+        return ProfileStatus(elapsed, seen, profiled, phase)
 
     def _save_for_joined(self) -> None:
         """Write the files joined profiles asked for; a failure is said, never raised (the

@@ -192,9 +192,10 @@ class StepSchedule:
 
     @property
     def phase(self) -> str:
-        """What the profile is doing now: "warm-up", "tracing" or "untraced"."""
+        """What the profile is doing now: "warm-up", "tracing", "untraced" (a measurement window)
+        or "done" (the ``active`` steps are recorded; later steps run untraced)."""
         if not self.tracing:
-            return "untraced"
+            return "done" if self.active is not None and self.counted >= self.active else "untraced"
         return "tracing" if self.warmup.over else "warm-up"
 
     def meta(self) -> dict[str, Any]:

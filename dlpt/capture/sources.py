@@ -5,7 +5,9 @@ have changed (the line number then shows today's code), be gone, or be something
 should open (a session can name any path). So the text is saved with the session, sparsely:
 each line of the user's files that appears in the node table, plus ``CONTEXT`` lines around it.
 Library files (torch, site-packages, the stdlib, dlpt: :mod:`dlpt.model.source_files`) and code
-without a file (``<string>``, ``<frozen ...>``) are left out.
+without a file (``<string>``, ``<frozen ...>``) are left out, unless its text is known: code the
+profiled process registered in :mod:`linecache` (notebook cells) or that dlpt was given to run
+(``python -m dlpt -c CODE``, :func:`remember_source`).
 
 Files are read like any file dlpt is pointed at (:mod:`dlpt.model.safe_files`): regular files only,
 never blocking, at most ``MAX_FILE_BYTES``. Code that exists only in memory (notebook cells,
@@ -24,12 +26,22 @@ from typing import Any
 from dlpt.model.safe_files import read_regular_file
 from dlpt.model.source_files import is_library_file
 
-__all__ = ["CONTEXT", "MAX_FILE_BYTES", "collect_sources"]
+__all__ = ["CONTEXT", "MAX_FILE_BYTES", "collect_sources", "remember_source"]
 
 CONTEXT = 2  # lines kept before and after each profiled line
 MAX_FILE_BYTES = 8 * 2**20  # larger "source files" are generated data, not code to show
 
 _log = logging.getLogger(__name__)
+
+# Code without a file whose text dlpt knows: name -> lines (python -m dlpt -c CODE's "<string>").
+_remembered: dict[str, list[str]] = {}
+
+
+def remember_source(name: str, text: str) -> None:
+    """Keep ``text`` as the source of the code named ``name`` (a pseudo-file such as
+    ``<string>``), for profiles that stop later in this process. Not put in :mod:`linecache`:
+    the program's own tracebacks must look as under plain python."""
+    _remembered[name] = io.StringIO(text, newline=None).readlines()
 
 
 def _wanted(nodes: Iterable[dict[str, Any]]) -> dict[str, set[int]]:
@@ -42,14 +54,21 @@ def _wanted(nodes: Iterable[dict[str, Any]]) -> dict[str, set[int]]:
         file = n["file"]
         ok = user.get(file)
         if ok is None:
-            ok = user[file] = bool(file) and not file.startswith("<") and not is_library_file(file)
+            ok = user[file] = (
+                bool(file)
+                and not is_library_file(file)
+                and (not file.startswith("<") or _in_memory_lines(file) is not None)
+            )
         if ok:
             out.setdefault(file, set()).add(n["line"])
     return out
 
 
 def _in_memory_lines(file: str) -> list[str] | None:
-    """Lines IPython (or anything else) registered in linecache without a file (mtime None)."""
+    """Lines dlpt was given (:func:`remember_source`), or that IPython (or anything else)
+    registered in linecache without a file (mtime None)."""
+    if file in _remembered:
+        return _remembered[file]
     entry = linecache.cache.get(file)
     if isinstance(entry, tuple) and len(entry) == 4 and entry[1] is None and isinstance(entry[2], list):
         return [str(line) for line in entry[2]]

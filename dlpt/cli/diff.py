@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from dlpt.cli import report_target
 from dlpt.cli.outputs import check_writable
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.processors import METRICS
@@ -50,6 +51,8 @@ def _parser() -> _Parser:
     )
     p.add_argument("--html", metavar="OUT", help="also write the comparison as a self-contained HTML page")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+    report_target.add_arguments(p)
+    p.add_argument("-q", "--quiet", action="store_true", help="no 'wrote ...' lines (errors still show)")
     return p
 
 
@@ -78,6 +81,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.path.realpath(opts.html) in (os.path.realpath(opts.a), os.path.realpath(opts.b)):
             _say(f"diff: --html {opts.html}: is one of the sessions compared; it would be overwritten")
             return EXIT_USAGE
+    try:
+        others = [("A.json", opts.a), ("B.json", opts.b), ("--html", opts.html)]
+        target = report_target.from_options(opts, others)
+        if target.path is not None:
+            report_target.check(target.path)
+    except UsageError as e:
+        _say(f"diff: {e}")
+        return EXIT_USAGE
 
     from rich.console import Console
 
@@ -85,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dlpt.model.processors import get_metric
     from dlpt.model.session import Session
     from dlpt.renderers.terminal.diff import render_diff
+    from dlpt.renderers.terminal.output import print_to
 
     try:
         a, b = Session.load(opts.a), Session.load(opts.b)
@@ -93,8 +105,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     d = diff_sessions(a, b, opts.a, opts.b)
     metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)
-    console = Console()
-    console.print(render_diff(d, metric, opts.threshold / 100.0, opts.ascii or console.options.ascii_only))
+    try:
+        with target.open() as where:
+            ascii = opts.ascii or Console(file=where.get("file")).options.ascii_only  # the encoding's
+            print_to(render_diff(d, metric, opts.threshold / 100.0, ascii), **where)
+    except (OSError, DlptError) as e:
+        _say(f"could not write the text report to {target.path}: {e}")
+        return EXIT_USAGE
+    if target.path is not None and not opts.quiet:
+        _say(f"wrote the text report to {target.path}")
     if opts.html is not None:
         from dlpt.renderers.html.diff_page import write_diff_html
 
@@ -103,5 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, DlptError) as e:
             _say(f"could not write the HTML diff to {opts.html}: {e}")
             return EXIT_USAGE
-        _say(f"wrote HTML diff to {opts.html}")
+        if not opts.quiet:
+            _say(f"wrote HTML diff to {opts.html}")
     return 0

@@ -28,6 +28,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt.capture.sources import remember_source
 from dlpt.capture.step_on import instrument_main
 from dlpt.errors import UsageError
 
@@ -141,6 +142,7 @@ def _module_attrs(prog: Program, spec: Any) -> None:
 
 
 def _from_code(source: str, args: list[str], step_on: str | None) -> Program:
+    remember_source("<string>", source)  # the report shows the code's lines, as a script's
     prog = Program(_compile_main(source, "<string>", step_on), ["-c", *args], "")
     _main_module(prog, __package__=None, __spec__=None, __loader__=importlib.machinery.BuiltinImporter)
     return prog

@@ -27,10 +27,14 @@ from typing import Any, NoReturn
 
 from dlpt.capture.ranks.env import from_env
 from dlpt.capture.step_on import parse_spec
-from dlpt.cli import outputs
+from dlpt.cli import outputs, report_target
+from dlpt.cli.help_text import EXAMPLES
 from dlpt.cli.launch import exit_status, install, resolve, run_program
+from dlpt.cli.loads import check_one_job
+from dlpt.cli.open_report import open_report
 from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
 from dlpt.cli.signals import Interrupted, Signals
+from dlpt.cli.status_line import StatusLine
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.processors import METRICS
 from dlpt.model.rank_paths import expand_load, rank_path
@@ -56,6 +60,8 @@ def _build_parser() -> _Parser:
         "       dlpt --load FILE [FILE ...] [render options]\n"
         "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]",
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-o", "--output", metavar="FILE", help="save the session (JSON) to FILE")
     p.add_argument(
@@ -82,7 +88,15 @@ def _build_parser() -> _Parser:
     p.add_argument("--show-all", action="store_true", help="show library frames too")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no status line while profiling and no 'saved ...' lines (errors and the report still show)",
+    )
     outputs.add_arguments(p)
+    report_target.add_arguments(p)
+    p.add_argument("--open", action="store_true", help="open the HTML report (--html) in a web browser")
     p.add_argument(
         "--skip-first",
         type=int,
@@ -141,7 +155,7 @@ def _build_parser() -> _Parser:
         metavar="S",
         help=f"how long rank 0 waits for the other ranks' sessions (default {DEFAULT_TIMEOUT_S:g} s)",
     )
-    p.add_argument("--version", action="version", version=f"dlpt {_version()}")
+    p.add_argument("-V", "--version", action="version", version=f"dlpt {_version()}")
     return p
 
 
@@ -227,6 +241,12 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--active must be >= 1")
     if opts.no_report and opts.output is None and not opts.outputs:
         raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    if opts.open and opts.html is None:
+        raise UsageError("--open opens the HTML report: give --html FILE too")
+    if opts.no_report and opts.report_file is not None:
+        raise UsageError("--no-report prints no report: --report-file would stay empty")
+    others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
+    opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
     if opts.step_on is not None:
         parse_spec(opts.step_on)
     if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
@@ -238,6 +258,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     mine = (lambda p: rank_path(p, env.rank, env.world_size)) if env else (lambda p: rank_path(p, 0, 1))
     for out in opts.outputs:
         outputs.check_writable(mine(out.path), out.flag)
+    if opts.report.path is not None:
+        report_target.check(mine(opts.report.path))
     if opts.output is not None:
         outputs.check_writable(mine(opts.output), "-o")
         # The program may chdir; the file goes where the user meant when typing the command.
@@ -258,6 +280,8 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
         except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
             _say(f"failed to stop the profiler: {e}")
             return False
+        finally:
+            _stop_status_line()
         # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish).
         role = role_of(prof.session, opts.report_ranks)
         _prefix[0] = role.prefix
@@ -266,7 +290,7 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
             try:
                 saved = prof.save(role.path(opts.output_abs))
                 if role.chatty:
-                    _say(f"saved profile to {shown}")
+                    _inform(f"saved profile to {shown}")
             except (OSError, DlptError) as e:
                 _say(f"could not save the profile to {shown}: {e}")
                 ok = False
@@ -275,30 +299,49 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
                 dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
                 for o in opts.outputs
             ]
-            say = _say if role.chatty else _say_failures
+            say = _say if role.chatty and not opts.quiet else _say_failures
             ok = (
                 outputs.write_all(prof.session, mine, opts.metric, opts.show_all, say, opts.peak_tflops)
                 and ok
             )
-    if not opts.no_report:
-        ok = _report(prof, opts, signals, role, saved) and ok
+    if not opts.no_report and (role.prints_own or role.gathers(bool(saved))):  # else nothing to write
+        target = opts.report.for_path(role.path)
+        try:
+            with target.open() as where:
+                ok = _report(prof, opts, signals, role, saved, where) and ok
+            if target.path is not None and role.chatty:
+                _inform(f"wrote the text report to {target.path}")
+        except (OSError, DlptError) as e:
+            _say(f"could not write the text report to {target.path}: {e}")
+            ok = False
+    if opts.open and role.chatty:
+        _open_html([dataclasses.replace(o, abspath=role.path(o.abspath)) for o in opts.outputs])
     return ok
 
 
-def _report(prof: Any, opts: argparse.Namespace, signals: Signals, role: Role, saved: str) -> bool:
-    """Print what this rank prints: its own report, and on rank 0 of a job whose ranks saved
-    their sessions the report across ranks."""
+def _open_html(written: list[outputs.Output]) -> None:
+    """--open: the HTML report in a browser, if it was written (never a failure)."""
+    for o in written:
+        if o.kind == "html" and os.path.isfile(o.abspath):
+            open_report(o.abspath, _say)
+
+
+def _report(
+    prof: Any, opts: argparse.Namespace, signals: Signals, role: Role, saved: str, where: dict[str, Any]
+) -> bool:
+    """Print what this rank prints (to ``where``: the report file or stdout, and the width): its
+    own report, and on rank 0 of a job whose ranks saved their sessions the report across ranks."""
     ok = True
     across = role.gathers(bool(saved))
     if role.distributed and role.rank == 0 and not across and role.report_ranks == "0":
-        _say(
+        _inform(
             f"this is rank 0's report only; -o FILE saves each of the {role.world_size} ranks' sessions "
             "for a report across ranks"
         )
     if role.prints_own and not (across and role.report_ranks == "0"):
         try:
             with signals.interruptible():
-                prof.print(**_render_kwargs(opts))
+                prof.print(**_render_kwargs(opts), **where)
         except Interrupted as e:
             _say(
                 f"report interrupted ({e}); the profile was saved"
@@ -312,7 +355,14 @@ def _report(prof: Any, opts: argparse.Namespace, signals: Signals, role: Role, s
         try:
             with signals.interruptible():
                 cross_rank_report(
-                    opts.output_abs, role, saved, prof.session, opts.rank_timeout, _say, _render_kwargs(opts)
+                    opts.output_abs,
+                    role,
+                    saved,
+                    prof.session,
+                    opts.rank_timeout,
+                    _inform,
+                    _render_kwargs(opts),
+                    where,
                 )
         except Interrupted as e:
             _say(f"report across ranks interrupted ({e}); the profile was saved")
@@ -337,8 +387,28 @@ def _render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
 _prefix = ["dlpt"]  # "dlpt[rank 3]" on ranks other than 0 (set once the rank is known)
 
 
+# The run's status line (None when it does not draw) and --quiet, set by _run and main.
+_status_line: list[StatusLine | None] = [None]
+_quiet = [False]
+
+
 def _say(msg: str) -> None:
+    line = _status_line[0]
+    if line is not None:
+        line.clear()  # the status line never shares a row with dlpt's own lines
     print(f"{_prefix[0]}: {msg}", file=sys.stderr, flush=True)
+
+
+def _inform(msg: str) -> None:
+    """What dlpt did (saved, wrote, waits): silenced by --quiet; failures go through _say."""
+    if not _quiet[0]:
+        _say(msg)
+
+
+def _stop_status_line() -> None:
+    line, _status_line[0] = _status_line[0], None
+    if line is not None:
+        line.stop()
 
 
 def _say_failures(msg: str) -> None:
@@ -370,16 +440,22 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         flops=opts.flops,
         joinable=True,
     )
+    if StatusLine.wanted(opts.quiet):
+        _status_line[0] = StatusLine(prof.status).start()
     try:
         prof.start()
     except DlptError as e:
+        _stop_status_line()
         _say(f"cannot start profiling: {e}")
         return EXIT_USAGE
+    except BaseException:
+        _stop_status_line()
+        raise
     signals = Signals()
     signals.terminate_with(lambda: _finish(prof, opts, signals))
     pid = os.getpid()
     # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
-    # handled here (dlpt.cli.main.main called from a thread other than the main one).
+    # handled here (dlpt.cli.main called from a thread other than the main one).
     holds = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) not in (
         signal.SIG_IGN,
         None,
@@ -402,12 +478,15 @@ def _load(opts: argparse.Namespace) -> int:
         return _load_ranks(opts)
     try:
         session = Session.load(opts.load[0])
-        if not opts.no_report:
-            print_report(session, **_render_kwargs(opts))
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
-    ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, _say, opts.peak_tflops)
+    if not opts.no_report and not _print_loaded(opts, print_report, session, **_render_kwargs(opts)):
+        return EXIT_USAGE
+    say = _say_failures if opts.quiet else _say
+    ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops)
+    if opts.open:
+        _open_html(opts.outputs)
     return 0 if ok else EXIT_USAGE
 
 
@@ -418,27 +497,49 @@ def _load_ranks(opts: argparse.Namespace) -> int:
     from dlpt.renderers.terminal.ranks import print_ranks
 
     try:
-        rs = rank_set([(path, Session.load(path)) for path in opts.load])
-        if not opts.no_report:
-            kw = _render_kwargs(opts)
-            print_ranks(
-                rs,
-                metric=kw["metric"],
-                threshold=kw["threshold"],
-                depth=kw["depth"],
-                show_all=kw["show_all"],
-                ascii=kw["ascii"],
-            )
+        loaded = [(path, Session.load(path)) for path in opts.load]
+        check_one_job(loaded)
+        rs = rank_set(loaded)
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
-    return 0
+    if opts.no_report:
+        return 0
+    kw = _render_kwargs(opts)
+    return (
+        0
+        if _print_loaded(
+            opts,
+            print_ranks,
+            rs,
+            metric=kw["metric"],
+            threshold=kw["threshold"],
+            depth=kw["depth"],
+            show_all=kw["show_all"],
+            ascii=kw["ascii"],
+        )
+        else EXIT_USAGE
+    )
+
+
+def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: Any) -> bool:
+    """Print a loaded session's report to ``opts``' target (stdout or ``--report-file``);
+    whether it worked."""
+    try:
+        report_target.print_with(opts.report, printer, *args, **kwargs)
+    except (OSError, DlptError) as e:
+        _say(f"could not write the text report to {opts.report.path}: {e}" if opts.report.path else str(e))
+        return False
+    if opts.report.path is not None:
+        _inform(f"wrote the text report to {opts.report.path}")
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dlpt`` command; returns the exit status (the program's own status
     when a program was run)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _quiet[0], _status_line[0] = False, None
     if args[:1] == ["diff"]:  # the subcommand; a script named diff runs as ./diff
         from dlpt.cli.diff import main as diff_main
 
@@ -450,6 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except SystemExit as e:  # --help and --version print and "exit"
         return e.code if isinstance(e.code, int) else 0
+    _quiet[0] = opts.quiet
     if opts.load is not None:
         return _load(opts)
     return _run(opts, program)

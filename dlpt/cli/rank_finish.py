@@ -100,9 +100,11 @@ def cross_rank_report(
     timeout_s: float,
     say: Callable[[str], None],
     render: dict[str, Any],
+    where: dict[str, Any] | None = None,
 ) -> None:
     """Rank 0: wait for the other ranks' sessions saved from ``template`` (the ``-o`` path),
-    then print the report across ranks (``render``: threshold, depth, metric, ... as for one)."""
+    then print the report across ranks (``render``: threshold, depth, metric, ... as for one;
+    ``where``: the report file and width, as for one)."""
     d = session.meta.get("distributed")
     run_id = d.get("run_id") if isinstance(d, dict) and isinstance(d.get("run_id"), str) else None
     assert role.rank is not None
@@ -128,4 +130,5 @@ def cross_rank_report(
         depth=render.get("depth"),
         show_all=bool(render.get("show_all")),
         ascii=bool(render.get("ascii")),
+        **(where or {}),
     )

@@ -5,11 +5,21 @@ checks types at load, but old sessions and in-memory edits still reach the reade
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["int_of", "obj", "profiled_steps", "step_walls", "wall_ns", "StepTime", "step_time"]
+__all__ = [
+    "int_of",
+    "obj",
+    "profiled_steps",
+    "program_argv",
+    "step_walls",
+    "wall_ns",
+    "StepTime",
+    "step_time",
+]
 
 
 def int_of(v: object) -> int:
@@ -32,6 +42,25 @@ def step_walls(meta: Mapping[str, Any]) -> list[int]:
     """Wall times of the profiled steps (ns), those that are positive integers."""
     raw = meta.get("step_wall_ns")
     return [w for w in raw if int_of(w) > 0] if isinstance(raw, list) else []
+
+
+def program_argv(meta: Mapping[str, Any]) -> list[str]:
+    """The profiled program's argv as reports name it: ``argv[0]`` relative to the directory the
+    program ran in (``meta.cwd``) when it lies below it, as a script typed on the command line
+    reads (``python -m pkg.run`` makes it absolute); [] when the session has no argv."""
+    argv = meta.get("argv")
+    if not isinstance(argv, list) or not argv:
+        return []
+    out = [str(a) for a in argv]
+    cwd = meta.get("cwd")
+    if isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isabs(out[0]):
+        try:
+            rel = os.path.relpath(out[0], cwd)
+        except ValueError:  # another drive (Windows)
+            return out
+        if rel != os.curdir and not rel.startswith(os.pardir + os.sep) and rel != os.pardir:
+            out[0] = rel
+    return out
 
 
 def wall_ns(meta: Mapping[str, Any]) -> int:

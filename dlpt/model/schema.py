@@ -187,6 +187,7 @@ _STEP_TIMES = _obj(
 
 SCHEMA: dict[str, Check] = {
     "argv": _list_of(_str),
+    "cwd": _str,
     "python": _str,
     "torch": _str,
     "dlpt": _str,

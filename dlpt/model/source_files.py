@@ -23,9 +23,22 @@ __all__ = ["FileKind", "file_kind", "is_library_file", "is_module_call_file"]
 
 FileKind = Literal["user", "package", "framework"]
 
-# Framework packages: torch and the compilers and code generators that run under it. Their frames
-# are never model code, wherever they run.
-_FRAMEWORK_PACKAGES = ("torch", "torchgen", "functorch", "triton")
+# Framework packages: torch and the compilers and code generators that run under it, and the
+# machinery of IPython and Jupyter that runs a notebook's cells. Their frames are never model code,
+# wherever they run.
+_FRAMEWORK_PACKAGES = (
+    "torch",
+    "torchgen",
+    "functorch",
+    "triton",
+    "IPython",
+    "ipykernel",
+    "jupyter_client",
+    "jupyter_core",
+    "traitlets",
+    "tornado",
+    "zmq",
+)
 _PACKAGES_DIR = r"[\\/](?:site-packages|dist-packages)[\\/]"
 # Patterns for sessions recorded elsewhere (--load on another machine), where the local
 # sysconfig/torch paths do not apply. Generated code is the framework's: Inductor's cache
@@ -36,7 +49,10 @@ _FOREIGN_FRAMEWORK = re.compile(
     _PACKAGES_DIR + "(?:" + "|".join(_FRAMEWORK_PACKAGES) + r")[\\/]"
     r"|[\\/]torchinductor_[^\\/]*[\\/]|:codegen\("
     r"|[\\/]dlpt[\\/](?:__main__|api|cli|launch|profiler|scope|step_on)\.py$"
-    r"|[\\/]dlpt[\\/](?:cli|capture)[\\/]\w+\.py$"
+    r"|[\\/]dlpt[\\/](?:cli|capture|notebook)[\\/]\w+\.py$"
+    # IPython's and Jupyter's launchers (bin/ipython, ipykernel_launcher.py): a notebook's frames
+    # above its cells.
+    r"|[\\/](?:bin|Scripts)[\\/](?:ipython3?|jupyter[\w-]*)(?:\.exe)?$|[\\/]ipykernel_launcher\.py$"
 )
 _FOREIGN_PACKAGE = re.compile(_PACKAGES_DIR)
 _FOREIGN_STDLIB = re.compile(r"[\\/]lib[\\/]python\d+(\.\d+)?t?[\\/]")

@@ -31,7 +31,8 @@ class Units:
         return v / self.steps if self.steps > 0 else v
 
     def time(self, ns: float, per_step: bool = True) -> str:
-        """Nanoseconds as ``1.23s``, ``12.35ms``, ``123.4µs`` or ``850ns``."""
+        """Nanoseconds as ``1.23s``, ``12.35ms``, ``123.4µs`` or ``850ns``; zero as ``0s`` (a
+        zero has a unit too: ``wall 0s``, never a bare ``0``)."""
         v = self.scale(ns) if per_step else ns
         a = abs(v)
         if a >= 1e9:
@@ -41,15 +42,20 @@ class Units:
         if a >= 1e3:
             return f"{v / 1e3:.1f}{'us' if self.ascii else 'µs'}"
         if a == 0:
-            return "0"
+            return "0s"
         return f"{v:.0f}ns"
 
     def count(self, n: float, per_step: bool = True) -> str:
-        """An event count; per step it may be fractional (one decimal)."""
+        """An event count; per step it may be fractional (one decimal: ``6.1``), and a value that
+        is whole at that precision is written whole (``1``, never ``1.0``); a count too small
+        for one decimal is ``<0.1``, never a ``0`` that hides it."""
         v = self.scale(n) if per_step else n
-        if v == int(v):
-            return f"{int(v):,}"
-        return f"{v:,.1f}"
+        r = round(v, 1)
+        if r == 0 and v != 0:
+            return "<0.1"
+        if r == int(r):
+            return f"{int(r):,}"
+        return f"{r:,.1f}"
 
     def bytes(self, b: float, per_step: bool = True) -> str:
         """Bytes in binary units: ``512 B``, ``12.0 KiB``, ``3.50 GiB``."""

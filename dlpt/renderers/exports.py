@@ -23,6 +23,7 @@ from typing import Any
 from dlpt import __version__
 from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
+from dlpt.model.meta import program_argv
 from dlpt.model.processors import METRICS, Metric, default_metric, get_metric
 from dlpt.model.resume_names import display_name
 from dlpt.model.safe_files import write_text_file
@@ -66,8 +67,7 @@ def _paths(root: Node, metric: Metric) -> Iterator[tuple[list[Node], int]]:
 
 
 def _program(session: Session) -> str:
-    argv = session.meta.get("argv")
-    return " ".join(str(a) for a in argv) if isinstance(argv, list) and argv else "dlpt profile"
+    return " ".join(program_argv(session.meta)) or "dlpt profile"
 
 
 def speedscope(

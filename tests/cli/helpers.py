@@ -31,6 +31,7 @@ class Job:
     cwd: Path
     dlpt: bool = True
     merged: bool = False  # stderr into stdout, to check what comes before what
+    env: dict[str, str | None] | None = None  # changes to env(): a value, or None to unset it
 
 
 def env() -> dict[str, str]:
@@ -46,10 +47,16 @@ def env() -> dict[str, str]:
 
 def run(job: Job) -> Result:
     cmd = [sys.executable, *(["-m", "dlpt"] if job.dlpt else []), *job.args]
+    e = env()
+    for k, v in (job.env or {}).items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
     p = subprocess.run(
         cmd,
         cwd=job.cwd,
-        env=env(),
+        env=e,
         capture_output=not job.merged,
         stdout=subprocess.PIPE if job.merged else None,
         stderr=subprocess.STDOUT if job.merged else None,

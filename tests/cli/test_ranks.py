@@ -89,7 +89,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
         "spawn": Job(["spawned.py", str(spawn / "api.json"), str(spawn / "store")], spawn, dlpt=False),
         "load": Job(["--load", str(fsdp / "run.rank*.json"), "--threshold", "5"], fsdp),
         "tp": Job(
-            torchrun(2, "--report-ranks", "none", "-o", "tp.json", EXAMPLE, "--mode", "tp", "--steps", "3"),
+            torchrun(
+                2,
+                "--report-ranks",
+                "none",
+                "-o",
+                "tp.json",
+                "--report-file",
+                "tp.txt",
+                EXAMPLE,
+                "--mode",
+                "tp",
+                "--steps",
+                "3",
+            ),
             tp,
             dlpt=False,
         ),
@@ -173,6 +186,7 @@ def test_tensor_parallel_collectives_are_communication(runs: dict) -> None:
     r, where = runs["tp"]
     assert r.rc == 0, r.err
     assert r.out.strip().startswith("ddp_train: tp on 2 ranks") and "dlpt" not in r.out  # none prints
+    assert not list(where.glob("tp*.txt"))  # and no rank writes an empty --report-file
     for i in (0, 1):
         nodes = json.loads((where / f"tp.rank{i}.json").read_text())["nodes"]
         names = {n["name"] for n in nodes}

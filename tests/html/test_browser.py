@@ -170,7 +170,7 @@ def test_search_finds_a_kernel(open_report: Any, compiled_html: Path, artifacts:
     page.wait_for_function("() => document.querySelector('.search-status').textContent.includes('match')")
     status = page.inner_text(".search-status")
     # Two fused kernels, 62.0µs per step of 2.43ms.
-    assert status.startswith("2 matches") and "62.0µs" in status and "(2.5%)" in status
+    assert status == "2 op/kernel matches · 62.0µs (2.5%)"
     matched = r.js(
         "() => Array.from(dlpt.app.flame.match).flatMap((v, i) => v ? [dlpt.app.model.label(i)] : [])"
     )
@@ -257,7 +257,7 @@ def test_hostile_names_stay_text(open_report: Any, tmp_path: Path, artifacts: Pa
     assert r.js("() => document.scripts.length") == 2
     page.fill("#search", "onerror")
     page.wait_for_function("() => document.querySelector('.search-status').textContent.includes('match')")
-    assert page.inner_text(".search-status").startswith("1 match")
+    assert page.inner_text(".search-status") == "1 op/kernel match · 5.0µs (100%)"
     page.click("button[data-tab=bottomup]")
     text = page.inner_text(".pane[data-pane=bottomup]")
     assert "</script><img src=x" in text and "\x1b" not in text
@@ -327,3 +327,138 @@ def test_sparse_sessions_load_cleanly(open_report: Any, tmp_path: Path, kind: st
     page.click("button[data-tab=source]")
     assert "holds no source text" in page.inner_text(".pane[data-pane=source]")
     assert page.locator("table.code tr[data-line='3'] td").nth(1).inner_text() == "7.0µs"
+
+
+# A line whose text holds "relu" and costs more than aten::relu: its linear layers run there too.
+RELU_LINE = "        x = self.fc2(F.relu(self.fc1(x)))  # " + " ".join(["a comment that runs on"] * 12)
+MLP_PY, RUN = "/home/user/proj/mlp.py", "/home/user/proj/run.py"
+
+
+def _relu_session() -> Session:
+    b = S.Builder(steps=4)
+    top = b.frame(0, RUN, 10, "<module>")
+    line = b.frame(top, MLP_PY, 5, "forward")
+    b.op(line, "aten::linear", cpu_ns=12_000, calls=2)
+    b.op(line, "aten::relu", cpu_ns=3_000, calls=1)
+    b.op(b.frame(top, MLP_PY, 6, "forward"), "aten::add", cpu_ns=5_000, calls=3)
+    b.op(top, "aten::copy_", cpu_ns=0, calls=1)  # a call with no time: "1" in the count column
+    meta = {
+        "argv": ["run.py"],
+        "wall_ns": 80_000 * 4,
+        "steps": {"profiled": 4, "seen": 4, "skip_first": 0, "active": None, "source": "optimizer"},
+        "gpu": {"enabled": False, "reason": "no CUDA GPU available"},
+        "devices": [],
+        "sources": {MLP_PY: {"5": RELU_LINE, "6": "        return x + self.b"}, RUN: {"10": "y = model(x)"}},
+    }
+    return Session.from_dict(b.session(meta))
+
+
+@pytest.fixture(scope="module")
+def relu_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("relu") / "relu.html"
+    write_html(_relu_session(), path)
+    return path
+
+
+def test_search_totals_keep_ops_apart_from_lines(open_report: Any, relu_html: Path, artifacts: Path) -> None:
+    r = open_report(relu_html)
+    page = r.page
+
+    def status_after(query: str, starts: str) -> str:
+        page.fill("#search", query)
+        page.wait_for_function(
+            "(s) => document.querySelector('.search-status').textContent.startsWith(s)", arg=starts
+        )
+        return page.inner_text(".search-status")
+
+    # aten::relu alone (3 of 20 µs per step), and the line apart: it costs its linears too.
+    assert status_after("relu", "1 op/kernel") == (
+        "1 op/kernel match · 3.0µs (15.0%) | 1 line match · 15.0µs (75.0%)"
+    )
+    # Four ops, none below another; two lines of mlp.py, and the run.py line above them: its
+    # file name does not hold "mlp.py", so each line counts once.
+    assert status_after("aten::", "4 op") == "4 op/kernel matches · 20.0µs (100%)"
+    assert status_after("mlp.py", "2 line") == "2 line matches · 20.0µs (100%)"
+    # All three lines hold an "x": the two mlp.py lines run below run.py's, so their cost is in
+    # its total already (20 µs, not 40).
+    assert status_after("x", "3 line") == "3 line matches · 20.0µs (100%)"
+    _save(page, artifacts, "search_split.png")
+
+
+def test_source_margin_stays_in_view_on_long_lines(
+    open_report: Any, relu_html: Path, artifacts: Path
+) -> None:
+    r = open_report(relu_html)
+    page = r.page
+    page.click("button[data-tab=source]")
+    page.click(".src-files button.file[data-file$='mlp.py']")
+    main = page.locator(".src-main")
+    row = page.locator("table.code tr[data-line='5']")
+    assert row.locator("td").nth(4).inner_text() == RELU_LINE.rstrip()
+    scroll = r.js(
+        "() => { const m = document.querySelector('.src-main'); return m.scrollWidth - m.clientWidth; }"
+    )
+    assert scroll > 200, "the long line overflows the pane"
+    r.js("() => { document.querySelector('.src-main').scrollLeft = 1e6; }")
+    page.wait_for_timeout(100)
+    pane = main.bounding_box()
+    for i, text in enumerate(["15.0µs", "15.0µs", "5"], start=1):  # self, total, line number
+        cell = row.locator("td").nth(i)
+        box = cell.bounding_box()
+        assert cell.inner_text() == text
+        assert pane["x"] <= box["x"] and box["x"] + box["width"] <= pane["x"] + pane["width"], (i, box, pane)
+        # and on top: what the browser shows at the cell's centre is the cell itself
+        hit = r.js(
+            "([x, y]) => document.elementFromPoint(x, y).closest('td') === "
+            f"document.querySelectorAll(\"table.code tr[data-line='5'] td\")[{i}]",
+            [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+        )
+        assert hit, i
+    code = row.locator("td").nth(4).bounding_box()
+    assert code["x"] < pane["x"], "the code itself scrolled"
+    _save(page, artifacts, "source_long_line.png")
+
+
+def test_counts_are_whole_when_whole_and_zero_has_a_unit(open_report: Any, relu_html: Path) -> None:
+    r = open_report(relu_html)
+    counts = "() => [1, 17 / 17, 0.96, 6.12, 0.01, 0].map(dlpt.fmtCount)"
+    assert r.js(counts) == ["1", "1", "1", "6.1", "<0.1", "0"]
+    assert r.js("() => dlpt.fmtTime(0)") == "0s"
+    page = r.page
+    page.select_option("#metric", "calls")
+    rows = page.locator(".pane[data-pane=topdown] tbody tr")
+    copy = rows.filter(has_text="aten::copy_").first.locator("td").all_inner_texts()
+    assert copy[3] == "1"  # one call per step, written as a whole number
+
+
+def test_inline_notebook_report_loads_in_its_frame(browser: Any, tmp_path: Path, artifacts: Path) -> None:
+    """What ``%dlpt --inline-html`` displays: the report in a sandboxed iframe of the notebook's
+    page. It must load there, draw, and stay quiet (no errors, nothing fetched)."""
+    from dlpt.notebook.inline import inline_report
+
+    path = tmp_path / "notebook.html"
+    path.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>a notebook</title></head><body>"
+        f"<div class='output'>{inline_report(Session.from_dict(S.gpt_compiled()))}</div></body></html>",
+        encoding="utf-8",
+    )
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on(
+        "request",
+        lambda r: problems.append(r.url) if not r.url.startswith(("file:", "about:", "data:")) else None,
+    )
+    try:
+        page.goto(path.resolve().as_uri())
+        report = page.frame_locator("iframe.dlpt-report")
+        report.locator("header.topbar").wait_for()
+        assert report.locator(".topbar .title").inner_text() == "examples/compiled_gpt.py"
+        frame = next(f for f in page.frames if f is not page.main_frame)
+        assert frame.evaluate("() => dlpt.app.flame.items.length") > 10
+        assert page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().height") >= 700
+        _save(page, artifacts, "inline_report.png")
+        assert not problems, problems
+    finally:
+        page.close()

@@ -9,7 +9,8 @@
   imports rich.
 - ``dlpt.renderers`` (terminal, HTML, exports) format the analysis; the HTML report and the
   exports never reach into the terminal renderer.
-- ``dlpt.api`` (``dlpt.profile``) and ``dlpt.cli`` sit on top.
+- ``dlpt.api`` (``dlpt.profile``) and ``dlpt.cli`` sit on top; ``dlpt.notebook`` (the IPython
+  magic) beside the command line.
 
 No module imports another's private names. Function-level imports count too.
 """
@@ -55,6 +56,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.renderers.exports": ("dlpt", "dlpt.analysis", *_MODEL),
     "dlpt.api": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
     "dlpt.cli": ("dlpt", "dlpt.cli", "dlpt.api", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    # The notebook magic is a front end like the command line (it shares its status line).
+    "dlpt.notebook": (
+        "dlpt",
+        "dlpt.notebook",
+        "dlpt.cli",
+        "dlpt.api",
+        "dlpt.capture",
+        "dlpt.analysis",
+        "dlpt.renderers",
+        *_MODEL,
+    ),
     "dlpt.__main__": ("dlpt.cli",),
 }
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.analysis.report.model import Fact
-from dlpt.model.meta import int_of, obj, step_time, step_walls, wall_ns
+from dlpt.model.meta import int_of, obj, program_argv, step_time, step_walls, wall_ns
 from dlpt.model.units import Units
 
 __all__ = [
@@ -25,8 +25,8 @@ __all__ = [
 
 def title(meta: Mapping[str, Any]) -> str:
     """The profiled command line, as a shell would quote it."""
-    argv = meta.get("argv")
-    return shlex.join(str(a) for a in argv) if isinstance(argv, list) and argv else "(no argv)"
+    argv = program_argv(meta)
+    return shlex.join(argv) if argv else "(no argv)"
 
 
 def rank_label(meta: Mapping[str, Any]) -> str:

@@ -4,7 +4,8 @@ Dynamo keeps per-compilation metrics (compile times, graph-break restart reasons
 guard of a recompilation) in a queue that holds only the most recent entries, so they are read at
 the end of every compilation, through Dynamo's compile-end callback, rather than once at stop.
 The compile-start callback is where Inductor is known to be in use: that is when the partition
-line-map patch (:mod:`dlpt.capture.compile.inductor_partitions`) goes in.
+line-map patch (:mod:`dlpt.capture.compile.inductor_partitions`) goes in. Between the start and
+the end callbacks :attr:`CompileEvents.compiling` is true (a status line shows the phase).
 
 Importing ``torch._dynamo`` takes about two seconds, so dlpt never does it: the callbacks are
 registered when the program imports Dynamo (at once if it already has, else through
@@ -37,6 +38,15 @@ class CompileEvents:
         self._lock = threading.Lock()
         self._active = False
         self._cancel_wait: Callable[[], None] | None = None
+        # Compilations under way: Dynamo runs its start callbacks when the first of nested
+        # compilations begins and its end callbacks when the last ends. A plain int, read
+        # without a lock from a status thread.
+        self._compiling = 0
+
+    @property
+    def compiling(self) -> bool:
+        """Whether a Dynamo compilation is running now."""
+        return self._compiling > 0
 
     @staticmethod
     def _key(m: Any) -> tuple[Any, ...]:
@@ -70,22 +80,27 @@ class CompileEvents:
                 from torch._dynamo.utils import get_compilation_metrics
 
                 self._seen = {self._key(m) for m in get_compilation_metrics()}  # earlier ones are not ours
-                callback_handler.register_end_callback(self._collect)
-                self._registered.append((callback_handler.remove_end_callback, self._collect))
+                callback_handler.register_end_callback(self._on_compile_end)
+                self._registered.append((callback_handler.remove_end_callback, self._on_compile_end))
                 callback_handler.register_start_callback(self._on_compile_start)
                 self._registered.append((callback_handler.remove_start_callback, self._on_compile_start))
             except Exception as e:  # noqa: BLE001 - another Dynamo: no compile events; counted
                 failures.record("dynamo_callbacks", e)
 
-    @staticmethod
-    def _on_compile_start(*_args: Any) -> None:
+    def _on_compile_start(self, *_args: Any) -> None:
+        self._compiling += 1
         # Inductor is being used: make sure its graph partitions keep their line maps.
         inductor_partitions.install()
+
+    def _on_compile_end(self, *args: Any) -> None:
+        self._compiling = max(0, self._compiling - 1)
+        self._collect(*args)
 
     def stop(self) -> list[dict[str, Any]]:
         """Unregister and return the events of the compilations that ended since :meth:`start`."""
         with self._lock:
             self._active = False
+        self._compiling = 0
         if self._cancel_wait is not None:
             self._cancel_wait()
             self._cancel_wait = None

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 
 from rich.console import Console, ConsoleOptions, RenderableType
+from rich.measure import Measurement, measure_renderables
 from rich.text import Text
 
 from dlpt.renderers.terminal.format import Fmt
@@ -27,6 +28,20 @@ class View:
         if parts and self.gap_before:
             yield Text("")
         yield from parts
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """The width the view's content takes when laid out in ``options.max_width`` (what a
+        report printed to a file is sized by: :mod:`dlpt.renderers.terminal.output`)."""
+        fmt = dataclasses.replace(self.fmt, ascii=self.fmt.ascii or options.ascii_only)
+        quick = self.content_width(fmt, options.max_width)
+        if quick is not None:
+            return Measurement(quick, quick)
+        return measure_renderables(console, options, list(self.build(fmt, options.max_width)))
+
+    def content_width(self, fmt: Fmt, width: int) -> int | None:
+        """The view's content width within ``width``, where a view can tell it without laying
+        itself out (large tables); None: measure what :meth:`build` yields."""
+        return None
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         """Yield the renderables of this view."""

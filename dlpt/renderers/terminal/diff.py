@@ -36,7 +36,7 @@ def _value(fmt: Fmt, metric: Metric, v: float) -> str:
 def _delta(fmt: Fmt, metric: Metric, a: float, b: float) -> Text:
     d = b - a
     if not d:
-        return Text("0", "dim")
+        return Text(fmt.value(metric, 0), "dim")
     sign = "+" if d > 0 else "-"
     return Text(sign + fmt.value(metric, abs(d)), "red" if d > 0 else "green")
 

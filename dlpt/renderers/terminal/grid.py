@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 from dlpt.renderers.terminal.format import DETAIL_STYLE, fit_label, truncate
@@ -36,21 +37,68 @@ class GridRow:
 
 
 def guide_prefix(chain: Chain | None, cap: int, ascii: bool) -> str:
-    """Tree guides for a row; at most ``cap`` levels are drawn, deeper ones become ``+N ``."""
+    """Tree guides for a row; at most ``cap`` levels are drawn, the ones above them are counted in
+    a ``[+N levels]`` mark (bracketed and named: beside the value columns a bare ``+N`` read as
+    one more number)."""
     if chain is None:
         return ""
     pipe, blank, tee, corner = _GUIDES[ascii]
+    depth = chain[2]
+    # The mark takes the room of some levels' guides: the prefix stays within cap levels' width.
+    keep = cap if depth <= cap else max(1, cap - (len(f"[+{depth} levels] ") + 2) // 3)
     flags: list[bool] = []
     c: Chain | None = chain
-    depth = chain[2]
-    while c is not None and len(flags) < cap:
+    while c is not None and len(flags) < keep:
         flags.append(c[0])
         c = c[1]
     flags.reverse()
-    parts = [f"+{depth - len(flags)} "] if c is not None else []
+    hidden = depth - len(flags)
+    parts = [f"[+{hidden} level{'s' if hidden != 1 else ''}] "] if c is not None else []
     parts.extend(blank if last else pipe for last in flags[:-1])
     parts.append(corner if flags[-1] else tee)
     return "".join(parts)
+
+
+def _layout(headers: Sequence[str], rows: Sequence[GridRow], width: int) -> tuple[list[int], int, int, int]:
+    """(value column widths, their total with separators, the label column's width, the levels of
+    guides drawn at most) of a grid ``width`` cells wide."""
+    widths = [len(h) for h in headers]
+    for r in rows:
+        for i, cell in enumerate(r.cells):
+            widths[i] = max(widths[i], len(cell))
+    used = sum(widths) + len(headers) * 1 + 1  # one space after each cell, one more before the label
+    label_w = max(width - used, 10)
+    cap = max(4, label_w * 2 // 9)  # guides take at most 2/3 of the label column
+    return widths, used, label_w, cap
+
+
+def grid_width(
+    headers: Sequence[str], label_header: str, rows: Sequence[GridRow], width: int, ascii: bool
+) -> int:
+    """The width :func:`render_grid` needs within ``width`` so that no label is cut: computed from
+    the rows, without laying them out."""
+    _, used, _, cap = _layout(headers, rows, width)
+    longest = len(label_header)
+    for r in rows:
+        label = len(guide_prefix(r.chain, cap, ascii)) + r.main.cell_len
+        if r.detail:
+            label += 2 + len(r.detail)
+        longest = max(longest, label)
+    return min(width, used + longest)
+
+
+class _Rule:
+    """The rule under the grid's header: it spans the width given, so it takes no part in the
+    grid's own width (the header and the rows say how wide the content is)."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(0, 0)
 
 
 def render_grid(
@@ -58,17 +106,10 @@ def render_grid(
 ) -> Group:
     """Lay the rows out in ``width`` cells: a header, a rule, then one Text line per row (one
     Text per line keeps rich's line splitting linear in the number of rows)."""
-    ncol = len(headers)
-    widths = [len(h) for h in headers]
-    for r in rows:
-        for i, cell in enumerate(r.cells):
-            widths[i] = max(widths[i], len(cell))
-    used = sum(widths) + ncol * 1 + 1  # one space after each cell, one more before the label
-    label_w = max(width - used, 10)
-    cap = max(4, label_w * 2 // 9)  # guides take at most 2/3 of the label column
+    widths, used, label_w, cap = _layout(headers, rows, width)
     head = " ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)) + "  " + label_header
     rule = ("-" if ascii else "\u2500") * min(width, used + max(len(label_header), label_w))
-    lines = [truncate(Text(head, "bold"), width, ascii), Text(rule, DETAIL_STYLE)]
+    lines: list[Text | _Rule] = [truncate(Text(head, "bold"), width, ascii), _Rule(Text(rule, DETAIL_STYLE))]
     for r in rows:
         line = Text(no_wrap=True, overflow="ignore")
         for i, (cell, w) in enumerate(zip(r.cells, widths, strict=True)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
+from typing import IO
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -31,9 +32,11 @@ from dlpt.analysis.ranks.merge import (
 from dlpt.analysis.ranks.stragglers import Site, Straggler, collective_sites, find_stragglers
 from dlpt.analysis.report.run import rank_label
 from dlpt.model.gc_pause import gc_paused
+from dlpt.model.meta import program_argv
 from dlpt.model.processors import METRICS, Metric, get_metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts
+from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.rank_spread import LinesView, SpreadTreeView
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
 
@@ -76,7 +79,7 @@ class RanksHeader(View):
         rs, per_rank = self.rs, self.per_rank
         sep = " - " if fmt.ascii else " \u00b7 "
         first = rs.ranks[0].session.meta if rs.ranks else {}
-        argv = first.get("argv") or []
+        argv = program_argv(first)
         title = Text("dlpt  across ranks  ", "bold")
         title.append(fmt.clean(shlex.join(str(a) for a in argv)) if argv else "(no argv)", "bold cyan")
         lines = [title]
@@ -303,8 +306,11 @@ def print_ranks(
     depth: int | None = None,
     show_all: bool = False,
     ascii: bool = False,
+    file: IO[str] | None = None,
+    width: int | None = None,
+    color: bool | None = None,
 ) -> None:
-    """Print :func:`render_ranks`'s report to ``console`` (a default rich Console if None)."""
+    """Print :func:`render_ranks`'s report to ``console``, or else to ``file`` by
+    :mod:`dlpt.renderers.terminal.output`'s rules (width, colour), as one session's report."""
     renderable = render_ranks(rs, metric, threshold, depth, show_all, ascii)
-    with gc_paused():
-        (console or Console()).print(renderable)
+    print_to(renderable, console, file=file, width=width, color=color)

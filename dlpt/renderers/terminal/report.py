@@ -11,6 +11,8 @@ work tables: :mod:`dlpt.insights`) read the same folded tree.
 
 from __future__ import annotations
 
+from typing import IO
+
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
@@ -39,6 +41,7 @@ from dlpt.renderers.terminal.communication import CollectivesTable
 from dlpt.renderers.terminal.compile_view import CompileView
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.header import Header
+from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.suggestions import SuggestionsView
 from dlpt.renderers.terminal.summary import ApiTable, CopyTable, KernelTable, SyncTable
 from dlpt.renderers.terminal.tree_view import MAX_DEPTH, FlatView, TreeView
@@ -290,8 +293,13 @@ def print_report(
     show_all: bool = False,
     ascii: bool = False,
     peak_tflops: float | None = None,
+    file: IO[str] | None = None,
+    width: int | None = None,
+    color: bool | None = None,
 ) -> None:
-    """Print :func:`render`'s report to ``console`` (a default rich Console if None)."""
+    """Print :func:`render`'s report to ``console``, or else to ``file`` (stdout when None)
+    ``width`` columns wide and coloured by :mod:`dlpt.renderers.terminal.output`'s rules (off a
+    terminal: as wide as its content; ``color=False``: never)."""
     renderable = render(
         session,
         view=view,
@@ -302,5 +310,4 @@ def print_report(
         ascii=ascii,
         peak_tflops=peak_tflops,
     )
-    with gc_paused():  # the views lay out their rows while printing
-        (console or Console()).print(renderable)
+    print_to(renderable, console, file=file, width=width, color=color)

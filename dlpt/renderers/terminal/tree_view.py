@@ -11,7 +11,7 @@ from dlpt.model.processors import FlatRow, Metric
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import COUNT_KEY, Fmt, label_parts, truncate
-from dlpt.renderers.terminal.grid import Chain, GridRow, render_grid
+from dlpt.renderers.terminal.grid import Chain, GridRow, grid_width, render_grid
 
 # Levels printed below the root unless --depth says otherwise: a runaway recursion 100,000 frames
 # deep would print 100,000 lines; deeper levels are summarised by one "... N more levels" row.
@@ -75,8 +75,27 @@ class TreeView(View):
         super().__init__(fmt)
         self.root, self.metric, self.title, self.gpu, self.max_depth = root, metric, title, gpu, max_depth
         self.extra = tuple(extra)
+        self._rows: tuple[bool, list[GridRow]] | None = None  # (ascii, rows): they fit any width
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
+        yield _title(self.title, fmt, self.metric, width)
+        yield render_grid(
+            _headers(self.metric, self.gpu, self.extra), "name", self.grid_rows(fmt), width, fmt.ascii
+        )
+
+    def content_width(self, fmt: Fmt, width: int) -> int | None:
+        rows = self.grid_rows(fmt)
+        grid = grid_width(_headers(self.metric, self.gpu, self.extra), "name", rows, width, fmt.ascii)
+        return max(grid, _title(self.title, fmt, self.metric, width).cell_len)
+
+    def grid_rows(self, fmt: Fmt) -> list[GridRow]:
+        """The rows of the tree, laid out later at any width (kept: measuring a report for a file
+        and printing it use them both)."""
+        if self._rows is None or self._rows[0] != fmt.ascii:
+            self._rows = (fmt.ascii, self._walk(fmt))
+        return self._rows[1]
+
+    def _walk(self, fmt: Fmt) -> list[GridRow]:
         metric, gpu = self.metric, self.gpu
         total = metric(self.root.inclusive)
         rows: list[GridRow] = []
@@ -102,8 +121,7 @@ class TreeView(View):
             last = len(kids) - 1
             for i in range(last, -1, -1):
                 stack.append((kids[i], (i == last, chain, depth)))
-        yield _title(self.title, fmt, metric, width)
-        yield render_grid(_headers(metric, gpu, self.extra), "name", rows, width, fmt.ascii)
+        return rows
 
 
 def _height(node: Node) -> int:

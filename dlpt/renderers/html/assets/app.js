@@ -191,9 +191,16 @@
     var s = this.searchStatus;
     D.clear(s);
     if (!r) return;
-    s.appendChild(D.el("span", { text: r.count ? r.count + " match" + (r.count === 1 ? "" : "es") + " \u00b7 " +
-      this.fmt(r.value) + " (" + D.fmtPct(r.value, this.total()) + ")" : "no match" }));
+    /* Ops and kernels apart from source lines: each total counts a matched node once. */
     var self = this;
+    function part(g, what, cls) {
+      return D.el("span", { className: "search-part " + cls, text: g.count + " " + what + " match" +
+        (g.count === 1 ? "" : "es") + " \u00b7 " + self.fmt(g.value) + " (" + D.fmtPct(g.value, self.total()) + ")" });
+    }
+    if (!r.count) s.appendChild(D.el("span", { text: "no match" }));
+    if (r.names && r.names.count) s.appendChild(part(r.names, "op/kernel", "search-names"));
+    if (r.names && r.names.count && r.lines && r.lines.count) s.appendChild(D.el("span", { className: "search-sep", text: " | " }));
+    if (r.lines && r.lines.count) s.appendChild(part(r.lines, "line", "search-lines"));
     if (what !== undefined && this.highlightLabel) {
       s.appendChild(D.el("button", { className: "link", text: " \u2715 " + this.highlightLabel,
         title: "clear the highlight", on: { click: function () { self.search(""); } } }));

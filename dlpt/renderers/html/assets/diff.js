@@ -33,7 +33,7 @@
   };
   P.total = function (side) { return this.vec(this.raw[side].total) / this.raw[side].scale; };
   P.fmt = function (v) { return v ? D.fmtUnit(this.metric.unit, v) : "\u2013"; };
-  P.fmtDelta = function (d) { return d ? (d > 0 ? "+" : "\u2212") + D.fmtUnit(this.metric.unit, Math.abs(d)) : "0"; };
+  P.fmtDelta = function (d) { return d ? (d > 0 ? "+" : "\u2212") + D.fmtUnit(this.metric.unit, Math.abs(d)) : D.fmtUnit(this.metric.unit, 0); };
   /* B/A; a line missing from one run is "A only"/"B only", a zero cost "from 0"/"to 0". */
   P.ratio = function (a, b, row) {
     if (a && b) return (b / a).toFixed(2) + "x";

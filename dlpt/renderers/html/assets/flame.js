@@ -103,8 +103,11 @@
   P.setSelected = function (id) { this.selected = id; this.paint(); };
 
   /* Highlight nodes: by a search string (name, location, source text, launch detail), or by an
-   * explicit id list. Returns {count, value} of the matches (value: the topmost matches'
-   * inclusive metric, so nested matches are not counted twice). */
+   * explicit id list. Returns {count, value, names, lines}: every match and the topmost matches'
+   * inclusive metric (nested matches are not counted twice), then the same for the matches that
+   * are ops, kernels, copies, scopes... (names) and for those that are source lines (lines),
+   * apart: a line whose text holds "relu" costs what the whole line costs, aten::relu only its
+   * own part, and a sum of the two would count that part twice. */
   P.search = function (query) {
     var q = (query || "").trim().toLowerCase();
     if (!q) return this.setMatches(null);
@@ -117,23 +120,36 @@
     var m = this.m;
     this.match = match;
     this.hasMatch = null;
-    var count = 0, value = 0;
+    var count = 0, value = 0, names = { count: 0, value: 0 }, lines = { count: 0, value: 0 };
     if (match) {
       var has = new Uint8Array(m.n), under = new Uint8Array(m.n), i;
+      /* Below a matching line / below a matching name: such a match is already in its group's total. */
+      var underLine = new Uint8Array(m.n), underName = new Uint8Array(m.n);
       for (i = m.n - 1; i >= 0; i--) {
         if (match[i]) has[i] = 1;
         if (has[i] && i > 0) has[m.parent[i]] = 1;
       }
       for (i = 1; i < m.n; i++) {
-        var p = m.parent[i];
+        var p = m.parent[i], pLine = m.kind[p] === "frame";
         under[i] = under[p] || match[p];
-        if (match[i]) { count++; if (!under[i]) value += m.value(this.metric, i, true); }
+        underLine[i] = underLine[p] || (match[p] && pLine);
+        underName[i] = underName[p] || (match[p] && !pLine);
+        if (!match[i]) continue;
+        var v = m.value(this.metric, i, true);
+        count++;
+        if (!under[i]) value += v;
+        var g = m.kind[i] === "frame" ? lines : names;
+        g.count++;
+        if (!(g === lines ? underLine[i] : underName[i])) g.value += v;
       }
-      if (match[0]) { count++; value = m.value(this.metric, 0, true); }
+      if (match[0]) {
+        count++; value = m.value(this.metric, 0, true);
+        names.count++; names.value = value;
+      }
       this.hasMatch = has;
     }
     this.render();
-    return { count: count, value: value };
+    return { count: count, value: value, names: names, lines: lines };
   };
 
   P._texts = function () {

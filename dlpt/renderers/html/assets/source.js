@@ -94,15 +94,17 @@
     D.clear(this.main);
     this.main.appendChild(D.el("div", { className: "pane-title", text: file, title: file }));
     var tbl = D.el("table", { className: "code" });
-    tbl.appendChild(D.el("tr", null, D.el("th", { className: "heat-h", text: "" }),
-      D.el("th", { className: "num", text: "self", title: "the line's own cost (lines it calls count at their own rows)" }),
-      D.el("th", { className: "num", text: "total", title: "the line's cost including the lines it calls" }),
-      D.el("th", { className: "num", text: "line" }), D.el("th", { text: "" })));
+    /* The cost margin (heat, self, total, line number) is pinned: it stays in view while a long
+     * line scrolls sideways (report.css, table.code .pin). */
+    tbl.appendChild(D.el("tr", null, D.el("th", { className: "heat-h pin pin-0", text: "" }),
+      D.el("th", { className: "num pin pin-1", text: "self", title: "the line's own cost (lines it calls count at their own rows)" }),
+      D.el("th", { className: "num pin pin-2", text: "total", title: "the line's cost including the lines it calls" }),
+      D.el("th", { className: "num pin pin-3", text: "line" }), D.el("th", { text: "" })));
     var nums = Object.keys(e.nums).map(Number).sort(function (a, b) { return a - b; });
     var prev = null, src = m.sources[file] || {};
     nums.forEach(function (n) {
       if (prev !== null && n > prev + 1) {
-        tbl.appendChild(D.el("tr", { className: "gap" }, D.el("td", { attrs: { colspan: "4" } }),
+        tbl.appendChild(D.el("tr", { className: "gap" }, D.el("td", { className: "pin pin-0", attrs: { colspan: "4" } }),
           D.el("td", { text: "\u22ef " + (n - prev - 1) + " line" + (n - prev - 1 === 1 ? "" : "s") + " not stored" })));
       }
       prev = n;
@@ -118,10 +120,10 @@
       var code = D.el("td", { className: "code-text" + (text === undefined ? " missing" : "") },
         text === undefined ? (r ? m.name(r[0]) + "  (source not stored)" : "") : text);
       var tr = D.el("tr", { className: (r && tot > 0 ? "hot" : "") + (n === line ? " selected" : "") },
-        D.el("td", { className: "heat-cell", title: own ? "self " + app.fmt(own) + " (" + D.fmtPct(own, app.total()) + " of all)" : "" }, heat),
-        D.el("td", { className: "num", text: own ? app.fmt(own) : "" }),
-        D.el("td", { className: "num muted", text: tot ? app.fmt(tot) : "" }),
-        D.el("td", { className: "num lineno", text: String(n) }), code);
+        D.el("td", { className: "heat-cell pin pin-0", title: own ? "self " + app.fmt(own) + " (" + D.fmtPct(own, app.total()) + " of all)" : "" }, heat),
+        D.el("td", { className: "num pin pin-1", text: own ? app.fmt(own) : "" }),
+        D.el("td", { className: "num muted pin pin-2", text: tot ? app.fmt(tot) : "" }),
+        D.el("td", { className: "num lineno pin pin-3", text: String(n) }), code);
       tr.dataset.line = String(n);
       if (r && tot > 0) tr.addEventListener("click", function () { self.select(n); });
       tbl.appendChild(tr);

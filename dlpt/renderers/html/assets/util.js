@@ -49,13 +49,17 @@
     if (a >= 1e9) return (ns / 1e9).toFixed(2) + "s";
     if (a >= 1e6) return (ns / 1e6).toFixed(2) + "ms";
     if (a >= 1e3) return (ns / 1e3).toFixed(1) + "\u00b5s";
-    if (a === 0) return "0";
+    if (a === 0) return "0s";
     return ns.toFixed(0) + "ns";
   };
 
+  /* One decimal when a per-step count has one (6.1); whole at that precision, whole (1, not
+   * 1.0); too small for one decimal, <0.1 (as dlpt/model/units.py). */
   D.fmtCount = function (n) {
-    if (n === Math.round(n)) return Math.round(n).toLocaleString("en-US");
-    return n.toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+    var r = Math.round(n * 10) / 10;
+    if (r === 0 && n !== 0) return "<0.1";
+    if (r === Math.round(r)) return Math.round(r).toLocaleString("en-US");
+    return r.toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
   };
 
   D.fmtBytes = function (b) {

@@ -1,0 +1,46 @@
+"""dlpt in IPython and Jupyter: ``%load_ext dlpt``, then ``%dlpt statement`` or ``%%dlpt`` atop a
+cell (:mod:`dlpt.notebook.magic`). IPython is imported only when the extension is loaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the ``dlpt`` line and cell magic with ``ipython`` (``%load_ext dlpt``)."""
+    from dlpt.notebook.magic import magic
+
+    def dlpt(line: str, cell: str | None = None) -> None:
+        __tracebackhide__ = True
+        magic(ipython, line, cell)
+
+    dlpt.__doc__ = _HELP
+    ipython.register_magic_function(dlpt, magic_kind="line_cell", magic_name="dlpt")
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Remove the magic again (``%unload_ext dlpt``)."""
+    magics = getattr(ipython, "magics_manager", None)
+    if magics is not None:
+        for kind in ("line", "cell"):
+            magics.magics.get(kind, {}).pop("dlpt", None)
+
+
+_HELP = """Profile a statement or a cell with dlpt and show the report below it.
+
+    %dlpt [options] statement
+    %%dlpt [options]        (atop a cell: profiles the cell's body)
+
+Options (as on the command line, python -m dlpt --help):
+    --view tree|bottom-up|flat|kernels|summary|suggestions|all
+    --metric M        --threshold PCT     --depth N      --show-all    --ascii
+    --skip-first N    --active M          --step-on NAME --no-gpu      --nested-ops   --flops
+    --peak-tflops N
+    -o FILE           save the session (python -m dlpt --load FILE shows it again)
+    --html FILE       write the HTML report
+    --inline-html     show the HTML report in the notebook
+    --no-report       show no text report
+    -q, --quiet       no status line, no "saved ..." lines
+"""

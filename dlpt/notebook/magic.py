@@ -1,0 +1,263 @@
+"""``%dlpt`` and ``%%dlpt``: profile a statement or a cell in IPython and Jupyter, and show the
+report below it.
+
+The code runs as the cell would (in the user's namespace, IPython syntax such as ``!cmd`` and
+other magics included, the last expression's value displayed), under a file of its own that
+IPython knows as the cell: its lines keep the cell's line numbers, its text is in
+:mod:`linecache` (so tracebacks and the saved source show it), and reports name it ``In [N]``
+(:mod:`dlpt.capture.cells`). The frames above the magic (the kernel, IPython, the cell line that
+called the magic) are not the profiled code: they are marked library code, so the report starts
+at the cell.
+
+Afterwards the report is shown: rich's HTML in Jupyter, the terminal report in a terminal
+IPython (rich tells them apart), the HTML report inline with ``--inline-html``. If the code
+raised, the profile is still stopped and shown first, then the exception goes on (the cell fails
+as it would have, IPython shows its traceback without dlpt's frames), as under ``python -m dlpt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import linecache
+import os
+import sys
+from types import CodeType, FrameType
+from typing import Any
+
+from dlpt.api import finish_session
+from dlpt.capture.cells import cell_labels, name_cells
+from dlpt.capture.profiler import Profile
+from dlpt.capture.step_on import instrument_main
+from dlpt.cli.outputs import check_writable
+from dlpt.cli.status_line import StatusLine
+from dlpt.errors import DlptError, UsageError
+from dlpt.model.session import Session
+from dlpt.notebook.inline import inline_report
+from dlpt.notebook.options import parse_cell, parse_line
+
+__all__ = ["fold_frames_above", "run_profiled"]
+
+
+def _stack_above() -> list[tuple[str, int]]:
+    """(file, line) of every frame that called the magic, outermost first."""
+    out = []
+    f: FrameType | None = sys._getframe(1)
+    while f is not None:
+        out.append((f.f_code.co_filename, f.f_lineno))
+        f = f.f_back
+    out.reverse()
+    return out
+
+
+def fold_frames_above(session: Session, stack: list[tuple[str, int]]) -> None:
+    """Mark library (in place) the frames of ``session`` that are ``stack``, the frames that
+    called the magic: from the root down, a frame node continuing the stack in order."""
+    matched: dict[int, int] = {}  # node id -> how many frames of the stack its path used
+    for n in session.nodes:
+        if n["parent"] < 0:
+            matched[n["id"]] = 0
+            continue
+        used = matched.get(n["parent"])
+        if used is None or n["kind"] != "frame":
+            continue
+        key = (n["file"], n["line"])
+        at = next((j for j in range(used, len(stack)) if stack[j] == key), None)
+        if at is not None:
+            n["x"] = dict(n.get("x") or {}, library=True)
+            matched[n["id"]] = at + 1
+
+
+def _outer_cell(stack: list[tuple[str, int]]) -> tuple[str, int] | None:
+    """The cell that called the magic (the innermost caller that is a cell): (file, line)."""
+    labels = cell_labels({f for f, _ in stack})
+    return next(((f, line) for f, line in reversed(stack) if f in labels), None)
+
+
+def _compile(
+    shell: Any, text: str, shown: list[str], first_line: int, step_on: str | None
+) -> tuple[str, CodeType, CodeType | None]:
+    """Compile ``text`` (IPython syntax) as lines ``first_line``... of a cell whose lines are
+    ``shown``: (its file, the code, the last expression, whose value is displayed, or None)."""
+    number = int(getattr(shell, "execution_count", 0) or 0)
+    source = "".join(line if line.endswith("\n") else line + "\n" for line in shown)
+    file = shell.compile.cache(source, number, raw_code=source)  # linecache + the cell's name
+    python = shell.transform_cell(text)
+    # IPython drops leading blank lines: the code starts that much further down.
+    skipped = _blank_lead(text) - _blank_lead(python)
+    tree = ast.parse(python, file)
+    ast.increment_lineno(tree, first_line - 1 + skipped)
+    if step_on is not None:
+        tree = instrument_main(tree, step_on)  # defs of the cell are found where defined
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    code = shell.compile(tree, file, "exec")
+    value = shell.compile(ast.Expression(body=last.value), file, "eval") if last is not None else None
+    return file, code, value
+
+
+def _blank_lead(text: str) -> int:
+    n = 0
+    for line in text.splitlines():
+        if line.strip():
+            break
+        n += 1
+    return n
+
+
+def _check_outputs(opts: argparse.Namespace) -> None:
+    if opts.output is not None:
+        check_writable(opts.output, "-o")
+    if opts.html is not None:
+        check_writable(opts.html, "--html")
+        if opts.output is not None and os.path.realpath(opts.html) == os.path.realpath(opts.output):
+            raise UsageError(f"--html {opts.html}: the same file as -o")
+
+
+def run_profiled(
+    shell: Any,
+    opts: argparse.Namespace,
+    argv: list[str],
+    text: str,
+    shown: list[str],
+    first_line: int,
+    stack: list[tuple[str, int]],
+) -> None:
+    """Profile ``text`` as lines ``first_line``... of the cell ``shown`` (``stack``: the frames
+    that called the magic), then show the report."""
+    __tracebackhide__ = True  # IPython leaves dlpt's frames out of the cell's traceback
+    _check_outputs(opts)
+    outer = _outer_cell(stack)
+    file, code, last = _compile(shell, text, shown, first_line, opts.step_on)
+    prof = Profile(
+        skip_first=opts.skip_first,
+        active=opts.active,
+        gpu=not opts.no_gpu,
+        nested_ops=opts.nested_ops,
+        step_on=opts.step_on,
+        flops=opts.flops,
+    )
+    line = StatusLine(prof.status).start() if StatusLine.wanted(opts.quiet) else None
+    failed: tuple[Any, ...] | None = None
+    value: Any = None
+    try:
+        prof.start()
+        try:
+            exec(code, shell.user_global_ns, shell.user_ns)
+            if last is not None:  # evaluated in the profile, shown (its repr computed) after it
+                value = eval(last, shell.user_global_ns, shell.user_ns)
+        except BaseException:  # noqa: BLE001 - raised again after the report
+            failed = sys.exc_info()
+        session = prof.stop()
+    finally:
+        if line is not None:
+            line.stop()
+    assert session is not None
+    fold_frames_above(session, stack)
+    _drop_outer_source(session, outer)
+    name_cells(session, prefer=(file,))
+    session.meta["argv"] = argv
+    finish_session(session, probe=prof.gpu_usable)
+    _outputs(session, opts)
+    if not opts.no_report:
+        from dlpt.renderers.terminal.report import print_report
+
+        print_report(
+            session,
+            view=opts.view,
+            metric=opts.metric,
+            threshold=opts.threshold / 100.0,
+            depth=opts.depth,
+            show_all=opts.show_all,
+            ascii=opts.ascii,
+            peak_tflops=opts.peak_tflops,
+        )
+    if opts.inline_html:
+        from IPython.display import HTML, display
+
+        display(
+            HTML(
+                inline_report(
+                    session, metric=opts.metric, show_all=opts.show_all, peak_tflops=opts.peak_tflops
+                )
+            )
+        )
+    if failed is not None:  # the cell fails as it would have (a notebook's "run all" stops)
+        raise failed[1].with_traceback(failed[2])
+    if value is not None:
+        shell.displayhook(value)  # Out[N], as the cell would have shown it
+
+
+def _drop_outer_source(session: Session, outer: tuple[str, int] | None) -> None:
+    """The calling cell's line is IPython's rewrite of the magic (``get_ipython().run_cell_magic(
+    ...)``): keep the typed text (the code's own file has it) rather than the rewrite."""
+    if outer is None:
+        return
+    sources = session.meta.get("sources")
+    if isinstance(sources, dict) and isinstance(sources.get(outer[0]), dict):
+        sources[outer[0]].pop(str(outer[1]), None)
+
+
+def _outputs(session: Session, opts: argparse.Namespace) -> None:
+    say = (lambda _m: None) if opts.quiet else (lambda m: print(f"dlpt: {m}", file=sys.stderr, flush=True))
+    if opts.output is not None:
+        try:
+            session.save(opts.output)
+            say(f"saved profile to {opts.output}")
+        except (OSError, DlptError) as e:
+            print(f"dlpt: could not save the profile to {opts.output}: {e}", file=sys.stderr, flush=True)
+    if opts.html is not None:
+        from dlpt.renderers.html import write_html
+
+        try:
+            write_html(
+                session, opts.html, metric=opts.metric, show_all=opts.show_all, peak_tflops=opts.peak_tflops
+            )
+            say(f"wrote HTML report to {opts.html}")
+        except (OSError, DlptError) as e:
+            print(f"dlpt: could not write the HTML report to {opts.html}: {e}", file=sys.stderr, flush=True)
+
+
+def line_magic(shell: Any, line: str, stack: list[tuple[str, int]]) -> None:
+    """``%dlpt [options] statement``."""
+    __tracebackhide__ = True
+    opts, words, statement = parse_line(line)
+    outer = _outer_cell(stack)
+    if outer is not None and outer[0] in linecache.cache:
+        # The calling cell's lines, with the magic's line as typed: the statement is profiled
+        # at its line of the cell.
+        entry: Any = linecache.cache[outer[0]]  # (size, mtime, lines, name)
+        shown = [str(x) for x in entry[2]]
+        at = outer[1]
+        while len(shown) < at:
+            shown.append("\n")
+        shown[at - 1] = f"%dlpt {line.strip()}\n"
+    else:
+        shown, at = [f"%dlpt {line.strip()}\n"], 1
+    run_profiled(shell, opts, ["%dlpt", *words, statement], statement, shown, at, stack)
+
+
+def cell_magic(shell: Any, line: str, cell: str, stack: list[tuple[str, int]]) -> None:
+    """``%%dlpt [options]`` atop a cell: the cell's body, from its line 2."""
+    __tracebackhide__ = True
+    opts, words = parse_cell(line)
+    shown = [f"%%dlpt {line.strip()}".rstrip() + "\n", *cell.splitlines(keepends=True)]
+    run_profiled(shell, opts, ["%%dlpt", *words], cell, shown, 2, stack)
+
+
+def _usage(e: DlptError) -> None:
+    from IPython.core.error import UsageError as IPythonUsageError
+
+    raise IPythonUsageError(f"dlpt: {e}") from None
+
+
+def magic(shell: Any, line: str, cell: str | None = None) -> None:
+    """The ``dlpt`` line and cell magic (registered by :func:`dlpt.load_ipython_extension`)."""
+    __tracebackhide__ = True
+    stack = _stack_above()
+    try:
+        if cell is None:
+            line_magic(shell, line, stack)
+        else:
+            cell_magic(shell, line, cell, stack)
+    except UsageError as e:
+        _usage(e)
