@@ -30,6 +30,7 @@
   D.clear = function (e) { while (e.firstChild) e.removeChild(e.firstChild); return e; };
 
   /* Control characters (an escape sequence in a kernel name, a NUL) shown as U+FFFD. */
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
   D.clean = function (s) { return String(s).replace(CONTROL, "\ufffd"); };
 
