@@ -25,6 +25,8 @@ The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.
 - ``flat``: ``line``/``op``/``kernel`` rows ``[node id, inclusive vector, self vector]``.
 - ``sources``: ``{file string index: [[line, text string index], ...]}`` for the files shown,
   ``has_sources``; ``header``: see :mod:`dlpt.html.facts`.
+- ``units``: the unit steps and decimals numbers are written with, from the table the terminal
+  report uses (:func:`dlpt.renderers.units.units_model`), so the page cannot format differently.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from dlpt.processors import (
     get_metric,
 )
 from dlpt.renderers.format import kernel_config
+from dlpt.renderers.units import units_model
 from dlpt.report import report_tree
 from dlpt.session import KINDS, Session
 from dlpt.source_text import session_sources
@@ -222,4 +225,5 @@ def build_model(
         "sources": sources,
         "has_sources": bool(stored),
         "header": header_facts(session, root, steps),
+        "units": units_model(),
     }

@@ -16,6 +16,7 @@ from dlpt.diff import LineCost, SessionDiff, Side
 from dlpt.html.data import KEYS, METRIC_KEYS
 from dlpt.html.page import document
 from dlpt.processors import METRICS, Metric
+from dlpt.renderers.units import units_model
 from dlpt.safe_files import write_text_file
 
 __all__ = ["build_diff_model", "render_diff_html", "write_diff_html"]
@@ -85,6 +86,7 @@ def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
         "a": _side(d.a),
         "b": _side(d.b),
         "rows": [{"a": _cost(r.a), "b": _cost(r.b)} for r in d.rows],
+        "units": units_model(),  # what assets/util.js formats numbers with, as the report page
     }
 
 

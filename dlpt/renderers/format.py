@@ -16,6 +16,7 @@ from rich.text import Text
 from dlpt.compile.resume import display_name
 from dlpt.processors import Metric
 from dlpt.renderers.safe_text import escape_control
+from dlpt.renderers.units import BYTES, COUNT_DECIMALS, COUNT_GROUP, TIME
 from dlpt.tree import Node
 
 # A header rule only, like box.SIMPLE_HEAD, but made of ASCII so that it survives a console
@@ -64,33 +65,18 @@ class Fmt:
 
     def time(self, ns: float, per_step: bool = True) -> str:
         """Nanoseconds as ``1.23s``, ``12.35ms``, ``123.4µs`` or ``850ns``."""
-        v = self.scale(ns) if per_step else ns
-        a = abs(v)
-        if a >= 1e9:
-            return f"{v / 1e9:.2f}s"
-        if a >= 1e6:
-            return f"{v / 1e6:.2f}ms"
-        if a >= 1e3:
-            return f"{v / 1e3:.1f}{'us' if self.ascii else 'µs'}"
-        if a == 0:
-            return "0"
-        return f"{v:.0f}ns"
+        return TIME.format(self.scale(ns) if per_step else ns, self.ascii)
 
     def count(self, n: float, per_step: bool = True) -> str:
         """An event count; per step it may be fractional (one decimal)."""
         v = self.scale(n) if per_step else n
         if v == int(v):
-            return f"{int(v):,}"
-        return f"{v:,.1f}"
+            return f"{int(v):{COUNT_GROUP}}"
+        return f"{v:{COUNT_GROUP}.{COUNT_DECIMALS}f}"
 
     def bytes(self, b: float, per_step: bool = True) -> str:
         """Bytes in binary units: ``512 B``, ``12.0 KiB``, ``3.50 GiB``."""
-        v = self.scale(b) if per_step else b
-        for unit in ("B", "KiB", "MiB", "GiB"):
-            if abs(v) < 1024 or unit == "GiB":
-                return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-            v /= 1024
-        return f"{v:.1f} TiB"  # pragma: no cover - loop always returns
+        return BYTES.format(self.scale(b) if per_step else b)
 
     def value(self, metric: Metric, v: float) -> str:
         """``v`` formatted in ``metric``'s unit."""
