@@ -32,6 +32,9 @@ while time.time() - t0 < 60:
 STORM = """\
 import os, pathlib, signal, threading, time, torch
 out = pathlib.Path("storm.json")
+# Ctrl-C raises KeyboardInterrupt as in a terminal, also where the test runs as a background job
+# of a non-interactive shell, which starts it with SIGINT ignored (inherited by this process).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 def storm():
     for _ in range(3000):
         if out.exists():

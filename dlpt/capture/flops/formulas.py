@@ -26,7 +26,8 @@ __all__ = ["formula_ops", "flops_of", "flop_dtype", "conv_output_sizes"]
 
 # Ops the registry has no entry for whose arguments start like a registered op's, so that op's
 # formula applies: the CPU's flash attention (query, key, value, ...; its backward grad_out,
-# query, key, value, ...), which CPU runs of scaled_dot_product_attention dispatch to.
+# query, key, value, ...), which CPU runs of scaled_dot_product_attention dispatch to. torch 2.15
+# registers both itself (the same formulas); 2.11 to 2.14 do not, so the alias is used there.
 _SAME_FORMULA = {
     "aten::_scaled_dot_product_flash_attention_for_cpu": "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward": (

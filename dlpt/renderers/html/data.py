@@ -25,6 +25,8 @@ The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.
 - ``flat``: ``line``/``op``/``kernel`` rows ``[node id, inclusive vector, self vector]``.
 - ``sources``: ``{file string index: [[line, text string index], ...]}`` for the files shown,
   ``has_sources``; ``header``: see :mod:`dlpt.renderers.html.facts`.
+- ``units``: the unit steps and decimals numbers are written with, from the table the terminal
+  report uses (:func:`dlpt.model.units.units_model`), so the page cannot format differently.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from dlpt.model.resume_names import display_name
 from dlpt.model.session import KINDS, Session
 from dlpt.model.source_text import session_sources
 from dlpt.model.tree import Node, walk
+from dlpt.model.units import units_model
 from dlpt.renderers.html.facts import header_facts
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
@@ -225,4 +228,5 @@ def build_model(
         "sources": sources,
         "has_sources": bool(stored),
         "header": header_facts(report),
+        "units": units_model(),
     }

@@ -15,7 +15,7 @@ from dlpt.analysis.diff import LineCost, SessionDiff, Side
 from dlpt.model.processors import METRICS, Metric
 from dlpt.model.resume_names import display_name
 from dlpt.model.safe_files import write_text_file
-from dlpt.model.units import PLAIN
+from dlpt.model.units import PLAIN, units_model
 from dlpt.renderers.html.data import KEYS, METRIC_KEYS
 from dlpt.renderers.html.page import document
 
@@ -87,6 +87,7 @@ def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
         "a": _side(d.a),
         "b": _side(d.b),
         "rows": [{"a": _cost(r.a), "b": _cost(r.b)} for r in d.rows],
+        "units": units_model(),  # what assets/util.js formats numbers with, as the report page
     }
 
 

@@ -193,8 +193,8 @@
     if (!r) return;
     /* Ops and kernels apart from source lines: each total counts a matched node once. */
     var self = this;
-    function part(g, what, cls) {
-      return D.el("span", { className: "search-part " + cls, text: g.count + " " + what + " match" +
+    function part(g, kind, cls) {
+      return D.el("span", { className: "search-part " + cls, text: g.count + " " + kind + " match" +
         (g.count === 1 ? "" : "es") + " \u00b7 " + self.fmt(g.value) + " (" + D.fmtPct(g.value, self.total()) + ")" });
     }
     if (!r.count) s.appendChild(D.el("span", { text: "no match" }));
@@ -234,6 +234,7 @@
     var root = document.getElementById("app");
     try {
       var raw = JSON.parse(document.getElementById("dlpt-data").textContent);
+      D.setUnits(raw.units);
       D.clear(root);
       var app = new App(raw);
       D.app = app;

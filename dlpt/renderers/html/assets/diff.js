@@ -174,6 +174,7 @@
     var root = document.getElementById("app");
     try {
       var raw = JSON.parse(document.getElementById("dlpt-data").textContent);
+      D.setUnits(raw.units);
       D.clear(root);
       var app = new Diff(raw);
       D.app = app;

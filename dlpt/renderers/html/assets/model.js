@@ -73,7 +73,7 @@
   P.detail = function (i) { return this.S[this.raw.nodes.detail[i]]; };
   P.mark = function (i) { return this.S[this.raw.nodes.mark[i]]; };
   P.ctx = function (i) { return this.raw.nodes.ctx[i]; };
-  P.isLeaf = function (i) { return TIME_KEY.hasOwnProperty(this.kind[i]); };
+  P.isLeaf = function (i) { return Object.prototype.hasOwnProperty.call(TIME_KEY, this.kind[i]); };
   P.timeKey = function (kind) { return TIME_KEY[kind]; };
 
   /* The source text of file:line, stripped, or "" when the session holds none. */
@@ -170,7 +170,7 @@
       }
       this.kids[i].forEach(function (k) { stack.push(k); });
     }
-    list.forEach(function (g) { g.total = g.fwd + g.bwd + g.other; });
+    list.forEach(function (grp) { grp.total = grp.fwd + grp.bwd + grp.other; });
     list.sort(function (a, b) { return b.total - a.total || (a.name < b.name ? -1 : 1); });
     return list;
   };

@@ -30,6 +30,7 @@
   D.clear = function (e) { while (e.firstChild) e.removeChild(e.firstChild); return e; };
 
   /* Control characters (an escape sequence in a kernel name, a NUL) shown as U+FFFD. */
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
   D.clean = function (s) { return String(s).replace(CONTROL, "\ufffd"); };
 
@@ -43,30 +44,65 @@
     return i >= 0 ? path.slice(0, i + 1) : "";
   };
 
-  /* Numbers, formatted as the terminal report does (dlpt/renderers/format.py). */
-  D.fmtTime = function (ns) {
-    var a = Math.abs(ns);
-    if (a >= 1e9) return (ns / 1e9).toFixed(2) + "s";
-    if (a >= 1e6) return (ns / 1e6).toFixed(2) + "ms";
-    if (a >= 1e3) return (ns / 1e3).toFixed(1) + "\u00b5s";
-    if (a === 0) return "0s";
-    return ns.toFixed(0) + "ns";
+  /* Numbers, formatted as the terminal report does. The units (steps, decimals, separators)
+   * are data from the Python side, the one table the terminal report formats with
+   * (dlpt/model/units.py, the model's "units"); D.setUnits takes them before anything is
+   * drawn. tests/html/test_js_format.py holds these functions equal to Python's Fmt. */
+  var UNITS = null;
+
+  D.setUnits = function (units) {
+    if (!units || !units.ns || !units.bytes || !units.count) throw new Error("dlpt: the model has no units table");
+    UNITS = units;
   };
 
-  /* One decimal when a per-step count has one (6.1); whole at that precision, whole (1, not
-   * 1.0); too small for one decimal, <0.1 (as dlpt/model/units.py). */
+  function table(name) {
+    if (!UNITS) throw new Error("dlpt: D.setUnits(model.units) was not called");
+    return UNITS[name];
+  }
+
+  /* x with d decimals exactly as Python's format(x, ".<d>f") writes it. Both round the exact
+   * binary value; on an exact tie toFixed rounds away from zero, Python to even. A tie at d
+   * decimals is a value whose |x| * 2^(d+1) is an odd integer; toFixed's last digit is then
+   * odd in half the cases, and one less is Python's (no borrow: the digit is odd). */
+  function fixed(x, d) {
+    var s = x.toFixed(d);
+    if (Math.abs(x) * Math.pow(2, d + 1) % 2 === 1 && /[13579]$/.test(s)) {
+      s = s.slice(0, -1) + String(Number(s.charAt(s.length - 1)) - 1);
+    }
+    if (x === 0 && 1 / x < 0) s = "-" + s;  // Python keeps the sign of a negative zero
+    return s;
+  }
+
+  /* Thousands separators in the integer part, as Python's "," format option. */
+  function grouped(s, sep) {
+    var m = /^(-?)(\d+)(.*)$/.exec(s);
+    if (!m) return s;
+    return m[1] + m[2].replace(/\B(?=(\d{3})+$)/g, sep) + m[3];
+  }
+
+  /* v in a scale of units (dlpt.model.units.Scale.format): the first step, from the
+   * largest, whose size is at most |v|, else the smallest; an exact zero as the scale's zero. */
+  function scaled(t, v) {
+    if (v === 0 && t.zero !== null && t.zero !== undefined) return t.zero;
+    var a = Math.abs(v), steps = t.steps, st = steps[steps.length - 1];
+    for (var i = 0; i < steps.length; i++) {
+      if (a >= steps[i][0]) { st = steps[i]; break; }
+    }
+    return fixed(v / st[0], st[2]) + t.sep + st[1];
+  }
+
+  D.fmtTime = function (ns) { return scaled(table("ns"), ns); };
+
+  D.fmtBytes = function (b) { return scaled(table("bytes"), b); };
+
+  /* A count as dlpt.model.units.Counts.format: the table's decimals; whole at that precision,
+   * whole (1, not 1.0); too small to show, the table's "below" (<0.1), never a 0 that hides it. */
   D.fmtCount = function (n) {
-    var r = Math.round(n * 10) / 10;
-    if (r === 0 && n !== 0) return "<0.1";
-    if (r === Math.round(r)) return Math.round(r).toLocaleString("en-US");
-    return r.toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
-  };
-
-  D.fmtBytes = function (b) {
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    var v = b, i = 0;
-    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-    return i === 0 ? v.toFixed(0) + " B" : v.toFixed(1) + " " + units[i];
+    var t = table("count"), s = fixed(n, t.decimals);
+    if (Number(s) === 0 && n !== 0) return t.below;
+    s = s.replace(/\.0+$/, "");  // whole at that precision: "1.0" -> "1" (Python's int(r))
+    if (s === "-0") s = "0";
+    return grouped(s, t.group);
   };
 
   D.fmtUnit = function (unit, v) {
