@@ -102,72 +102,85 @@ class RawNode(NamedTuple):
         return cls(*t[:6], RawMetrics(*t[6]), t[7])
 
 
-def _metrics(kind: str, t: RawMetrics) -> dict[str, int]:
-    if kind == "kernel":
-        m = {"gpu_ns": t.gpu_ns, "kernels": t.completed, "min_ns": t.min_ns, "max_ns": t.max_ns}
-    elif kind == "memcpy":
-        m = {
-            "copy_ns": t.gpu_ns,
-            "copies": t.completed,
-            "copy_bytes": t.bytes,
-            "min_ns": t.min_ns,
-            "max_ns": t.max_ns,
-        }
-    elif kind == "memset":
-        m = {"memset_ns": t.gpu_ns, "memsets": t.completed, "min_ns": t.min_ns, "max_ns": t.max_ns}
-    elif kind == "sync":
-        m = {"sync_ns": t.sync_ns, "syncs": t.completed}
-    else:
-        m = {"calls": t.calls, "cpu_ns": t.cpu_ns}
-    m["api_ns"] = t.api_ns
-    return {k: v for k, v in m.items() if v}
+# Which of a node's counters (RawMetrics fields by index) its kind keeps, under which names, in
+# the order a session lists them; api_ns on every kind. Counters that are zero are left out.
+_METRIC_NAMES: dict[str, tuple[tuple[int, str], ...]] = {
+    "kernel": ((2, "gpu_ns"), (3, "kernels"), (7, "min_ns"), (8, "max_ns"), (6, "api_ns")),
+    "memcpy": ((2, "copy_ns"), (3, "copies"), (4, "copy_bytes"), (7, "min_ns"), (8, "max_ns"), (6, "api_ns")),
+    "memset": ((2, "memset_ns"), (3, "memsets"), (7, "min_ns"), (8, "max_ns"), (6, "api_ns")),
+    "sync": ((5, "sync_ns"), (3, "syncs"), (6, "api_ns")),
+}
+_CPU_NAMES = ((0, "calls"), (1, "cpu_ns"), (6, "api_ns"))
+
+
+def _metrics(kind: str, t: tuple[int, ...]) -> dict[str, int]:
+    """The session metrics of a node of ``kind`` from its RawMetrics counters."""
+    return {k: t[i] for i, k in _METRIC_NAMES.get(kind, _CPU_NAMES) if t[i]}
 
 
 def to_nodes(
     raw: list[RawNodeTuple], collectives: dict[int, Collective] | None = None
 ) -> list[dict[str, Any]]:
     """Convert the core's node tuples into session nodes; `collectives` (from stop()) adds what
-    each c10d op moved."""
+    each c10d op moved. ``raw`` is converted in place and returned: each tuple is freed as its
+    node is made, so a million nodes never exist twice (the core's export and the session)."""
     collectives = collectives or {}
-    nodes: list[dict[str, Any]] = []
-    for t in raw:
-        r = RawNode.of(t)
+    nodes: list[Any] = raw
+    for i, t in enumerate(raw):
+        nid, parent, kind, name, file, line, counters, extras = t
+        if kind in _METRIC_NAMES:
+            m = _metrics(kind, counters)
+        else:  # frames, ops, phases, scopes, threads (nearly every node): _CPU_NAMES inlined
+            m = {}
+            if counters[0]:
+                m["calls"] = counters[0]
+            if counters[1]:
+                m["cpu_ns"] = counters[1]
+            if counters[6]:
+                m["api_ns"] = counters[6]
         node: dict[str, Any] = {
-            "id": r.id,
-            "parent": r.parent,
-            "kind": r.kind,
-            "name": r.name,
-            "file": r.file,
-            "line": r.line,
-            "m": _metrics(r.kind, r.metrics),
+            "id": nid,
+            "parent": parent,
+            "kind": kind,
+            "name": name,
+            "file": file,
+            "line": line,
+            "m": m,
         }
-        kind, name = r.kind, r.name
-        x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in r.extras.items()}
-        coll = collectives.get(r.id)
-        if coll is not None:
-            x.update(
-                collective=coll["collective"],
-                dtype=coll["dtype"],
-                pg_name=coll["pg_name"],
-                pg_desc=coll["pg_desc"],
-                world_size=coll["world_size"],
-            )
-            for key, value in (
-                ("comm_calls", coll["calls"]),
-                ("comm_in_bytes", coll["in_bytes"]),
-                ("comm_out_bytes", coll["out_bytes"]),
-            ):
-                if value:
-                    node["m"][key] = value
-        if kind == "kernel":
-            x["full_name"] = name
-            node["name"] = shorten_kernel_name(name)
-        elif kind == "sync":
-            node["name"] = "[sync " + api_display_name(name[len("[sync ") : -1]) + "]"
-        if x:
-            node["x"] = x
-        nodes.append(node)
+        coll = collectives.get(nid) if collectives else None
+        if extras or coll is not None or kind in ("kernel", "sync"):
+            node = _with_extras(node, extras, coll)
+        nodes[i] = node
     return nodes
+
+
+def _with_extras(node: dict[str, Any], extras: dict[str, Any], coll: Collective | None) -> dict[str, Any]:
+    """``node`` with its extras (``x``): the core's, a collective's, a kernel's full name."""
+    kind, name = node["kind"], node["name"]
+    x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()}
+    if coll is not None:
+        x.update(
+            collective=coll["collective"],
+            dtype=coll["dtype"],
+            pg_name=coll["pg_name"],
+            pg_desc=coll["pg_desc"],
+            world_size=coll["world_size"],
+        )
+        for key, value in (
+            ("comm_calls", coll["calls"]),
+            ("comm_in_bytes", coll["in_bytes"]),
+            ("comm_out_bytes", coll["out_bytes"]),
+        ):
+            if value:
+                node["m"][key] = value
+    if kind == "kernel":
+        x["full_name"] = name
+        node["name"] = shorten_kernel_name(name)
+    elif kind == "sync":
+        node["name"] = "[sync " + api_display_name(name[len("[sync ") : -1]) + "]"
+    if x:
+        node["x"] = x
+    return node
 
 
 def api_table(raw: list[tuple[str, int, int, int, int]]) -> list[dict[str, Any]]:

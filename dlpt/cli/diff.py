@@ -13,7 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from dlpt.cli.outputs import check_writable
+from dlpt.cli.outputs import add_force, check_writable
+from dlpt.cli.stdout_guard import report_output, say_line
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.processors import METRICS
 
@@ -50,11 +51,12 @@ def _parser() -> _Parser:
     )
     p.add_argument("--html", metavar="OUT", help="also write the comparison as a self-contained HTML page")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+    add_force(p)
     return p
 
 
 def _say(msg: str) -> None:
-    print(f"dlpt: {msg}", file=sys.stderr, flush=True)
+    say_line("dlpt", msg)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if opts.html is not None:
         try:
-            check_writable(opts.html, "--html")
+            check_writable(opts.html, "--html", opts.force)
         except UsageError as e:
             _say(f"diff: {e}")
             return EXIT_USAGE
@@ -94,12 +96,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     d = diff_sessions(a, b, opts.a, opts.b)
     metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)
     console = Console()
-    console.print(render_diff(d, metric, opts.threshold / 100.0, opts.ascii or console.options.ascii_only))
+    with report_output(_say, "the comparison"):
+        console.print(
+            render_diff(d, metric, opts.threshold / 100.0, opts.ascii or console.options.ascii_only)
+        )
     if opts.html is not None:
         from dlpt.renderers.html.diff_page import write_diff_html
 
         try:
-            write_diff_html(d, opts.html, metric)
+            write_diff_html(d, opts.html, metric, force=opts.force)
         except (OSError, DlptError) as e:
             _say(f"could not write the HTML diff to {opts.html}: {e}")
             return EXIT_USAGE

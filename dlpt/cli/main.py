@@ -25,15 +25,17 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from dlpt.capture.ranks.env import from_env
+from dlpt.capture.ranks.env import env_problem, from_env
 from dlpt.capture.step_on import parse_spec
 from dlpt.cli import outputs
-from dlpt.cli.launch import exit_status, install, resolve, run_program
+from dlpt.cli.launch import LaunchError, exit_status, install, resolve, run_program
 from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
 from dlpt.cli.signals import Interrupted, Signals
-from dlpt.errors import DlptError, UsageError
+from dlpt.cli.stdout_guard import program_output_flushed, report_output, say_line
+from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.model.processors import METRICS
 from dlpt.model.rank_paths import expand_load, rank_path
+from dlpt.model.write_target import absolute, resolve_target
 from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
 )
@@ -83,6 +85,7 @@ def _build_parser() -> _Parser:
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
     outputs.add_arguments(p)
+    outputs.add_force(p)
     p.add_argument("--skip-first", type=int, default=0, metavar="N", help="do not profile the first N steps")
     p.add_argument("--active", type=int, metavar="M", help="profile M steps, then stop")
     p.add_argument(
@@ -214,53 +217,89 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
     opts.report_ranks = opts.report_ranks or "0"
     opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
-    # Under a launcher every rank writes its own file (dlpt.model.rank_paths): check that one.
-    env = from_env()
-    mine = (lambda p: rank_path(p, env.rank, env.world_size)) if env else (lambda p: rank_path(p, 0, 1))
-    for out in opts.outputs:
-        outputs.check_writable(mine(out.path), out.flag)
-    if opts.output is not None:
-        outputs.check_writable(mine(opts.output), "-o")
-        # The program may chdir; the file goes where the user meant when typing the command.
-        opts.output_abs = os.path.abspath(opts.output)
+    _check_outputs(opts, program)
     return opts, program
+
+
+def _check_outputs(opts: argparse.Namespace, program: list[str]) -> None:
+    """Every output path must be writable before the program runs (dlpt.model.safe_files): a
+    new name, a file dlpt wrote, this process's stdout or stderr, or anything with --force;
+    never the profiled script without --force."""
+    opts.protected = {}
+    if program and not program[0].startswith("-"):
+        opts.protected[os.path.realpath(program[0])] = "the profiled script"
+    # Under a launcher every rank writes its own file (dlpt.model.rank_paths): check that one.
+    problem = env_problem()
+    if problem:
+        _say(f"{problem}; profiling as a single process")
+    env = from_env()
+    size = env.world_size if env is not None else 1
+    mine = (lambda p: rank_path(p, env.rank, env.world_size)) if env else (lambda p: rank_path(p, 0, 1))
+    named = [(out.path, out.flag) for out in opts.outputs]
+    if opts.output is not None:
+        named.append((opts.output, "-o"))
+    for path, flag in named:
+        if size > 1 and _is_stream(path):
+            raise UsageError(f"{flag} {path}: each of the {size} ranks writes a file of its own; name a file")
+        outputs.check_writable(mine(path), flag, opts.force, opts.protected)
+    if opts.output is not None:
+        # The program may chdir; the file goes where the user meant when typing the command.
+        opts.output_abs = absolute(opts.output)
+
+
+def _is_stream(path: str) -> bool:
+    try:
+        return resolve_target(path).stream is not None
+    except UnsafeFileError:
+        return False
 
 
 def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
     """Stop, save and show the profile; report dlpt's own failures without hiding the
     program's outcome. Returns whether everything worked.
 
-    Signals are only noted while stopping and saving; they cut the report short."""
+    Signals are held while stopping and saving (at most a second: dlpt.cli.signals); they cut
+    the report short."""
     ok = True
     saved = ""
+    signals.remaining = [
+        "stopping the profile",
+        *([f"the session ({opts.output})"] if opts.output is not None else []),
+        *(f"the {o.what} ({o.path})" for o in opts.outputs),
+        *([] if opts.no_report else ["the report"]),
+    ]
     with signals.deferred():
         try:
             prof.stop()
         except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
             _say(f"failed to stop the profiler: {e}")
             return False
+        signals.remaining.pop(0)
         # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish).
         role = role_of(prof.session, opts.report_ranks)
         _prefix[0] = role.prefix
         if opts.output is not None:
             shown = role.path(opts.output)
             try:
-                saved = prof.save(role.path(opts.output_abs))
+                where = role.path(opts.output_abs)
+                prof.session.save(where, force=opts.force, protected=opts.protected)
+                saved = where
                 if role.chatty:
                     _say(f"saved profile to {shown}")
             except (OSError, DlptError) as e:
                 _say(f"could not save the profile to {shown}: {e}")
                 ok = False
-        if opts.outputs:
-            mine = [
-                dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
-                for o in opts.outputs
-            ]
+            signals.remaining.pop(0)
+        for o in opts.outputs:
+            mine = dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
             say = _say if role.chatty else _say_failures
             ok = (
-                outputs.write_all(prof.session, mine, opts.metric, opts.show_all, say, opts.peak_tflops)
+                outputs.write_all(
+                    prof.session, [mine], opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
+                )
                 and ok
             )
+            signals.remaining.pop(0)
     if not opts.no_report:
         ok = _report(prof, opts, signals, role, saved) and ok
     return ok
@@ -276,9 +315,14 @@ def _report(prof: Any, opts: argparse.Namespace, signals: Signals, role: Role, s
             f"this is rank 0's report only; -o FILE saves each of the {role.world_size} ranks' sessions "
             "for a report across ranks"
         )
+    if (role.prints_own or across) and not program_output_flushed():
+        # The program's own output cannot be written: python reports that at exit (status
+        # 120, as without dlpt); dlpt's report would only be lost on top of it.
+        _say("not printing the report: stdout cannot take the program's own output")
+        return ok
     if role.prints_own and not (across and role.report_ranks == "0"):
         try:
-            with signals.interruptible():
+            with signals.interruptible(), report_output(_say):
                 prof.print(**_render_kwargs(opts))
         except Interrupted as e:
             _say(
@@ -291,7 +335,7 @@ def _report(prof: Any, opts: argparse.Namespace, signals: Signals, role: Role, s
             ok = False
     if across:
         try:
-            with signals.interruptible():
+            with signals.interruptible(), report_output(_say, "the report across ranks"):
                 cross_rank_report(
                     opts.output_abs, role, saved, prof.session, opts.rank_timeout, _say, _render_kwargs(opts)
                 )
@@ -319,7 +363,8 @@ _prefix = ["dlpt"]  # "dlpt[rank 3]" on ranks other than 0 (set once the rank is
 
 
 def _say(msg: str) -> None:
-    print(f"{_prefix[0]}: {msg}", file=sys.stderr, flush=True)
+    """One line on stderr; control characters of paths and session strings escaped."""
+    say_line(_prefix[0], msg)
 
 
 def _say_failures(msg: str) -> None:
@@ -333,6 +378,9 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
 
     try:
         prog = resolve(program, opts.step_on)
+    except LaunchError as e:  # what python says in one line, with python's status
+        _say(str(e))
+        return e.status
     except UsageError as e:
         _say(str(e))
         return EXIT_USAGE
@@ -355,7 +403,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     except DlptError as e:
         _say(f"cannot start profiling: {e}")
         return EXIT_USAGE
-    signals = Signals()
+    signals = Signals(_say)
     signals.terminate_with(lambda: _finish(prof, opts, signals))
     pid = os.getpid()
     # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
@@ -367,11 +415,14 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     outcome = run_program(prog, signals.note if holds else None)
     if os.getpid() != pid:  # a forked child returned: the profile and the report are the parent's
         return exit_status(outcome)
-    ok = _finish(prof, opts, signals)
+    _finish(prof, opts, signals)  # what failed there was said; the status stays the program's
     status = exit_status(outcome)
+    # The interpreter's shutdown (joining the program's non-daemon threads) sees the handlers
+    # plain python would: Ctrl-C ends the wait, SIGTERM kills.
+    signals.restore(prog.sigint_at_end if holds else signal.getsignal(signal.SIGINT))
     if signals.status is not None:  # a signal arrived while dlpt finished: end as it asks
         return signals.status
-    return status if status != 0 or ok else EXIT_USAGE
+    return status
 
 
 def _load(opts: argparse.Namespace) -> int:
@@ -383,11 +434,14 @@ def _load(opts: argparse.Namespace) -> int:
     try:
         session = Session.load(opts.load[0])
         if not opts.no_report:
-            print_report(session, **_render_kwargs(opts))
+            with report_output(_say):
+                print_report(session, **_render_kwargs(opts))
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
-    ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, _say, opts.peak_tflops)
+    ok = outputs.write_all(
+        session, opts.outputs, opts.metric, opts.show_all, _say, opts.peak_tflops, opts.force
+    )
     return 0 if ok else EXIT_USAGE
 
 
@@ -401,14 +455,15 @@ def _load_ranks(opts: argparse.Namespace) -> int:
         rs = rank_set([(path, Session.load(path)) for path in opts.load])
         if not opts.no_report:
             kw = _render_kwargs(opts)
-            print_ranks(
-                rs,
-                metric=kw["metric"],
-                threshold=kw["threshold"],
-                depth=kw["depth"],
-                show_all=kw["show_all"],
-                ascii=kw["ascii"],
-            )
+            with report_output(_say, "the report across ranks"):
+                print_ranks(
+                    rs,
+                    metric=kw["metric"],
+                    threshold=kw["threshold"],
+                    depth=kw["depth"],
+                    show_all=kw["show_all"],
+                    ascii=kw["ascii"],
+                )
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE

@@ -28,7 +28,7 @@ from dlpt.model.processors import Metric, folds_away, is_module_call, mark_lines
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, add_metrics
 
-__all__ = ["FoldedTable", "SyncSite", "report_tree", "whole_tree", "compile_markers"]
+__all__ = ["FoldedTable", "SyncSite", "report_tree", "whole_tree", "compile_markers", "session_totals"]
 
 Key = tuple[Any, ...]  # (parent index, kind, name, file, line)
 _NO_EXTRAS: Mapping[str, Any] = {}
@@ -53,6 +53,12 @@ def _sum_metrics(dicts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     if longest is not None:
         out["max_ns"] = longest
     return out
+
+
+def session_totals(session: Session) -> dict[str, int]:
+    """The metrics of the whole session (what the root of any folded tree holds), without
+    folding anything."""
+    return _sum_metrics(n["m"] for n in session.nodes)
 
 
 @dataclass

@@ -8,10 +8,11 @@ deep nodes are capped, and thousands of rows render fast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group
+from rich.segment import Segment
 from rich.text import Text
 
 from dlpt.renderers.terminal.format import DETAIL_STYLE, fit_label, truncate
@@ -58,23 +59,110 @@ def render_grid(
 ) -> Group:
     """Lay the rows out in ``width`` cells: a header, a rule, then one Text line per row (one
     Text per line keeps rich's line splitting linear in the number of rows)."""
-    ncol = len(headers)
-    widths = [len(h) for h in headers]
-    for r in rows:
-        for i, cell in enumerate(r.cells):
-            widths[i] = max(widths[i], len(cell))
-    used = sum(widths) + ncol * 1 + 1  # one space after each cell, one more before the label
-    label_w = max(width - used, 10)
-    cap = max(4, label_w * 2 // 9)  # guides take at most 2/3 of the label column
-    head = " ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)) + "  " + label_header
-    rule = ("-" if ascii else "\u2500") * min(width, used + max(len(label_header), label_w))
-    lines = [truncate(Text(head, "bold"), width, ascii), Text(rule, DETAIL_STYLE)]
-    for r in rows:
+    return Group(*grid_lines(headers, label_header, lambda _labels: rows, width, ascii))
+
+
+class LazyGrid:
+    """A grid of many rows that never holds them all: ``rows(labels)`` gives a fresh iterator of
+    the rows each time; one pass over their cells sizes the columns (``labels`` False: the rows
+    may leave their labels empty), a second one prints. Printed by rich as one renderable, or
+    by :meth:`chunks` a thousand rows at a time (what ``print_report`` does, so that a million
+    rows never sit in rich's buffer at once)."""
+
+    def __init__(
+        self,
+        headers: Sequence[str],
+        label_header: str,
+        rows: Callable[[bool], Iterable[GridRow]],
+        width: int,
+        ascii: bool,
+    ) -> None:
+        self.headers, self.label_header, self.rows = headers, label_header, rows
+        self.width, self.ascii = width, ascii
+
+    def chunks(self, size: int = 1000) -> Iterator[Lines]:
+        """The grid as renderables of at most ``size`` rows each."""
+        layout = _Layout(self.headers, self.label_header, self.rows(False), self.width, self.ascii)
+        yield Lines(layout, [], head=True)
+        batch: list[GridRow] = []
+        for row in self.rows(True):
+            batch.append(row)
+            if len(batch) == size:
+                yield Lines(layout, batch)
+                batch = []
+        if batch:
+            yield Lines(layout, batch)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment | Text]:
+        for part in self.chunks():
+            yield from part.__rich_console__(console, options)
+
+
+class _Layout:
+    """Column widths of a grid (from a pass over its rows' cells) and how a row is laid out."""
+
+    def __init__(
+        self, headers: Sequence[str], label_header: str, rows: Iterable[GridRow], width: int, ascii: bool
+    ) -> None:
+        ncol = len(headers)
+        widths = [len(h) for h in headers]
+        for r in rows:
+            for i, cell in enumerate(r.cells):
+                if len(cell) > widths[i]:
+                    widths[i] = len(cell)
+        used = sum(widths) + ncol * 1 + 1  # one space after each cell, one more before the label
+        self.widths, self.ascii = widths, ascii
+        self.label_w = max(width - used, 10)
+        self.cap = max(4, self.label_w * 2 // 9)  # guides take at most 2/3 of the label column
+        head = " ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)) + "  " + label_header
+        rule = ("-" if ascii else "\u2500") * min(width, used + max(len(label_header), self.label_w))
+        self.head = [truncate(Text(head, "bold"), width, ascii), Text(rule, DETAIL_STYLE)]
+
+    def label(self, r: GridRow) -> Text:
+        prefix = guide_prefix(r.chain, self.cap, self.ascii)
+        return fit_label(prefix, r.main, r.detail, self.label_w, r.keep_detail, self.ascii)
+
+    def line(self, r: GridRow) -> Text:
         line = Text(no_wrap=True, overflow="ignore")
-        for i, (cell, w) in enumerate(zip(r.cells, widths, strict=True)):
+        for i, (cell, w) in enumerate(zip(r.cells, self.widths, strict=True)):
             line.append(cell.rjust(w) + " ", r.cell_styles[i] if r.cell_styles else "")
         line.append(" ")
-        prefix = guide_prefix(r.chain, cap, ascii)
-        line.append_text(fit_label(prefix, r.main, r.detail, label_w, r.keep_detail, ascii))
-        lines.append(line)
-    return Group(*lines)
+        line.append_text(self.label(r))
+        return line
+
+    def plain(self, r: GridRow) -> str:
+        """``line(r).plain``, without building the styled line."""
+        cells = "".join(cell.rjust(w) + " " for cell, w in zip(r.cells, self.widths, strict=True))
+        return f"{cells} {self.label(r).plain}\n"
+
+
+class Lines:
+    """Rows of a grid to print (``head``: its header and rule). To a console that writes no
+    styles at all (``color_system`` None: a file or a pipe), each row is its plain text, which
+    is what rich writes for it (a grid line never wraps and holds no tab or control character),
+    at a fraction of rich's cost per line; to a terminal, rich renders each styled line."""
+
+    def __init__(self, layout: _Layout, rows: list[GridRow], head: bool = False) -> None:
+        self.layout, self.rows, self.head = layout, rows, head
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment | Text]:
+        if self.head:
+            yield from self.layout.head
+        if console.color_system is None:
+            yield Segment("".join(map(self.layout.plain, self.rows)))
+        else:
+            yield from map(self.layout.line, self.rows)
+
+
+def grid_lines(
+    headers: Sequence[str],
+    label_header: str,
+    rows: Callable[[bool], Iterable[GridRow]],
+    width: int,
+    ascii: bool,
+) -> Iterator[Text]:
+    """The lines of a grid whose rows ``rows(labels)`` yields (called twice: ``rows(False)``
+    sizes the columns from the cells, ``rows(True)`` gives the rows with their labels)."""
+    layout = _Layout(headers, label_header, rows(False), width, ascii)
+    yield from layout.head
+    yield from map(layout.line, rows(True))
