@@ -14,10 +14,11 @@ about 2 million nodes.
 
 ``measure`` generates it in DIR and runs, each in a fresh process, timing the wall clock and
 reading the CPU time and the peak RSS (``/usr/bin/time``): plain ``python``; ``python -m dlpt
--o run.json --html run.html`` (the default report printed); ``--load run.json``; ``--load run.json --view all
---threshold 0``; ``dlpt diff run.json copy.json``; then the HTML report's size and how long
-the OS's Chromium (``$DLPT_CHROMIUM``, default /usr/bin/chromium, driven by Playwright) takes
-to show it. Stages time out after 600 s (reported as such). Run it on a quiet machine: on a
+-o run.json`` (the default report printed); ``--load run.json``; ``--load run.json --view all
+--threshold 0``; ``dlpt diff run.json copy.json``; ``--load run.json --html run.html``; then the
+HTML report's size and how long the OS's Chromium (``$DLPT_CHROMIUM``, default
+/usr/bin/chromium, driven by Playwright) takes to show it. Stages time out after ``--timeout``
+seconds (600 by default; reported as such). Run it on a quiet machine: on a
 shared one, time follows the load average (printed with the results).
 """
 
@@ -127,16 +128,20 @@ def measure(d: str, outer: int, inner: int, shape: str, skip: set[str]) -> None:
     print(f"{'stage':<28} {'wall s':>8} {'CPU s':>8} {'peak MB':>8}  note")
     stages = [
         ("plain python", [py, "sites.py"]),
-        ("dlpt run (-o, --html)", [py, "-m", "dlpt", "-o", "run.json", "--html", "run.html", "sites.py"]),
+        ("dlpt run (-o)", [py, "-m", "dlpt", "-o", "run.json", "sites.py"]),
         ("--load", [py, "-m", "dlpt", "--load", "run.json"]),
         (
             "--load --view all -t 0",
             [py, "-m", "dlpt", "--load", "run.json", "--view", "all", "--threshold", "0"],
         ),
         ("diff", [py, "-m", "dlpt", "diff", "run.json", "copy.json"]),
+        (
+            "html (--load --html)",
+            [py, "-m", "dlpt", "--load", "run.json", "--html", "run.html", "--no-report"],
+        ),
     ]
     for name, cmd in stages:
-        if name.split()[0].strip("-") in skip:
+        if name.split()[0].strip("-") in skip or (name.startswith("--load --view") and "all" in skip):
             continue
         if name == "diff" and os.path.exists(os.path.join(d, "run.json")):
             shutil.copyfile(os.path.join(d, "run.json"), os.path.join(d, "copy.json"))
@@ -158,7 +163,7 @@ def main() -> None:
     ap.add_argument("--outer", type=int, default=1000, help="lines in main that call work (N)")
     ap.add_argument("--inner", type=int, default=1000, help="torch.add lines in work (M)")
     ap.add_argument("--shape", choices=("lines", "paths"), default="lines", help="see above")
-    ap.add_argument("--skip", default="", help="stages to leave out: plain,dlpt,load,diff,browser")
+    ap.add_argument("--skip", default="", help="stages to leave out: plain,dlpt,load,all,diff,html,browser")
     ap.add_argument("--repo", help="the dlpt checkout to measure (default: this one)")
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per stage (default 600)")
     a = ap.parse_args()

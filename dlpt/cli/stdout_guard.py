@@ -30,7 +30,9 @@ def program_output_flushed() -> bool:
         return True
     try:
         out.flush()
-    except Exception:  # noqa: BLE001 - any failure means: do not print on top of it
+    except ValueError:  # closed by the program: nothing of its own is pending
+        return True
+    except Exception:  # noqa: BLE001 - any other failure means: do not print on top of it
         return False
     return True
 
@@ -61,6 +63,8 @@ def report_output(say: Callable[[str], None], what: str = "the report") -> Itera
     except OSError as e:
         say(f"could not print {what}: {e.strerror or e}")
         _drop_stdout()
+    except ValueError:  # the program closed sys.stdout ("I/O operation on closed file")
+        say(f"could not print {what}: stdout is closed")
 
 
 def say_line(prefix: str, msg: str) -> None:
