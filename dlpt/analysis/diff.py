@@ -185,8 +185,11 @@ def _line_leaves(root: Node) -> dict[tuple[str, int], dict[tuple[str, str], Leaf
     return out
 
 
-def _lines(session: Session, use_text: bool) -> tuple[dict[LineKey, LineCost], Node, dict[str, int]]:
-    """Lines of ``session`` keyed for matching, its tree, and the work under no line."""
+def _lines(
+    session: Session, use_text: bool
+) -> tuple[dict[LineKey, LineCost], dict[str, int], dict[str, int]]:
+    """Lines of ``session`` keyed for matching, its totals, and the work under no line. The
+    tree is gone when this returns: two sessions' whole trees are never held at once."""
     root = report_tree(session, contexts=True)
     sources = session_sources(session.meta)
     leaves = _line_leaves(root)
@@ -222,10 +225,10 @@ def _lines(session: Session, use_text: bool) -> tuple[dict[LineKey, LineCost], N
         group.sort(key=lambda c: (c.file, c.line))
         for i, c in enumerate(group):
             keyed[(*ident, i)] = c
-    return keyed, root, off
+    return keyed, {k: v for k, v in root.inclusive.items() if k not in ("min_ns", "max_ns")}, off
 
 
-def _side(label: str, session: Session, root: Node, off: dict[str, int], scale: int) -> Side:
+def _side(label: str, session: Session, totals: dict[str, int], off: dict[str, int], scale: int) -> Side:
     untraced, traced = step_time(session.meta, "untraced"), step_time(session.meta, "traced")
     step = untraced or traced
     return Side(
@@ -234,7 +237,7 @@ def _side(label: str, session: Session, root: Node, off: dict[str, int], scale: 
         _steps(session),
         scale,
         bool(session_sources(session.meta)),
-        {k: v for k, v in root.inclusive.items() if k not in ("min_ns", "max_ns")},
+        totals,
         off,
         step.median_ns if step is not None and _steps(session) else 0.0,
         ("untraced" if untraced is not None else "traced") if step is not None and _steps(session) else "",
@@ -245,12 +248,12 @@ def diff_sessions(a: Session, b: Session, a_label: str = "A", b_label: str = "B"
     """Match the lines of ``a`` and ``b`` (see the module docstring)."""
     has_a, has_b = bool(session_sources(a.meta)), bool(session_sources(b.meta))
     use_text = has_a and has_b
-    lines_a, root_a, off_a = _lines(a, use_text)
-    lines_b, root_b, off_b = _lines(b, use_text)
+    lines_a, totals_a, off_a = _lines(a, use_text)
+    lines_b, totals_b, off_b = _lines(b, use_text)
     steps_a, steps_b = _steps(a), _steps(b)
     per_step = steps_a > 0 and steps_b > 0
-    side_a = _side(a_label, a, root_a, off_a, steps_a if per_step else 1)
-    side_b = _side(b_label, b, root_b, off_b, steps_b if per_step else 1)
+    side_a = _side(a_label, a, totals_a, off_a, steps_a if per_step else 1)
+    side_b = _side(b_label, b, totals_b, off_b, steps_b if per_step else 1)
 
     if use_text:
         note = "lines matched by (file name, function, line text)"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlpt.analysis.peaks import DevicePeaks, lookup
-from dlpt.model.folding import FoldedTable
+from dlpt.model.folding import FoldedTable, session_totals
 from dlpt.model.meta import StepTime, int_of, step_time
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session
@@ -193,8 +193,8 @@ def analyze(
     by :class:`~dlpt.model.folding.FoldedTable` with the report's default folding."""
     tree: Callable[[], Node]
     if root is None:
-        folded = FoldedTable(session, show_all=False)
-        tree, totals = folded.tree, folded.totals()
+        # Folded only if a rule walks the tree (most sessions answer from their totals).
+        tree, totals = (lambda: FoldedTable(session, show_all=False).tree()), session_totals(session)
     elif isinstance(root, Node):
         node = root
         tree, totals = (lambda: node), node.inclusive

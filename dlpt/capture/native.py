@@ -110,20 +110,63 @@ class RawNode(NamedTuple):
         return cls._make([*t[:6], RawMetrics(*t[6]), outside, t[-1]])
 
 
-# Session metric -> index into RawMetrics, per node kind, in the order sessions list them.
-_API = ("api_ns", 6)
-_METRIC_FIELDS: dict[str, tuple[tuple[str, int], ...]] = {
-    "kernel": (("gpu_ns", 2), ("kernels", 3), ("min_ns", 7), ("max_ns", 8), _API),
-    "memcpy": (("copy_ns", 2), ("copies", 3), ("copy_bytes", 4), ("min_ns", 7), ("max_ns", 8), _API),
-    "memset": (("memset_ns", 2), ("memsets", 3), ("min_ns", 7), ("max_ns", 8), _API),
-    "sync": (("sync_ns", 5), ("syncs", 3), _API),
+# Which of a node's counters (RawMetrics fields by index) its kind keeps, under which names, in
+# the order a session lists them; api_ns on every kind. Counters that are zero are left out.
+_METRIC_NAMES: dict[str, tuple[tuple[int, str], ...]] = {
+    "kernel": ((2, "gpu_ns"), (3, "kernels"), (7, "min_ns"), (8, "max_ns"), (6, "api_ns")),
+    "memcpy": ((2, "copy_ns"), (3, "copies"), (4, "copy_bytes"), (7, "min_ns"), (8, "max_ns"), (6, "api_ns")),
+    "memset": ((2, "memset_ns"), (3, "memsets"), (7, "min_ns"), (8, "max_ns"), (6, "api_ns")),
+    "sync": ((5, "sync_ns"), (3, "syncs"), (6, "api_ns")),
 }
-_OTHER_FIELDS = (("calls", 0), ("cpu_ns", 1), _API)
+_CPU_NAMES = ((0, "calls"), (1, "cpu_ns"), (6, "api_ns"))
 
 
 def _metrics(kind: str, t: tuple[int, ...]) -> dict[str, int]:
-    """The session metrics of a RawMetrics tuple (zeros left out)."""
-    return {name: t[i] for name, i in _METRIC_FIELDS.get(kind, _OTHER_FIELDS) if t[i]}
+    """The session metrics of a node of ``kind`` from its RawMetrics counters."""
+    if kind in _METRIC_NAMES:
+        return {k: t[i] for i, k in _METRIC_NAMES[kind] if t[i]}
+    # frames, ops, phases, scopes, threads (nearly every node): _CPU_NAMES inlined
+    m = {}
+    if t[0]:
+        m["calls"] = t[0]
+    if t[1]:
+        m["cpu_ns"] = t[1]
+    if t[6]:
+        m["api_ns"] = t[6]
+    return m
+
+
+def _comm_metrics(m: dict[str, int], coll: Collective) -> None:
+    for key, value in (
+        ("comm_calls", coll["calls"]),
+        ("comm_in_bytes", coll["in_bytes"]),
+        ("comm_out_bytes", coll["out_bytes"]),
+    ):
+        if value:
+            m[key] = value
+
+
+def _with_extras(node: dict[str, Any], extras: dict[str, Any], coll: Collective | None) -> dict[str, Any]:
+    """``node`` with its extras (``x``): the core's, a collective's, a kernel's full name."""
+    kind, name = node["kind"], node["name"]
+    x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()}
+    if coll is not None:
+        x.update(
+            collective=coll["collective"],
+            dtype=coll["dtype"],
+            pg_name=coll["pg_name"],
+            pg_desc=coll["pg_desc"],
+            world_size=coll["world_size"],
+        )
+        _comm_metrics(node["m"], coll)
+    if kind == "kernel":
+        x["full_name"] = name
+        node["name"] = shorten_kernel_name(name)
+    elif kind == "sync":
+        node["name"] = "[sync " + api_display_name(name[len("[sync ") : -1]) + "]"
+    if x:
+        node["x"] = x
+    return node
 
 
 class NodeTable(NamedTuple):
@@ -133,52 +176,6 @@ class NodeTable(NamedTuple):
 
     nodes: list[dict[str, Any]]
     outside: bool  # whether any node has work outside counted steps
-
-
-def _node(
-    nid: int,
-    parent: int,
-    kind: str,
-    name: str,
-    file: str,
-    line: int,
-    metrics: tuple[int, ...],
-    extras: dict[str, Any],
-    coll: Collective | None,
-) -> dict[str, Any]:
-    node: dict[str, Any] = {
-        "id": nid,
-        "parent": parent,
-        "kind": kind,
-        "name": name,
-        "file": file,
-        "line": line,
-        "m": _metrics(kind, metrics),
-    }
-    x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()} if extras else {}
-    if coll is not None:
-        x.update(
-            collective=coll["collective"],
-            dtype=coll["dtype"],
-            pg_name=coll["pg_name"],
-            pg_desc=coll["pg_desc"],
-            world_size=coll["world_size"],
-        )
-        for key, value in (
-            ("comm_calls", coll["calls"]),
-            ("comm_in_bytes", coll["in_bytes"]),
-            ("comm_out_bytes", coll["out_bytes"]),
-        ):
-            if value:
-                node["m"][key] = value
-    if kind == "kernel":
-        x["full_name"] = name
-        node["name"] = shorten_kernel_name(name)
-    elif kind == "sync":
-        node["name"] = "[sync " + api_display_name(name[len("[sync ") : -1]) + "]"
-    if x:
-        node["x"] = x
-    return node
 
 
 def node_table(
@@ -191,24 +188,41 @@ def node_table(
     steps: set-up, warm-up, the end of the run) in ``o``, so whatever sums ``m`` over the table
     counts step work only, and the work outside steps is one field away, on the same calling
     contexts. `collectives` (from stop()) adds what each c10d op moved in counted epochs,
-    `collectives_outside` in the others."""
+    `collectives_outside` in the others.
+
+    ``raw`` is converted in place and returned: each tuple is freed as its node is made, so a
+    million nodes never exist twice (the core's export and the session)."""
     collectives = collectives or {}
     collectives_outside = collectives_outside or {}
-    nodes: list[dict[str, Any]] = []
+    nodes: list[Any] = raw
     any_outside = False
-    for t in raw:
+    for i, t in enumerate(raw):
         if len(t) == 9:
             nid, parent, kind, name, file, line, counted, out, extras = t
         else:  # a core from before epochs: everything counted
             nid, parent, kind, name, file, line, counted, extras = t  # type: ignore[misc]  # old 8-tuple
             out = _NO_METRICS
-        node = _node(nid, parent, kind, name, file, line, counted, extras, collectives.get(nid))
-        if any(out) or nid in collectives_outside:
-            o = _node(nid, parent, kind, name, file, line, out, {}, collectives_outside.get(nid))["m"]
+        node: dict[str, Any] = {
+            "id": nid,
+            "parent": parent,
+            "kind": kind,
+            "name": name,
+            "file": file,
+            "line": line,
+            "m": _metrics(kind, counted),
+        }
+        coll = collectives.get(nid) if collectives else None
+        if extras or coll is not None or kind in ("kernel", "sync"):
+            node = _with_extras(node, extras, coll)
+        if any(out) or (collectives_outside and nid in collectives_outside):
+            o = _metrics(kind, out)
+            coll_out = collectives_outside.get(nid)
+            if coll_out is not None:
+                _comm_metrics(o, coll_out)
             if o:
                 node["o"] = o
                 any_outside = True
-        nodes.append(node)
+        nodes[i] = node
     return NodeTable(nodes, any_outside)
 
 
@@ -217,7 +231,7 @@ def to_nodes(
     collectives: dict[int, Collective] | None = None,
     collectives_outside: dict[int, Collective] | None = None,
 ) -> list[dict[str, Any]]:
-    """The session nodes of :func:`node_table`."""
+    """The session nodes of :func:`node_table` (``raw`` converted in place)."""
     return node_table(raw, collectives, collectives_outside).nodes
 
 

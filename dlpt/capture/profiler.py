@@ -39,6 +39,7 @@ from dlpt.capture.step_on import StepOn, parse_spec
 from dlpt.capture.steps import OptimizerHook
 from dlpt.errors import DlptError, ProfilerBusyError, UsageError
 from dlpt.model.rank_paths import rank_path, session_rank
+from dlpt.model.safe_text import escape_control
 from dlpt.model.session import Session
 
 _running_lock = threading.Lock()
@@ -444,7 +445,9 @@ class Profile:
                 self.save(path)
             except (OSError, DlptError) as e:
                 warnings.warn(
-                    f"dlpt: could not save the profile to {path}: {e}", RuntimeWarning, stacklevel=2
+                    f"dlpt: could not save the profile to {escape_control(path)}: {e}",
+                    RuntimeWarning,
+                    stacklevel=2,
                 )
         self._save_at_stop = []
 
@@ -489,13 +492,16 @@ class Profile:
             raise UsageError("the profile has no session yet: it is still running or never ran")
         return self._session
 
-    def save(self, path: str | os.PathLike[str]) -> str:
+    def save(self, path: str | os.PathLike[str], *, force: bool = False) -> str:
         """Write the session as JSON; re-render later with ``python -m dlpt --load PATH``.
         Returns the path written.
 
         One of several ranks (torchrun, SLURM, an initialised process group) writes its own
         file: ``{rank}`` in ``path`` is replaced by the rank, otherwise ``.rank<N>`` goes before
         the extension (dlpt.model.rank_paths), so ranks never replace each other's sessions.
+
+        An existing file is replaced only if dlpt wrote it (a session, an HTML report, an
+        export) or it is empty, unless ``force`` (dlpt.model.safe_files).
 
         For a profile that joined a running one, the file is written when that one stops."""
         if self._host is not None and self._host._session is None:
@@ -505,7 +511,7 @@ class Profile:
         where = os.fspath(path)
         rank = session_rank(session.meta)
         where = rank_path(where, *rank) if rank is not None else rank_path(where, 0, 1)
-        session.save(where)
+        session.save(where, force=force)
         return where
 
 

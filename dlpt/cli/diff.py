@@ -8,13 +8,15 @@ gives one line on stderr and exit status 2, like the rest of the command line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from dlpt.cli import report_target
-from dlpt.cli.outputs import check_writable
+from dlpt.cli.outputs import add_force, check_writable
+from dlpt.cli.stdout_guard import report_output, say_line
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.processors import METRICS
 
@@ -53,11 +55,12 @@ def _parser() -> _Parser:
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     report_target.add_arguments(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no 'wrote ...' lines (errors still show)")
+    add_force(p)
     return p
 
 
 def _say(msg: str) -> None:
-    print(f"dlpt: {msg}", file=sys.stderr, flush=True)
+    say_line("dlpt", msg)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if opts.html is not None:
         try:
-            check_writable(opts.html, "--html")
+            check_writable(opts.html, "--html", opts.force)
         except UsageError as e:
             _say(f"diff: {e}")
             return EXIT_USAGE
@@ -85,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         others = [("A.json", opts.a), ("B.json", opts.b), ("--html", opts.html)]
         target = report_target.from_options(opts, others)
         if target.path is not None:
-            report_target.check(target.path)
+            report_target.check(target.path, opts.force)
     except UsageError as e:
         _say(f"diff: {e}")
         return EXIT_USAGE
@@ -106,7 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     d = diff_sessions(a, b, opts.a, opts.b)
     metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)
     try:
-        with target.open() as where:
+        # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
+        guard = report_output(_say, "the comparison") if target.path is None else contextlib.nullcontext()
+        with target.open() as where, guard:
             ascii = opts.ascii or Console(file=where.get("file")).options.ascii_only  # the encoding's
             print_to(render_diff(d, metric, opts.threshold / 100.0, ascii), **where)
     except (OSError, DlptError) as e:
@@ -118,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dlpt.renderers.html.diff_page import write_diff_html
 
         try:
-            write_diff_html(d, opts.html, metric)
+            write_diff_html(d, opts.html, metric, force=opts.force)
         except (OSError, DlptError) as e:
             _say(f"could not write the HTML diff to {opts.html}: {e}")
             return EXIT_USAGE

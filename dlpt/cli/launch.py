@@ -32,13 +32,22 @@ from dlpt.capture.sources import remember_source
 from dlpt.capture.step_on import instrument_main
 from dlpt.errors import UsageError
 
-__all__ = ["EXIT_SIGINT", "Program", "resolve", "install", "run_program", "exit_status"]
+__all__ = ["EXIT_SIGINT", "LaunchError", "Program", "resolve", "install", "run_program", "exit_status"]
 
 EXIT_SIGINT = 128 + signal.SIGINT  # what a shell reports for a program killed by Ctrl-C
 
 # Keep the module dlpt itself ran as (python -m dlpt) alive once the program's module replaces it
 # in sys.modules["__main__"]; its globals are still in use by our caller's frame.
 _launcher_main: Any = None
+
+
+class LaunchError(UsageError):
+    """The program cannot be started, as python would say it (a missing file: status 2, a
+    missing module or ``__main__``: status 1); ``status`` is python's exit status for it."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -49,6 +58,7 @@ class Program:
     argv: list[str]
     path0: str  # sys.path[0] as python would set it
     module: types.ModuleType = field(default_factory=lambda: types.ModuleType("__main__"))
+    sigint_at_end: Any = None  # the SIGINT handler the program left (run_program sets it)
 
 
 def _set_path0(entry: str) -> None:
@@ -73,6 +83,17 @@ def _compile_main(source: str | bytes, filename: str, step_on: str | None) -> ty
     return compile(instrument_main(tree, step_on), filename, "exec", dont_inherit=True)
 
 
+def _null_byte_error(source: bytes, filename: str) -> SyntaxError:
+    """The SyntaxError python raises for a script holding a NUL byte: it reads the file line by
+    line and names the line with the first one (``compile()`` of the whole text says neither)."""
+    at = source.index(b"\0")
+    start = source.rfind(b"\n", 0, at) + 1
+    line = source[start:at].decode("utf-8", "replace")
+    return SyntaxError(
+        "source code cannot contain null bytes", (filename, source.count(b"\n", 0, at) + 1, None, line)
+    )
+
+
 def _from_script(path: str, args: list[str], step_on: str | None) -> Program:
     if os.path.isdir(path) or _is_zip(path):
         return _from_main_dir(path, args)
@@ -80,6 +101,8 @@ def _from_script(path: str, args: list[str], step_on: str | None) -> Program:
         source = f.read()
     # Like python >= 3.9: __file__ is absolute (not normalised), sys.path[0] is the real directory.
     filename = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    if b"\0" in source:
+        raise _null_byte_error(source, filename)
     code = _compile_main(source, filename, step_on)
     prog = Program(code, [path, *args], os.path.dirname(os.path.realpath(path)))
     _main_module(
@@ -109,7 +132,7 @@ def _from_main_dir(path: str, args: list[str]) -> Program:
         # python's exact lookup semantics and error messages (private: not in typeshed).
         _, spec, code = runpy._get_module_details("__main__", UsageError)  # type: ignore[attr-defined]
     except UsageError:
-        raise UsageError(f"can't find '__main__' module in {path!r}") from None
+        raise LaunchError(f"can't find '__main__' module in {path!r}", 1) from None
     finally:
         if saved is not None:
             sys.modules["__main__"] = saved
@@ -121,7 +144,10 @@ def _from_main_dir(path: str, args: list[str]) -> Program:
 def _from_module(name: str, args: list[str], step_on: str | None) -> Program:
     _set_path0(os.getcwd())  # python -m: the working directory, absolute
     # The helper python -m itself uses (see _from_main_dir); private, hence not in typeshed.
-    _, spec, code = runpy._get_module_details(name, UsageError)  # type: ignore[attr-defined]
+    try:
+        _, spec, code = runpy._get_module_details(name, UsageError)  # type: ignore[attr-defined]
+    except UsageError as e:  # "No module named ...": python -m says it and exits with 1
+        raise LaunchError(str(e), 1) from None
     source = spec.loader.get_source(spec.name) if step_on and hasattr(spec.loader, "get_source") else None
     if source is not None:
         code = _compile_main(source, spec.origin, step_on)
@@ -150,9 +176,10 @@ def _from_code(source: str, args: list[str], step_on: str | None) -> Program:
 
 def resolve(program: list[str], step_on: str | None) -> Program:
     """The program the command line names (``program[0]`` is the script, ``-m``/``-mNAME`` or
-    ``-c``/``-cCODE``; the rest are its arguments). Raises UsageError for what python reports
-    with exit status 2 (a missing file or module), and whatever compiling or finding the program
-    raises (a SyntaxError, the program's package failing to import)."""
+    ``-c``/``-cCODE``; the rest are its arguments). Raises :class:`LaunchError` for what python
+    reports in one line (a missing file: status 2; a missing module or ``__main__``: 1),
+    UsageError for a command line python would not take, and whatever compiling or finding the
+    program raises (a SyntaxError, the program's package failing to import)."""
     head, rest = program[0], program[1:]
     for flag, make in (("-m", _from_module), ("-c", _from_code)):
         if head.startswith(flag):
@@ -166,7 +193,7 @@ def resolve(program: list[str], step_on: str | None) -> Program:
     try:
         return _from_script(head, rest, step_on)
     except OSError as e:
-        raise UsageError(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}") from None
+        raise LaunchError(f"can't open file {head!r}: [Errno {e.errno}] {e.strerror}", 2) from None
 
 
 def install(prog: Program) -> None:
@@ -189,18 +216,21 @@ def run_program(prog: Program, hold_sigint: Any) -> BaseException | None:
         exec(prog.code, prog.module.__dict__)
     except BaseException as e:  # noqa: BLE001 - every way out (SystemExit, Ctrl-C) is the outcome
         if hold_sigint is not None:
-            signal.signal(signal.SIGINT, hold_sigint)
+            prog.sigint_at_end = signal.signal(signal.SIGINT, hold_sigint)
         return e
     if hold_sigint is not None:
-        signal.signal(signal.SIGINT, hold_sigint)
+        prog.sigint_at_end = signal.signal(signal.SIGINT, hold_sigint)
     return None
 
 
 def _strip_launcher_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """Drop the leading frames of dlpt and runpy so the traceback starts at the program's code,
-    as python shows it."""
-    ours = {run_program.__code__.co_filename, getattr(runpy, "__file__", ""), "<frozen runpy>"}
-    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
+    """Drop the leading frames of dlpt's command line and runpy so the traceback starts at the
+    program's code, as python shows it (none at all for a SyntaxError in the script)."""
+    cli = os.path.dirname(run_program.__code__.co_filename) + os.sep
+    ours = {getattr(runpy, "__file__", ""), "<frozen runpy>"}
+    while tb is not None and (
+        tb.tb_frame.f_code.co_filename in ours or tb.tb_frame.f_code.co_filename.startswith(cli)
+    ):
         tb = tb.tb_next
     return tb
 

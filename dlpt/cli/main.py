@@ -17,6 +17,7 @@ the profile is its parent's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import signal
@@ -25,19 +26,21 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from dlpt.capture.ranks.env import from_env
+from dlpt.capture.ranks.env import env_problem, from_env
 from dlpt.capture.step_on import parse_spec
 from dlpt.cli import outputs, report_target
 from dlpt.cli.help_text import EXAMPLES
-from dlpt.cli.launch import exit_status, install, resolve, run_program
+from dlpt.cli.launch import LaunchError, exit_status, install, resolve, run_program
 from dlpt.cli.loads import check_one_job
 from dlpt.cli.open_report import open_report
 from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
 from dlpt.cli.signals import Interrupted, Signals
 from dlpt.cli.status_line import StatusLine
-from dlpt.errors import DlptError, UsageError
+from dlpt.cli.stdout_guard import program_output_flushed, report_output, say_line
+from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.model.processors import METRICS
 from dlpt.model.rank_paths import expand_load, rank_path
+from dlpt.model.write_target import absolute, resolve_target
 from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
 )
@@ -95,6 +98,7 @@ def _build_parser() -> _Parser:
         help="no status line while profiling and no 'saved ...' lines (errors and the report still show)",
     )
     outputs.add_arguments(p)
+    outputs.add_force(p)
     report_target.add_arguments(p)
     p.add_argument("--open", action="store_true", help="open the HTML report (--html) in a web browser")
     p.add_argument(
@@ -253,27 +257,59 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
     opts.report_ranks = opts.report_ranks or "0"
     opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
-    # Under a launcher every rank writes its own file (dlpt.model.rank_paths): check that one.
-    env = from_env()
-    mine = (lambda p: rank_path(p, env.rank, env.world_size)) if env else (lambda p: rank_path(p, 0, 1))
-    for out in opts.outputs:
-        outputs.check_writable(mine(out.path), out.flag)
-    if opts.report.path is not None:
-        report_target.check(mine(opts.report.path))
-    if opts.output is not None:
-        outputs.check_writable(mine(opts.output), "-o")
-        # The program may chdir; the file goes where the user meant when typing the command.
-        opts.output_abs = os.path.abspath(opts.output)
+    _check_outputs(opts, program)
     return opts, program
+
+
+def _check_outputs(opts: argparse.Namespace, program: list[str]) -> None:
+    """Every output path must be writable before the program runs (dlpt.model.safe_files): a
+    new name, a file dlpt wrote, this process's stdout or stderr, or anything with --force;
+    never the profiled script without --force."""
+    opts.protected = {}
+    if program and not program[0].startswith("-"):
+        opts.protected[os.path.realpath(program[0])] = "the profiled script"
+    # Under a launcher every rank writes its own file (dlpt.model.rank_paths): check that one.
+    problem = env_problem()
+    if problem:
+        _say(f"{problem}; profiling as a single process")
+    env = from_env()
+    size = env.world_size if env is not None else 1
+    mine = (lambda p: rank_path(p, env.rank, env.world_size)) if env else (lambda p: rank_path(p, 0, 1))
+    named = [(out.path, out.flag) for out in opts.outputs]
+    if opts.output is not None:
+        named.append((opts.output, "-o"))
+    for path, flag in named:
+        if size > 1 and _is_stream(path):
+            raise UsageError(f"{flag} {path}: each of the {size} ranks writes a file of its own; name a file")
+        outputs.check_writable(mine(path), flag, opts.force, opts.protected)
+    if opts.report.path is not None:
+        report_target.check(mine(opts.report.path), opts.force, opts.protected)
+    if opts.output is not None:
+        # The program may chdir; the file goes where the user meant when typing the command.
+        opts.output_abs = absolute(opts.output)
+
+
+def _is_stream(path: str) -> bool:
+    try:
+        return resolve_target(path).stream is not None
+    except UnsafeFileError:
+        return False
 
 
 def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
     """Stop, save and show the profile; report dlpt's own failures without hiding the
     program's outcome. Returns whether everything worked.
 
-    Signals are only noted while stopping and saving; they cut the report short."""
+    Signals are held while stopping and saving (at most a second: dlpt.cli.signals); they cut
+    the report short."""
     ok = True
     saved = ""
+    signals.remaining = [
+        "stopping the profile",
+        *([f"the session ({opts.output})"] if opts.output is not None else []),
+        *(f"the {o.what} ({o.path})" for o in opts.outputs),
+        *([] if opts.no_report else ["the report"]),
+    ]
     with signals.deferred():
         try:
             prof.stop()
@@ -282,28 +318,32 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
             return False
         finally:
             _stop_status_line()
+        signals.remaining.pop(0)
         # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish).
         role = role_of(prof.session, opts.report_ranks)
         _prefix[0] = role.prefix
         if opts.output is not None:
             shown = role.path(opts.output)
             try:
-                saved = prof.save(role.path(opts.output_abs))
+                where = role.path(opts.output_abs)
+                prof.session.save(where, force=opts.force, protected=opts.protected)
+                saved = where
                 if role.chatty:
                     _inform(f"saved profile to {shown}")
             except (OSError, DlptError) as e:
                 _say(f"could not save the profile to {shown}: {e}")
                 ok = False
-        if opts.outputs:
-            mine = [
-                dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
-                for o in opts.outputs
-            ]
+            signals.remaining.pop(0)
+        for o in opts.outputs:
+            mine = dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
             say = _say if role.chatty and not opts.quiet else _say_failures
             ok = (
-                outputs.write_all(prof.session, mine, opts.metric, opts.show_all, say, opts.peak_tflops)
+                outputs.write_all(
+                    prof.session, [mine], opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
+                )
                 and ok
             )
+            signals.remaining.pop(0)
     if not opts.no_report and (role.prints_own or role.gathers(bool(saved))):  # else nothing to write
         target = opts.report.for_path(role.path)
         try:
@@ -338,9 +378,16 @@ def _report(
             f"this is rank 0's report only; -o FILE saves each of the {role.world_size} ranks' sessions "
             "for a report across ranks"
         )
+    if (role.prints_own or across) and not program_output_flushed():
+        # The program's own output cannot be written: python reports that at exit (status
+        # 120, as without dlpt); dlpt's report would only be lost on top of it.
+        _say("not printing the report: stdout cannot take the program's own output")
+        return ok
     if role.prints_own and not (across and role.report_ranks == "0"):
         try:
-            with signals.interruptible():
+            # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
+            guard = report_output(_say) if where.get("file") is None else contextlib.nullcontext()
+            with signals.interruptible(), guard:
                 prof.print(**_render_kwargs(opts), **where)
         except Interrupted as e:
             _say(
@@ -353,7 +400,7 @@ def _report(
             ok = False
     if across:
         try:
-            with signals.interruptible():
+            with signals.interruptible(), report_output(_say, "the report across ranks"):
                 cross_rank_report(
                     opts.output_abs,
                     role,
@@ -393,10 +440,12 @@ _quiet = [False]
 
 
 def _say(msg: str) -> None:
+    """One line on stderr (never sharing a row with the status line); control characters of
+    paths and session strings escaped."""
     line = _status_line[0]
     if line is not None:
-        line.clear()  # the status line never shares a row with dlpt's own lines
-    print(f"{_prefix[0]}: {msg}", file=sys.stderr, flush=True)
+        line.clear()
+    say_line(_prefix[0], msg)
 
 
 def _inform(msg: str) -> None:
@@ -422,6 +471,9 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
 
     try:
         prog = resolve(program, opts.step_on)
+    except LaunchError as e:  # what python says in one line, with python's status
+        _say(str(e))
+        return e.status
     except UsageError as e:
         _say(str(e))
         return EXIT_USAGE
@@ -451,7 +503,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     except BaseException:
         _stop_status_line()
         raise
-    signals = Signals()
+    signals = Signals(_say)
     signals.terminate_with(lambda: _finish(prof, opts, signals))
     pid = os.getpid()
     # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
@@ -463,11 +515,14 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     outcome = run_program(prog, signals.note if holds else None)
     if os.getpid() != pid:  # a forked child returned: the profile and the report are the parent's
         return exit_status(outcome)
-    ok = _finish(prof, opts, signals)
+    _finish(prof, opts, signals)  # what failed there was said; the status stays the program's
     status = exit_status(outcome)
+    # The interpreter's shutdown (joining the program's non-daemon threads) sees the handlers
+    # plain python would: Ctrl-C ends the wait, SIGTERM kills.
+    signals.restore(prog.sigint_at_end if holds else signal.getsignal(signal.SIGINT))
     if signals.status is not None:  # a signal arrived while dlpt finished: end as it asks
         return signals.status
-    return status if status != 0 or ok else EXIT_USAGE
+    return status
 
 
 def _load(opts: argparse.Namespace) -> int:
@@ -484,7 +539,9 @@ def _load(opts: argparse.Namespace) -> int:
     if not opts.no_report and not _print_loaded(opts, print_report, session, **_render_kwargs(opts)):
         return EXIT_USAGE
     say = _say_failures if opts.quiet else _say
-    ok = outputs.write_all(session, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops)
+    ok = outputs.write_all(
+        session, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
+    )
     if opts.open:
         _open_html(opts.outputs)
     return 0 if ok else EXIT_USAGE
@@ -525,8 +582,11 @@ def _load_ranks(opts: argparse.Namespace) -> int:
 def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: Any) -> bool:
     """Print a loaded session's report to ``opts``' target (stdout or ``--report-file``);
     whether it worked."""
+    # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
+    guard = report_output(_say) if opts.report.path is None else contextlib.nullcontext()
     try:
-        report_target.print_with(opts.report, printer, *args, **kwargs)
+        with guard:
+            report_target.print_with(opts.report, printer, *args, **kwargs)
     except (OSError, DlptError) as e:
         _say(f"could not write the text report to {opts.report.path}: {e}" if opts.report.path else str(e))
         return False

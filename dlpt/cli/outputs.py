@@ -13,16 +13,25 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.model.safe_files import check_output_path
 from dlpt.model.session import Session
+from dlpt.model.write_target import Target, absolute
 from dlpt.renderers.exports import FORMATS as EXPORT_FORMATS
 from dlpt.renderers.exports import write_export
 
-__all__ = ["Output", "add_arguments", "collect", "check_writable", "write_all"]
+__all__ = [
+    "Output",
+    "add_arguments",
+    "add_force",
+    "collect",
+    "check_writable",
+    "what_is_written",
+    "write_all",
+]
 
 
 @dataclass(frozen=True)
@@ -42,14 +51,31 @@ class Output:
         return "HTML report" if self.kind == "html" else f"{self.kind} export"
 
 
-def check_writable(path: str, flag: str) -> None:
-    """UsageError saying why ``path`` (given with ``flag``) cannot be written: checked before a
-    possibly hour-long run rather than losing its output at the end (dlpt.model.safe_files)."""
-    what = "sessions" if flag == "-o" else "HTML reports" if flag.endswith("--html") else "exports"
+def check_writable(
+    path: str, flag: str, force: bool = False, protected: Mapping[str, str] | None = None
+) -> Target:
+    """Where ``path`` (given with ``flag``) would be written, or UsageError saying why it cannot
+    be: checked before a possibly hour-long run rather than losing its output at the end
+    (dlpt.model.safe_files; ``force`` and ``protected`` as there)."""
     try:
-        check_output_path(path, what)
+        return check_output_path(path, what_is_written(flag), force=force, protected=protected)
     except UnsafeFileError as e:
         raise UsageError(f"{flag} {path}: {e}") from None
+
+
+def what_is_written(flag: str) -> str:
+    """What a flag writes, for messages: "sessions", "HTML reports" or "exports"."""
+    return "sessions" if flag == "-o" else "HTML reports" if flag.endswith("--html") else "exports"
+
+
+def add_force(parser: argparse.ArgumentParser) -> None:
+    """``--force``: replace an existing file dlpt did not write."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing output file even if dlpt did not write it (by default only "
+        "new files, empty ones and dlpt's own sessions, reports and exports are replaced)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,11 +100,11 @@ def collect(opts: argparse.Namespace) -> list[Output]:
     (``-o`` and ``--load``'s session included; a symlink and its target are the same file)."""
     out = []
     if getattr(opts, "html", None) is not None:
-        out.append(Output("html", opts.html, os.path.abspath(opts.html)))
+        out.append(Output("html", opts.html, absolute(opts.html)))
     for fmt, path in getattr(opts, "export", None) or []:
         if fmt not in EXPORT_FORMATS:
             raise UsageError(f"--export: unknown format {fmt!r}; choose one of: {', '.join(EXPORT_FORMATS)}")
-        out.append(Output(fmt, path, os.path.abspath(path)))
+        out.append(Output(fmt, path, absolute(path)))
     seen: dict[str, str] = {}
     loads = getattr(opts, "load", None) or []
     for flag, given in (
@@ -102,18 +128,22 @@ def write_all(
     show_all: bool,
     say: Callable[[str], None],
     peak_tflops: float | None = None,
+    force: bool = False,
 ) -> bool:
     """Write every output; ``say`` reports each file written or failed. True if all worked.
-    ``peak_tflops`` is the report option the HTML report's MFU uses, as the terminal's."""
+    ``peak_tflops`` is the report option the HTML report's MFU uses, as the terminal's;
+    ``force``: replace files dlpt did not write (``--force``)."""
     ok = True
     for o in outputs:
         try:
             if o.kind == "html":
                 from dlpt.renderers.html import write_html  # only when asked for: it reads its assets
 
-                write_html(session, o.abspath, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
+                write_html(
+                    session, o.abspath, metric=metric, show_all=show_all, peak_tflops=peak_tflops, force=force
+                )
             else:
-                write_export(session, o.kind, o.abspath, metric=metric, show_all=show_all)
+                write_export(session, o.kind, o.abspath, metric=metric, show_all=show_all, force=force)
             say(f"wrote {o.what} to {o.path}")
         except (OSError, DlptError) as e:
             say(f"could not write the {o.what} to {o.path}: {e}")

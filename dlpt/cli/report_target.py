@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,12 +63,13 @@ class ReportTarget:
     path: str | None = None
     abspath: str | None = None  # resolved at parse time: the program may chdir before it is written
     width: int | None = None
+    force: bool = False  # --force: replace a file dlpt did not write
 
     def for_path(self, path_of: Callable[[str], str]) -> ReportTarget:
         """This target with its file renamed by ``path_of`` (one of several ranks' files)."""
         if self.path is None or self.abspath is None:
             return self
-        return ReportTarget(path_of(self.path), path_of(self.abspath), self.width)
+        return ReportTarget(path_of(self.path), path_of(self.abspath), self.width, self.force)
 
     @contextlib.contextmanager
     def open(self) -> Iterator[dict[str, Any]]:
@@ -78,7 +79,7 @@ class ReportTarget:
         if self.abspath is None:
             yield {"width": self.width}
             return
-        with atomic_text_writer(self.abspath, WHAT) as f:
+        with atomic_text_writer(self.abspath, WHAT, force=self.force) as f:
             yield {"file": f, "width": self.width, "color": False}
 
 
@@ -93,14 +94,14 @@ def from_options(opts: argparse.Namespace, others: Iterable[tuple[str, str | Non
     for flag, other in others:
         if other and os.path.realpath(other) == real:
             raise UsageError(f"--report-file {path}: the same file as {flag}")
-    return ReportTarget(path, os.path.abspath(path), width)
+    return ReportTarget(path, os.path.abspath(path), width, bool(getattr(opts, "force", False)))
 
 
-def check(path: str) -> None:
+def check(path: str, force: bool = False, protected: Mapping[str, str] | None = None) -> None:
     """UsageError saying why the report file ``path`` cannot be written (checked before the
-    program runs, like ``-o``)."""
+    program runs, like ``-o``; ``force`` and ``protected`` as in dlpt.model.safe_files)."""
     try:
-        check_output_path(path, WHAT)
+        check_output_path(path, WHAT, force=force, protected=protected)
     except UnsafeFileError as e:
         raise UsageError(f"--report-file {path}: {e}") from None
 

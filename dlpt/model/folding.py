@@ -28,7 +28,15 @@ from dlpt.model.processors import Metric, folds_away, is_module_call, mark_lines
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, add_metrics
 
-__all__ = ["FoldedTable", "SyncSite", "report_tree", "whole_tree", "compile_markers", "has_outside"]
+__all__ = [
+    "FoldedTable",
+    "SyncSite",
+    "report_tree",
+    "whole_tree",
+    "compile_markers",
+    "has_outside",
+    "session_totals",
+]
 
 Key = tuple[Any, ...]  # (parent index, kind, name, file, line)
 _NO_EXTRAS: Mapping[str, Any] = {}
@@ -54,6 +62,12 @@ def _sum_metrics(dicts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     if longest is not None:
         out["max_ns"] = longest
     return out
+
+
+def session_totals(session: Session) -> dict[str, int]:
+    """The metrics of the whole session (what the root of any folded tree holds), without
+    folding anything."""
+    return _sum_metrics(n["m"] for n in session.nodes)
 
 
 @dataclass
@@ -84,9 +98,12 @@ class FoldedTable:
         # Indices of the recorded kernels, copies, memsets and syncs: the summary tables need
         # only these, and there may be a million other nodes.
         self.leaves: dict[str, list[int]] = {"kernel": [], "memcpy": [], "memset": [], "sync": []}
+        self._phases: list[int] = []  # folded indices of the phase nodes
         keys, parents, first, of_raw = self._fold_library(show_all)
         ctx = self._contexts(keys, parents, first) if contexts else None
-        self.keys, self.parents, self.first, of_folded = self._drop_lone_forwards(keys, parents, first)
+        self.keys, self.parents, self.first, of_folded = self._drop_lone_forwards(
+            keys, parents, first, self._phases
+        )
         # Each recorded node -> the shown node it merged into.
         self.of_raw = of_raw if of_folded is None else [of_folded[c] for c in of_raw]
         # Context bits of each shown node: those of the first folded node merged into it.
@@ -154,6 +171,8 @@ class FoldedTable:
                 keys.append(key)
                 parents.append(key[0])
                 first.append(i)
+                if kind == "phase":
+                    self._phases.append(c)
             of_raw[i] = c
         return keys, parents, first, of_raw
 
@@ -168,22 +187,19 @@ class FoldedTable:
 
     @staticmethod
     def _drop_lone_forwards(
-        keys: list[Key], parents: list[int], first: list[int]
+        keys: list[Key], parents: list[int], first: list[int], phase_nodes: list[int]
     ) -> tuple[list[Key], list[int], list[int], list[int] | None]:
         """``<forward>`` phases that are their op's only phase dropped (they say nothing and cost
-        a level), their children merged into the op's. The last item maps old indices to new
-        ones (None: nothing was dropped, the indices stand)."""
-        phases = [0] * len(keys)
-        for c in range(1, len(keys)):
-            if keys[c][1] == "phase":
-                phases[parents[c]] += 1
+        a level), their children merged into the op's. ``phase_nodes`` are the indices of the
+        phases (only they are looked at: a CPU session may have a million nodes and none). The
+        last item maps old indices to new ones (None: nothing was dropped, the indices stand)."""
+        phases: dict[int, int] = {}
+        for c in phase_nodes:
+            phases[parents[c]] = phases.get(parents[c], 0) + 1
         lone = [
             c
-            for c in range(1, len(keys))
-            if keys[c][1] == "phase"
-            and keys[c][2] == "<forward>"
-            and phases[parents[c]] == 1
-            and keys[parents[c]][1] == "op"
+            for c in phase_nodes
+            if keys[c][2] == "<forward>" and phases[parents[c]] == 1 and keys[parents[c]][1] == "op"
         ]
         if not lone:
             return keys, parents, first, None

@@ -18,9 +18,13 @@ from typing import Any
 
 from dlpt.errors import UsageError
 
-__all__ = ["RANK_FIELD", "rank_path", "rank_paths", "session_rank", "expand_load"]
+__all__ = ["RANK_FIELD", "MAX_WORLD_SIZE", "rank_path", "rank_paths", "session_rank", "expand_load"]
 
 RANK_FIELD = "{rank}"
+#: The most ranks a job is taken to have (the largest jobs run about 100,000 GPUs): a launcher
+#: value or a session naming more is a mistake or hostile, and what dlpt does per rank (rank 0
+#: waits for every rank's file, the report lists the missing ones) must stay bounded.
+MAX_WORLD_SIZE = 1 << 17
 _GLOB = re.compile(r"[*?\[]")
 
 
@@ -49,7 +53,7 @@ def session_rank(meta: Mapping[str, Any]) -> tuple[int, int] | None:
     if not isinstance(d, Mapping):
         return None
     rank, size = d.get("rank"), d.get("world_size")
-    if type(rank) is int and type(size) is int and 0 <= rank < size:
+    if type(rank) is int and type(size) is int and 0 <= rank < size <= MAX_WORLD_SIZE:
         return rank, size
     return None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dlpt.errors import SessionFormatError, UnsafeFileError
@@ -26,6 +26,7 @@ VERSION = 2  # 2: meta.sources (saved source text); version 1 files are read as 
 KINDS = frozenset({"root", "thread", "frame", "scope", "op", "phase", "kernel", "memcpy", "memset", "sync"})
 # The largest session file read: the native tree holds at most 4M nodes, about 500 MB of JSON.
 MAX_FILE_BYTES = 2**30
+SAVE_CHUNK_NODES = 4096  # nodes encoded at once when saving
 
 
 class Session:
@@ -101,18 +102,40 @@ class Session:
 
     # -- files ----------------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        force: bool = False,
+        protected: Mapping[str, str] | None = None,
+    ) -> None:
         """Write the session as JSON to ``path`` atomically (temp file in the same directory,
         then rename), so a crash mid-write never leaves a truncated session behind.
 
-        A symlink is written through (its target changes, the link stays); anything but a
-        regular file or a new name is refused with :class:`~dlpt.errors.UnsafeFileError`
-        (dlpt.model.safe_files)."""
-        with atomic_text_writer(path) as f:
-            # Compact separators: sessions are machine data and can hold many nodes. ASCII:
-            # file names may carry undecodable bytes (lone surrogates), which UTF-8 cannot hold.
-            json.dump(self.to_dict(), f, separators=(",", ":"), ensure_ascii=True)
-            f.write("\n")
+        A symlink is written through (its target changes, the link stays) unless it is a trap
+        (dlpt.model.write_target); an existing file is replaced only if dlpt wrote it (or it is
+        empty), or with ``force``; ``protected`` (real path -> what it is) are never replaced
+        without ``force``. Anything else raises :class:`~dlpt.errors.UnsafeFileError`
+        (dlpt.model.safe_files). ``/dev/stdout`` and ``/dev/stderr`` are written as streams."""
+        with atomic_text_writer(path, force=force, protected=protected) as f:
+            for chunk in self.json_chunks():
+                f.write(chunk)
+
+    def json_chunks(self) -> Iterator[str]:
+        """The session file's text (what :meth:`save` writes), in pieces of at most
+        :data:`SAVE_CHUNK_NODES` nodes: ``json.dump`` would encode it value by value in Python
+        (minutes for a million nodes), ``json.dumps`` of the whole would hold it all in memory
+        at once. Byte for byte ``json.dumps(self.to_dict(), separators=(",", ":"),
+        ensure_ascii=True) + "\\n"``: compact (sessions are machine data and can hold many
+        nodes) and ASCII (file names may carry undecodable bytes, lone surrogates, which UTF-8
+        cannot hold)."""
+        head = _dumps({"format": FORMAT, "version": VERSION, "meta": self.meta, "nodes": []})
+        yield head[:-2]  # up to the opening bracket of the node list
+        nodes = self.nodes
+        for start in range(0, len(nodes), SAVE_CHUNK_NODES):
+            text = _dumps(nodes[start : start + SAVE_CHUNK_NODES])
+            yield ("," if start else "") + text[1:-1]
+        yield "]}\n"
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Session:
@@ -140,6 +163,10 @@ class Session:
             data = _parse_json(text, size, name)
             del text  # the parsed data is all that is needed from here on
             return cls._validated(data, name, owned=True)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
 
 
 def _parse_json(text: str, size: int, name: str) -> Any:

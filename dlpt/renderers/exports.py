@@ -117,8 +117,10 @@ def speedscope(
         )
     return {
         "$schema": SPEEDSCOPE_SCHEMA,
-        "name": _program(session),
+        # Right after the schema: how dlpt recognises its own export before replacing a file
+        # (dlpt.model.own_files), whatever the length of the name.
         "exporter": f"dlpt {__version__}",
+        "name": _program(session),
         "activeProfileIndex": active,
         "profiles": profiles,
         "shared": {"frames": frames},
@@ -143,8 +145,11 @@ def write_export(
     path: str | os.PathLike[str],
     metric: str | Metric | None = None,
     show_all: bool = False,
+    *,
+    force: bool = False,
 ) -> None:
-    """Write the ``fmt`` export of ``session`` to ``path`` atomically."""
+    """Write the ``fmt`` export of ``session`` to ``path`` atomically (an existing file only if
+    dlpt wrote it, or with ``force``: dlpt.model.safe_files)."""
     if fmt == "speedscope":
         text = (
             json.dumps(speedscope(session, metric, show_all), separators=(",", ":"), ensure_ascii=True) + "\n"
@@ -153,4 +158,4 @@ def write_export(
         text = folded(session, metric, show_all)
     else:
         raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    write_text_file(path, text, "exports")
+    write_text_file(path, text, "exports", force=force)

@@ -1,10 +1,12 @@
 """Bad input gets one clear line from dlpt and exit status 2, never a dlpt traceback, never a
-hang, and nothing is run, written or replaced."""
+hang, and nothing is run, written or replaced. A program that cannot be launched ends as plain
+python ends it: its one line and its status (1 for a missing module, 2 for a missing file)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -21,9 +23,6 @@ GOOD = {
 
 # name: (dlpt arguments, text the message must contain)
 CASES: dict[str, tuple[list[str], str]] = {
-    "missing script": (["nope.py", "a"], "nope.py"),
-    "missing module": (["-m", "no_such_module_dlpt", "a"], "no_such_module_dlpt"),
-    "package without __main__": (["-m", "plainpkg"], "plainpkg"),
     "unknown option": (["--bogus", "marker.py"], "--bogus"),
     "bad option value": (["--view", "sideways", "marker.py"], "sideways"),
     "no program": (["--threshold", "5"], "program"),
@@ -34,7 +33,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "output device": (["-o", "/dev/full", "marker.py"], "-o /dev/full: is a character device"),
     "output link to device": (["-o", "null.json", "marker.py"], "-o null.json: is a character device"),
     "output fifo": (["-o", "pipe.json", "marker.py"], "-o pipe.json: is a FIFO"),
-    "output in /proc": (["-o", "/proc/x.json", "marker.py"], "cannot create files in /proc"),
+    "output in /proc": (["-o", "/proc/x.json", "marker.py"], "-o /proc/x.json: is under /proc"),
     "load fifo": (["--load", "pipe.json"], "pipe.json: is a FIFO (named pipe), not a regular file"),
     "load device": (["--load", "/dev/zero"], "/dev/zero: is a character device"),
     "load deep nesting": (["--load", "deep.json"], "nested too deeply"),
@@ -48,6 +47,15 @@ CASES: dict[str, tuple[list[str], str]] = {
     "load with --flops": (["--load", "good.json", "--flops"], "--flops"),
     "peak not positive": (["--peak-tflops", "0", "marker.py"], "--peak-tflops"),
     "peak not a number": (["--peak-tflops", "lots", "marker.py"], "--peak-tflops"),
+}
+
+
+# Programs python cannot start: dlpt says what python says, with python's status.
+LAUNCH: dict[str, list[str]] = {
+    "missing script": ["nope.py", "a"],
+    "missing module": ["-m", "no_such_module_dlpt", "a"],
+    "package without __main__": ["-m", "plainpkg"],
+    "directory without __main__": ["adir"],
 }
 
 
@@ -69,6 +77,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict:
     shutil.copy(hostile / "int_5000_digits.json", root / "digits.json")
     shutil.copy(hostile / "meta_compile_not_objects.json", root / "compile5.json")
     jobs = {name: Job(args, root) for name, (args, _) in CASES.items()}
+    for name, args in LAUNCH.items():
+        jobs[f"dlpt {name}"] = Job(args, root)
+        jobs[f"python {name}"] = Job(args, root, dlpt=False)
     jobs["version"] = Job(["--version"], root)
     jobs["load render options"] = Job(
         [
@@ -101,6 +112,20 @@ def test_bad_input_one_line_exit_2(env: dict, name: str) -> None:
     assert CASES[name][1] in lines[0]
     assert "Traceback" not in r.err + r.out
     assert not (env["root"] / "marker.ran").exists(), "the program ran despite bad input"
+
+
+@pytest.mark.parametrize("name", LAUNCH)
+def test_launch_failures_end_as_python_ends_them(env: dict, name: str) -> None:
+    r: Result = env["results"][f"dlpt {name}"]
+    plain: Result = env["results"][f"python {name}"]
+    assert plain.rc in (1, 2) and r.rc == plain.rc, (r.rc, plain.rc, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dlpt: "), r.err
+    # python prefixes its own path ("/usr/bin/python3: No module named x") and makes the
+    # program's absolute; the rest is the same
+    unquoted = re.sub(r" '[^']*'", " ''", lines[0].removeprefix("dlpt: "))
+    assert unquoted in re.sub(r" '[^']*'", " ''", plain.err), (r.err, plain.err)
+    assert "Traceback" not in r.err + r.out
 
 
 def test_nothing_was_replaced(env: dict) -> None:

@@ -1,6 +1,7 @@
 """``-o`` writes a session where the user meant it and nowhere else: through a symlink to its
-target (the link stays), atomically over a regular file (its permissions kept), never over a
-device node, and without leaving anything else behind. ``--html``, ``--export`` and ``dlpt diff
+target (the link stays), atomically over a session an earlier run wrote (its permissions kept),
+never through a dangling link, never over a device node, and without leaving anything else
+behind (tests/cli/test_trust.py: files dlpt did not write, traps). ``--html``, ``--export`` and ``dlpt diff
 --html`` follow the same rules, and never overwrite the session being saved or read."""
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _device_or_fifo(path: Path) -> str:
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("output")
     write(root / "prog.py", "print('ran', flush=True)\n")
-    write(root / "real.json", "old contents\n")
+    write(root / "real.json", '{"format":"dlpt-session","version":2,"meta":{},"nodes":[]}\n')  # an old run
     os.chmod(root / "real.json", 0o640)
     (root / "link.json").symlink_to("real.json")
     (root / "dangling.json").symlink_to("sub/new.json")
@@ -53,11 +54,12 @@ def test_symlink_is_written_through_and_kept(env: dict) -> None:
     assert stat.S_IMODE((root / "real.json").stat().st_mode) == 0o640  # a replaced file keeps its mode
 
 
-def test_dangling_symlink_creates_its_target(env: dict) -> None:
+def test_dangling_symlink_is_refused_before_the_run(env: dict) -> None:
     root: Path = env["root"]
-    assert env["results"]["dangling"].rc == 0, env["results"]["dangling"].err
-    assert (root / "dangling.json").is_symlink()
-    assert json.loads((root / "sub" / "new.json").read_text())["format"] == "dlpt-session"
+    r: Result = env["results"]["dangling"]
+    assert r.rc == 2 and "ran" not in r.out, r.err
+    assert r.err.startswith("dlpt: error: -o dangling.json: is a dangling symlink"), r.err
+    assert (root / "dangling.json").is_symlink() and not (root / "sub" / "new.json").exists()
 
 
 def test_device_node_is_refused_before_the_run_and_survives(env: dict) -> None:
@@ -75,7 +77,7 @@ def test_device_node_is_refused_before_the_run_and_survives(env: dict) -> None:
 def test_nothing_else_is_created(env: dict) -> None:
     root: Path = env["root"]
     assert sorted(p.name for p in root.iterdir()) == env["before"]
-    assert sorted(p.name for p in (root / "sub").iterdir()) == ["new.json"]
+    assert sorted(p.name for p in (root / "sub").iterdir()) == []
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,7 @@ def outputs_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """``--html``, ``--export`` and ``dlpt diff --html`` go through the same rules as ``-o``."""
     root = tmp_path_factory.mktemp("outputs_safety")
     write(root / "prog.py", "print('ran', flush=True)\n")
-    write(root / "real.html", "old contents\n")
+    write(root / "real.html", '<!DOCTYPE html>\n<html><head><meta name="generator" content="dlpt">\n')
     (root / "link.html").symlink_to("real.html")
     (root / "adir").mkdir()
     kind = _device_or_fifo(root / "node.html")

@@ -160,3 +160,93 @@ def test_a_decorated_main_joins_the_clis_profile(root: Path) -> None:
     inner = json.loads((root / "inner.json").read_text())  # saved when the CLI's profile stopped
     assert inner["nodes"] == saved["nodes"]
     assert saved["meta"]["steps"]["source"] == "manual" and saved["meta"]["steps"]["seen"] == 2
+
+
+# The program ends while a non-daemon thread still runs: the interpreter waits for it, and
+# Ctrl-C must end that wait as it does under plain python.
+THREAD = """\
+import threading, time, torch
+threading.Thread(target=time.sleep, args=(60,), name="sleeper").start()
+x = torch.ones(4) + 1
+print("main done", flush=True)
+"""
+
+# dlpt's own finishing, slowed down: a session written slowly through the real atomic writer
+# while signals arrive (what a million-node save looks like to the signal handling).
+SLOW_SAVE = """\
+import os, signal, sys, time
+from dlpt.cli.signals import Signals
+from dlpt.model.safe_files import atomic_text_writer
+say = lambda msg: print(f"dlpt: {msg}", file=sys.stderr, flush=True)
+signals = Signals(say)
+signals.remaining = ["the session (slow.json)", "the report"]
+with signals.deferred():
+    with atomic_text_writer("slow.json") as f:
+        print("writing", flush=True)
+        f.write('{"format":"dlpt-session"')
+        for _ in range(300):
+            time.sleep(0.1)
+print("finished", flush=True)
+"""
+
+
+def test_sighup_saves_reports_and_ends_with_129(root: Path) -> None:
+    p = _popen(["-m", "dlpt", "-o", "hup.json", "loop.py"], root)
+    assert p.stdout is not None and p.stdout.readline() == "running\n"
+    time.sleep(0.5)
+    p.send_signal(signal.SIGHUP)
+    r = _finish(p)
+    assert r.rc == 129, r.err
+    assert "dlpt: saved profile to hup.json" in r.err and "Traceback" not in r.err
+    assert "Top-down" in r.out
+    assert any(n["name"] == "aten::matmul" for n in Session.load(root / "hup.json").nodes)
+
+
+def _after_main(args: list[str], cwd: Path) -> tuple[Result, float]:
+    """Run until "main done", Ctrl-C 2 s later, then how it ends and how long that took."""
+    p = _popen(args, cwd)
+    assert p.stdout is not None
+    while "main done" not in p.stdout.readline():
+        pass
+    time.sleep(2)
+    t = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        return Result(p.returncode, out, err), float("inf")
+    return Result(p.returncode, out, err), time.monotonic() - t
+
+
+def test_ctrl_c_after_main_ends_the_wait_for_threads_as_python_does(root: Path) -> None:
+    write(root / "thread.py", THREAD)
+    plain, plain_s = _after_main(["thread.py"], root)
+    profiled, profiled_s = _after_main(["-m", "dlpt", "--no-report", "-o", "thread.json", "thread.py"], root)
+    assert plain_s < 10 and profiled_s < 10, (plain_s, profiled_s, profiled.err)
+    assert profiled.rc == plain.rc, (profiled.rc, plain.rc, profiled.err)
+    assert "dlpt: saved profile to thread.json" in profiled.err
+    assert "failed to stop" not in profiled.err
+    assert "KeyboardInterrupt" in profiled.err and "KeyboardInterrupt" in plain.err
+
+
+def test_a_signal_is_held_at_most_a_second_while_dlpt_saves(root: Path) -> None:
+    write(root / "slow_save.py", SLOW_SAVE)
+    Session().save(root / "slow.json")  # an earlier session there: it must survive intact
+    before = (root / "slow.json").read_text()
+    p = _popen(["slow_save.py"], root)
+    assert p.stdout is not None and p.stdout.readline() == "writing\n"
+    t = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGINT)  # a second Ctrl-C during the long save
+    r = _finish(p)
+    waited = time.monotonic() - t
+    assert r.rc == 130 and "finished" not in r.out, (r.rc, r.err)
+    assert waited < 5, waited  # held for a second, not for the 30 s the save would take
+    assert r.err.strip() == (
+        "dlpt: SIGINT: ending now, after holding it 1 s; skipped: the session (slow.json), the report"
+    )
+    assert (root / "slow.json").read_text() == before
+    assert not list(root.glob(".slow.json.*")), "the temporary file is removed"

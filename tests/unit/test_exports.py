@@ -12,7 +12,7 @@ import pytest
 
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session
-from dlpt.renderers.exports import folded, speedscope, write_export
+from dlpt.renderers.exports import SPEEDSCOPE_SCHEMA, folded, speedscope, write_export
 from tests import sessions as S
 
 SCHEMA = json.loads(
@@ -110,7 +110,8 @@ def test_folded_names_cannot_break_the_format() -> None:
 def test_write_export_is_atomic_and_checks_the_format(tmp_path: Path) -> None:
     session = Session.from_dict(S.gpt_eager())
     out = tmp_path / "p.speedscope.json"
-    out.write_text("old")
+    # An export of an earlier dlpt (its name before the exporter): dlpt's own, so replaced.
+    out.write_text(f'{{"$schema":"{SPEEDSCOPE_SCHEMA}","name":"x","exporter":"dlpt 0.0.1"}}')
     write_export(session, "speedscope", out)
     jsonschema.Draft7Validator(SCHEMA).validate(json.loads(out.read_text()))
     assert [p.name for p in tmp_path.iterdir()] == [out.name], "no temp file left behind"

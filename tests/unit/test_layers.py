@@ -37,8 +37,11 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.model": _MODEL,
     # Inside the model, the session format is the bottom: the tree and everything that reads it
     # build on it, never the other way round.
-    "dlpt.model.schema": (),
-    "dlpt.model.safe_files": ("dlpt.errors",),
+    "dlpt.model.schema": ("dlpt.model.safe_text",),
+    "dlpt.model.safe_text": (),
+    "dlpt.model.own_files": (),
+    "dlpt.model.write_target": ("dlpt.errors",),
+    "dlpt.model.safe_files": ("dlpt.errors", "dlpt.model.own_files", "dlpt.model.write_target"),
     "dlpt.model.gc_pause": (),
     "dlpt.model.units": (),
     "dlpt.model.session": (

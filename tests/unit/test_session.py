@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dlpt.errors import DlptError, SessionFormatError, UnsafeFileError
-from dlpt.model.session import Session
+from dlpt.model.session import SAVE_CHUNK_NODES, Session
 
 
 def test_round_trip(tmp_path: Path, h) -> None:
@@ -30,9 +30,30 @@ def test_round_trip(tmp_path: Path, h) -> None:
 
 def test_save_replaces_atomically(tmp_path: Path, h) -> None:
     path = tmp_path / "s.json"
-    path.write_text("old")
+    Session().save(path)  # an earlier run's session: replaced
     h.build_gpu().session().save(path)
     assert Session.load(path).nodes[1]["name"] == "_run_code"
+
+
+def test_save_replaces_a_file_dlpt_did_not_write_only_with_force(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("my notes\n")
+    with pytest.raises(UnsafeFileError, match="not a file dlpt wrote"):
+        Session().save(path)
+    assert path.read_text() == "my notes\n" and sorted(tmp_path.iterdir()) == [path]
+    Session().save(path, force=True)
+    assert Session.load(path).nodes == Session().nodes
+
+
+def test_json_chunks_are_json_dumps_byte_for_byte() -> None:
+    """The chunked writer (SAVE_CHUNK_NODES nodes at a time, C encoder) writes exactly what
+    one json.dumps of the whole session would, across chunk boundaries."""
+    from tests.big_sessions import wide_session
+
+    s = Session.from_dict(wide_session(3 * SAVE_CHUNK_NODES + 17))
+    s.meta["odd"] = ["\ud800", "\x1b[2J", 1.5]
+    whole = json.dumps(s.to_dict(), separators=(",", ":"), ensure_ascii=True) + "\n"
+    assert "".join(s.json_chunks()) == whole
 
 
 def test_save_failure_leaves_no_temp(tmp_path: Path) -> None:
@@ -185,6 +206,7 @@ def test_save_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
 
 
 def test_save_writes_through_a_symlink(tmp_path: Path) -> None:
+    Session(meta={"argv": ["old"]}).save(tmp_path / "target.json")
     (tmp_path / "link.json").symlink_to("target.json")
     Session().save(tmp_path / "link.json")
     assert (tmp_path / "link.json").is_symlink()

@@ -21,6 +21,7 @@ from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
 from dlpt.model.meta import int_of, profiled_steps, step_time
 from dlpt.model.processors import Metric, flatten_by_line
+from dlpt.model.rank_paths import MAX_WORLD_SIZE
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 
@@ -99,8 +100,14 @@ def rank_set(loaded: list[tuple[str, Session]], missing: Mapping[int, str] | Non
             rank = i
         elif not isinstance(rank, int) or isinstance(rank, bool):
             raise UsageError(f"{path}: the session does not say which rank it is (no meta.distributed)")
-        if isinstance(d.get("world_size"), int):
-            sizes.add(d["world_size"])
+        elif not 0 <= rank < MAX_WORLD_SIZE:
+            raise UsageError(f"{path}: the session names rank {rank}, beyond {MAX_WORLD_SIZE:,} ranks")
+        size = d.get("world_size")
+        if isinstance(size, int) and not isinstance(size, bool):
+            if 0 < size <= MAX_WORLD_SIZE:
+                sizes.add(size)
+            else:
+                notes.append(f"{path}: ignoring its world size {size} (more than {MAX_WORLD_SIZE:,} ranks)")
         if isinstance(d.get("run_id"), str):
             runs.add(d["run_id"])
         ranks.append(Rank(rank, path, session))

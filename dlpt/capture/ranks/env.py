@@ -22,7 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RankInfo", "from_env", "from_torch", "current", "distributed_meta", "run_id"]
+from dlpt.model.rank_paths import MAX_WORLD_SIZE
+
+__all__ = ["RankInfo", "from_env", "env_problem", "from_torch", "current", "distributed_meta", "run_id"]
 
 log = logging.getLogger("dlpt")
 
@@ -58,19 +60,40 @@ def _int(v: str | None) -> int | None:
     return n if n >= 0 else None
 
 
-def from_env(environ: Mapping[str, str] | None = None) -> RankInfo | None:
-    """The rank the launcher's environment gives, or None (not launched as one of several ranks,
-    or values that do not make sense, which are logged and ignored)."""
-    env = os.environ if environ is None else environ
+def _checked(env: Mapping[str, str]) -> tuple[RankInfo | None, str | None]:
+    """(the rank the launcher's variables give, why a set of them was ignored)."""
+    problem = None
     for rank_key, size_key, local_key, source in _SOURCES:
         if rank_key not in env:
             continue
+        raw = f"{rank_key}={env.get(rank_key, '')[:20]!r} {size_key}={env.get(size_key, '')[:20]!r}"
         rank, size = _int(env.get(rank_key)), _int(env.get(size_key))
         if rank is None or size is None or size < 1 or rank >= size:
-            log.debug("ignoring %s=%r %s=%r", rank_key, env.get(rank_key), size_key, env.get(size_key))
+            problem = problem or f"ignoring {raw}: not a rank below a world size"
             continue
-        return RankInfo(rank, size, _int(env.get(local_key)), source)
-    return None
+        if size > MAX_WORLD_SIZE:
+            problem = problem or f"ignoring {raw}: more than {MAX_WORLD_SIZE:,} ranks"
+            continue
+        local = _int(env.get(local_key))
+        if local is not None and local >= size:
+            local = None  # a local rank is below the world size; nothing else is checkable
+        return RankInfo(rank, size, local, source), problem
+    return None, problem
+
+
+def from_env(environ: Mapping[str, str] | None = None) -> RankInfo | None:
+    """The rank the launcher's environment gives, or None (not launched as one of several ranks,
+    or values that do not make sense: not numbers, a rank not below the world size, more than
+    MAX_WORLD_SIZE ranks; :func:`env_problem` says which)."""
+    info, problem = _checked(os.environ if environ is None else environ)
+    if problem:
+        log.debug("%s", problem)
+    return info
+
+
+def env_problem(environ: Mapping[str, str] | None = None) -> str | None:
+    """Why launcher variables in the environment were ignored (one line), or None."""
+    return _checked(os.environ if environ is None else environ)[1]
 
 
 def from_torch() -> RankInfo | None:
@@ -85,7 +108,9 @@ def from_torch() -> RankInfo | None:
         log.debug("torch.distributed did not say the rank: %s", e)
         return None
     local = _int(os.environ.get("LOCAL_RANK"))
-    return RankInfo(rank, size, local, "torch.distributed") if 0 <= rank < size else None
+    if local is not None and local >= size:
+        local = None
+    return RankInfo(rank, size, local, "torch.distributed") if 0 <= rank < size <= MAX_WORLD_SIZE else None
 
 
 def current(environ: Mapping[str, str] | None = None) -> RankInfo | None:

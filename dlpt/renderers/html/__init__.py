@@ -52,7 +52,10 @@ def write_html(
     metric: str | Metric | None = None,
     show_all: bool = False,
     peak_tflops: float | None = None,
+    *,
+    force: bool = False,
 ) -> None:
-    """Write :func:`render_html`'s document to ``path`` atomically, by dlpt.model.safe_files' rules."""
+    """Write :func:`render_html`'s document to ``path`` atomically, by dlpt.model.safe_files' rules
+    (an existing file only if dlpt wrote it, or with ``force``)."""
     html = render_html(session, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
-    write_text_file(path, html, "HTML reports")
+    write_text_file(path, html, "HTML reports", force=force)

@@ -52,6 +52,7 @@ from dlpt.model.session import KINDS, Session
 from dlpt.model.source_text import session_sources
 from dlpt.model.tree import Node, walk
 from dlpt.model.units import units_model
+from dlpt.renderers.html.budget import OTHER_KIND, Budget, plan
 from dlpt.renderers.html.facts import header_facts
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
@@ -151,31 +152,64 @@ def _metric_defs(root: Node) -> list[dict[str, Any]]:
     return out
 
 
-def _node_table(root: Node, strings: _Strings) -> tuple[dict[str, Any], dict[int, int]]:
+def _node_table(root: Node, strings: _Strings, budget: Budget) -> tuple[dict[str, Any], dict[int, int]]:
     """The tree as parallel arrays in pre-order (a parent before its children), and the index
-    of every tree node (by ``id()``) in them."""
-    kinds = sorted(KINDS)
+    of every tree node (by ``id()``) in them. Only the nodes ``budget`` embeds; after a node's
+    embedded children, one ``other`` node holds what its other children sum to."""
+    kinds = sorted(KINDS) + ([OTHER_KIND] if budget.kept is not None else [])
     kind_index = {k: i for i, k in enumerate(kinds)}
     cols: dict[str, list[int]] = {
         c: [] for c in ("parent", "kind", "name", "file", "line", "detail", "mark", "ctx")
     }
     metrics: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in KEYS}
     ids: dict[int, int] = {}
-    for node, _ in walk(root):
-        i = ids[id(node)] = len(cols["parent"])
-        cols["parent"].append(ids[id(node.parent)] if node.parent is not None else -1)
-        cols["kind"].append(kind_index.get(node.kind, kind_index["thread"]))
-        cols["name"].append(strings(_display_name(node)))
+
+    def add(i: int, parent: int, kind: str, name: str, m: Mapping[str, int], ctx: int) -> None:
+        cols["parent"].append(parent)
+        cols["kind"].append(kind_index.get(kind, kind_index["thread"]))
+        cols["name"].append(strings(name))
+        cols["ctx"].append(ctx)
+        for k, (col_ids, col_vals) in metrics.items():
+            v = m.get(k, 0)
+            if v:
+                col_ids.append(i)
+                col_vals.append(int(v))
+
+    # Pre-order; an entry (None, parent) stands for the parent's "other" node, after its children.
+    stack: list[tuple[Node | None, Node]] = [(root, root)]
+    while stack:
+        node, parent = stack.pop()
+        i = len(cols["parent"])
+        if node is None:
+            summed, count = budget.other[id(parent)]
+            add(
+                i,
+                ids[id(parent)],
+                OTHER_KIND,
+                f"other ({count:,} nodes)",
+                summed,
+                cols["ctx"][ids[id(parent)]],
+            )
+            for c in ("file", "detail", "mark"):
+                cols[c].append(0)
+            cols["line"].append(0)
+            continue
+        ids[id(node)] = i
+        add(
+            i,
+            ids[id(node.parent)] if node.parent is not None else -1,
+            node.kind,
+            _display_name(node),
+            node.metrics,
+            context_of(node),
+        )
         cols["file"].append(strings(node.file))
         cols["line"].append(node.line)
         cols["detail"].append(strings(_detail(node)))
         cols["mark"].append(strings(str(node.extras.get("marker") or "")))
-        cols["ctx"].append(context_of(node))
-        for k, (col_ids, col_vals) in metrics.items():
-            v = node.metrics.get(k, 0)
-            if v:
-                col_ids.append(i)
-                col_vals.append(int(v))
+        if id(node) in budget.other:
+            stack.append((None, node))
+        stack.extend((c, node) for c in reversed(node.children) if budget.embeds(c))
     # Sparse exclusive metrics: per key, the node ids holding a non-zero value and the values.
     table: dict[str, Any] = {**cols, "m": {k: [c[0], c[1]] for k, c in metrics.items() if c[0]}}
     return {"kinds": kinds, "nodes": table}, ids
@@ -195,19 +229,38 @@ def build_model(
     """
     root = report_tree(session, show_all, contexts=True)
     chosen = get_metric(metric) if metric is not None else default_metric(root)
+    offered = _metric_defs(root)
+    budget, flats = plan(
+        root,
+        [METRICS[d["name"]] for d in offered],
+        {
+            "line": flatten_by_line(root),
+            "op": flatten_by_kind(root, "op"),
+            "kernel": flatten_by_kind(root, "kernel"),
+        },
+    )
     strings = _Strings()
-    tree, ids = _node_table(root, strings)
+    tree, ids = _node_table(root, strings, budget)
     stored = session_sources(session.meta)
 
-    # Source text of the files the tree shows (library files are folded away unless show_all).
-    shown_files = {node.file for node, _ in walk(root) if node.kind == "frame" and node.file}
+    # Source text of the lines the page shows (library files are folded away unless show_all).
+    shown: dict[str, set[int]] = {}
+    for node, _ in walk(root):
+        if node.kind == "frame" and node.file and id(node) in ids:
+            shown.setdefault(node.file, set()).add(node.line)
     sources = {
-        str(strings(f)): [[n, strings(t)] for n, t in sorted(lines.items())]
+        str(strings(f)): [
+            [n, strings(t)] for n, t in sorted(lines.items()) if budget.kept is None or _near(n, shown[f])
+        ]
         for f, lines in sorted(stored.items())
-        if f in shown_files
+        if f in shown
     }
 
     report = build_report(session, tree=root, peak_tflops=peak_tflops, show_all=show_all)
+    header = header_facts(report)
+    note = budget.note()
+    if note is not None:
+        header["warnings"].append({"level": "info", "text": note})
 
     return {
         "format": "dlpt-html-model",
@@ -216,17 +269,19 @@ def build_model(
         "keys": list(KEYS),
         "ctx_bits": CTX,
         **tree,
-        "metrics": _metric_defs(root),
+        "metrics": offered,
         "metric": chosen.name,
         "steps": report.steps,
         "show_all": show_all,
-        "flat": {
-            "line": _flat_rows(flatten_by_line(root), ids),
-            "op": _flat_rows(flatten_by_kind(root, "op"), ids),
-            "kernel": _flat_rows(flatten_by_kind(root, "kernel"), ids),
-        },
+        "flat": {table: _flat_rows(rows, ids) for table, rows in flats.items()},
         "sources": sources,
         "has_sources": bool(stored),
-        "header": header_facts(report),
+        "header": header,
         "units": units_model(),
     }
+
+
+def _near(line: int, shown: set[int]) -> bool:
+    """Whether source ``line`` is one the page shows or one of the two around it (the context
+    dlpt saves with every profiled line)."""
+    return any(line + d in shown for d in range(-2, 3))

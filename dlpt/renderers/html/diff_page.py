@@ -96,5 +96,9 @@ def render_diff_html(d: SessionDiff, metric: Metric) -> str:
     return document(title, build_diff_model(d, metric), DIFF_SCRIPTS, DIFF_STYLES)
 
 
-def write_diff_html(d: SessionDiff, path: str | os.PathLike[str], metric: Metric) -> None:
-    write_text_file(path, render_diff_html(d, metric), "HTML reports")
+def write_diff_html(
+    d: SessionDiff, path: str | os.PathLike[str], metric: Metric, *, force: bool = False
+) -> None:
+    """Write the comparison page to ``path`` by dlpt.model.safe_files' rules (an existing file
+    only if dlpt wrote it, or with ``force``)."""
+    write_text_file(path, render_diff_html(d, metric), "HTML reports", force=force)

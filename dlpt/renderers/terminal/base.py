@@ -23,6 +23,10 @@ class View:
         self.fmt = fmt
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
+        yield from self.pieces(options)
+
+    def pieces(self, options: ConsoleOptions) -> Iterator[RenderableType]:
+        """What the view prints, piece by piece (``print_report`` prints them one at a time)."""
         fmt = dataclasses.replace(self.fmt, ascii=self.fmt.ascii or options.ascii_only)
         parts = list(self.build(fmt, options.max_width))
         if parts and self.gap_before:

@@ -8,11 +8,12 @@ deep nodes are capped, and thousands of rows render fast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.text import Text
 
 from dlpt.renderers.terminal.format import DETAIL_STYLE, fit_label, truncate
@@ -59,32 +60,94 @@ def guide_prefix(chain: Chain | None, cap: int, ascii: bool) -> str:
     return "".join(parts)
 
 
-def _layout(headers: Sequence[str], rows: Sequence[GridRow], width: int) -> tuple[list[int], int, int, int]:
-    """(value column widths, their total with separators, the label column's width, the levels of
-    guides drawn at most) of a grid ``width`` cells wide."""
-    widths = [len(h) for h in headers]
-    for r in rows:
-        for i, cell in enumerate(r.cells):
-            widths[i] = max(widths[i], len(cell))
-    used = sum(widths) + len(headers) * 1 + 1  # one space after each cell, one more before the label
-    label_w = max(width - used, 10)
-    cap = max(4, label_w * 2 // 9)  # guides take at most 2/3 of the label column
-    return widths, used, label_w, cap
-
-
-def grid_width(
+def render_grid(
     headers: Sequence[str], label_header: str, rows: Sequence[GridRow], width: int, ascii: bool
-) -> int:
-    """The width :func:`render_grid` needs within ``width`` so that no label is cut: computed from
-    the rows, without laying them out."""
-    _, used, _, cap = _layout(headers, rows, width)
-    longest = len(label_header)
-    for r in rows:
-        label = len(guide_prefix(r.chain, cap, ascii)) + r.main.cell_len
-        if r.detail:
-            label += 2 + len(r.detail)
-        longest = max(longest, label)
-    return min(width, used + longest)
+) -> Group:
+    """Lay the rows out in ``width`` cells: a header, a rule, then one Text line per row (one
+    Text per line keeps rich's line splitting linear in the number of rows)."""
+    return Group(*grid_lines(headers, label_header, lambda _labels: rows, width, ascii))
+
+
+class LazyGrid:
+    """A grid of many rows that never holds them all: ``rows(labels)`` gives a fresh iterator of
+    the rows each time; one pass over their cells sizes the columns (``labels`` False: the rows
+    may leave their labels empty), a second one prints. Printed by rich as one renderable, or
+    by :meth:`chunks` a thousand rows at a time (what ``print_report`` does, so that a million
+    rows never sit in rich's buffer at once)."""
+
+    def __init__(
+        self,
+        headers: Sequence[str],
+        label_header: str,
+        rows: Callable[[bool], Iterable[GridRow]],
+        width: int,
+        ascii: bool,
+    ) -> None:
+        self.headers, self.label_header, self.rows = headers, label_header, rows
+        self.width, self.ascii = width, ascii
+
+    def chunks(self, size: int = 1000) -> Iterator[Lines]:
+        """The grid as renderables of at most ``size`` rows each."""
+        layout = _Layout(self.headers, self.label_header, self.rows(False), self.width, self.ascii)
+        yield Lines(layout, [], head=True)
+        batch: list[GridRow] = []
+        for row in self.rows(True):
+            batch.append(row)
+            if len(batch) == size:
+                yield Lines(layout, batch)
+                batch = []
+        if batch:
+            yield Lines(layout, batch)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment | Text | _Rule]:
+        for part in self.chunks():
+            yield from part.__rich_console__(console, options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        w = grid_width(self.headers, self.label_header, self.rows, self.width, self.ascii)
+        return Measurement(w, w)
+
+
+class _Layout:
+    """Column widths of a grid (from a pass over its rows' cells) and how a row is laid out."""
+
+    def __init__(
+        self, headers: Sequence[str], label_header: str, rows: Iterable[GridRow], width: int, ascii: bool
+    ) -> None:
+        ncol = len(headers)
+        widths = [len(h) for h in headers]
+        for r in rows:
+            for i, cell in enumerate(r.cells):
+                if len(cell) > widths[i]:
+                    widths[i] = len(cell)
+        used = sum(widths) + ncol * 1 + 1  # one space after each cell, one more before the label
+        self.widths, self.ascii = widths, ascii
+        self.label_w = max(width - used, 10)
+        self.cap = max(4, self.label_w * 2 // 9)  # guides take at most 2/3 of the label column
+        head = " ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)) + "  " + label_header
+        rule = ("-" if ascii else "\u2500") * min(width, used + max(len(label_header), self.label_w))
+        self.label_header, self.used = label_header, used
+        self.head: list[Text | _Rule] = [
+            truncate(Text(head, "bold"), width, ascii),
+            _Rule(Text(rule, DETAIL_STYLE)),
+        ]
+
+    def label(self, r: GridRow) -> Text:
+        prefix = guide_prefix(r.chain, self.cap, self.ascii)
+        return fit_label(prefix, r.main, r.detail, self.label_w, r.keep_detail, self.ascii)
+
+    def line(self, r: GridRow) -> Text:
+        line = Text(no_wrap=True, overflow="ignore")
+        for i, (cell, w) in enumerate(zip(r.cells, self.widths, strict=True)):
+            line.append(cell.rjust(w) + " ", r.cell_styles[i] if r.cell_styles else "")
+        line.append(" ")
+        line.append_text(self.label(r))
+        return line
+
+    def plain(self, r: GridRow) -> str:
+        """``line(r).plain``, without building the styled line."""
+        cells = "".join(cell.rjust(w) + " " for cell, w in zip(r.cells, self.widths, strict=True))
+        return f"{cells} {self.label(r).plain}\n"
 
 
 class _Rule:
@@ -101,21 +164,54 @@ class _Rule:
         return Measurement(0, 0)
 
 
-def render_grid(
-    headers: Sequence[str], label_header: str, rows: Sequence[GridRow], width: int, ascii: bool
-) -> Group:
-    """Lay the rows out in ``width`` cells: a header, a rule, then one Text line per row (one
-    Text per line keeps rich's line splitting linear in the number of rows)."""
-    widths, used, label_w, cap = _layout(headers, rows, width)
-    head = " ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)) + "  " + label_header
-    rule = ("-" if ascii else "\u2500") * min(width, used + max(len(label_header), label_w))
-    lines: list[Text | _Rule] = [truncate(Text(head, "bold"), width, ascii), _Rule(Text(rule, DETAIL_STYLE))]
-    for r in rows:
-        line = Text(no_wrap=True, overflow="ignore")
-        for i, (cell, w) in enumerate(zip(r.cells, widths, strict=True)):
-            line.append(cell.rjust(w) + " ", r.cell_styles[i] if r.cell_styles else "")
-        line.append(" ")
-        prefix = guide_prefix(r.chain, cap, ascii)
-        line.append_text(fit_label(prefix, r.main, r.detail, label_w, r.keep_detail, ascii))
-        lines.append(line)
-    return Group(*lines)
+def grid_width(
+    headers: Sequence[str],
+    label_header: str,
+    rows: Callable[[bool], Iterable[GridRow]],
+    width: int,
+    ascii: bool,
+) -> int:
+    """The width a grid needs within ``width`` so that no label is cut (what a report printed
+    to a pipe or a file is as wide as): the cells size the columns (``rows(False)``), then each
+    label's natural length (``rows(True)``), without laying a row out."""
+    layout = _Layout(headers, label_header, rows(False), width, ascii)
+    longest = len(label_header)
+    for r in rows(True):
+        label = len(guide_prefix(r.chain, layout.cap, ascii)) + r.main.cell_len
+        if r.detail:
+            label += 2 + len(r.detail)
+        if label > longest:
+            longest = label
+    return min(width, layout.used + longest)
+
+
+class Lines:
+    """Rows of a grid to print (``head``: its header and rule). To a console that writes no
+    styles at all (``color_system`` None: a file or a pipe), each row is its plain text, which
+    is what rich writes for it (a grid line never wraps and holds no tab or control character),
+    at a fraction of rich's cost per line; to a terminal, rich renders each styled line."""
+
+    def __init__(self, layout: _Layout, rows: list[GridRow], head: bool = False) -> None:
+        self.layout, self.rows, self.head = layout, rows, head
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment | Text | _Rule]:
+        if self.head:
+            yield from self.layout.head
+        if console.color_system is None:
+            yield Segment("".join(map(self.layout.plain, self.rows)))
+        else:
+            yield from map(self.layout.line, self.rows)
+
+
+def grid_lines(
+    headers: Sequence[str],
+    label_header: str,
+    rows: Callable[[bool], Iterable[GridRow]],
+    width: int,
+    ascii: bool,
+) -> Iterator[Text | _Rule]:
+    """The lines of a grid whose rows ``rows(labels)`` yields (called twice: ``rows(False)``
+    sizes the columns from the cells, ``rows(True)`` gives the rows with their labels)."""
+    layout = _Layout(headers, label_header, rows(False), width, ascii)
+    yield from layout.head
+    yield from map(layout.line, rows(True))

@@ -24,6 +24,7 @@ import io
 import os
 import re
 import sys
+from collections.abc import Callable, Iterable
 from typing import IO
 
 from rich.console import Console, RenderableType
@@ -110,15 +111,27 @@ def print_to(
     file: IO[str] | None = None,
     width: int | None = None,
     color: bool | None = None,
+    pieces: Callable[[RenderableType, Console], Iterable[RenderableType]] | None = None,
 ) -> None:
     """Print ``renderable`` on ``console`` as it is (the caller's console, the caller's rules), or
     on a console made by :func:`make_console` for ``file``, ``width`` and ``color``, without
-    trailing spaces (in Jupyter rich shows its own output, in a ``<pre>`` of its own)."""
+    trailing spaces (in Jupyter rich shows its own output, in a ``<pre>`` of its own).
+
+    ``pieces`` splits ``renderable`` into parts printed one after the other with the same output
+    (rich renders all of one ``print`` into memory first: a report of a million rows is printed
+    a thousand lines at a time)."""
     with gc_paused():  # views lay out their rows while printing
-        if console is not None or (console := make_console(file, width, renderable, color)).is_jupyter:
-            console.print(renderable)
-            return
-        with console.capture() as captured:
-            console.print(renderable)
-        console.file.write(trim(captured.get()))
-        console.file.flush()
+        if console is None:
+            console = make_console(file, width, renderable, color)
+            trimmed = not console.is_jupyter
+        else:
+            trimmed = False
+        for piece in pieces(renderable, console) if pieces is not None else (renderable,):
+            if not trimmed:
+                console.print(piece)
+                continue
+            with console.capture() as captured:
+                console.print(piece)
+            console.file.write(trim(captured.get()))
+        if trimmed:
+            console.file.flush()

@@ -43,6 +43,9 @@ from dlpt.renderers.terminal.tables import Row, add_rows, make_table
 __all__ = ["render_ranks", "print_ranks"]
 
 
+MISSING_LINES = 16  # lines naming missing ranks and why; the rest are counted
+
+
 def _ranges(ranks: Iterable[int]) -> str:
     """0,1,2,5 -> "0-2, 5"."""
     out: list[str] = []
@@ -93,8 +96,16 @@ class RanksHeader(View):
                 f"{_ranges(r.rank for r in rs.ranks)}{sep}hosts: {where}"
             )
         )
+        by_reason: dict[str, list[int]] = {}  # thousands of ranks may be missing for one reason
         for gone, why in rs.missing.items():
-            lines.append(Text(f"rank {gone} missing: {fmt.clean(why)}", "bold red"))
+            by_reason.setdefault(why, []).append(gone)
+        for i, (why, gone_ranks) in enumerate(by_reason.items()):
+            if i == MISSING_LINES:
+                rest = sum(len(g) for g in list(by_reason.values())[i:])
+                lines.append(Text(f"... and {rest:,} more ranks missing", "bold red"))
+                break
+            which = f"rank {gone_ranks[0]}" if len(gone_ranks) == 1 else f"ranks {_ranges(gone_ranks)}"
+            lines.append(Text(f"{which} missing: {fmt.clean(why)}", "bold red"))
         for note in rs.notes:
             lines.append(Text(fmt.clean(note), "bold yellow"))
         steps = sorted({t.steps for t in per_rank.values()})

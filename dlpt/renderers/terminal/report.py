@@ -11,6 +11,7 @@ work tables: :mod:`dlpt.insights`) read the same folded tree.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import IO
 
 from rich.console import Console, Group, RenderableType
@@ -37,9 +38,11 @@ from dlpt.model.processors import (
 )
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
+from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.communication import CollectivesTable
 from dlpt.renderers.terminal.compile_view import CompileView
 from dlpt.renderers.terminal.format import Fmt
+from dlpt.renderers.terminal.grid import LazyGrid
 from dlpt.renderers.terminal.header import Header
 from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.suggestions import SuggestionsView
@@ -112,15 +115,12 @@ def _render(
 ) -> RenderableType:
     folded = FoldedTable(session, show_all)
     markers = compile_markers(session)
-    # The tree view's tree, built first: its root holds the session's totals, which pick the
-    # default metric (GPU time if there is any, else CPU op time: then it is built again).
-    m = get_metric(metric) if metric is not None else METRICS["gpu"]
-    shown = folded.tree(m, threshold) if view in ("tree", "all") else None
     totals = Node("root", "<root>")  # the whole session's totals, for the header
     totals.inclusive = folded.totals()
-    if metric is None and default_metric(totals) is not m:
-        m = default_metric(totals)
-        shown = folded.tree(m, threshold) if shown is not None else None
+    # The totals pick the default metric (GPU time if there is any, else CPU op time) before
+    # the tree view's tree is built: pruned by a metric with no total, it would keep every node.
+    m = get_metric(metric) if metric is not None else default_metric(totals)
+    shown = folded.tree(m, threshold) if view in ("tree", "all") else None
     sources = session.meta.get("sources")
     fmt = Fmt(
         steps=profiled_steps(session.meta),
@@ -310,4 +310,20 @@ def print_report(
         ascii=ascii,
         peak_tflops=peak_tflops,
     )
-    print_to(renderable, console, file=file, width=width, color=color)
+    print_to(renderable, console, file=file, width=width, color=color, pieces=_pieces)
+
+
+def _pieces(renderable: RenderableType, console: Console) -> Iterator[RenderableType]:
+    """``renderable`` as pieces to print one after the other, with the same output as printing
+    it whole: rich renders all of one ``print`` into memory before writing it, so a view of a
+    million rows is printed a thousand lines at a time."""
+    if isinstance(renderable, Group):
+        for part in renderable.renderables:
+            yield from _pieces(part, console)
+    elif isinstance(renderable, View):
+        for part in renderable.pieces(console.options):
+            yield from _pieces(part, console)
+    elif isinstance(renderable, LazyGrid):
+        yield from renderable.chunks()
+    else:
+        yield renderable

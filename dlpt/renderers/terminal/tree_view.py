@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -11,7 +11,7 @@ from dlpt.model.processors import FlatRow, Metric
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import COUNT_KEY, Fmt, label_parts, truncate
-from dlpt.renderers.terminal.grid import Chain, GridRow, grid_width, render_grid
+from dlpt.renderers.terminal.grid import Chain, GridRow, LazyGrid, grid_width, render_grid
 
 # Levels printed below the root unless --depth says otherwise: a runaway recursion 100,000 frames
 # deep would print 100,000 lines; deeper levels are summarised by one "... N more levels" row.
@@ -75,53 +75,50 @@ class TreeView(View):
         super().__init__(fmt)
         self.root, self.metric, self.title, self.gpu, self.max_depth = root, metric, title, gpu, max_depth
         self.extra = tuple(extra)
-        self._rows: tuple[bool, list[GridRow]] | None = None  # (ascii, rows): they fit any width
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         yield _title(self.title, fmt, self.metric, width)
-        yield render_grid(
-            _headers(self.metric, self.gpu, self.extra), "name", self.grid_rows(fmt), width, fmt.ascii
+        # Rows made as they are printed (twice: once to size the columns), never all at once:
+        # with --threshold 0 a tree may have millions of them.
+        yield LazyGrid(
+            _headers(self.metric, self.gpu, self.extra),
+            "name",
+            lambda labels: self._rows(fmt, labels),
+            width,
+            fmt.ascii,
         )
 
     def content_width(self, fmt: Fmt, width: int) -> int | None:
-        rows = self.grid_rows(fmt)
-        grid = grid_width(_headers(self.metric, self.gpu, self.extra), "name", rows, width, fmt.ascii)
+        headers = _headers(self.metric, self.gpu, self.extra)
+        grid = grid_width(headers, "name", lambda labels: self._rows(fmt, labels), width, fmt.ascii)
         return max(grid, _title(self.title, fmt, self.metric, width).cell_len)
 
-    def grid_rows(self, fmt: Fmt) -> list[GridRow]:
-        """The rows of the tree, laid out later at any width (kept: measuring a report for a file
-        and printing it use them both)."""
-        if self._rows is None or self._rows[0] != fmt.ascii:
-            self._rows = (fmt.ascii, self._walk(fmt))
-        return self._rows[1]
-
-    def _walk(self, fmt: Fmt) -> list[GridRow]:
+    def _rows(self, fmt: Fmt, labels: bool = True) -> Iterator[GridRow]:
+        """The rows in pre-order; ``labels`` False: cells only (sizing the columns)."""
         metric, gpu = self.metric, self.gpu
         total = metric(self.root.inclusive)
-        rows: list[GridRow] = []
+        no_label = Text()
         # Iterative pre-order walk; the chain records guide flags without copying per level.
         stack: list[tuple[Node, Chain | None]] = [(self.root, None)]
         while stack:
             node, chain = stack.pop()
-            main, detail = label_parts(node, fmt)
-            rows.append(
-                GridRow(
-                    _cells(fmt, metric, total, node.inclusive, node.metrics, node.kind, gpu, self.extra),
-                    main,
-                    detail,
-                    keep_detail=node.kind == "kernel",
-                    chain=chain,
-                )
+            main, detail = label_parts(node, fmt) if labels else (no_label, "")
+            row = GridRow(
+                _cells(fmt, metric, total, node.inclusive, node.metrics, node.kind, gpu, self.extra),
+                main,
+                detail,
+                keep_detail=node.kind == "kernel",
+                chain=chain,
             )
+            yield row
             depth = 1 if chain is None else chain[2] + 1
             if self.max_depth is not None and depth > self.max_depth and node.children:
-                rows.append(_more_levels(node, (True, chain, depth), len(rows[-1].cells)))
+                yield _more_levels(node, (True, chain, depth), len(row.cells))
                 continue
             kids = sorted(node.children, key=lambda c: -metric(c.inclusive))
             last = len(kids) - 1
             for i in range(last, -1, -1):
                 stack.append((kids[i], (i == last, chain, depth)))
-        return rows
 
 
 def _height(node: Node) -> int:
