@@ -204,6 +204,8 @@ class StepSchedule:
         end = self.stop_ns or self._clock()
         before = (self.first_counted_ns or end) - self.start_ns
         after = end - (self.last_counted_ns or end)
+        if self.source is None:  # no step boundary: the whole run is one counted step
+            before = after = 0
         return {
             "profiled": self.counted,
             "seen": self.seen,

@@ -47,9 +47,7 @@ class Warmup:
         previous, self._last = self._last, wall_ns
         n = self.steps + 1  # this step's number
         if self.skip_first is not None:
-            done = n > self.skip_first
-            if done:
-                self.reason = f"--skip-first {self.skip_first}"
+            done = False  # the check below ends the warm-up right after its last step
         elif n == 1:
             done = False  # nothing to compare it with
         elif n > MAX_WARMUP:
@@ -69,4 +67,9 @@ class Warmup:
         self.steps += 1
         if len(self.walls) < KEPT:
             self.walls.append(wall_ns)
+        if self.skip_first is not None and self.steps >= self.skip_first:
+            # N steps exactly: over as soon as the last one ends, so that the next step is traced
+            # and reported as counted from its start (the status line says "tracing").
+            self.over = True
+            self.reason = f"--skip-first {self.skip_first}"
         return True

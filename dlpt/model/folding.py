@@ -229,7 +229,7 @@ class FoldedTable:
 
     def tree(self, metric: Metric | None = None, threshold: float | None = None) -> Node:
         """The folded tree with nodes whose inclusive ``metric`` is below ``threshold`` of the
-        total left out (either None: every node). Inclusive metrics count everything beneath."""
+        total, or zero, left out (either None: every node). Inclusive metrics count everything beneath."""
         parents, of_raw, nodes = self.parents, self.of_raw, self.nodes
         size = len(parents)
         if threshold is None or metric is None:
@@ -242,7 +242,7 @@ class FoldedTable:
             for c in range(size - 1, 0, -1):
                 inc[parents[c]] += inc[c]
             limit = threshold * inc[0]
-            keep = [v >= limit for v in inc]
+            keep = [v >= limit and v > 0 for v in inc]  # a row of zeros says nothing
             keep[0] = True
         near = list(range(size))  # nearest kept node at or above each node
         for c in range(1, size):

@@ -200,9 +200,10 @@ def _copy_filtered(root: Node, keep: Callable[[Node, int], bool]) -> Node:
 
 
 def prune(root: Node, metric: Metric, threshold: float = 0.01) -> Node:
-    """Drop subtrees whose inclusive ``metric`` is below ``threshold`` times the root's total."""
+    """Drop subtrees whose inclusive ``metric`` is below ``threshold`` times the root's total, or
+    zero (a row of zeros says nothing; the root stays)."""
     limit = threshold * metric(root.inclusive)
-    return _copy_filtered(root, lambda n, _d: metric(n.inclusive) >= limit)
+    return _copy_filtered(root, lambda n, _d: 0 < metric(n.inclusive) >= limit)
 
 
 def limit_depth(root: Node, depth: int | None) -> Node:

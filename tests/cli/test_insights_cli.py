@@ -28,7 +28,12 @@ def flat(out: str) -> str:
 
 def test_flops_run_saves_work_and_suggestions_and_reloads(tmp_path) -> None:
     write(tmp_path / "mm.py", SCRIPT)
-    r = run(Job(["--flops", "--no-gpu", "-o", "s.json", "--view", "suggestions", "mm.py"], tmp_path))
+    r = run(
+        Job(
+            ["--flops", "--no-gpu", "--skip-first", "0", "-o", "s.json", "--view", "suggestions", "mm.py"],
+            tmp_path,
+        )
+    )
     assert r.rc == 0, r.err
     saved = json.loads((tmp_path / "s.json").read_text())
     assert saved["meta"]["flops"]["flops"] == 4 * 3 * 2 * 64 * 128 * 32  # forward + 2 backward mm, 4 steps

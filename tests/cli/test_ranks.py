@@ -93,6 +93,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
                 2,
                 "--report-ranks",
                 "none",
+                "--skip-first",
+                "1",
                 "-o",
                 "tp.json",
                 "--report-file",

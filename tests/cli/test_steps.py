@@ -60,10 +60,22 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     jobs = {
         "generate": Job(["--step-on", "generate", "--skip-first", "2", "-o", "g.json", "infer.py"], root),
         "method": Job(["--step-on", "Decoder.step", "--active", "4", "-o", "m.json", "infer.py"], root),
-        "module": Job(["--step-on", "__main__:generate", "-o", "mod.json", "infer.py"], root),
+        "module": Job(
+            ["--step-on", "__main__:generate", "--skip-first", "0", "-o", "mod.json", "infer.py"], root
+        ),
         "nested": Job(["--step-on", "serve", "--skip-first", "1", "-o", "n.json", "nested.py"], root),
         "code": Job(
-            ["--step-on", "f", "-o", "c.json", "-c", "def f():\n  pass\nfor _ in range(3): f()"], root
+            [
+                "--step-on",
+                "f",
+                "--skip-first",
+                "0",
+                "-o",
+                "c.json",
+                "-c",
+                "def f():\n  pass\nfor _ in range(3): f()",
+            ],
+            root,
         ),
         "unmatched": Job(["--step-on", "nowhere", "--skip-first", "2", "nosteps.py"], root),
         "skip without steps": Job(["--skip-first", "3", "nosteps.py"], root),
@@ -85,7 +97,7 @@ def test_each_outermost_call_is_a_step(runs: dict) -> None:
     assert (steps["seen"], steps["profiled"], steps["source"]) == (5, 3, "call")
     assert steps["step_on"] == "generate" and steps["step_on_matched"] == ["__main__:generate"]
     r: Result = runs["generate"]
-    assert "3 steps profiled (calls of generate; 5 seen, first 2 skipped)" in r.out
+    assert "3 steps profiled (calls of generate; 5 seen: 2 warm-up)" in r.out
     meta = json.loads((runs["root"] / "g.json").read_text())["meta"]
     assert len(meta["step_wall_ns"]) == 3 and all(w > 0 for w in meta["step_wall_ns"])
 

@@ -161,14 +161,24 @@ def test_optimizer_steps_are_detected_and_windowed():
     with dlpt.profile(skip_first=2, active=3) as prof:
         train_steps(8)
     steps = prof.session.meta["steps"]
-    assert steps == {"profiled": 3, "seen": 8, "skip_first": 2, "active": 3, "source": "optimizer"}
+    picked = {k: steps[k] for k in ("profiled", "seen", "skip_first", "active", "source", "untraced")}
+    # 2 warm-up, 3 counted, then tracing stops for good: the last 3 steps are untraced measurements
+    assert picked == {
+        "profiled": 3,
+        "seen": 8,
+        "skip_first": 2,
+        "active": 3,
+        "source": "optimizer",
+        "untraced": 3,
+    }
+    assert steps["warmup"]["steps"] == 2 and steps["warmup"]["reason"] == "--skip-first 2"
     assert len(prof.session.meta["step_wall_ns"]) == 3
     linear_calls = sum(n["m"].get("calls", 0) for n in prof.session.nodes if n["name"] == "aten::linear")
     assert linear_calls == 3
 
 
 def test_manual_steps_take_over_from_optimizer_detection():
-    with dlpt.profile() as prof:
+    with dlpt.profile(skip_first=0) as prof:
         train_steps(4, prof=prof)
     steps = prof.session.meta["steps"]
     assert steps["source"] == "manual" and steps["profiled"] == 4

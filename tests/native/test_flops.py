@@ -36,7 +36,7 @@ def line_flops(session: Session, fn, tag: str):
 def test_matmul_line_flops_are_exactly_2mnk_forward_and_twice_that_backward():
     x = torch.randn(M, K, requires_grad=True)
     w = torch.randn(K, N, requires_grad=True)
-    with dlpt.profile(gpu=False, flops=True) as prof:
+    with dlpt.profile(gpu=False, flops=True, skip_first=0) as prof:
         matmul_steps(x, w, prof)
     row = line_flops(prof.session, matmul_steps, "matmul")
     assert row.flops_forward == 2 * M * N * K * STEPS
@@ -70,7 +70,7 @@ def test_nested_formula_ops_are_counted_once_and_match_flop_counter_mode():
     conv = torch.nn.Conv2d(3, 8, 3, padding=1)
     img = torch.randn(2, 3, 12, 12, requires_grad=True)
     q, k, v = (torch.randn(2, 4, 16, 8, requires_grad=True) for _ in range(3))
-    with dlpt.profile(gpu=False, flops=True) as prof:
+    with dlpt.profile(gpu=False, flops=True, skip_first=0) as prof:
         nested_steps(x, lin, conv, img, q, k, v, prof)
     # torch's own counter on the same computation, one step, per op.
     from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
@@ -126,7 +126,7 @@ def test_a_first_layers_backward_counts_only_the_weight_gradient():
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(3, 8, 3, padding=1)
     img = torch.randn(2, 3, 12, 12)  # no requires_grad: the data
-    with dlpt.profile(gpu=False, flops=True) as prof:
+    with dlpt.profile(gpu=False, flops=True, skip_first=0) as prof:
         first_layer_steps(conv, img, prof)
     row = line_flops(prof.session, first_layer_steps, "first")
     assert row.flops_forward > 0
@@ -136,7 +136,7 @@ def test_a_first_layers_backward_counts_only_the_weight_gradient():
 
 def test_work_survives_save_and_load(tmp_path):
     x, w = torch.randn(M, K, requires_grad=True), torch.randn(K, N, requires_grad=True)
-    with dlpt.profile(gpu=False, flops=True) as prof:
+    with dlpt.profile(gpu=False, flops=True, skip_first=0) as prof:
         matmul_steps(x, w, prof)
     path = tmp_path / "s.json"
     prof.save(path)

@@ -116,7 +116,7 @@ def test_after_active_steps_tracing_stops_for_good_and_every_later_step_is_measu
     for _ in range(20):
         r.step(20 * MS)
     assert r.switches == [False] and r.s.counted == 3
-    assert r.s.untraced.n == 19 and r.s.dropped == 1 and r.s.phase == "untraced"
+    assert r.s.untraced.n == 19 and r.s.dropped == 1 and r.s.phase == "done"
 
 
 def test_calibrate_off_traces_every_step() -> None:

@@ -55,7 +55,10 @@ def step_source(steps: Mapping[str, Any]) -> str:
     """What the steps were ("optimizer steps", "calls of generate"), from ``meta.steps``."""
     if steps.get("source") == "call" and isinstance(steps.get("step_on"), str):
         chosen = steps.get("step_on_chosen")
-        which = f" ({chosen})" if isinstance(chosen, str) and chosen and chosen != steps["step_on"] else ""
+        name = steps["step_on"]
+        # The function chosen, when the name alone does not say which (e.g. two matched).
+        plain = not isinstance(chosen, str) or chosen in ("", name, f"__main__:{name}")
+        which = "" if plain else f" ({chosen})"
         return f"calls of {steps['step_on']}{which}"
     return f"{steps['source']} steps"
 
