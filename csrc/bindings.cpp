@@ -16,6 +16,9 @@
 namespace py = pybind11;
 
 namespace dlpt {
+namespace memory {
+void bind_memory(py::module_& m, py::module_& testing);  // csrc/memory/memory_bindings.cpp
+}  // namespace memory
 namespace {
 
 py::tuple to_tuple(const ExportedMetrics& m) {
@@ -192,4 +195,5 @@ PYBIND11_MODULE(_C, m) {
   t.def("op_name_ids", &dlpt::testing::op_name_ids);
   t.def("counter_fields", &dlpt::counter_fields);
   t.def("line_lookup_cost", &dlpt::testing::line_lookup_cost);
+  dlpt::memory::bind_memory(m, t);
 }

@@ -29,6 +29,7 @@ from dlpt.capture.backward_records import BackwardRecordsPause
 from dlpt.capture.compile import failures
 from dlpt.capture.compile.dynamo import CompileEvents
 from dlpt.capture.flops.annotate import recorded_ops
+from dlpt.capture.memory import MemoryCapture
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
 from dlpt.capture.ranks.pycomm import CollectiveHooks
@@ -107,6 +108,10 @@ class Profile:
             elementwise ops, for their bytes), for FLOPs and TFLOP/s per line, MFU and the
             roofline bound. Off by default: torch then packs every op's arguments, which costs
             time on every op (README: "Why is this line slow").
+        memory: record memory per line: what each line allocates, what it holds at each step's
+            peak of allocated memory (a saved activation on its forward line) and what it held
+            when an allocation failed (:mod:`dlpt.capture.memory`). Off by default: it costs
+            time on every allocation.
         joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
             ProfilerBusyError (``python -m dlpt`` starts its profile this way).
 
@@ -131,6 +136,7 @@ class Profile:
         sources: bool = True,
         flops: bool = False,
         joinable: bool = False,
+        memory: bool = False,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=False)
         _check_count("active", active, allow_none=True)
@@ -143,6 +149,7 @@ class Profile:
         self.step_on = step_on
         self.sources = bool(sources)
         self.flops = bool(flops)
+        self.memory = bool(memory)
         self.joinable = bool(joinable)
         self._session: Session | None = None
         self._window: StepWindow | None = None
@@ -155,6 +162,7 @@ class Profile:
         self._comm = CollectiveHooks()  # Python-level collectives on CPU process groups
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
+        self._memory: MemoryCapture | None = None
         self._failures_before: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
         self._pid = 0  # the process that started this profile
@@ -194,6 +202,7 @@ class Profile:
             self.nested_ops,
             self.sources,
             self.flops,
+            self.memory,
         )
 
     def _join(self, host: Profile) -> None:
@@ -201,7 +210,7 @@ class Profile:
         if own != Profile()._options() and own != host._options():
             warnings.warn(
                 "dlpt: this profile joins the one already running (python -m dlpt); its options "
-                "(skip_first, active, step_on, gpu, nested_ops, sources, flops) are ignored: give them on "
+                "(skip_first, active, step_on, gpu, nested_ops, sources, flops, memory) are ignored: give them on "
                 "the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
@@ -247,6 +256,10 @@ class Profile:
             self._remove_hooks()
             self._compile_events.stop()
             raise
+        if self.memory:
+            self._memory = MemoryCapture.start(C)
+            if not self._memory.enabled:
+                warnings.warn(f"dlpt: memory capture is off: {self._memory.reason}", RuntimeWarning, stacklevel=3)
         self._window.start()
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
 
@@ -306,6 +319,8 @@ class Profile:
         with self._step_lock:
             if self._window is not None:
                 self._window.on_step(source, began_ns)
+                if self._memory is not None:
+                    self._memory.on_step(self._window)
             # After the window decided, in the same order: the mark says whether the next step
             # is recorded (meta.gpu_steps).
             C.mark_step()
@@ -314,6 +329,8 @@ class Profile:
         with self._step_lock:
             if self._window is not None:
                 self._window.begin_call()
+            if self._memory is not None:
+                self._memory.step_begin()
 
     def _on_call_end(self, began_ns: int) -> None:
         self._on_step(CALL, began_ns)
@@ -349,6 +366,7 @@ class Profile:
                 )
             assert self._window is not None
             wall_ns = self._window.close()
+            memory = self._stop_memory()
             raw = native.core().stop()
             self._meta["compile"] = self._compile_events.stop()
         finally:
@@ -370,12 +388,21 @@ class Profile:
             flops=self.flops,
             comm_signatures=self._comm.table(),
             distributed=distributed_meta(current_rank() or self._comm.rank, self._comm.backends),
+            memory=memory,
         )
         self._session.meta["capture"]["backward_ops"] = self._backward_ops
         # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a
         # forked child (CUDA may be unusable there) or on a GPU that failed to synchronise.
         self.gpu_usable = gpu_usable and not _in_forked_child
         return self._session
+
+    def _stop_memory(self) -> tuple[MemoryCapture, Any] | None:
+        """Stop memory capture (before the native session: its last step closes first)."""
+        mem, self._memory = self._memory, None
+        if mem is None or self._window is None:
+            return None
+        w = self._window
+        return mem, mem.stop(run_as_step=w.profiled == 0 and w.window_start_ns is not None)
 
     def _save_for_joined(self) -> None:
         """Write the files joined profiles asked for; a failure is said, never raised (the

@@ -45,6 +45,10 @@ class StepWindow:
         self.profiled = 0
         self.step_wall_ns: list[int] = []
         self._last_boundary = 0
+        # The last on_step: whether it counted a recorded step (None: the boundary was ignored),
+        # and how often manual steps took over from optimizer steps (memory per step follows).
+        self.last_counted: bool | None = None
+        self.restarts = 0
         self.window_start_ns: int | None = None
         self.window_end_ns: int | None = None
 
@@ -63,6 +67,7 @@ class StepWindow:
     def on_step(self, source: str, began_ns: int | None = None) -> None:
         """A step just ended (``source``: "optimizer", "manual" or CALL; ``began_ns``, for a call,
         when it began: its duration is its step's wall time)."""
+        self.last_counted = None
         if self._only is not None and source != self._only:
             return
         if source == "optimizer" and self.source == "manual":
@@ -71,7 +76,9 @@ class StepWindow:
             # The loop marks steps itself: restart counting from its marks.
             self.seen = self.profiled = 0
             self.step_wall_ns.clear()
+            self.restarts += 1
         self.source = source
+        self.last_counted = self.collecting
         now = time.perf_counter_ns()
         self.seen += 1
         if self.collecting:

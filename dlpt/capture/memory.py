@@ -1,0 +1,151 @@
+"""Memory per line (``dlpt.profile(memory=True)``, ``--memory``): what each context allocated,
+what it held at each step's peak of allocated memory, and what it held when an allocation failed.
+
+The native side (csrc/memory/) receives torch's allocator reports (the hook torch.profiler's
+``profile_memory`` uses; csrc/memory/torch_reporter.cpp says which torch internals and versions)
+and attributes each allocation to the node a kernel launched at that moment would get. This
+module steers it at the profile's step boundaries and turns its export into session data:
+
+- node metrics (docs/session-format.md): ``mem_alloc_bytes`` and ``mem_allocs`` (allocated while
+  recording), ``mem_peak_bytes`` (bytes of the node's blocks live at each counted step's peak of
+  allocated memory, summed over those steps, so per step it is the mean), ``mem_oom_bytes`` (its
+  bytes live when the first allocation failed) and ``mem_oom_request_bytes`` (on the context of
+  that failed allocation: what it asked for);
+- ``meta.memory``: per device the per-step peaks (allocated, reserved at that moment, peak
+  reserved, the part traced to lines), the allocation failure, and what capture saw.
+
+A block allocated in a forward op and freed in backward (a saved activation) stays on the forward
+op's ``<forward>`` phase, under its forward line. Blocks allocated before recording started
+(parameters, optimizer state of skipped steps) count in the allocator's totals but on no line.
+
+Which allocator: the CUDA caching allocator reports always; the CPU allocator is followed only
+when the program has no CUDA device (it reports only when asked, at a cost per CPU allocation), so
+a GPU run's lines hold GPU memory and a CPU run's CPU memory. On the CPU torch logs one warning
+the first time a tensor allocated before the profile is freed ("Memory block of unknown size was
+allocated before the profiling started"): that is torch's CPU allocator, and harmless.
+
+Thread contract: start, the step calls and stop run with the GIL held, serialised by the
+profile's step lock (as the other step work is); the native side takes allocator events on any
+thread (csrc/memory/tracker.h).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dlpt.capture.steps import StepWindow
+
+#: What the core's memory_stop() returns (typed in dlpt/_C.pyi, MemoryExport).
+MemoryExport = dict[str, Any]
+
+__all__ = ["MemoryCapture", "device_label", "merge_into"]
+
+#: c10::DeviceType values of the devices torch's allocators report, as torch prints them.
+_DEVICE_TYPES = {0: "cpu", 1: "cuda", 12: "xpu", 13: "mps", 20: "privateuseone"}
+
+
+def device_label(type_: int, index: int) -> str:
+    """``cuda:0``, ``cpu`` (c10's device type value and index)."""
+    name = _DEVICE_TYPES.get(type_, f"device{type_}")
+    return name if index < 0 else f"{name}:{index}"
+
+
+class MemoryCapture:
+    """The memory side of one running profile: started after the native session, stopped before
+    it (see :class:`dlpt.capture.profiler.Profile`)."""
+
+    def __init__(self, core: ModuleType, track_cpu: bool) -> None:
+        self._core = core
+        self.track_cpu = track_cpu
+        self._restarts = 0
+        try:
+            info = core.memory_start(track_cpu)
+        except Exception as e:  # noqa: BLE001 - the profile goes on without memory, saying why
+            self.enabled, self.reason = False, f"could not start: {e}"
+            return
+        self.enabled = bool(info["enabled"])
+        self.reason: str | None = info["reason"]
+
+    @classmethod
+    def start(cls, core: ModuleType) -> MemoryCapture:
+        import torch
+
+        return cls(core, track_cpu=not torch.cuda.is_available())
+
+    def step_begin(self) -> None:
+        """A step starts here (an outermost call of a ``step_on`` function): its peak starts now."""
+        if self.enabled:
+            self._core.memory_step_begin()
+
+    def on_step(self, window: StepWindow) -> None:
+        """After ``window`` handled a step boundary: close the step (its peak counts when the
+        window counted the step), unless the window ignored the boundary."""
+        if not self.enabled or window.last_counted is None:
+            return
+        if window.restarts != self._restarts:  # manual steps took over: their count starts anew
+            self._restarts = window.restarts
+            self._core.memory_restart_steps()
+        self._core.memory_step_end(window.last_counted)
+
+    def stop(self, run_as_step: bool) -> MemoryExport | None:
+        """Stop reporting and return what was recorded (None when capture never started).
+        ``run_as_step``: no step was counted, so the recorded window is the run's one step."""
+        if not self.enabled:
+            return None
+        return self._core.memory_stop(run_as_step)
+
+    def meta(self, raw: MemoryExport | None) -> dict[str, Any]:
+        """``meta.memory`` (docs/session-format.md)."""
+        out: dict[str, Any] = {"enabled": self.enabled, "reason": self.reason, "tracks_cpu": self.track_cpu}
+        if raw is None:
+            return out
+        labels = [device_label(d["type"], d["index"]) for d in raw["devices"]]
+        out["devices"] = {
+            label: {
+                "allocated": d["allocated"],
+                "reserved": d["reserved"],
+                "steps": [
+                    {"peak_allocated": p, "reserved_at_peak": r, "peak_reserved": pr, "traced_at_peak": t}
+                    for p, r, pr, t in d["steps"]
+                ],
+            }
+            for label, d in zip(labels, raw["devices"], strict=True)
+        }
+        oom = raw["oom"]
+        if oom is not None:
+            out["oom"] = {
+                "device": labels[oom["device"]] if oom["device"] < len(labels) else "",
+                "requested": oom["requested"],
+                "allocated": oom["allocated"],
+                "reserved": oom["reserved"],
+                "count": oom["count"],
+            }
+        out["events"] = raw["events"]
+        out["missed_frees"] = raw["missed_frees"]
+        return out
+
+
+def merge_into(nodes: list[dict[str, Any]], raw: MemoryExport | None) -> None:
+    """Add the memory metrics to the session nodes ``nodes`` (indexed by the core's node ids, as
+    :func:`dlpt.capture.native.to_nodes` returns them). Devices are summed per node: a GPU run
+    reports only its GPUs (one per rank, normally), a CPU run only the CPU."""
+    if raw is None:
+        return
+    for node, _device, alloc_bytes, allocs, peak_bytes, oom_bytes in raw["nodes"]:
+        if not 0 <= node < len(nodes):
+            continue
+        m = nodes[node]["m"]
+        for key, value in (
+            ("mem_alloc_bytes", alloc_bytes),
+            ("mem_allocs", allocs),
+            ("mem_peak_bytes", peak_bytes),
+            ("mem_oom_bytes", oom_bytes),
+        ):
+            if value:
+                m[key] = m.get(key, 0) + value
+    oom = raw["oom"]
+    if oom is not None and 0 <= oom["node"] < len(nodes) and oom["requested"]:
+        m = nodes[oom["node"]]["m"]
+        m["mem_oom_request_bytes"] = m.get("mem_oom_request_bytes", 0) + oom["requested"]
