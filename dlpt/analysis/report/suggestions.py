@@ -13,6 +13,10 @@ __all__ = ["gain_text", "where_text", "suggestion"]
 
 
 def gain_text(f: Finding, units: Units) -> str:
+    freed = f.numbers.get("freed_bytes")  # a memory finding: bytes off the peak, not time
+    if isinstance(freed, int) and not f.gain_ns:
+        b = units.bytes(freed, per_step=False)
+        return f"-{b} peak" if f.per_step else f"-{b} at the failure"
     t = units.time(f.gain_ns, per_step=False)
     return f"-{t}/step" if f.per_step else f"-{t} once"
 

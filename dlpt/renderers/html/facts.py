@@ -16,7 +16,7 @@ from dlpt.model.safe_text import escape_control as clean
 __all__ = ["header_facts"]
 
 #: Facts the page shows as key/value pairs (in the header's order).
-_FACT_KINDS = ("run", "steps", "step_wall", "communication", "graphs", "cost")
+_FACT_KINDS = ("run", "steps", "step_wall", "communication", "graphs", "memory", "cost")
 
 
 def _located(rows: tuple[Located, ...]) -> list[dict[str, Any]]:
