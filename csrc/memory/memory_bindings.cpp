@@ -110,6 +110,8 @@ void bind_memory(py::module_& m, py::module_& testing) {
         "A step ended; `counted`: it was a recorded step (its peak counts).");
   m.def("memory_restart_steps", [] { tracker().restart_steps(); }, "Forget the counted steps' peaks.");
   m.def("memory_stop", &stop, py::arg("run_as_step"), "Stop reporting; what was recorded.");
+  m.def("memory_suspend", &suspend_reporting, "Before torch.profiler starts on this thread: step aside.");
+  m.def("memory_resume", &resume_reporting, "After torch.profiler stopped on this thread: back.");
   testing.def("memory_events", &events);
 }
 

@@ -27,10 +27,13 @@
 // The slot is shared with torch.profiler, and torch's profiler code static_casts whatever it finds
 // there to torch::profiler::impl::ProfilerStateBase (profilerEnabled(), getProfilerConfig(), the
 // Kineto callbacks). So the reporter IS a ProfilerStateBase, with a Disabled config: to torch it
-// reads as "no profiler enabled" (torch.profiler may still start on top of it, and its events then
-// go to torch.profiler until it stops). dlpt refuses to start memory capture while a torch
-// profiler is active on the thread, since pushing on top of it would hide Kineto's state from its
-// own callbacks.
+// reads as "no profiler enabled". Starting torch.profiler still refuses while any state is in the
+// slot (torch 2.13's enableProfiler: "Profiler is already enabled on this thread"), so while a
+// torch profiler runs on the thread the reporter steps aside: suspend_reporting() takes it out
+// before torch pushes its state, resume_reporting() puts it back after torch popped it
+// (dlpt.capture.memory wraps torch's enable/disable functions for that; allocations made
+// meanwhile go to torch.profiler). dlpt refuses to start memory capture while a torch profiler is
+// active on the thread, since pushing on top of it would hide Kineto's state from its callbacks.
 //
 // Thread contract: reportMemoryUsage / reportOutOfMemory run on whichever thread allocates or
 // frees, often inside the CUDA allocator's lock, with or without the GIL ([MT]). They never call
@@ -130,6 +133,13 @@ class Reporter final : public tp::ProfilerStateBase {
 // stop run under the GIL, which orders them.
 std::shared_ptr<Reporter> g_reporter;
 std::shared_ptr<c10::ThreadLocalDebugInfo> g_pushed;
+// While suspended: the thread's debug info the reporter was taken from (it goes back on top of
+// exactly that), and how many suspensions are open.
+std::shared_ptr<c10::ThreadLocalDebugInfo> g_below;
+int g_suspended = 0;
+
+/// Whether the reporter is the innermost debug info of the calling thread.
+bool innermost() { return g_pushed && c10::ThreadLocalDebugInfo::current().get() == g_pushed.get(); }
 
 }  // namespace
 
@@ -146,6 +156,8 @@ StartResult start_reporting(bool track_cpu) {
     return r;
   }
   tracker().reset();
+  g_suspended = 0;
+  g_below.reset();
   g_reporter = std::make_shared<Reporter>(s->generation, track_cpu);
   c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g_reporter);
   g_pushed = c10::ThreadLocalDebugInfo::current();
@@ -159,11 +171,35 @@ void stop_reporting() {
   g_reporter->deactivate();
   // Removed only where it is the innermost entry of this thread (stopped on the thread that
   // started it, with nothing pushed since); otherwise it stays there inert, harmless to torch.
-  if (g_pushed && c10::ThreadLocalDebugInfo::current().get() == g_pushed.get()) {
-    c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
-  }
+  if (innermost()) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
   g_pushed.reset();
+  g_below.reset();
+  g_suspended = 0;
   g_reporter.reset();
+}
+
+void suspend_reporting() {
+  if (!g_reporter) return;
+  if (g_suspended > 0) {
+    ++g_suspended;  // nested: the reporter is already out
+    return;
+  }
+  if (!innermost()) return;  // another thread, or something pushed since: nothing to take out
+  c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+  g_below = c10::ThreadLocalDebugInfo::current();
+  g_pushed.reset();
+  g_suspended = 1;
+}
+
+void resume_reporting() {
+  if (!g_reporter || g_suspended == 0 || --g_suspended > 0) return;
+  // Back only where it was taken out, with torch's state gone again; otherwise it stays out
+  // (and the session reports fewer allocations, never a wrong state to torch).
+  if (c10::ThreadLocalDebugInfo::current().get() == g_below.get()) {
+    c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g_reporter);
+    g_pushed = c10::ThreadLocalDebugInfo::current();
+  }
+  g_below.reset();
 }
 
 }  // namespace dlpt::memory

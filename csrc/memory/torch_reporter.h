@@ -23,4 +23,11 @@ StartResult start_reporting(bool track_cpu);
 /// the calling thread's torch thread-local state when it is still the innermost entry there.
 void stop_reporting();
 
+/// [GIL] Before torch.profiler enables itself on the calling thread: takes the reporter out of
+/// this thread's debug info (torch refuses to start while any profiler state is there). Nested
+/// calls count; a thread the reporter is not on is left alone.
+void suspend_reporting();
+/// [GIL] After torch.profiler disabled itself: puts the reporter back where it was taken out.
+void resume_reporting();
+
 }  // namespace dlpt::memory

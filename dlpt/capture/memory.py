@@ -24,6 +24,14 @@ a GPU run's lines hold GPU memory and a CPU run's CPU memory. On the CPU torch l
 the first time a tensor allocated before the profile is freed ("Memory block of unknown size was
 allocated before the profiling started"): that is torch's CPU allocator, and harmless.
 
+torch internals used here (checked against torch 2.11, 2.13 and 2.15): torch.profiler refuses to
+start on a thread whose debug info holds any profiler state, dlpt's reporter included, so while
+memory capture runs the module globals through which torch's profile classes enable and disable
+themselves (``torch.autograd.profiler._enable_profiler`` / ``_disable_profiler``,
+``torch.autograd.profiler_legacy._enable_profiler_legacy`` / ``_disable_profiler_legacy``) are
+wrapped: the reporter steps aside before torch's state goes in and comes back after it left (see
+:class:`TorchProfilerHandoff`). Allocations made while torch.profiler runs are torch.profiler's.
+
 Thread contract: start, the step calls and stop run with the GIL held, serialised by the
 profile's step lock (as the other step work is); the native side takes allocator events on any
 thread (csrc/memory/tracker.h).
@@ -31,6 +39,8 @@ thread (csrc/memory/tracker.h).
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +50,7 @@ if TYPE_CHECKING:
 #: What the core's memory_stop() returns (typed in dlpt/_C.pyi, MemoryExport).
 MemoryExport = dict[str, Any]
 
-__all__ = ["MemoryCapture", "device_label", "merge_into"]
+__all__ = ["MemoryCapture", "TorchProfilerHandoff", "device_label", "merge_into"]
 
 #: c10::DeviceType values of the devices torch's allocators report, as torch prints them.
 _DEVICE_TYPES = {0: "cpu", 1: "cuda", 12: "xpu", 13: "mps", 20: "privateuseone"}
@@ -50,6 +60,67 @@ def device_label(type_: int, index: int) -> str:
     """``cuda:0``, ``cpu`` (c10's device type value and index)."""
     name = _DEVICE_TYPES.get(type_, f"device{type_}")
     return name if index < 0 else f"{name}:{index}"
+
+
+#: (module, enable, disable): the functions torch's profile classes push and pop their thread-local
+#: profiler state with, called through these module globals.
+_TORCH_PROFILER_SWITCHES = (
+    ("torch.autograd.profiler", "_enable_profiler", "_disable_profiler"),
+    ("torch.autograd.profiler_legacy", "_enable_profiler_legacy", "_disable_profiler_legacy"),
+)
+
+
+class TorchProfilerHandoff:
+    """While installed, torch.profiler starting on the thread that runs memory capture takes
+    dlpt's reporter out of the way first (``suspend``), and puts it back once it stopped
+    (``resume``). A torch without one of these functions is left as it is (torch.profiler then
+    refuses to start there, as it would with any other profiler running)."""
+
+    def __init__(self, suspend: Callable[[], None], resume: Callable[[], None]) -> None:
+        self._suspend, self._resume = suspend, resume
+        self._patched: list[tuple[ModuleType, str, Any, Any]] = []  # module, name, original, wrapper
+
+    def install(self) -> None:
+        for module_name, enable, disable in _TORCH_PROFILER_SWITCHES:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                continue
+            on, off = getattr(module, enable, None), getattr(module, disable, None)
+            if callable(on) and callable(off):
+                self._patch(module, enable, self._enabling(on))
+                self._patch(module, disable, self._disabling(off))
+
+    def _patch(self, module: ModuleType, name: str, wrapper: Any) -> None:
+        self._patched.append((module, name, getattr(module, name), wrapper))
+        setattr(module, name, wrapper)
+
+    def _enabling(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def enable(*args: Any, **kwargs: Any) -> Any:
+            self._suspend()
+            try:
+                return original(*args, **kwargs)
+            except BaseException:
+                self._resume()  # it did not start: nothing of torch's is in the way
+                raise
+
+        return enable
+
+    def _disabling(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def disable(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._resume()
+
+        return disable
+
+    def remove(self) -> None:
+        """Put torch's functions back (unless someone replaced ours since)."""
+        for module, name, original, wrapper in reversed(self._patched):
+            if getattr(module, name, None) is wrapper:
+                setattr(module, name, original)
+        self._patched = []
 
 
 class MemoryCapture:
@@ -67,6 +138,9 @@ class MemoryCapture:
             return
         self.enabled = bool(info["enabled"])
         self.reason: str | None = info["reason"]
+        self._handoff = TorchProfilerHandoff(core.memory_suspend, core.memory_resume)
+        if self.enabled:
+            self._handoff.install()
 
     @classmethod
     def start(cls, core: ModuleType) -> MemoryCapture:
@@ -94,6 +168,7 @@ class MemoryCapture:
         ``run_as_step``: no step was counted, so the recorded window is the run's one step."""
         if not self.enabled:
             return None
+        self._handoff.remove()
         return self._core.memory_stop(run_as_step)
 
     def meta(self, raw: MemoryExport | None) -> dict[str, Any]:
