@@ -126,11 +126,17 @@ def oom_of(meta: Mapping[str, Any]) -> Oom | None:
 
 
 def in_forward(node: Node) -> bool:
-    """Whether ``node`` is forward work: its nearest phase is ``<forward>``."""
+    """Whether ``node`` is forward work: beneath a ``<forward>`` phase, or an outermost op's own
+    (the report drops a ``<forward>`` phase that is its op's only one); not under ``<backward>``,
+    an optimizer's region, or on a line outside any op."""
     p: Node | None = node
     while p is not None:
         if p.kind == "phase":
             return p.name == "<forward>"
+        if p.kind == "scope" and p.name.startswith("Optimizer."):
+            return False
+        if p.kind == "op" and (p.parent is None or p.parent.kind in ("frame", "scope", "root", "thread")):
+            return True
         p = p.parent
     return False
 
