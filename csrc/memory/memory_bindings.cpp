@@ -106,8 +106,9 @@ void bind_memory(py::module_& m, py::module_& testing) {
   m.def("memory_start", &start, py::arg("track_cpu"),
         "Start reporting allocator events to the running session: {'enabled', 'reason'}.");
   m.def("memory_step_begin", [] { tracker().step_begin(); }, "A step begins: peaks restart from now.");
-  m.def("memory_step_end", [](bool counted) { tracker().step_end(counted); }, py::arg("counted"),
-        "A step ended; `counted`: it was a recorded step (its peak counts).");
+  m.def(
+      "memory_step_end", [](bool counted) { tracker().step_end(counted); }, py::arg("counted"),
+      "A step ended; `counted`: it was a recorded step (its peak counts).");
   m.def("memory_restart_steps", [] { tracker().restart_steps(); }, "Forget the counted steps' peaks.");
   m.def("memory_stop", &stop, py::arg("run_as_step"), "Stop reporting; what was recorded.");
   m.def("memory_suspend", &suspend_reporting, "Before torch.profiler starts on this thread: step aside.");

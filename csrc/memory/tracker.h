@@ -131,11 +131,11 @@ class Tracker {
   };
 
   static uint64_t key(NodeId node, uint32_t device) { return static_cast<uint64_t>(node) << 8 | device; }
-  uint32_t device_slot(DeviceId id);                                   // under mu_
+  uint32_t device_slot(DeviceId id);                                     // under mu_
   void update_totals(Device& d, uint64_t allocated, uint64_t reserved);  // under mu_
-  Counter& touch(NodeId node, uint32_t device);                        // under mu_
-  void begin_step_locked();                                            // under mu_
-  void release_block(const Block& b);                                  // under mu_
+  Counter& touch(NodeId node, uint32_t device);                          // under mu_
+  void begin_step_locked();                                              // under mu_
+  void release_block(const Block& b);                                    // under mu_
 
   static constexpr uint32_t kMaxDevices = 64;  // beyond: the last slot is shared
 

@@ -126,17 +126,14 @@ def oom_of(meta: Mapping[str, Any]) -> Oom | None:
 
 
 def in_forward(node: Node) -> bool:
-    """Whether ``node`` is forward work: beneath a ``<forward>`` phase, or an outermost op's own
-    (the report drops a ``<forward>`` phase that is its op's only one); not under ``<backward>``,
-    an optimizer's region, or on a line outside any op."""
+    """Whether ``node`` is the forward work of an op whose backward also ran: beneath a
+    ``<forward>`` phase. (The report drops a ``<forward>`` phase that is its op's only one: an op
+    without a backward, such as a parameter's initialisation or work under no_grad, keeps its
+    memory on the op, which is not counted as forward: nothing of it is saved for a backward.)"""
     p: Node | None = node
     while p is not None:
         if p.kind == "phase":
             return p.name == "<forward>"
-        if p.kind == "scope" and p.name.startswith("Optimizer."):
-            return False
-        if p.kind == "op" and (p.parent is None or p.parent.kind in ("frame", "scope", "root", "thread")):
-            return True
         p = p.parent
     return False
 

@@ -131,14 +131,16 @@ class MemoryCapture:
         self._core = core
         self.track_cpu = track_cpu
         self._restarts = 0
+        self._handoff = TorchProfilerHandoff(core.memory_suspend, core.memory_resume)
+        self.enabled = False
+        self.reason: str | None = None
         try:
             info = core.memory_start(track_cpu)
         except Exception as e:  # noqa: BLE001 - the profile goes on without memory, saying why
-            self.enabled, self.reason = False, f"could not start: {e}"
+            self.reason = f"could not start: {e}"
             return
         self.enabled = bool(info["enabled"])
-        self.reason: str | None = info["reason"]
-        self._handoff = TorchProfilerHandoff(core.memory_suspend, core.memory_resume)
+        self.reason = info["reason"]
         if self.enabled:
             self._handoff.install()
 

@@ -210,8 +210,8 @@ class Profile:
         if own != Profile()._options() and own != host._options():
             warnings.warn(
                 "dlpt: this profile joins the one already running (python -m dlpt); its options "
-                "(skip_first, active, step_on, gpu, nested_ops, sources, flops, memory) are ignored: give them on "
-                "the command line instead",
+                "(skip_first, active, step_on, gpu, nested_ops, sources, flops, memory) are ignored: give "
+                "them on the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -259,7 +259,9 @@ class Profile:
         if self.memory:
             self._memory = MemoryCapture.start(C)
             if not self._memory.enabled:
-                warnings.warn(f"dlpt: memory capture is off: {self._memory.reason}", RuntimeWarning, stacklevel=3)
+                warnings.warn(
+                    f"dlpt: memory capture is off: {self._memory.reason}", RuntimeWarning, stacklevel=3
+                )
         self._window.start()
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
 

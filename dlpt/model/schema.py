@@ -160,7 +160,9 @@ _MEMORY = _obj(
         "enabled": _bool,
         "reason": _optional(_str),
         "tracks_cpu": _bool,
-        "devices": _dict_of(_obj(optional={"allocated": _int, "reserved": _int, "steps": _list_of(_MEMORY_STEP)})),
+        "devices": _dict_of(
+            _obj(optional={"allocated": _int, "reserved": _int, "steps": _list_of(_MEMORY_STEP)})
+        ),
         "oom": _obj(
             required={"device": _str, "requested": _int, "allocated": _int, "reserved": _int},
             optional={"count": _int},

@@ -6,6 +6,7 @@ leaves what was live then."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import pytest
@@ -102,10 +103,8 @@ def test_a_saved_activation_counts_on_its_forward_line_and_is_freed_in_backward(
 
 def fails(n, prof):
     held = torch.empty(n, dtype=torch.uint8)  # @held
-    try:
+    with contextlib.suppress(RuntimeError):
         torch.empty(1 << 50, dtype=torch.uint8)  # @fail
-    except RuntimeError:
-        pass
     prof.step()
     return held
 
@@ -126,11 +125,14 @@ def test_a_failed_allocation_records_what_was_live_by_line(tmp_path):
     from dlpt.analysis.report import build_report
 
     report = build_report(session)
-    first = [f for f in report.header if f.kind not in ("run", "steps")][0]
+    first = next(f for f in report.header if f.kind not in ("run", "steps"))
     assert first.kind == "oom" and first.level == "error"
     assert f"test_memory.py:{line_of('fail', fails)} fails" in first.text
     live = report.facts("oom")[1].text
-    assert live.startswith("live at the failure: ") and f"test_memory.py:{line_of('held', fails)} fails 5.0 MiB" in live
+    assert (
+        live.startswith("live at the failure: ")
+        and f"test_memory.py:{line_of('held', fails)} fails 5.0 MiB" in live
+    )
 
 
 def skipped_then_recorded(prof):
@@ -147,7 +149,10 @@ def test_memory_of_skipped_steps_counts_in_the_totals_but_on_no_line():
     with dlpt.profile(memory=True, skip_first=1) as prof:
         skipped_then_recorded(prof)
     q = Q(prof.session)
-    assert not any(n["m"].get("mem_alloc_bytes") for n in q.under_line(HERE, line_of("persistent", skipped_then_recorded)))
+    assert not any(
+        n["m"].get("mem_alloc_bytes")
+        for n in q.under_line(HERE, line_of("persistent", skipped_then_recorded))
+    )
     steps = prof.session.meta["memory"]["devices"]["cpu"]["steps"]
     assert len(steps) == 2
     assert all(s["peak_allocated"] - s["traced_at_peak"] >= 2 * MIB for s in steps)
@@ -184,7 +189,9 @@ def test_refused_inside_torch_profiler_which_keeps_working():
 def test_torch_profiler_inside_a_memory_profile_works_and_dlpt_goes_on():
     with dlpt.profile(memory=True, gpu=False) as prof:
         before = torch.empty(MIB, dtype=torch.uint8)  # @before
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as tp:
+        with torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True
+        ) as tp:
             torch.empty(2 * MIB, dtype=torch.uint8).add_(1)
         after = torch.empty(3 * MIB, dtype=torch.uint8)  # noqa: F841
         del before

@@ -70,7 +70,7 @@ def test_uncounted_steps_add_nothing_and_restart_forgets():
     events = [STEP_BEGIN, alloc(CPU, 1, 64, 64, node=1), free(CPU, 1, 0), step_end(False)]
     out = T.memory_events(events)
     assert by_node(out) == {1: (64, 1, 0, 0)} and out["devices"][0]["steps"] == []
-    out = T.memory_events(events[:-1] + [step_end(True), ("restart", 0, 0, 0, 0, 0, 0, -1)])
+    out = T.memory_events([*events[:-1], step_end(True), ("restart", 0, 0, 0, 0, 0, 0, -1)])
     assert by_node(out) == {1: (64, 1, 0, 0)} and out["devices"][0]["steps"] == []
 
 
@@ -86,7 +86,14 @@ def test_oom_snapshot_is_what_was_live_then_on_that_device():
             ("oom", *CUDA, 0, 8192, 180, 200, 6),  # counted; the first one is explained
         ]
     )
-    assert out["oom"] == {"device": 0, "requested": 4096, "allocated": 100, "reserved": 200, "node": 5, "count": 2}
+    assert out["oom"] == {
+        "device": 0,
+        "requested": 4096,
+        "allocated": 100,
+        "reserved": 200,
+        "node": 5,
+        "count": 2,
+    }
     rows = {(n[0], n[1]): n[5] for n in out["nodes"]}
     assert rows[(1, 0)] == 100 and rows.get((2, 0), 0) == 0 and rows[(1, 1)] == 0
 
@@ -168,6 +175,6 @@ def test_copy_on_write_snapshot_equals_brute_force_on_random_runs():
         labels = [(d["type"], d["index"]) for d in out["devices"]]
         got = {(n[0], labels[n[1]]): n[4] for n in out["nodes"] if n[4]}
         assert got == expected_sums
-        assert {lab: d["steps"] for lab, d in zip(labels, out["devices"])} == {
+        assert {lab: d["steps"] for lab, d in zip(labels, out["devices"], strict=True)} == {
             lab: expected_steps.get(lab, []) for lab in labels
         }

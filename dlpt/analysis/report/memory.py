@@ -52,8 +52,8 @@ def oom_facts(a: Analysis, units: Units) -> list[Fact]:
     more = f" ({oom.count} allocations failed; the first is shown)" if oom.count > 1 else ""
     reserved = f" and {_size(units, oom.reserved)} reserved" if oom.reserved else ""
     value = (
-        f"on {oom.device or 'an unknown device'}{where}: an allocation of {_size(units, oom.requested)} failed "
-        f"with {_size(units, oom.allocated)} allocated{reserved}{more}"
+        f"on {oom.device or 'an unknown device'}{where}: an allocation of {_size(units, oom.requested)} "
+        f"failed with {_size(units, oom.allocated)} allocated{reserved}{more}"
     )
     out = [Fact("oom", f"out of memory {value}", "error", "out of memory", value)]
     rows = lines_by_memory(a, "mem_oom_bytes")
@@ -100,8 +100,8 @@ def memory_facts(a: Analysis, units: Units) -> list[Fact]:
         out.append(
             Fact(
                 "memory",
-                f"memory: {missed:,} frees were not seen (made on threads dlpt does not follow); their blocks "
-                "were released when their address was allocated again",
+                f"memory: {missed:,} frees were not seen (made on threads dlpt does not follow); their "
+                "blocks were released when their address was allocated again",
                 "note",
             )
         )

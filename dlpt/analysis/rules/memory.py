@@ -85,7 +85,9 @@ def activation_checkpointing(a: Analysis) -> list[Finding]:
         if b / per >= max(MIN_BYTES, MIN_SHARE * reference) and _callee(node) is not None
     }
     # Innermost: a candidate with a candidate beneath it (the model call over its blocks) goes.
-    inner = [c for c in cands.values() if not any(o[0] is not c[0] and _above(c[0], o[0]) for o in cands.values())]
+    inner = [
+        c for c in cands.values() if not any(o[0] is not c[0] and _above(c[0], o[0]) for o in cands.values())
+    ]
     out = []
     for node, nbytes, t in sorted(inner, key=lambda x: -x[1])[:_MAX_FINDINGS]:
         module = _callee(node) or "the module"
@@ -95,18 +97,23 @@ def activation_checkpointing(a: Analysis) -> list[Finding]:
             Finding(
                 rule="activation_checkpointing",
                 title=f"activations of {module} hold {share:.0f}% of {what}",
-                evidence=f"the forward ops beneath this call of {module} left {size(nbytes)} allocated at {what} "
-                f"({share:.0f}% of {size(reference)} allocated): activations kept for its backward",
+                evidence=f"the forward ops beneath this call of {module} left {size(nbytes)} allocated at "
+                f"{what} ({share:.0f}% of {size(reference)} allocated): activations kept for its backward",
                 action=f"checkpoint {module} at this line (torch.utils.checkpoint.checkpoint(module, ..., "
                 f"use_reentrant=False)): up to {size(nbytes)} less at {what}, for recomputing its forward "
                 f"during backward{cost}",
                 basis="bytes allocated by the forward ops beneath the line and still live at "
                 + ("the failure" if oom is not None else "each step's peak of allocated memory (mean)")
-                + ", recorded by --memory; checkpointing keeps the module's inputs, so the saving is at most this",
+                + ", recorded by --memory; checkpointing keeps the module's inputs, so the saving is at "
+                "most this",
                 gain_ns=0,
                 per_step=oom is None and a.steps > 0,
                 **where(node),
-                numbers={"freed_bytes": round(nbytes), "reference_bytes": round(reference), "recompute_ns": round(t)},
+                numbers={
+                    "freed_bytes": round(nbytes),
+                    "reference_bytes": round(reference),
+                    "recompute_ns": round(t),
+                },
             )
         )
     return out
