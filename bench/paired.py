@@ -15,6 +15,8 @@ Modes
   dlpt_nogpu   dlpt.profile(gpu=False): the CPU-side op path alone (no CUPTI)
   dlpt_nested  dlpt.profile(nested_ops=True): every nested op recorded too
   dlpt_nopy    dlpt's native core without Python-frame capture (ops, CUPTI)
+  dlpt_memory  dlpt.profile(memory=True): dlpt plus memory per line (every CUDA allocation and
+               free reported to dlpt's tracker); calibrate=False where the profile has it
   rf_floor     an empty global RecordFunction callback with dlpt's settings (torch's own cost)
   cupti_floor  an empty CUPTI subscriber with dlpt's callbacks and activity kinds (CUPTI's)
   dlpt_w4, dlpt_w16, dlpt_nowin   dlpt with RecordFunction windows for ops with >= 4 / >= 16
@@ -84,7 +86,7 @@ import dlpt  # noqa: E402
 
 from workloads import BUILDERS as SHARED  # noqa: E402
 
-DLPT_MODES = ("aa", "dlpt", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
+DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
               "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
               "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
               "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity", "dlpt_suspended",
@@ -180,6 +182,9 @@ class Dlpt:
         self.capture = dict(session.meta.get("capture", {}))
         if self.prof.gpu and not session.meta["gpu"]["enabled"]:  # a CPU-only run would flatter dlpt
             raise RuntimeError(f"dlpt ran without GPU capture: {session.meta['gpu']['reason']}")
+        memory = session.meta.get("memory")
+        if self.prof.memory and not (memory or {}).get("enabled"):  # nor would a refused memory capture
+            raise RuntimeError(f"dlpt ran without memory capture: {(memory or {}).get('reason')}")
 
 
 class Suspended(Dlpt):
@@ -255,10 +260,19 @@ class Proton:
             Proton.session = None
 
 
+def _no_calibration() -> dict:
+    """calibrate=False when this dlpt's profile takes it (a self-cost calibration would be timed
+    with the chunk); nothing otherwise."""
+    import inspect
+
+    return {"calibrate": False} if "calibrate" in inspect.signature(dlpt.profile).parameters else {}
+
+
 def profiler(mode: str):
     return {
         "dlpt": lambda: Dlpt(),
         "dlpt_nogpu": lambda: Dlpt(gpu=False),
+        "dlpt_memory": lambda: Dlpt(memory=True, **_no_calibration()),
         "dlpt_nested": lambda: Dlpt(nested_ops=True),
         "dlpt_w4": lambda: Dlpt(window_min_nested=4),
         "dlpt_w16": lambda: Dlpt(window_min_nested=16),

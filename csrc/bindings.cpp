@@ -16,6 +16,9 @@
 namespace py = pybind11;
 
 namespace dlpt {
+namespace memory {
+void bind_memory(py::module_& m, py::module_& testing);  // csrc/memory/memory_bindings.cpp
+}  // namespace memory
 namespace {
 
 py::tuple to_tuple(const ExportedMetrics& m) {
@@ -226,4 +229,5 @@ PYBIND11_MODULE(_C, m) {
   t.def("api_call", &dlpt::testing::api_call, py::arg("corr"), py::arg("enter"));
   t.def("kernel_record", &dlpt::testing::kernel_record, py::arg("corr"), py::arg("start"), py::arg("end"),
         py::arg("device"), py::arg("name"));
+  dlpt::memory::bind_memory(m, t);
 }

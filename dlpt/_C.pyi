@@ -97,3 +97,41 @@ def running() -> bool: ...
 def scope_push(name: str, skip_frames: int) -> None: ...
 def scope_pop() -> None: ...
 def floor_records() -> int: ...
+
+# Memory capture (csrc/memory/memory_bindings.cpp; read by dlpt.capture.memory).
+class MemoryStartInfo(TypedDict):
+    enabled: bool
+    reason: str | None
+
+class MemoryDevice(TypedDict):
+    type: int  # c10::DeviceType's value (0 CPU, 1 CUDA)
+    index: int  # -1 for the CPU
+    allocated: int  # the allocator's last totals
+    reserved: int
+    # per counted step: peak allocated, reserved at that peak, peak reserved, traced at the peak
+    steps: list[tuple[int, int, int, int]]
+
+class MemoryOom(TypedDict):
+    device: int  # index into MemoryExport.devices
+    requested: int
+    allocated: int
+    reserved: int
+    node: int  # the failing allocation's context (-1: unknown)
+    count: int
+
+class MemoryExport(TypedDict):
+    devices: list[MemoryDevice]
+    # node id, device (index into devices), bytes allocated, allocations, sum over counted steps of
+    # bytes live at the step's peak, bytes live at the first failed allocation
+    nodes: list[tuple[int, int, int, int, int, int]]
+    oom: MemoryOom | None
+    events: int
+    missed_frees: int
+
+def memory_start(track_cpu: bool) -> MemoryStartInfo: ...
+def memory_step_begin() -> None: ...
+def memory_step_end(counted: bool) -> None: ...
+def memory_restart_steps() -> None: ...
+def memory_stop(run_as_step: bool) -> MemoryExport: ...
+def memory_suspend() -> None: ...
+def memory_resume() -> None: ...

@@ -26,6 +26,7 @@ from dlpt.capture.compile import failures
 from dlpt.capture.compile.inductor_lines import map_generated_frames
 from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.capture.flops.annotate import annotate
+from dlpt.capture.memory import MemoryCapture, merge_into
 from dlpt.capture.ranks.annotate import annotate_comm
 from dlpt.capture.sources import collect_sources
 from dlpt.model.session import Session
@@ -88,15 +89,19 @@ def build_session(
     flops: bool = False,
     comm_signatures: Sequence[dict[str, Any]] = (),
     distributed: dict[str, Any] | None = None,
+    memory: tuple[MemoryCapture, Any] | None = None,
 ) -> Session:
     """The session of a stopped profile: ``raw`` is what the native core's stop() returned,
     ``start`` the meta from :func:`start_meta` plus the profile's own keys (gpu, compile),
     ``failures_before`` the compile-integration failure counts when the profile started,
     ``flops`` whether the core recorded op input signatures (``raw["op_inputs"]``),
     ``comm_signatures`` what the wrapped Python collectives moved (dlpt.capture.ranks.pycomm) and
-    ``distributed`` this rank's place in the job (dlpt.capture.ranks.env), if it is one of several."""
+    ``distributed`` this rank's place in the job (dlpt.capture.ranks.env), if it is one of several,
+    ``memory`` the memory capture and what it recorded (dlpt.capture.memory), when it ran."""
     c = raw["counters"]
     table = native.node_table(raw["nodes"], raw.get("collectives"), raw.get("collectives_outside")).nodes
+    if memory is not None:
+        merge_into(table, memory[1])  # by the core's node ids, before line mapping renumbers
     # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids. The work
     # of counted epochs is the summary (meta.flops); that of the others goes on ``o``.
     work = annotate(table, raw.get("op_inputs") or []) if flops else None
@@ -110,6 +115,8 @@ def build_session(
         meta["flops"] = work
     if distributed is not None:
         meta["distributed"] = distributed
+    if memory is not None:
+        meta["memory"] = memory[0].meta(memory[1])
     if raw.get("gpu_steps"):
         meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
     if any((raw.get("gpu_busy_outside_ns") or {}).values()):

@@ -30,6 +30,7 @@ from dlpt.capture.backward_records import BackwardRecordsPause
 from dlpt.capture.compile import failures
 from dlpt.capture.compile.dynamo import CompileEvents
 from dlpt.capture.flops.annotate import recorded_ops
+from dlpt.capture.memory import MemoryCapture
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
 from dlpt.capture.ranks.pycomm import CollectiveHooks
@@ -118,6 +119,10 @@ class Profile:
             elementwise ops, for their bytes), for FLOPs and TFLOP/s per line, MFU and the
             roofline bound. Off by default: torch then packs every op's arguments, which costs
             time on every op (README: "Why is this line slow").
+        memory: record memory per line: what each line allocates, what it holds at each step's
+            peak of allocated memory (a saved activation on its forward line) and what it held
+            when an allocation failed (:mod:`dlpt.capture.memory`). Off by default: it costs
+            time on every allocation.
         joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
             ProfilerBusyError (``python -m dlpt`` starts its profile this way).
 
@@ -143,6 +148,7 @@ class Profile:
         sources: bool = True,
         flops: bool = False,
         joinable: bool = False,
+        memory: bool = False,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=True)
         _check_count("active", active, allow_none=True)
@@ -156,6 +162,7 @@ class Profile:
         self.step_on = step_on
         self.sources = bool(sources)
         self.flops = bool(flops)
+        self.memory = bool(memory)
         self.joinable = bool(joinable)
         self._session: Session | None = None
         self._schedule: StepSchedule | None = None
@@ -169,6 +176,7 @@ class Profile:
         self._comm = CollectiveHooks()  # Python-level collectives on CPU process groups
         self._start_info: dict[str, Any] = {}
         self._compile_events = CompileEvents()
+        self._memory: MemoryCapture | None = None
         self._failures_before: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
         self._pid = 0  # the process that started this profile
@@ -212,6 +220,7 @@ class Profile:
             self.nested_ops,
             self.sources,
             self.flops,
+            self.memory,
         )
 
     def _join(self, host: Profile) -> None:
@@ -219,8 +228,8 @@ class Profile:
         if own != Profile()._options() and own != host._options():
             warnings.warn(
                 "dlpt: this profile joins the one already running (python -m dlpt); its options "
-                "(skip_first, active, calibrate, step_on, gpu, nested_ops, sources, flops) are ignored: "
-                "give them on the command line instead",
+                "(skip_first, active, calibrate, step_on, gpu, nested_ops, sources, flops, memory) are "
+                "ignored: give them on the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -272,6 +281,12 @@ class Profile:
             self._remove_hooks()
             self._compile_events.stop()
             raise
+        if self.memory:
+            self._memory = MemoryCapture.start(C)
+            if not self._memory.enabled:
+                warnings.warn(
+                    f"dlpt: memory capture is off: {self._memory.reason}", RuntimeWarning, stacklevel=3
+                )
         schedule.start()
         self._clock_started = True
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
@@ -335,11 +350,15 @@ class Profile:
         with self._step_lock:
             if self._schedule is not None:
                 self._schedule.on_step(source, began_ns)
+                if self._memory is not None:
+                    self._memory.on_step(self._schedule)
 
     def _on_call_begin(self) -> None:
         with self._step_lock:
             if self._schedule is not None:
                 self._schedule.begin_call()
+            if self._memory is not None:
+                self._memory.step_begin()
 
     @staticmethod
     def _set_tracing(on: bool) -> None:
@@ -385,6 +404,7 @@ class Profile:
             schedule = self._schedule
             assert schedule is not None
             schedule.close()
+            memory = self._stop_memory()
             # The time since the last step boundary is outside steps; a run without steps is one
             # epoch, counted (its figures are per run).
             raw = native.core().stop(last_counted=schedule.source is None)
@@ -410,6 +430,7 @@ class Profile:
             flops=self.flops,
             comm_signatures=self._comm.table(),
             distributed=distributed_meta(current_rank() or self._comm.rank, self._comm.backends),
+            memory=memory,
         )
         self._session.meta["capture"]["backward_ops"] = self._backward_ops
         # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a
@@ -436,6 +457,14 @@ class Profile:
             phase = schedule.phase
         seen, profiled = (schedule.seen, schedule.counted) if schedule is not None else (0, 0)
         return ProfileStatus(elapsed, seen, profiled, phase)
+
+    def _stop_memory(self) -> tuple[MemoryCapture, Any] | None:
+        """Stop memory capture (before the native session: its last step closes first)."""
+        mem, self._memory = self._memory, None
+        if mem is None or self._schedule is None:
+            return None
+        # A run without step boundaries is one counted step (as the native core counts it).
+        return mem, mem.stop(run_as_step=self._schedule.source is None)
 
     def _save_for_joined(self) -> None:
         """Write the files joined profiles asked for; a failure is said, never raised (the

@@ -86,6 +86,10 @@ class StepSchedule:
         self._windows = 0
         self._since_window = 0  # counted steps since the last window closed
         self._in_call = False
+        # The last boundary: whether it ended a counted step (None: ignored), and how often manual
+        # steps took over from optimizer steps (memory per step follows both).
+        self.last_counted: bool | None = None
+        self.restarts = 0
         self.start_ns = self._last = 0
         self.counted_ns = 0  # wall time of counted steps
         self.first_counted_ns: int | None = None  # when the first counted step began
@@ -110,6 +114,7 @@ class StepSchedule:
     def on_step(self, source: str, began_ns: int | None = None) -> None:
         """A step just ended (``source``: "optimizer", "manual" or CALL; ``began_ns``, for a call,
         when it began)."""
+        self.last_counted = None
         if self._only is not None and source != self._only:
             return
         if source == "optimizer" and self.source == "manual":
@@ -121,6 +126,7 @@ class StepSchedule:
         began = began_ns if began_ns is not None else self._last
         wall = max(0, now - began)
         self.seen += 1
+        self.last_counted = False
         if not self.tracing:
             self._end_epoch(False)  # nothing was recorded; the boundary is still a GPU step mark
             self.untraced_steps += 1
@@ -136,6 +142,7 @@ class StepSchedule:
             self._end_epoch(False)
         else:
             self._end_epoch(True)
+            self.last_counted = True
             self.counted += 1
             self._since_window += 1
             self.counted_ns += wall
@@ -185,6 +192,7 @@ class StepSchedule:
         self._switched = True
 
     def _restart(self) -> None:
+        self.restarts += 1
         self.seen = 0
         self.warmup = Warmup(self.warmup.skip_first)
 

@@ -142,6 +142,12 @@ def _build_parser() -> _Parser:
         help="record op shapes for FLOPs, TFLOP/s and MFU per line (costs time on every op)",
     )
     p.add_argument(
+        "--memory",
+        action="store_true",
+        help="record memory per line: allocations, what each line holds at each step's peak, what "
+        "was live when an allocation failed (costs time on every allocation)",
+    )
+    p.add_argument(
         "--peak-tflops",
         type=float,
         metavar="N",
@@ -216,6 +222,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--step-on", opts.step_on is not None),
             ("--no-source", opts.no_source),
             ("--flops", opts.flops),
+            ("--memory", opts.memory),
             ("--report-ranks", opts.report_ranks is not None),
             ("--rank-timeout", opts.rank_timeout is not None),
         ):
@@ -490,6 +497,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         step_on=opts.step_on,
         sources=not opts.no_source,
         flops=opts.flops,
+        memory=opts.memory,
         joinable=True,
     )
     if StatusLine.wanted(opts.quiet):

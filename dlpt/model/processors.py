@@ -75,6 +75,13 @@ METRICS: dict[str, Metric] = {
         Metric("kernels", "kernel launches", "count", _key("kernels")),
         Metric("calls", "op calls", "count", _key("calls")),
         Metric("bytes", "bytes copied", "bytes", _key("copy_bytes")),
+        # --memory (dlpt.capture.memory): bytes a context's blocks held at each step's peak of
+        # allocated memory (a saved activation on its forward line), what it allocated, how often.
+        Metric(
+            "mem_peak", "memory held at the step's peak of allocated memory", "bytes", _key("mem_peak_bytes")
+        ),
+        Metric("mem_alloc", "memory allocated", "bytes", _key("mem_alloc_bytes")),
+        Metric("mem_allocs", "allocations", "count", _key("mem_allocs")),
     )
 }
 

@@ -180,6 +180,27 @@ _SUGGESTION = _obj(
     },
 )
 
+# --memory (dlpt.capture.memory): per device the counted steps' peaks, and the allocation failure.
+_MEMORY_STEP = _obj(
+    required=dict.fromkeys(("peak_allocated", "reserved_at_peak", "peak_reserved", "traced_at_peak"), _int)
+)
+_MEMORY = _obj(
+    optional={
+        "enabled": _bool,
+        "reason": _optional(_str),
+        "tracks_cpu": _bool,
+        "devices": _dict_of(
+            _obj(optional={"allocated": _int, "reserved": _int, "steps": _list_of(_MEMORY_STEP)})
+        ),
+        "oom": _obj(
+            required={"device": _str, "requested": _int, "allocated": _int, "reserved": _int},
+            optional={"count": _int},
+        ),
+        "events": _int,
+        "missed_frees": _int,
+    }
+)
+
 _GPU_STEP = _obj(required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int))
 
 # meta.capture's counters from the native core (csrc/bindings.cpp, stop()).
@@ -302,6 +323,7 @@ SCHEMA: dict[str, Check] = {
     "flops": _obj(optional={"ops": _int, "flops": _int, "unevaluated": _dict_of(_int)}),
     "host_link_probe": _obj(required={"device": _str, "bytes": _int, "ns": _int}, optional={"copies": _int}),
     "suggestions": _list_of(_SUGGESTION),
+    "memory": _MEMORY,
 }
 
 

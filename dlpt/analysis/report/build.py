@@ -9,6 +9,7 @@ from dlpt.analysis.inputs import Analysis, analyze
 from dlpt.analysis.report.compile import attribution_facts, compile_summary
 from dlpt.analysis.report.gpu import capture_facts, device_facts, graph_facts, record_facts, self_cost, totals
 from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
+from dlpt.analysis.report.memory import memory_facts, oom_facts
 from dlpt.analysis.report.model import Fact, Report
 from dlpt.analysis.report.outside import outside_facts, outside_tree
 from dlpt.analysis.report.run import (
@@ -64,6 +65,7 @@ def build_report(
     line = sep.join(f.text for f in total_facts) if total_facts else "nothing recorded"
     outside = outside_tree(session, show_all)
     header: list[Fact] = [
+        *oom_facts(a, units),  # an allocation failure leads: it is what ended the run
         *run_facts(meta, units, sep),
         *once_facts(meta, units),
         *outside_facts(outside),
@@ -71,6 +73,7 @@ def build_report(
         Fact("totals", f"{per}: {line}" if steps else f"totals: {line}"),
         *capture_facts(meta),
         *device_facts(meta, units),
+        *memory_facts(a, units),
         *mfu_facts(a, units),
         *idle_facts(a, units),
         *coverage_facts(a),

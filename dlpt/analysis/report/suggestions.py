@@ -14,7 +14,11 @@ __all__ = ["gain_text", "where_text", "suggestion"]
 
 def gain_text(f: Finding, units: Units) -> str:
     """The gain, and the traced one beside it when it was calibrated to the untraced step and
-    differs: ``-5.10ms/step (-7.00ms traced)``."""
+    differs: ``-5.10ms/step (-7.00ms traced)``; a memory finding's bytes off the peak."""
+    freed = f.numbers.get("freed_bytes")  # a memory finding: bytes off the peak, not time
+    if isinstance(freed, int) and not f.gain_ns:
+        b = units.bytes(freed, per_step=False)
+        return f"-{b} peak" if f.per_step else f"-{b} at the failure"
     t = units.time(f.gain_ns, per_step=False)
     text = f"-{t}/step" if f.per_step else f"-{t} once"
     traced = f.numbers.get("traced_gain_ns")

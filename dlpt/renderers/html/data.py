@@ -74,6 +74,9 @@ KEYS: tuple[str, ...] = (
     "syncs",
     "calls",
     "copy_bytes",
+    "mem_peak_bytes",
+    "mem_alloc_bytes",
+    "mem_allocs",
 )
 
 #: Each metric of ``dlpt.model.processors.METRICS`` as a sum of keys, which is how the page evaluates
@@ -89,6 +92,9 @@ METRIC_KEYS: dict[str, tuple[str, ...]] = {
     "kernels": ("kernels",),
     "calls": ("calls",),
     "bytes": ("copy_bytes",),
+    "mem_peak": ("mem_peak_bytes",),
+    "mem_alloc": ("mem_alloc_bytes",),
+    "mem_allocs": ("mem_allocs",),
 }
 
 

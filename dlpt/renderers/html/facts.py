@@ -27,6 +27,7 @@ _FACT_KINDS = (
     "outside_work",
     "communication",
     "graphs",
+    "memory",
     "cost",
 )
 

@@ -277,13 +277,14 @@
   };
 
   /* The facts of one node, for the hover card and the selection panel: where it is, its
-   * inclusive and exclusive GPU, CPU-op, copy, sync and API time and its counts. */
+   * inclusive and exclusive GPU, CPU-op, copy, sync and API time, its counts and its memory. */
   var ROWS = [
     ["GPU time", ["gpu_ns", "copy_ns", "memset_ns"], "ns"], ["kernel time", ["gpu_ns"], "ns"],
     ["copy time", ["copy_ns"], "ns"], ["memset time", ["memset_ns"], "ns"], ["CPU op time", ["cpu_ns"], "ns"],
     ["sync wait", ["sync_ns"], "ns"], ["CUDA API", ["api_ns"], "ns"], ["kernels", ["kernels"], "count"],
     ["copies", ["copies"], "count"], ["bytes copied", ["copy_bytes"], "bytes"], ["syncs", ["syncs"], "count"],
-    ["op calls", ["calls"], "count"]
+    ["op calls", ["calls"], "count"], ["memory at the peak", ["mem_peak_bytes"], "bytes"],
+    ["memory allocated", ["mem_alloc_bytes"], "bytes"], ["allocations", ["mem_allocs"], "count"]
   ];
 
   D.nodeCard = function (m, id, perStep) {

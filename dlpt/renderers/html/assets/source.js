@@ -11,7 +11,8 @@
   /* Short names of the metrics listed for a clicked line (kernel/copy/memset time are parts of
    * GPU time and left out). */
   var FACT_LABELS = { gpu: "GPU", cpu: "CPU ops", sync: "sync wait", api: "CUDA API", kernels: "kernels",
-                      calls: "op calls", bytes: "bytes copied" };
+                      calls: "op calls", bytes: "bytes copied", mem_peak: "memory at the peak",
+                      mem_alloc: "memory allocated" };
 
   D.SourceView = function (host, app) {
     this.app = app;

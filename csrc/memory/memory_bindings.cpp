@@ -1,0 +1,119 @@
+// Python entry points of memory capture (dlpt.capture.memory calls them), kept beside the memory
+// code rather than in bindings.cpp, which only calls bind_memory(). Every entry point is [GIL].
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "torch_reporter.h"
+#include "tracker.h"
+
+namespace py = pybind11;
+
+namespace dlpt::memory {
+
+namespace {
+
+/// The export as plain Python data (see dlpt/_C.pyi, MemoryExport).
+py::dict to_dict(const Export& e) {
+  py::list devices;
+  for (const DeviceExport& d : e.devices) {
+    py::list steps;
+    for (const StepPeak& s : d.steps)
+      steps.append(py::make_tuple(s.peak_allocated, s.reserved_at_peak, s.peak_reserved, s.traced_at_peak));
+    py::dict dev;
+    dev["type"] = d.id.type;
+    dev["index"] = d.id.index;
+    dev["allocated"] = d.allocated;
+    dev["reserved"] = d.reserved;
+    dev["steps"] = steps;
+    devices.append(dev);
+  }
+  py::list nodes;
+  for (const NodeTotals& n : e.nodes)
+    nodes.append(py::make_tuple(n.node, n.device, n.alloc_bytes, n.allocs, n.peak_bytes, n.oom_bytes));
+  py::dict out;
+  out["devices"] = devices;
+  out["nodes"] = nodes;
+  out["events"] = e.events;
+  out["missed_frees"] = e.missed_frees;
+  if (e.oom) {
+    const OomReport& o = e.oom_report;
+    py::dict oom;
+    oom["device"] = o.device;
+    oom["requested"] = o.requested;
+    oom["allocated"] = o.allocated;
+    oom["reserved"] = o.reserved;
+    oom["node"] = o.node == kNoNode ? py::int_(-1) : py::int_(o.node);
+    oom["count"] = o.count;
+    out["oom"] = oom;
+  } else {
+    out["oom"] = py::none();
+  }
+  return out;
+}
+
+py::dict start(bool track_cpu) {
+  const StartResult r = start_reporting(track_cpu);
+  py::dict out;
+  out["enabled"] = r.enabled;
+  out["reason"] = r.reason.empty() ? py::object(py::none()) : py::object(py::str(r.reason));
+  return out;
+}
+
+py::dict stop(bool run_as_step) {
+  stop_reporting();
+  Tracker& t = tracker();
+  if (run_as_step) t.step_end(true);  // a run without steps: the whole window is its one step
+  return to_dict(t.snapshot());
+}
+
+using Event = std::tuple<std::string, int, int, uint64_t, uint64_t, uint64_t, uint64_t, int64_t>;
+
+/// Synthetic events through a fresh tracker: (what, device type, device index, ptr, bytes,
+/// allocated, reserved, node) with what = "alloc" (node -1: untraced), "free", "oom" (bytes:
+/// requested), "step_begin", "step_end" (bytes: counted), "restart".
+py::dict events(const std::vector<Event>& evs) {
+  Tracker t;
+  for (const auto& [what, type, index, ptr, bytes, allocated, reserved, node] : evs) {
+    const DeviceId dev{type, index};
+    const auto* p = reinterpret_cast<const void*>(ptr);
+    const NodeId n = node < 0 ? kNoNode : static_cast<NodeId>(node);
+    if (what == "alloc") {
+      t.on_alloc(dev, p, bytes, allocated, reserved, n);
+    } else if (what == "free") {
+      t.on_free(dev, p, allocated, reserved);
+    } else if (what == "oom") {
+      t.on_oom(dev, bytes, allocated, reserved, n);
+    } else if (what == "step_begin") {
+      t.step_begin();
+    } else if (what == "step_end") {
+      t.step_end(bytes != 0);
+    } else if (what == "restart") {
+      t.restart_steps();
+    } else {
+      throw py::value_error("unknown memory event " + what);
+    }
+  }
+  return to_dict(t.snapshot());
+}
+
+}  // namespace
+
+void bind_memory(py::module_& m, py::module_& testing) {
+  m.def("memory_start", &start, py::arg("track_cpu"),
+        "Start reporting allocator events to the running session: {'enabled', 'reason'}.");
+  m.def("memory_step_begin", [] { tracker().step_begin(); }, "A step begins: peaks restart from now.");
+  m.def(
+      "memory_step_end", [](bool counted) { tracker().step_end(counted); }, py::arg("counted"),
+      "A step ended; `counted`: it was a recorded step (its peak counts).");
+  m.def("memory_restart_steps", [] { tracker().restart_steps(); }, "Forget the counted steps' peaks.");
+  m.def("memory_stop", &stop, py::arg("run_as_step"), "Stop reporting; what was recorded.");
+  m.def("memory_suspend", &suspend_reporting, "Before torch.profiler starts on this thread: step aside.");
+  m.def("memory_resume", &resume_reporting, "After torch.profiler stopped on this thread: back.");
+  testing.def("memory_events", &events);
+}
+
+}  // namespace dlpt::memory
