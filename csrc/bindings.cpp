@@ -11,6 +11,7 @@
 #include "controller.h"
 #include "export/counters.h"
 #include "export/nodes.h"
+#include "host/bindings.h"
 #include "testing/seams.h"
 
 namespace py = pybind11;
@@ -192,4 +193,5 @@ PYBIND11_MODULE(_C, m) {
   t.def("op_name_ids", &dlpt::testing::op_name_ids);
   t.def("counter_fields", &dlpt::counter_fields);
   t.def("line_lookup_cost", &dlpt::testing::line_lookup_cost);
+  dlpt::host::register_bindings(m);  // host sampler, idle blame, timeline (csrc/host/)
 }

@@ -7,12 +7,14 @@
 #include "context/aten_ops.h"
 #include "context/op_names.h"
 #include "context/thread_state.h"
+#include "host/host_capture.h"
 
 namespace dlpt {
 
 namespace {
 /// A step mark at CUPTI's current time, recorded or not by the collection state now.
 void mark(Session& s) {
+  host::on_mark(s, s.collecting.load(std::memory_order_relaxed));
   if (!s.gpu.load(std::memory_order_relaxed)) return;
   if (const uint64_t t = cupti_now()) s.busy.mark_step(t, s.collecting.load(std::memory_order_relaxed));
 }
@@ -67,6 +69,7 @@ void mark_step() {
 
 void drain_code_refs() {
   if (Session* s = current_session()) s->codes.drain();
+  host::on_drain();
 }
 
 bool capture_running() { return current_session() != nullptr; }

@@ -14,6 +14,7 @@
 #include "../clock.h"
 #include "../context/child_cache.h"
 #include "../context/thread_state.h"
+#include "../host/host_capture.h"
 
 namespace dlpt {
 
@@ -166,6 +167,9 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
       tree.node(leaf).m.sync_ticks.fetch_add(t, std::memory_order_relaxed);
       tree.node(leaf).m.count.fetch_add(1, std::memory_order_relaxed);
     }
+    if (host::timeline_on())
+      host::on_api(*s, ts.os_tid, cbid, (cls & kWork) != 0, cb->correlationId, ts.api_start, ts.api_start + t,
+                   ts.api_context);
     ts.api_context = kNoNode;
   }
 }
@@ -287,6 +291,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       cfg.smem_dynamic = k->dynamicSharedMemory;
       const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, name_id, k->deviceId}, &cfg);
       tree.node(n).m.add_duration(ns);
+      if (host::activity_on())
+        host::on_activity(s, host::EventKind::Kernel, k->deviceId, k->streamId, k->correlationId, k->start, k->end, n);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -306,6 +312,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
           tree, NodeKey{ctx, NodeKind::Memcpy, c->copyKind, host_kind | (static_cast<uint64_t>(c->deviceId) << 8)});
       tree.node(n).m.add_duration(ns);
       tree.node(n).m.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
+      if (host::activity_on())
+        host::on_activity(s, host::EventKind::Memcpy, c->deviceId, c->streamId, c->correlationId, c->start, c->end, n);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -318,6 +326,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Memset, m->deviceId, 0});
       tree.node(n).m.add_duration(ns);
       tree.node(n).m.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
+      if (host::activity_on())
+        host::on_activity(s, host::EventKind::Memset, m->deviceId, m->streamId, m->correlationId, m->start, m->end, n);
       return;
     }
     default:
