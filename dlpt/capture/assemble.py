@@ -26,8 +26,10 @@ from dlpt.capture.compile import failures
 from dlpt.capture.compile.inductor_lines import map_generated_frames
 from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.capture.flops.annotate import annotate
+from dlpt.capture.host_session import add_host_metrics, host_meta
 from dlpt.capture.ranks.annotate import annotate_comm
 from dlpt.capture.sources import collect_sources
+from dlpt.capture.timeline import timeline_meta
 from dlpt.model.session import Session
 
 __all__ = ["start_meta", "build_session", "threads_running"]
@@ -86,15 +88,27 @@ def build_session(
     flops: bool = False,
     comm_signatures: Sequence[dict[str, Any]] = (),
     distributed: dict[str, Any] | None = None,
+    host: dict[str, Any] | None = None,
 ) -> Session:
     """The session of a stopped profile: ``raw`` is what the native core's stop() returned,
     ``start`` the meta from :func:`start_meta` plus the profile's own keys (gpu, compile),
     ``failures_before`` the compile-integration failure counts when the profile started,
     ``flops`` whether the core recorded op input signatures (``raw["op_inputs"]``),
     ``comm_signatures`` what the wrapped Python collectives moved (dlpt.capture.ranks.pycomm) and
-    ``distributed`` this rank's place in the job (dlpt.capture.ranks.env), if it is one of several."""
+    ``distributed`` this rank's place in the job (dlpt.capture.ranks.env), if it is one of several,
+    ``host`` what the host sampler and the timeline window recorded (dlpt.capture.host)."""
     c = raw["counters"]
     table = native.to_nodes(raw["nodes"], raw.get("collectives"))
+    # Host time and the timeline name the core's node ids: taken in before renumbering.
+    host_info: dict[str, Any] | None = None
+    timeline: dict[str, Any] | None = None
+    if host is not None:
+        add_host_metrics(table, host.get("cells") or [])
+        host_info = host_meta(table, host)
+        if host.get("timeline"):
+            timeline = timeline_meta(
+                table, host["timeline"], host.get("thread_names") or {}, bool(raw.get("gpu"))
+            )
     # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids.
     work = annotate(table, raw.get("op_inputs") or []) if flops else None
     mapped = map_generated_frames(table)
@@ -105,6 +119,10 @@ def build_session(
         meta["flops"] = work
     if distributed is not None:
         meta["distributed"] = distributed
+    if host_info is not None:
+        meta["host"] = host_info
+    if timeline is not None:
+        meta["timeline"] = timeline
     if raw.get("gpu_steps"):
         meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
     if raw.get("gpu_comm_ns"):

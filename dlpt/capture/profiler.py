@@ -29,6 +29,7 @@ from dlpt.capture.backward_records import BackwardRecordsPause
 from dlpt.capture.compile import failures
 from dlpt.capture.compile.dynamo import CompileEvents
 from dlpt.capture.flops.annotate import recorded_ops
+from dlpt.capture.host import DEFAULT_SAMPLE_HZ, HostCapture, check_options
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
 from dlpt.capture.ranks.pycomm import CollectiveHooks
@@ -109,6 +110,11 @@ class Profile:
             time on every op (README: "Why is this line slow").
         joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
             ProfilerBusyError (``python -m dlpt`` starts its profile this way).
+        sample_hz: how often the host sampler records the Python stack of every thread (host
+            time per line, and which lines the host was in while the GPU idled); 0 turns it off.
+        timeline: keep the events of this many steps after ``skip_first`` (ops, kernels, copies,
+            syncs, host samples) for a timeline: ``meta.timeline``, the HTML report's timeline
+            view and ``--export perfetto``. 0 (the default) keeps none.
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
@@ -131,8 +137,11 @@ class Profile:
         sources: bool = True,
         flops: bool = False,
         joinable: bool = False,
+        sample_hz: int = DEFAULT_SAMPLE_HZ,
+        timeline: int = 0,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=False)
+        check_options(sample_hz, timeline)
         _check_count("active", active, allow_none=True)
         if step_on is not None:
             parse_spec(step_on)  # a malformed name fails here, not at the end of the run
@@ -144,6 +153,9 @@ class Profile:
         self.sources = bool(sources)
         self.flops = bool(flops)
         self.joinable = bool(joinable)
+        self.sample_hz = sample_hz
+        self.timeline = timeline
+        self._hostcap = HostCapture(sample_hz, timeline)
         self._session: Session | None = None
         self._window: StepWindow | None = None
         self._step_lock = threading.Lock()
@@ -194,6 +206,8 @@ class Profile:
             self.nested_ops,
             self.sources,
             self.flops,
+            self.sample_hz,
+            self.timeline,
         )
 
     def _join(self, host: Profile) -> None:
@@ -201,7 +215,8 @@ class Profile:
         if own != Profile()._options() and own != host._options():
             warnings.warn(
                 "dlpt: this profile joins the one already running (python -m dlpt); its options "
-                "(skip_first, active, step_on, gpu, nested_ops, sources, flops) are ignored: give them on "
+                "(skip_first, active, step_on, gpu, nested_ops, sources, flops, sample_hz, timeline) are "
+                "ignored: give them on "
                 "the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
@@ -247,6 +262,11 @@ class Profile:
             self._remove_hooks()
             self._compile_events.stop()
             raise
+        self._hostcap = HostCapture(self.sample_hz, self.timeline)
+        try:
+            self._hostcap.start()
+        except Exception as e:  # noqa: BLE001 - the rest of the profile does not need it: said, not raised
+            warnings.warn(f"dlpt: host sampling could not start: {e}", RuntimeWarning, stacklevel=3)
         self._window.start()
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
 
@@ -304,6 +324,8 @@ class Profile:
         C = native.core()
         C.drain_code_refs()
         with self._step_lock:
+            if self.timeline:
+                self._hostcap.note_threads()
             if self._window is not None:
                 self._window.on_step(source, began_ns)
             # After the window decided, in the same order: the mark says whether the next step
@@ -349,7 +371,9 @@ class Profile:
                 )
             assert self._window is not None
             wall_ns = self._window.close()
+            self._hostcap.stop()  # the sampler is joined before the core exports the tree
             raw = native.core().stop()
+            host = self._hostcap.result()
             self._meta["compile"] = self._compile_events.stop()
         finally:
             with _running_lock:
@@ -370,6 +394,7 @@ class Profile:
             flops=self.flops,
             comm_signatures=self._comm.table(),
             distributed=distributed_meta(current_rank() or self._comm.rank, self._comm.backends),
+            host=host,
         )
         self._session.meta["capture"]["backward_ops"] = self._backward_ops
         # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
 from dlpt.capture.ranks.env import from_env
 from dlpt.capture.step_on import parse_spec
 from dlpt.cli import outputs
@@ -106,6 +107,19 @@ def _build_parser() -> _Parser:
         help="record op shapes for FLOPs, TFLOP/s and MFU per line (costs time on every op)",
     )
     p.add_argument(
+        "--sample-hz",
+        type=int,
+        metavar="N",
+        help=f"sample every Python thread's stack N times a second for host time per line and the "
+        f"lines the GPU waited for (default {DEFAULT_SAMPLE_HZ}; 0: off)",
+    )
+    p.add_argument(
+        "--timeline",
+        type=int,
+        metavar="N",
+        help="keep the events of N steps after --skip-first for a timeline (HTML report, --export perfetto)",
+    )
+    p.add_argument(
         "--peak-tflops",
         type=float,
         metavar="N",
@@ -179,6 +193,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--step-on", opts.step_on is not None),
             ("--no-source", opts.no_source),
             ("--flops", opts.flops),
+            ("--sample-hz", opts.sample_hz is not None),
+            ("--timeline", opts.timeline is not None),
             ("--report-ranks", opts.report_ranks is not None),
             ("--rank-timeout", opts.rank_timeout is not None),
         ):
@@ -210,6 +226,16 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
     if opts.step_on is not None:
         parse_spec(opts.step_on)
+    if opts.sample_hz is not None and not 0 <= opts.sample_hz <= MAX_SAMPLE_HZ:
+        raise UsageError(f"--sample-hz must be from 0 (off) to {MAX_SAMPLE_HZ}, got {opts.sample_hz}")
+    if opts.timeline is not None and not 1 <= opts.timeline <= MAX_TIMELINE_STEPS:
+        raise UsageError(
+            f"--timeline must be a number of steps from 1 to {MAX_TIMELINE_STEPS}, got {opts.timeline}"
+        )
+    if opts.load is None and opts.timeline is None:
+        for out in opts.outputs:
+            if out.kind == "perfetto":
+                raise UsageError("--export perfetto writes the timeline: give --timeline N (steps to keep)")
     if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
         raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
     opts.report_ranks = opts.report_ranks or "0"
@@ -349,6 +375,8 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         sources=not opts.no_source,
         flops=opts.flops,
         joinable=True,
+        sample_hz=DEFAULT_SAMPLE_HZ if opts.sample_hz is None else opts.sample_hz,
+        timeline=opts.timeline or 0,
     )
     try:
         prof.start()

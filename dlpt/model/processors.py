@@ -75,6 +75,9 @@ METRICS: dict[str, Metric] = {
         Metric("kernels", "kernel launches", "count", _key("kernels")),
         Metric("calls", "op calls", "count", _key("calls")),
         Metric("bytes", "bytes copied", "bytes", _key("copy_bytes")),
+        Metric("host", "sampled host time (wall time of the thread at the line)", "ns", _key("host_ns")),
+        Metric("host_gil", "sampled host time holding the GIL (running Python)", "ns", _key("host_gil_ns")),
+        Metric("host_cpu", "sampled host CPU time (the thread on a CPU)", "ns", _key("host_cpu_ns")),
     )
 }
 

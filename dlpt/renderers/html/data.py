@@ -25,6 +25,7 @@ The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.
 - ``flat``: ``line``/``op``/``kernel`` rows ``[node id, inclusive vector, self vector]``.
 - ``sources``: ``{file string index: [[line, text string index], ...]}`` for the files shown,
   ``has_sources``; ``header``: see :mod:`dlpt.renderers.html.facts`.
+- ``timeline``: the session's timeline window, or null: see :mod:`dlpt.renderers.html.timeline`.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from dlpt.model.session import KINDS, Session
 from dlpt.model.source_text import session_sources
 from dlpt.model.tree import Node, walk
 from dlpt.renderers.html.facts import header_facts
+from dlpt.renderers.html.timeline import timeline_model
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
 
@@ -70,6 +72,9 @@ KEYS: tuple[str, ...] = (
     "syncs",
     "calls",
     "copy_bytes",
+    "host_ns",
+    "host_gil_ns",
+    "host_cpu_ns",
 )
 
 #: Each metric of ``dlpt.model.processors.METRICS`` as a sum of keys, which is how the page evaluates
@@ -85,6 +90,9 @@ METRIC_KEYS: dict[str, tuple[str, ...]] = {
     "kernels": ("kernels",),
     "calls": ("calls",),
     "bytes": ("copy_bytes",),
+    "host": ("host_ns",),
+    "host_gil": ("host_gil_ns",),
+    "host_cpu": ("host_cpu_ns",),
 }
 
 
@@ -225,4 +233,5 @@ def build_model(
         "sources": sources,
         "has_sources": bool(stored),
         "header": header_facts(report),
+        "timeline": timeline_model(session.meta, strings),
     }
