@@ -70,7 +70,8 @@ inline const CodeUnit* frame_instr(const InterpFrame* f) { return f->instr_ptr; 
 #endif
 
 constexpr char kOwnedByGenerator = 1;
-constexpr char kOwnedByCStack = 3;  // 3.12+: shim frames at C->Python entry, no user code
+constexpr char kOwnedByFrameObject = 2;  // returned: copied into its frame object
+constexpr char kOwnedByCStack = 3;       // 3.12+: shim frames at C->Python entry, no user code
 
 inline const InterpFrame* top_frame(PyThreadState* ts) {
 #if PY_VERSION_HEX >= 0x030D0000

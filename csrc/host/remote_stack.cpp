@@ -120,6 +120,12 @@ Walk RemoteStackReader::frames(const RemoteThread& t, RawFrame* out, size_t max,
     }
     const auto* next = copy.previous;
     if (copy.owner < 0 || copy.owner > frame_layout::kOwnedByCStack) return Walk::Torn;
+    // A frame handed to its frame object has returned (CPython copies it there on its way out);
+    // a chain that ends in a generator's frame was read while that generator yielded (a
+    // suspended generator's frame links to nothing): a running thread's chain always ends in a
+    // frame of its own (or, 3.12+, a C-stack entry frame).
+    if (copy.owner == frame_layout::kOwnedByFrameObject) return Walk::Torn;
+    if (next == nullptr && copy.owner == frame_layout::kOwnedByGenerator) return Walk::Torn;
     if (copy.owner == frame_layout::kOwnedByCStack) {  // 3.12+: C->Python entry shim, no user code
       f = next;
       continue;

@@ -18,9 +18,11 @@ namespace dlpt::host {
 namespace {
 
 constexpr size_t kMaxThreads = 256;
-/// A tick late by more than this many periods (the process was stopped, the machine suspended)
-/// counts this many: the rest is not attributed to whatever stack is seen next.
-constexpr uint64_t kMaxWeightPeriods = 10;
+/// Each sample stands for the time since the previous tick: when the sampler thread gets a CPU
+/// late (a busy machine), the stack it sees then gets the whole interval, so the host time still
+/// adds up to the wall time. A tick later than this (the process was stopped, the machine
+/// suspended) counts only this much.
+constexpr uint64_t kMaxWeightNs = 200'000'000;
 /// How often (in ticks) a thread without a known ThreadState is looked up again for its scopes.
 constexpr uint64_t kScopeLookupTicks = 64;
 
@@ -146,7 +148,7 @@ void Sampler::run() {
       const auto elapsed =
           static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
       last = now;
-      tick(std::min(elapsed, kMaxWeightPeriods * period_ns_));
+      tick(std::min(elapsed, std::max(kMaxWeightNs, period_ns_)));
     }
     lock.lock();
   }

@@ -12,14 +12,24 @@ interval.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dlpt.analysis.inputs import Analysis, int_of
 from dlpt.model.meta import obj
 
-__all__ = ["HostLine", "LineShare", "SamplerInfo", "GAPS", "sampler_info", "step_host", "idle_blame"]
+__all__ = [
+    "HostLine",
+    "LineShare",
+    "SamplerInfo",
+    "GAPS",
+    "sampler_info",
+    "step_host",
+    "idle_blame",
+    "blamed",
+    "lines_text",
+]
 
 #: The idle classes of a step on one GPU, in the report's order (and "busy": the GPU worked).
 GAPS = ("before", "between", "after")
@@ -137,3 +147,24 @@ def idle_blame(a: Analysis) -> dict[str, dict[str, LineShare]]:
         if per_gap:
             out[str(dev)] = per_gap
     return out
+
+
+def blamed(a: Analysis, device: str, gap: str) -> LineShare | None:
+    """The step's thread's lines while GPU ``device`` was idle ``gap`` (per step), if sampled."""
+    share = idle_blame(a).get(device, {}).get(gap)
+    return share if share is not None and share.ns > 0 and share.top() else None
+
+
+def lines_text(lines: tuple[HostLine, ...], time: Callable[[float], str], with_gil: bool = False) -> str:
+    """``data.py:41 load_batch 2.80ms, collate.py:9 collate 200.0µs``: each line with its time
+    (``time`` formats it), the innermost frame when it is another (``in queue.py:171 get``) and,
+    with ``with_gil``, the share of it spent holding the GIL."""
+    parts = []
+    for r in lines:
+        extra = []
+        if r.inner:
+            extra.append(f"in {r.inner}")
+        if with_gil and r.ns > 0:
+            extra.append(f"{100 * r.gil_ns / r.ns:.0f}% Python")
+        parts.append(f"{r.label} {time(r.ns)}" + (f" ({', '.join(extra)})" if extra else ""))
+    return ", ".join(parts)

@@ -4,13 +4,13 @@ sampler cost. Both reports show them (terminal header, HTML insights)."""
 
 from __future__ import annotations
 
-from dlpt.analysis.host import GAPS, HostLine, LineShare, idle_blame, sampler_info, step_host
+from dlpt.analysis.host import GAPS, LineShare, idle_blame, lines_text, sampler_info, step_host
 from dlpt.analysis.idle import step_idle
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.report.model import Fact
 from dlpt.model.units import Units
 
-__all__ = ["host_facts", "sampler_facts", "lines_text", "GAP_TEXT"]
+__all__ = ["host_facts", "sampler_facts", "GAP_TEXT"]
 
 #: How each idle class is named after "GPU 0 idle 3.10ms/step ...".
 GAP_TEXT = {
@@ -22,26 +22,12 @@ GAP_TEXT = {
 MIN_IDLE_SHARE = 0.05
 
 
-def lines_text(lines: tuple[HostLine, ...], units: Units, with_gil: bool = False) -> str:
-    """``data.py:41 load_batch 2.80ms, collate.py:9 collate 200.0µs`` (values as given)."""
-    parts = []
-    for r in lines:
-        t = units.time(r.ns, per_step=False)
-        extra = []
-        if r.inner:
-            extra.append(f"in {r.inner}")
-        if with_gil and r.ns > 0:
-            extra.append(f"{100 * r.gil_ns / r.ns:.0f}% Python")
-        parts.append(f"{r.label} {t}" + (f" ({', '.join(extra)})" if extra else ""))
-    return ", ".join(parts)
-
-
 def _step_fact(share: LineShare, a: Analysis, units: Units, hz: int) -> Fact:
     per = "per step" if a.steps else "in the run"
     total = units.time(share.ns, per_step=False)
     gil = f", {100 * share.gil_ns / share.ns:.0f}% of it holding the GIL" if share.ns else ""
     top = share.top(min_share=0.01)
-    where = f": {lines_text(top, units, with_gil=True)}" if top else ""
+    where = f": {lines_text(top, lambda ns: units.time(ns, per_step=False), with_gil=True)}" if top else ""
     text = f"host {per} (sampled at {hz:,} Hz): {total} on the step's thread{gil}{where}"
     return Fact("measure", text, "info", "host per step" if a.steps else "host", f"{total}{where}")
 
@@ -60,6 +46,10 @@ def host_facts(a: Analysis, units: Units) -> list[Fact]:
     if share is not None:
         out.append(_step_fact(share, a, units, info.hz))
     blame = idle_blame(a)
+
+    def plain(ns: float) -> str:
+        return units.time(ns, per_step=False)
+
     for s in step_idle(a):
         gaps = blame.get(s.device)
         if not gaps or s.span_ns <= 0:
@@ -77,7 +67,7 @@ def host_facts(a: Analysis, units: Units) -> list[Fact]:
             out.append(
                 Fact(
                     "measure",
-                    f"GPU {s.device} idle {t}{per} {GAP_TEXT[gap]}: host in {lines_text(top, units)}",
+                    f"GPU {s.device} idle {t}{per} {GAP_TEXT[gap]}: host in {lines_text(top, plain)}",
                     "info",
                 )
             )
