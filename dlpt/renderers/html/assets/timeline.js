@@ -13,6 +13,17 @@
     frame: "hsl(262,40%,72%)", scope: "hsl(300,30%,74%)"
   };
 
+  /* `text` cut to fit `width` pixels (with an ellipsis). */
+  function fit(g, text, width) {
+    if (g.measureText(text).width <= width) return text;
+    var lo = 0, hi = text.length;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (g.measureText(text.slice(0, mid) + "\u2026").width <= width) lo = mid; else hi = mid - 1;
+    }
+    return lo > 0 ? text.slice(0, lo) + "\u2026" : "";
+  }
+
   D.Timeline = function (host, raw, strings) {
     this.raw = raw;
     this.str = strings;
@@ -126,16 +137,6 @@
       this.items.push([xa, y, sw, k]);
     }
   };
-
-  function fit(g, text, width) {
-    if (g.measureText(text).width <= width) return text;
-    var lo = 0, hi = text.length;
-    while (lo < hi) {
-      var mid = (lo + hi + 1) >> 1;
-      if (g.measureText(text.slice(0, mid) + "\u2026").width <= width) lo = mid; else hi = mid - 1;
-    }
-    return lo > 0 ? text.slice(0, lo) + "\u2026" : "";
-  }
 
   P._hit = function (e) {
     var rect = this.canvas.getBoundingClientRect(), x = e.clientX - rect.left, y = e.clientY - rect.top;
