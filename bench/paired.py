@@ -11,7 +11,13 @@ spread is the noise floor. The profiler is started before and stopped after its 
 
 Modes
   aa           A/A: both chunks unprofiled (noise floor)
-  dlpt         dlpt.profile(): lines, ops, forward/backward, kernels, copies, syncs
+  dlpt         dlpt.profile(): lines, ops, forward/backward, kernels, copies, syncs, and the host
+               sampler at its default 1 kHz
+  dlpt_sampler the same, the sampler named explicitly (sample_hz=1000)
+  dlpt_nosampler  dlpt.profile(sample_hz=0): dlpt without the host sampler; dlpt_sampler over it
+               is what the sampler costs (csrc/host/sampler.h)
+  dlpt_timeline   dlpt.profile(timeline=1000): a timeline window kept throughout the chunk (its
+               event budget permitting): what recording every op, call, kernel and sample costs
   dlpt_nogpu   dlpt.profile(gpu=False): the CPU-side op path alone (no CUPTI)
   dlpt_nested  dlpt.profile(nested_ops=True): every nested op recorded too
   dlpt_nopy    dlpt's native core without Python-frame capture (ops, CUPTI)
@@ -86,7 +92,7 @@ import dlpt  # noqa: E402
 
 from workloads import BUILDERS as SHARED  # noqa: E402
 
-DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
+DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dlpt_timeline", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
               "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
               "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
               "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity", "dlpt_suspended",
@@ -271,6 +277,9 @@ def _no_calibration() -> dict:
 def profiler(mode: str):
     return {
         "dlpt": lambda: Dlpt(),
+        "dlpt_sampler": lambda: Dlpt(sample_hz=1000),
+        "dlpt_nosampler": lambda: Dlpt(sample_hz=0),
+        "dlpt_timeline": lambda: Dlpt(timeline=1000),
         "dlpt_nogpu": lambda: Dlpt(gpu=False),
         "dlpt_memory": lambda: Dlpt(memory=True, **_no_calibration()),
         "dlpt_nested": lambda: Dlpt(nested_ops=True),

@@ -11,6 +11,7 @@
 #include "controller.h"
 #include "export/counters.h"
 #include "export/nodes.h"
+#include "host/bindings.h"
 #include "testing/seams.h"
 
 namespace py = pybind11;
@@ -230,4 +231,5 @@ PYBIND11_MODULE(_C, m) {
   t.def("kernel_record", &dlpt::testing::kernel_record, py::arg("corr"), py::arg("start"), py::arg("end"),
         py::arg("device"), py::arg("name"));
   dlpt::memory::bind_memory(m, t);
+  dlpt::host::register_bindings(m);  // host sampler, idle blame, timeline (csrc/host/)
 }

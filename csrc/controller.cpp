@@ -7,13 +7,16 @@
 #include "context/aten_ops.h"
 #include "context/op_names.h"
 #include "context/thread_state.h"
+#include "host/host_capture.h"
 
 namespace dlpt {
 
 namespace {
 /// A step mark at CUPTI's current time, recorded or not by the collection state now, starting
-/// the interval of the running epoch.
-void mark(Session& s) {
+/// the interval of the running epoch. `ended_counted`: whether the interval it ends counted.
+void mark(Session& s, bool ended_counted = true) {
+  host::on_mark(s, s.collecting.load(std::memory_order_relaxed) && s.tracing.load(std::memory_order_relaxed),
+                ended_counted);
   if (!s.gpu.load(std::memory_order_relaxed)) return;
   if (const uint64_t t = cupti_now())
     s.busy.mark_step(t, s.collecting.load(std::memory_order_relaxed), s.epochs.current());
@@ -72,7 +75,7 @@ uint32_t end_epoch(bool counted) {
   if (s == nullptr) return 0;
   const uint32_t next = s->epochs.end(counted);
   // The interval that ends here is filed by the class just given (BusyTracker::steps, totals).
-  mark(*s);
+  mark(*s, counted);
   return next;
 }
 
@@ -104,6 +107,8 @@ void set_tracing(bool on) {
     }
     suspend_op_callbacks(false);
   }
+  // Host capture (idle blame, timeline): the interval from here is traced or not.
+  host::on_mark(*s, on && s->collecting.load(std::memory_order_relaxed));
   const uint64_t ns = now_ns() - t0;
   s->counters.tracing_switches.fetch_add(1, std::memory_order_relaxed);
   s->counters.tracing_switch_ns.fetch_add(ns, std::memory_order_relaxed);
@@ -112,6 +117,7 @@ void set_tracing(bool on) {
 
 void drain_code_refs() {
   if (Session* s = current_session()) s->codes.drain();
+  host::on_drain();
 }
 
 bool capture_running() { return current_session() != nullptr; }

@@ -95,6 +95,48 @@ def mark_step() -> None: ...
 def drain_code_refs() -> None: ...
 def running() -> bool: ...
 def scope_push(name: str, skip_frames: int) -> None: ...
+
+# -- host capture (csrc/host/bindings.cpp): the sampler, the idle blame, the timeline window --
+
+class HostStart(TypedDict):
+    sampling: bool
+    reason: str | None  # why the sampler is off, when it was asked for
+    method: str  # how frames are read: "process_vm_readv", "/proc/self/mem" or "none"
+
+class HostBlame(TypedDict):
+    steps: int
+    gpu: bool
+    host: list[tuple[int, int, int]]  # (node id, ns, gil ns): the step thread's samples
+    devices: dict[str, dict[str, list[tuple[int, int, int]]]]  # device -> before/between/after/busy
+    samples_dropped: int
+    spans_dropped: int
+    resolved_early: int
+    late_spans: int
+
+class HostTimeline(TypedDict):
+    steps_requested: int
+    steps_kept: int
+    start_ns: int
+    end_ns: int
+    dropped: int
+    # (kind, start, end, track, node or -1, detail, corr, flags); see csrc/host/timeline.h
+    events: list[tuple[int, int, int, int, int, int, int, int]]
+    api_names: dict[int, str]
+
+class HostResult(TypedDict):
+    sampled: bool
+    hz: int
+    method: str
+    stats: dict[str, int]
+    cells: list[tuple[int, int, int, int, int]]  # node id, wall ns, GIL ns, CPU ns, samples (counted steps)
+    cells_outside: list[tuple[int, int, int, int, int]]  # the same outside counted steps
+    blame: HostBlame | None
+    timeline: HostTimeline | None
+
+def host_start(sample_hz: int, timeline_steps: int = 0, timeline_events: int = 500000) -> HostStart: ...
+def host_stop() -> None: ...
+def host_result() -> HostResult: ...
+def host_running() -> bool: ...
 def scope_pop() -> None: ...
 def floor_records() -> int: ...
 

@@ -49,6 +49,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "../host/host_capture.h"
 #include "../session.h"
 #include "op_details_capture.h"
 #include "thread_state.h"
@@ -376,6 +377,7 @@ void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
     const uint32_t epoch = s->epochs.current();
     s->metrics(e.ctx_node, epoch).cpu_ticks.fetch_add(dur > e.child ? dur - e.child : 0, std::memory_order_relaxed);
     if (e.op_node != kNoNode) s->metrics(e.op_node, epoch).calls.fetch_add(1, std::memory_order_relaxed);
+    if (host::timeline_on() && e.op_node != kNoNode) host::on_op(*s, ts.os_tid, e.op_node, e.start, end);
   }
   if (!ts.empty()) ts.top().child += dur;
 }

@@ -2,80 +2,17 @@
 
 #include <cstdint>
 
-// CPython keeps _PyInterpreterFrame in its internal headers, which do not compile cleanly as C++
-// on every version. We mirror the few fields we read, per version. Layouts checked against
-// Include/internal/pycore_frame.h of 3.11, 3.12 and 3.13.
-#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030E0000
-#error "dlpt supports CPython 3.11 to 3.13"
-#endif
+#include "frame_layout.h"
 
 namespace dlpt {
-namespace {
 
-using CodeUnit = uint16_t;  // _Py_CODEUNIT
-
-#if PY_VERSION_HEX < 0x030C0000  // 3.11
-struct InterpFrame {
-  PyObject* f_func;
-  PyObject* f_globals;
-  PyObject* f_builtins;
-  PyObject* f_locals;
-  PyCodeObject* f_code;
-  PyObject* frame_obj;
-  InterpFrame* previous;
-  CodeUnit* prev_instr;
-  int stacktop;
-  bool is_entry;
-  char owner;
-};
-inline PyObject* frame_code(const InterpFrame* f) { return reinterpret_cast<PyObject*>(f->f_code); }
-inline const CodeUnit* frame_instr(const InterpFrame* f) { return f->prev_instr; }
-#elif PY_VERSION_HEX < 0x030D0000  // 3.12
-struct InterpFrame {
-  PyCodeObject* f_code;
-  InterpFrame* previous;
-  PyObject* f_funcobj;
-  PyObject* f_globals;
-  PyObject* f_builtins;
-  PyObject* f_locals;
-  PyObject* frame_obj;
-  CodeUnit* prev_instr;
-  int stacktop;
-  uint16_t return_offset;
-  char owner;
-};
-inline PyObject* frame_code(const InterpFrame* f) { return reinterpret_cast<PyObject*>(f->f_code); }
-inline const CodeUnit* frame_instr(const InterpFrame* f) { return f->prev_instr; }
-#else                              // 3.13
-struct InterpFrame {
-  PyObject* f_executable;  // a code object, or None for some internal frames
-  InterpFrame* previous;
-  PyObject* f_funcobj;
-  PyObject* f_globals;
-  PyObject* f_builtins;
-  PyObject* f_locals;
-  PyObject* frame_obj;
-  CodeUnit* instr_ptr;
-  int stacktop;
-  uint16_t return_offset;
-  char owner;
-};
-inline PyObject* frame_code(const InterpFrame* f) { return f->f_executable; }
-inline const CodeUnit* frame_instr(const InterpFrame* f) { return f->instr_ptr; }
-#endif
-
-constexpr char kOwnedByGenerator = 1;
-constexpr char kOwnedByCStack = 3;  // 3.12+: shim frames at C->Python entry, no user code
-
-inline const InterpFrame* top_frame(PyThreadState* ts) {
-#if PY_VERSION_HEX >= 0x030D0000
-  return reinterpret_cast<const InterpFrame*>(ts->current_frame);
-#else
-  return ts->cframe ? reinterpret_cast<const InterpFrame*>(ts->cframe->current_frame) : nullptr;
-#endif
-}
-
-}  // namespace
+using frame_layout::CodeUnit;
+using frame_layout::frame_code;
+using frame_layout::frame_instr;
+using frame_layout::InterpFrame;
+using frame_layout::kOwnedByCStack;
+using frame_layout::kOwnedByGenerator;
+using frame_layout::top_frame;
 
 size_t walk_python_frames(RawFrame* out, size_t max, const void* stop) {
   // PyGILState_GetThisThreadState reads a thread-local: valid without holding the GIL.

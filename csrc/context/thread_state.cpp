@@ -115,12 +115,16 @@ NodeId ThreadState::launch_context() {
 
 void ThreadState::push_scope(const void* entry_frame, uint32_t name_id) {
   scopes_.push_back(ScopeEntry{entry_frame, name_id});
+  scope_mirror.push(entry_frame, name_id);
   root_path_.invalidate();
   region_path_.invalidate();
 }
 
 void ThreadState::pop_scope() {
-  if (!scopes_.empty()) scopes_.pop_back();
+  if (!scopes_.empty()) {
+    scopes_.pop_back();
+    scope_mirror.pop();
+  }
   root_path_.invalidate();
   region_path_.invalidate();
 }

@@ -15,6 +15,7 @@
 #include "../context/child_cache.h"
 #include "../context/thread_state.h"
 #include "tracer_state.h"
+#include "../host/host_capture.h"
 
 namespace dlpt {
 
@@ -105,7 +106,7 @@ void api_enter(Session& s, ThreadState& ts, uint8_t cls, uint32_t correlation_id
 }
 
 /// Its exit: the outermost call's host time, and a sync's wait, in the running epoch.
-void api_exit(Session& s, ThreadState& ts, uint8_t cls, uint32_t cbid) {
+void api_exit(Session& s, ThreadState& ts, uint8_t cls, uint32_t cbid, uint32_t correlation_id) {
   // The exit of a call that entered before a set_tracing switch: dropped (api_enter resets).
   if (ts.api_generation != s.tracing_generation.load(std::memory_order_relaxed)) return;
   if (ts.api_depth > 0 && --ts.api_depth == 0 && ts.api_context != kNoNode) {
@@ -118,6 +119,9 @@ void api_exit(Session& s, ThreadState& ts, uint8_t cls, uint32_t cbid) {
       m.sync_ticks.fetch_add(t, std::memory_order_relaxed);
       m.count.fetch_add(1, std::memory_order_relaxed);
     }
+    if (host::timeline_on())
+      host::on_api(s, ts.os_tid, cbid, (cls & kWork) != 0, correlation_id, ts.api_start, ts.api_start + t,
+                   ts.api_context);
     ts.api_context = kNoNode;
   }
 }
@@ -139,7 +143,7 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   if (cb->callbackSite == CUPTI_API_ENTER) {
     api_enter(*s, ts, cls, cb->correlationId);
   } else {
-    api_exit(*s, ts, cls, cbid);
+    api_exit(*s, ts, cls, cbid, cb->correlationId);
   }
 }
 
@@ -264,6 +268,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       cfg.smem_dynamic = k->dynamicSharedMemory;
       const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Kernel, name_id, k->deviceId}, &cfg);
       s.metrics(n, epoch).add_duration(ns);
+      if (host::activity_on())
+        host::on_activity(s, host::EventKind::Kernel, k->deviceId, k->streamId, k->correlationId, k->start, k->end, n);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -285,6 +291,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       Metrics& mt = s.metrics(n, epoch);
       mt.add_duration(ns);
       mt.bytes.fetch_add(c->bytes, std::memory_order_relaxed);
+      if (host::activity_on())
+        host::on_activity(s, host::EventKind::Memcpy, c->deviceId, c->streamId, c->correlationId, c->start, c->end, n);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -299,6 +307,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       Metrics& mt = s.metrics(n, epoch);
       mt.add_duration(ns);
       mt.bytes.fetch_add(m->bytes, std::memory_order_relaxed);
+      if (host::activity_on())
+        host::on_activity(s, host::EventKind::Memset, m->deviceId, m->streamId, m->correlationId, m->start, m->end, n);
       return;
     }
     default:
@@ -371,7 +381,7 @@ std::string sync_api_name(uint64_t cbid) {
 void testing_launch(Session& s, uint32_t corr) {
   ThreadState& ts = ThreadState::get(s);
   api_enter(s, ts, kWork, corr);
-  api_exit(s, ts, kWork, 0);
+  api_exit(s, ts, kWork, 0, corr);
 }
 
 void testing_api(Session& s, uint32_t corr, bool enter) {
@@ -379,7 +389,7 @@ void testing_api(Session& s, uint32_t corr, bool enter) {
   if (enter) {
     api_enter(s, ts, kWork, corr);
   } else {
-    api_exit(s, ts, kWork, 0);
+    api_exit(s, ts, kWork, 0, corr);
   }
 }
 

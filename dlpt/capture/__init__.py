@@ -5,8 +5,9 @@ regions (:mod:`.scope`), the native core's bridge (:mod:`.native`, the only impo
 ``dlpt._C``), backward passes without op records (:mod:`.backward_records`), source text saved at
 stop (:mod:`.sources`), the session's assembly (:mod:`.assemble`), torch.compile's internals
 (:mod:`.compile`), op work for ``--flops`` (:mod:`.flops`), many ranks (:mod:`.ranks`), the
-pinned-copy measurement after a profile (:mod:`.pinned_probe`), and running code once the
-program imports a module (:mod:`.import_hooks`).
+pinned-copy measurement after a profile (:mod:`.pinned_probe`), running code once the
+program imports a module (:mod:`.import_hooks`), and the host sampler and timeline window
+(:mod:`.host`; into the session: :mod:`.host_session`, :mod:`.timeline`).
 
 Capture builds sessions (:mod:`dlpt.model`); it never imports analysis or a renderer.
 """

@@ -26,9 +26,11 @@ from dlpt.capture.compile import failures
 from dlpt.capture.compile.inductor_lines import map_generated_frames
 from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.capture.flops.annotate import annotate
+from dlpt.capture.host_session import add_host_metrics, host_meta
 from dlpt.capture.memory import MemoryCapture, merge_into
 from dlpt.capture.ranks.annotate import annotate_comm
 from dlpt.capture.sources import collect_sources
+from dlpt.capture.timeline import timeline_meta
 from dlpt.model.session import Session
 
 __all__ = ["start_meta", "build_session", "threads_running"]
@@ -90,6 +92,7 @@ def build_session(
     comm_signatures: Sequence[dict[str, Any]] = (),
     distributed: dict[str, Any] | None = None,
     memory: tuple[MemoryCapture, Any] | None = None,
+    host: dict[str, Any] | None = None,
 ) -> Session:
     """The session of a stopped profile: ``raw`` is what the native core's stop() returned,
     ``start`` the meta from :func:`start_meta` plus the profile's own keys (gpu, compile),
@@ -97,11 +100,22 @@ def build_session(
     ``flops`` whether the core recorded op input signatures (``raw["op_inputs"]``),
     ``comm_signatures`` what the wrapped Python collectives moved (dlpt.capture.ranks.pycomm) and
     ``distributed`` this rank's place in the job (dlpt.capture.ranks.env), if it is one of several,
-    ``memory`` the memory capture and what it recorded (dlpt.capture.memory), when it ran."""
+    ``memory`` the memory capture and what it recorded (dlpt.capture.memory), when it ran, and
+    ``host`` what the host sampler and the timeline window recorded (dlpt.capture.host)."""
     c = raw["counters"]
     table = native.node_table(raw["nodes"], raw.get("collectives"), raw.get("collectives_outside")).nodes
     if memory is not None:
         merge_into(table, memory[1])  # by the core's node ids, before line mapping renumbers
+    # Host time and the timeline name the core's node ids: taken in before renumbering.
+    host_info: dict[str, Any] | None = None
+    timeline: dict[str, Any] | None = None
+    if host is not None:
+        add_host_metrics(table, host.get("cells") or [], host.get("cells_outside") or [])
+        host_info = host_meta(table, host)
+        if host.get("timeline"):
+            timeline = timeline_meta(
+                table, host["timeline"], host.get("thread_names") or {}, bool(raw.get("gpu"))
+            )
     # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids. The work
     # of counted epochs is the summary (meta.flops); that of the others goes on ``o``.
     work = annotate(table, raw.get("op_inputs") or []) if flops else None
@@ -117,6 +131,10 @@ def build_session(
         meta["distributed"] = distributed
     if memory is not None:
         meta["memory"] = memory[0].meta(memory[1])
+    if host_info is not None:
+        meta["host"] = host_info
+    if timeline is not None:
+        meta["timeline"] = timeline
     if raw.get("gpu_steps"):
         meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
     if any((raw.get("gpu_busy_outside_ns") or {}).values()):

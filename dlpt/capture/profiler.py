@@ -30,6 +30,7 @@ from dlpt.capture.backward_records import BackwardRecordsPause
 from dlpt.capture.compile import failures
 from dlpt.capture.compile.dynamo import CompileEvents
 from dlpt.capture.flops.annotate import recorded_ops
+from dlpt.capture.host import DEFAULT_SAMPLE_HZ, HostCapture, check_options
 from dlpt.capture.memory import MemoryCapture
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
@@ -125,6 +126,11 @@ class Profile:
             time on every allocation.
         joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
             ProfilerBusyError (``python -m dlpt`` starts its profile this way).
+        sample_hz: how often the host sampler records the Python stack of every thread (host
+            time per line, and which lines the host was in while the GPU idled); 0 turns it off.
+        timeline: keep the events of this many steps after ``skip_first`` (ops, kernels, copies,
+            syncs, host samples) for a timeline: ``meta.timeline``, the HTML report's timeline
+            view and ``--export perfetto``. 0 (the default) keeps none.
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
@@ -149,8 +155,11 @@ class Profile:
         flops: bool = False,
         joinable: bool = False,
         memory: bool = False,
+        sample_hz: int = DEFAULT_SAMPLE_HZ,
+        timeline: int = 0,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=True)
+        check_options(sample_hz, timeline)
         _check_count("active", active, allow_none=True)
         if step_on is not None:
             parse_spec(step_on)  # a malformed name fails here, not at the end of the run
@@ -164,6 +173,9 @@ class Profile:
         self.flops = bool(flops)
         self.memory = bool(memory)
         self.joinable = bool(joinable)
+        self.sample_hz = sample_hz
+        self.timeline = timeline
+        self._hostcap = HostCapture(sample_hz, timeline)
         self._session: Session | None = None
         self._schedule: StepSchedule | None = None
         self._step_lock = threading.Lock()
@@ -221,6 +233,8 @@ class Profile:
             self.sources,
             self.flops,
             self.memory,
+            self.sample_hz,
+            self.timeline,
         )
 
     def _join(self, host: Profile) -> None:
@@ -228,8 +242,8 @@ class Profile:
         if own != Profile()._options() and own != host._options():
             warnings.warn(
                 "dlpt: this profile joins the one already running (python -m dlpt); its options "
-                "(skip_first, active, calibrate, step_on, gpu, nested_ops, sources, flops, memory) are "
-                "ignored: give them on the command line instead",
+                "(skip_first, active, calibrate, step_on, gpu, nested_ops, sources, flops, memory, "
+                "sample_hz, timeline) are ignored: give them on the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -287,6 +301,11 @@ class Profile:
                 warnings.warn(
                     f"dlpt: memory capture is off: {self._memory.reason}", RuntimeWarning, stacklevel=3
                 )
+        self._hostcap = HostCapture(self.sample_hz, self.timeline)
+        try:
+            self._hostcap.start()
+        except Exception as e:  # noqa: BLE001 - the rest of the profile does not need it: said, not raised
+            warnings.warn(f"dlpt: host sampling could not start: {e}", RuntimeWarning, stacklevel=3)
         schedule.start()
         self._clock_started = True
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
@@ -348,6 +367,8 @@ class Profile:
     def _on_step(self, source: str, began_ns: int | None = None) -> None:
         native.core().drain_code_refs()
         with self._step_lock:
+            if self.timeline:
+                self._hostcap.note_threads()
             if self._schedule is not None:
                 self._schedule.on_step(source, began_ns)
                 if self._memory is not None:
@@ -407,7 +428,9 @@ class Profile:
             memory = self._stop_memory()
             # The time since the last step boundary is outside steps; a run without steps is one
             # epoch, counted (its figures are per run).
+            self._hostcap.stop()  # the sampler is joined before the core exports the tree
             raw = native.core().stop(last_counted=schedule.source is None)
+            host = self._hostcap.result()  # after the core's stop: its epochs are all classified
             self._meta["compile"] = self._compile_events.stop()
         finally:
             with _running_lock:
@@ -431,6 +454,7 @@ class Profile:
             comm_signatures=self._comm.table(),
             distributed=distributed_meta(current_rank() or self._comm.rank, self._comm.backends),
             memory=memory,
+            host=host,
         )
         self._session.meta["capture"]["backward_ops"] = self._backward_ops
         # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a

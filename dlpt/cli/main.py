@@ -26,6 +26,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
 from dlpt.capture.ranks.env import env_problem, from_env
 from dlpt.capture.step_on import parse_spec
 from dlpt.cli import outputs, report_target
@@ -148,6 +149,19 @@ def _build_parser() -> _Parser:
         "was live when an allocation failed (costs time on every allocation)",
     )
     p.add_argument(
+        "--sample-hz",
+        type=int,
+        metavar="N",
+        help=f"sample every Python thread's stack N times a second for host time per line and the "
+        f"lines the GPU waited for (default {DEFAULT_SAMPLE_HZ}; 0: off)",
+    )
+    p.add_argument(
+        "--timeline",
+        type=int,
+        metavar="N",
+        help="keep the events of N steps after --skip-first for a timeline (HTML report, --export perfetto)",
+    )
+    p.add_argument(
         "--peak-tflops",
         type=float,
         metavar="N",
@@ -223,6 +237,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--no-source", opts.no_source),
             ("--flops", opts.flops),
             ("--memory", opts.memory),
+            ("--sample-hz", opts.sample_hz is not None),
+            ("--timeline", opts.timeline is not None),
             ("--report-ranks", opts.report_ranks is not None),
             ("--rank-timeout", opts.rank_timeout is not None),
         ):
@@ -260,6 +276,16 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
     if opts.step_on is not None:
         parse_spec(opts.step_on)
+    if opts.sample_hz is not None and not 0 <= opts.sample_hz <= MAX_SAMPLE_HZ:
+        raise UsageError(f"--sample-hz must be from 0 (off) to {MAX_SAMPLE_HZ}, got {opts.sample_hz}")
+    if opts.timeline is not None and not 1 <= opts.timeline <= MAX_TIMELINE_STEPS:
+        raise UsageError(
+            f"--timeline must be a number of steps from 1 to {MAX_TIMELINE_STEPS}, got {opts.timeline}"
+        )
+    if opts.load is None and opts.timeline is None:
+        for out in opts.outputs:
+            if out.kind == "perfetto":
+                raise UsageError("--export perfetto writes the timeline: give --timeline N (steps to keep)")
     if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
         raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
     opts.report_ranks = opts.report_ranks or "0"
@@ -499,6 +525,8 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         flops=opts.flops,
         memory=opts.memory,
         joinable=True,
+        sample_hz=DEFAULT_SAMPLE_HZ if opts.sample_hz is None else opts.sample_hz,
+        timeline=opts.timeline or 0,
     )
     if StatusLine.wanted(opts.quiet):
         _status_line[0] = StatusLine(prof.status).start()

@@ -90,8 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs=2,
         action="append",
         metavar=("FMT", "FILE"),
-        help="also export the profile: FMT is speedscope (speedscope.app JSON) or folded "
-        "(flamegraph.pl / inferno); repeatable",
+        help="also export the profile: FMT is speedscope (speedscope.app JSON), folded "
+        "(flamegraph.pl / inferno) or perfetto (the --timeline window as a Chrome trace for "
+        "ui.perfetto.dev); repeatable",
     )
 
 

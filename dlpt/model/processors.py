@@ -82,6 +82,9 @@ METRICS: dict[str, Metric] = {
         ),
         Metric("mem_alloc", "memory allocated", "bytes", _key("mem_alloc_bytes")),
         Metric("mem_allocs", "allocations", "count", _key("mem_allocs")),
+        Metric("host", "sampled host time (wall time of the thread at the line)", "ns", _key("host_ns")),
+        Metric("host_gil", "sampled host time holding the GIL (running Python)", "ns", _key("host_gil_ns")),
+        Metric("host_cpu", "sampled host CPU time (the thread on a CPU)", "ns", _key("host_cpu_ns")),
     )
 }
 

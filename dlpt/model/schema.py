@@ -201,6 +201,68 @@ _MEMORY = _obj(
     }
 )
 
+
+def _int_row(width: int, signed: tuple[int, ...] = ()) -> Check:
+    """A list of ``width`` integers, non-negative but for the positions in ``signed`` (>= -1)."""
+
+    def run(v: Any, where: str) -> None:
+        if type(v) is not list or len(v) != width or not all(type(x) is int for x in v):
+            raise SchemaError(where, f"must be a list of {width} integers, got {_short(v)}")
+        for i, x in enumerate(v):
+            if not (-1 if i in signed else 0) <= x < MAX_INT:
+                raise SchemaError(f"{where}[{i}]", f"is out of range: {x}")
+
+    return run
+
+
+# meta.host (dlpt.capture.host_session): the sampler's numbers and the lines of the step's thread.
+_HOST_LINE = _obj(
+    required={"file": _str, "line": _int, "function": _str, "ns": _int},
+    optional={"gil_ns": _int, "inner": _str},
+)
+_HOST_SHARE = _obj(
+    required={"ns": _int, "lines": _list_of(_HOST_LINE)}, optional={"gil_ns": _int, "other_ns": _int}
+)
+_HOST = _obj(
+    optional={
+        "sample_hz": _int,
+        "sampling": _bool,
+        "method": _str,
+        "off": _str,
+        **dict.fromkeys(
+            (
+                "ticks",
+                "samples",
+                "torn",
+                "missed",
+                "scope_retries",
+                "codes_lost",
+                "max_threads",
+                "sampler_cpu_ns",
+                "sampled_wall_ns",
+                "steps",
+                "resolved_early",
+            ),
+            _int,
+        ),
+        "step_thread": _HOST_SHARE,
+        "idle": _dict_of(_dict_of(_HOST_SHARE)),
+        "dropped": _dict_of(_int),
+    }
+)
+
+# meta.timeline (dlpt.capture.timeline, read by dlpt.model.timeline, which checks the indices).
+_TIMELINE = _obj(
+    required={
+        "strings": _list_of(_str),
+        "frames": _list_of(_int_row(5, signed=(0,))),
+        "tracks": _list_of(_int_row(4)),
+        "events": _list_of(_int_row(8, signed=(5,))),
+    },
+    optional=dict.fromkeys(("steps", "steps_requested", "start_ns", "duration_ns", "dropped"), _int)
+    | {"clock": _str},
+)
+
 _GPU_STEP = _obj(required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int))
 
 # meta.capture's counters from the native core (csrc/bindings.cpp, stop()).
@@ -324,6 +386,9 @@ SCHEMA: dict[str, Check] = {
     "host_link_probe": _obj(required={"device": _str, "bytes": _int, "ns": _int}, optional={"copies": _int}),
     "suggestions": _list_of(_SUGGESTION),
     "memory": _MEMORY,
+    # The host sampler (--sample-hz) and the timeline window (--timeline N).
+    "host": _HOST,
+    "timeline": _TIMELINE,
 }
 
 

@@ -7,6 +7,11 @@
 - ``folded``: Brendan Gregg's folded stacks, ``frame;frame;frame value`` per line, for
   ``flamegraph.pl`` and ``inferno-flamegraph``; one metric (``--metric``, default as in the
   terminal report).
+- ``perfetto``: the session's timeline window (``--timeline N``) as a Chrome trace (the JSON
+  trace-event format that ui.perfetto.dev and chrome://tracing open): a process for the host with
+  a track per thread (its ops, CUDA API calls and syncs), one for the sampled Python stacks, one
+  per GPU with a track per stream, the steps, and a flow from each launch to the GPU work it
+  queued. Each slice names its source line in its args.
 
 Both hold raw totals over the profiled window (not per step), from the same tree the terminal
 report shows (library frames folded unless ``show_all``), so the weights of all samples, or the
@@ -21,6 +26,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from dlpt import __version__
+from dlpt.analysis.timeline import frame_label as line_label
+from dlpt.analysis.timeline import timeline_view
 from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
 from dlpt.model.meta import program_argv
@@ -30,9 +37,9 @@ from dlpt.model.safe_files import write_text_file
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, walk
 
-__all__ = ["FORMATS", "frame_label", "speedscope", "folded", "write_export"]
+__all__ = ["FORMATS", "frame_label", "speedscope", "folded", "perfetto", "write_export"]
 
-FORMATS = ("speedscope", "folded")
+FORMATS = ("speedscope", "folded", "perfetto")
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 _UNITS = {"ns": "nanoseconds", "bytes": "bytes", "count": "none"}
 
@@ -139,6 +146,108 @@ def folded(session: Session, metric: str | Metric | None = None, show_all: bool 
     return "".join(f"{stack} {v}\n" for stack, v in lines.items())
 
 
+_HOST_PID, _PYTHON_PID, _GPU_PID = 1, 2, 100
+
+
+def _us(ns: int) -> float:
+    return ns / 1000.0
+
+
+def perfetto(session: Session) -> dict[str, Any]:
+    """The Chrome trace (trace-event JSON) of the session's timeline window; UsageError when the
+    session holds none."""
+    view = timeline_view(session.meta)
+    if view is None:
+        raise UsageError("the session holds no timeline: profile with --timeline N to keep one")
+    pid = (
+        session.meta.get("capture", {}).get("pid", 0) if isinstance(session.meta.get("capture"), dict) else 0
+    )
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": _HOST_PID, "args": {"name": f"host (pid {pid})"}},
+        {"ph": "M", "name": "process_sort_index", "pid": _HOST_PID, "args": {"sort_index": 0}},
+        {"ph": "M", "name": "process_name", "pid": _PYTHON_PID, "args": {"name": "Python stacks (sampled)"}},
+        {"ph": "M", "name": "process_sort_index", "pid": _PYTHON_PID, "args": {"sort_index": 1}},
+    ]
+    where: list[tuple[int, int]] = []
+    gpus: set[int] = set()
+    for lane in view.lanes:
+        if lane.kind == "stream":
+            p, t, name = _GPU_PID + lane.device, lane.stream, f"stream {lane.stream}"
+            gpus.add(lane.device)
+        elif lane.kind == "steps":
+            p, t, name = _HOST_PID, 0, "steps"
+        else:
+            p, t, name = (_PYTHON_PID if lane.kind == "python" else _HOST_PID), lane.tid, lane.name
+        where.append((p, t))
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": p, "tid": t, "args": {"name": _printable(name)}}
+        )
+    for d in sorted(gpus):
+        events.append({"ph": "M", "name": "process_name", "pid": _GPU_PID + d, "args": {"name": f"GPU {d}"}})
+        events.append(
+            {"ph": "M", "name": "process_sort_index", "pid": _GPU_PID + d, "args": {"sort_index": 2 + d}}
+        )
+    for s in view.slices:
+        p, t = where[s.lane]
+        args: dict[str, Any] = {"kind": s.kind}
+        if s.line is not None:
+            args.update(line=line_label(s.line), file=s.line.file, lineno=s.line.line, function=s.line.name)
+        if s.corr:
+            args["correlation"] = s.corr
+        if s.gil is not None:
+            args["gil_share"] = round(s.gil, 3)
+        events.append(
+            {
+                "ph": "X",
+                "name": _printable(s.name),
+                "cat": s.kind,
+                "ts": _us(s.start_ns),
+                "dur": _us(s.dur_ns),
+                "pid": p,
+                "tid": t,
+                "args": args,
+            }
+        )
+    for f in view.flows:
+        launch, work = view.slices[f.launch], view.slices[f.work]
+        lp, lt = where[launch.lane]
+        wp, wt = where[work.lane]
+        events.append(
+            {
+                "ph": "s",
+                "id": f.corr,
+                "name": "launch",
+                "cat": "launch",
+                "ts": _us(launch.start_ns),
+                "pid": lp,
+                "tid": lt,
+            }
+        )
+        events.append(
+            {
+                "ph": "f",
+                "bp": "e",
+                "id": f.corr,
+                "name": "launch",
+                "cat": "launch",
+                "ts": _us(work.start_ns),
+                "pid": wp,
+                "tid": wt,
+            }
+        )
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "exporter": f"dlpt {__version__}",
+            "program": _program(session),
+            "steps": view.steps_kept,
+            "steps_requested": view.steps_requested,
+            "events_dropped": view.dropped,
+        },
+    }
+
+
 def write_export(
     session: Session,
     fmt: str,
@@ -156,6 +265,8 @@ def write_export(
         )
     elif fmt == "folded":
         text = folded(session, metric, show_all)
+    elif fmt == "perfetto":
+        text = json.dumps(perfetto(session), separators=(",", ":"), ensure_ascii=True) + "\n"
     else:
         raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     write_text_file(path, text, "exports", force=force)

@@ -462,3 +462,45 @@ def test_inline_notebook_report_loads_in_its_frame(browser: Any, tmp_path: Path,
         assert not problems, problems
     finally:
         page.close()
+
+
+# The timeline's drawn slices by name, and where one of them is on the page.
+TIMELINE_NAMES_JS = """() => { const t = dlpt.app.timeline, s = dlpt.app.raw.strings;
+  return t.items.map(it => s[t.raw.slices[it[3]][4]]); }"""
+TIMELINE_SLICE_JS = """(name) => { const t = dlpt.app.timeline, s = dlpt.app.raw.strings;
+  const it = t.items.find(i => s[t.raw.slices[i[3]][4]] === name), b = t.canvas.getBoundingClientRect();
+  return [b.left + it[0], b.top + it[1], it[2]]; }"""
+
+
+def test_the_timeline_view_draws_a_step_and_names_slices_as_text(
+    open_report: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    from tests.timeline_sessions import timeline_meta
+
+    tl = timeline_meta()
+    hostile = "<img src=x onerror=alert(1)>\x1b[2J"
+    tl["strings"][tl["strings"].index("aten::linear")] = hostile
+    meta = S.gpt_eager()["meta"]
+    meta["timeline"] = tl
+    path = tmp_path / "timeline.html"
+    write_html(Session.from_dict({**S.gpt_eager(), "meta": meta}), path)
+    r = open_report(path)
+    page = r.page
+    page.wait_for_selector("section.timeline canvas.timeline-canvas")
+    lanes = r.js("() => dlpt.app.timeline.lanes.map(l => l[0])")
+    assert lanes == ["steps", "MainThread (ops)", "MainThread (Python, sampled)", "GPU 0 stream 7"]
+    # Step 1 of 2: its slices are drawn (the op, its launch and sync, the kernel, sampled frames).
+    drawn = r.js(TIMELINE_NAMES_JS)
+    assert {"cuLaunchKernel", "gemm_kernel", "cuStreamSynchronize", "step", "<module>", hostile} <= set(drawn)
+    assert page.inner_text("section.timeline .panel-head").count("step 1/2") == 1
+    # Hover the op: its card names it (as text) and its line.
+    x, y, w = r.js(TIMELINE_SLICE_JS, hostile)
+    page.mouse.move(x + max(1, w / 2), y + 8)
+    page.wait_for_selector(".timeline-tip", state="visible")
+    card = page.inner_text(".timeline-tip")
+    assert "train.py:40 step" in card and "<img src=x" in card
+    assert r.js("() => document.querySelectorAll('img, iframe').length") == 0
+    _save(page, artifacts, "timeline.png")
+    page.click("section.timeline button:has-text('step \u203a')")
+    assert "step 2/2" in page.inner_text("section.timeline .panel-head")
+    assert r.js("() => dlpt.app.timeline.items.length") > 0  # the samples of step 2

@@ -8,6 +8,7 @@ from dlpt.analysis.communication import comm_facts
 from dlpt.analysis.inputs import Analysis, analyze
 from dlpt.analysis.report.compile import attribution_facts, compile_summary
 from dlpt.analysis.report.gpu import capture_facts, device_facts, graph_facts, record_facts, self_cost, totals
+from dlpt.analysis.report.host import host_facts, sampler_facts
 from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
 from dlpt.analysis.report.memory import memory_facts, oom_facts
 from dlpt.analysis.report.model import Fact, Report
@@ -76,6 +77,7 @@ def build_report(
         *memory_facts(a, units),
         *mfu_facts(a, units),
         *idle_facts(a, units),
+        *host_facts(a, units),
         *coverage_facts(a),
         *(
             Fact("communication", text, "bad" if bad else "info", "communication", text)
@@ -86,6 +88,7 @@ def build_report(
         *attribution_facts(meta),
         *thread_notes(meta),
         *self_cost(meta, units),
+        *sampler_facts(a, units),
         *versions(meta, sep),
     ]
     return Report(

@@ -3,9 +3,11 @@ DataLoader workers, prefetch, pinned non-blocking copies.
 
 Gain per step: up to the GPU's measured idle time before the first GPU work of the step
 (``meta.gpu_steps``): what overlapping the host's preparation with the previous step's GPU work
-can hide. Reported when that idle time is at least 10% of the step. The line is the user's call
-into ``torch.utils.data`` when the run recorded one (a DataLoader's collate runs aten ops);
-otherwise the finding is about the step as a whole.
+can hide. Reported when that idle time is at least 10% of the step. The line is the one the host
+sampler found the step's thread in most while the GPU waited (:mod:`dlpt.analysis.host`; the
+evidence names the busiest lines with their sampled time); without samples, the user's call into
+``torch.utils.data`` when the run recorded one (a DataLoader's collate runs aten ops); otherwise
+the finding is about the step as a whole.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from dlpt.analysis.finding import Finding
+from dlpt.analysis.host import blamed, lines_text
 from dlpt.analysis.idle import step_idle
 from dlpt.analysis.inputs import Analysis
-from dlpt.analysis.rules.common import CALIBRATED_BASIS, significant, where, with_traced
+from dlpt.analysis.rules.common import CALIBRATED_BASIS, ms, significant, where, with_traced
 from dlpt.model.processors import is_library_frame
 from dlpt.model.tree import Node
 
@@ -51,7 +54,6 @@ def data_loader_stall(a: Analysis) -> list[Finding]:
     share = idle.before_ns / idle.span_ns
     if share < MIN_SHARE or not significant(a, idle.before_ns):
         return []
-    line = _loader_line(a)
     tr = idle.traced
     numbers: dict[str, float | int | str] = {
         "idle_before_ns": round(idle.before_ns),
@@ -61,13 +63,24 @@ def data_loader_stall(a: Analysis) -> list[Finding]:
         numbers["traced_gain_ns"] = round(tr.before_ns)
     before = with_traced(idle.before_ns, tr.before_ns if tr else None)
     span = with_traced(idle.span_ns, tr.span_ns if tr else None)
+    evidence = (
+        f"on GPU {idle.device}, {before} of each {span} step ({100 * share:.0f}%) pass before "
+        "its first GPU work"
+    )
+    host = blamed(a, idle.device, "before")
+    if host is not None:
+        top = host.top()
+        evidence += f"; meanwhile the host was in {lines_text(top, ms, with_gil=True)} (sampled)"
+        numbers["host_line_ns"] = round(top[0].ns)
+        line: Node | None = Node("frame", top[0].function, top[0].file, top[0].line)
+    else:
+        line = _loader_line(a)
     return [
         Finding(
             rule="data_loader_stall",
             title="The GPU waits at the start of every step (data loading or host work before its "
             "first kernel)",
-            evidence=f"on GPU {idle.device}, {before} of each {span} step ({100 * share:.0f}%) pass before "
-            "its first GPU work",
+            evidence=evidence,
             action="load and preprocess batches in DataLoader workers (num_workers > 0, pin_memory=True, "
             "persistent_workers=True, prefetch_factor) and copy them with non_blocking=True",
             basis="up to the GPU's idle time before the first GPU work of each step, measured per step"

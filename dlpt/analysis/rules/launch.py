@@ -6,11 +6,14 @@ The GPU finishes each kernel before the host has launched the next. Replaying th
 graph launches all its kernels at once; it cannot make the kernels themselves faster. Gain per
 step: up to the GPU's measured idle time between kernels (``meta.gpu_steps``), the part of the
 step a graph replay removes. Not reported when most GPU time already comes from graph replays.
+The line is the step's call (what a graph would capture); with host samples the evidence names
+the lines the step's thread was in while the GPU idled between kernels (:mod:`dlpt.analysis.host`).
 """
 
 from __future__ import annotations
 
 from dlpt.analysis.finding import Finding
+from dlpt.analysis.host import blamed, lines_text
 from dlpt.analysis.idle import StepIdle, step_idle
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules.common import CALIBRATED_BASIS, ms, significant, where, with_traced
@@ -68,19 +71,29 @@ def launch_bound(a: Analysis) -> list[Finding]:
         numbers["traced_gain_ns"] = round(tr.between_ns)
     span = with_traced(idle.span_ns, tr.span_ns if tr else None)
     between = with_traced(idle.between_ns, tr.between_ns if tr else None)
+    evidence = (
+        f"{idle.kernels:.0f} kernels per step, {ms(idle.mean_kernel_ns)} each on average; "
+        f"on GPU {idle.device} each step spans {span}, of which the GPU works {ms(idle.busy_ns)} and "
+        f"idles {between} between kernels ({100 * share:.0f}%)"
+    )
+    line = step_line(a.root)
+    host = blamed(a, idle.device, "between")
+    if host is not None:
+        evidence += f"; meanwhile the host was in {lines_text(host.top(), ms, with_gil=True)} (sampled)"
+        if line is None:
+            top = host.top()[0]
+            line = Node("frame", top.function, top.file, top.line)
     return [
         Finding(
             rule="launch_bound",
             title="Launch-bound step: many short kernels, the GPU idle between them",
-            evidence=f"{idle.kernels:.0f} kernels per step, {ms(idle.mean_kernel_ns)} each on average; "
-            f"on GPU {idle.device} each step spans {span}, of which the GPU works {ms(idle.busy_ns)} and "
-            f"idles {between} between kernels ({100 * share:.0f}%)",
+            evidence=evidence,
             action='capture the step as a CUDA graph (torch.compile(mode="reduce-overhead"), or '
             "torch.cuda.graphs for static shapes) or fuse its small ops (torch.compile)",
             basis="up to the GPU's idle time between kernels, measured per step; a graph replay removes the "
             "launch gaps, not the kernels' own time" + (CALIBRATED_BASIS if tr is not None else ""),
             gain_ns=round(idle.between_ns),
-            **where(step_line(a.root)),
+            **where(line),
             numbers=numbers,
         )
     ]

@@ -28,6 +28,7 @@ REPORT_SCRIPTS = (
     "leaves.js",
     "source.js",
     "header.js",
+    "timeline.js",
     "app.js",
 )
 

@@ -27,6 +27,7 @@ The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.
   ``has_sources``; ``header``: see :mod:`dlpt.renderers.html.facts`.
 - ``units``: the unit steps and decimals numbers are written with, from the table the terminal
   report uses (:func:`dlpt.model.units.units_model`), so the page cannot format differently.
+- ``timeline``: the session's timeline window, or null: see :mod:`dlpt.renderers.html.timeline`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from dlpt.model.tree import Node, walk
 from dlpt.model.units import units_model
 from dlpt.renderers.html.budget import OTHER_KIND, Budget, plan
 from dlpt.renderers.html.facts import header_facts
+from dlpt.renderers.html.timeline import timeline_model
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
 
@@ -77,6 +79,9 @@ KEYS: tuple[str, ...] = (
     "mem_peak_bytes",
     "mem_alloc_bytes",
     "mem_allocs",
+    "host_ns",
+    "host_gil_ns",
+    "host_cpu_ns",
 )
 
 #: Each metric of ``dlpt.model.processors.METRICS`` as a sum of keys, which is how the page evaluates
@@ -95,6 +100,9 @@ METRIC_KEYS: dict[str, tuple[str, ...]] = {
     "mem_peak": ("mem_peak_bytes",),
     "mem_alloc": ("mem_alloc_bytes",),
     "mem_allocs": ("mem_allocs",),
+    "host": ("host_ns",),
+    "host_gil": ("host_gil_ns",),
+    "host_cpu": ("host_cpu_ns",),
 }
 
 
@@ -284,6 +292,7 @@ def build_model(
         "has_sources": bool(stored),
         "header": header,
         "units": units_model(),
+        "timeline": timeline_model(session.meta, strings),
     }
 
 

@@ -86,6 +86,9 @@
         text: "Library frames (torch, site-packages, stdlib) are folded into their callers; regenerate with --show-all to keep them." }));
     }
 
+    /* The timeline window (--timeline N), when the session holds one. */
+    if (this.raw.timeline) this.timeline = new D.Timeline(main, this.raw.timeline, this.raw.strings);
+
     /* Tabs. */
     var tabs = D.el("section", { className: "panel tabs" });
     var bar = D.el("div", { className: "tabbar", attrs: { role: "tablist" } });

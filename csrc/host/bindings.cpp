@@ -1,0 +1,161 @@
+// Every entry point is [GIL] (pybind11 holds it).
+#include "bindings.h"
+
+#include <pybind11/stl.h>
+
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../cupti/tracer.h"
+#include "host_capture.h"
+#include "idle_blame.h"
+#include "safe_memory.h"
+
+namespace py = pybind11;
+
+namespace dlpt::host {
+
+namespace {
+
+py::list cells_list(const BlameByNode& by_node) {
+  py::list out;
+  for (const auto& [node, cell] : by_node) out.append(py::make_tuple(node, cell.ns, cell.gil_ns));
+  return out;
+}
+
+py::dict stats_dict(const SamplerStats& s) {
+  py::dict d;
+  d["ticks"] = s.ticks;
+  d["samples"] = s.samples;
+  d["torn"] = s.torn;
+  d["missed"] = s.missed;
+  d["scope_retries"] = s.scope_retries;
+  d["codes_lost"] = s.codes_lost;
+  d["max_threads"] = s.max_threads;
+  d["cpu_ns"] = s.cpu_ns;
+  d["sampled_wall_ns"] = s.sampled_wall_ns;
+  return d;
+}
+
+py::object blame_dict(const HostResult& r) {
+  if (!r.blamed) return py::none();
+  const BlameTotals& b = r.blame;
+  py::dict d;
+  d["steps"] = b.steps;
+  d["gpu"] = r.gpu;
+  d["host"] = cells_list(b.host);
+  py::dict devices;
+  for (const auto& [dev, gaps] : b.devices) {
+    py::dict g;
+    for (size_t i = 0; i < kGaps; ++i) g[gap_name(static_cast<Gap>(i))] = cells_list(gaps[i]);
+    devices[py::str(std::to_string(dev))] = g;
+  }
+  d["devices"] = devices;
+  d["samples_dropped"] = b.samples_dropped;
+  d["spans_dropped"] = b.spans_dropped;
+  d["resolved_early"] = b.resolved_early;
+  d["late_spans"] = b.late_spans;
+  return d;
+}
+
+py::object timeline_dict(const HostResult& r) {
+  if (!r.timeline) return py::none();
+  py::dict d;
+  d["steps_requested"] = r.steps_requested;
+  d["steps_kept"] = r.steps_kept;
+  d["start_ns"] = r.window_start_ns;
+  d["end_ns"] = r.window_end_ns;
+  d["dropped"] = r.dropped_events;
+  py::list events;
+  std::set<uint32_t> cbids;
+  for (const Event& e : r.events) {
+    events.append(py::make_tuple(static_cast<int>(e.kind), e.start, e.end, e.track,
+                                 e.node == kNoNode ? int64_t{-1} : int64_t{e.node}, e.detail, e.corr, e.flags));
+    if (e.kind == EventKind::Api || e.kind == EventKind::Sync) cbids.insert(e.detail);
+  }
+  d["events"] = events;
+  py::dict names;
+  for (uint32_t cbid : cbids) names[py::int_(cbid)] = sync_api_name(cbid);
+  d["api_names"] = names;
+  return d;
+}
+
+py::dict result() {
+  const HostResult r = take_result();
+  py::dict d;
+  d["sampled"] = r.sampled;
+  d["hz"] = r.hz;
+  d["method"] = r.method;
+  d["stats"] = stats_dict(r.stats);
+  py::list cells;
+  for (size_t i = 0; i < r.cells.size(); ++i) {
+    const HostCell& c = r.cells[i];
+    if (c.samples) cells.append(py::make_tuple(i, c.wall_ns, c.gil_ns, c.cpu_ns, c.samples));
+  }
+  d["cells"] = cells;
+  py::list outside;
+  for (size_t i = 0; i < r.outside_cells.size(); ++i) {
+    const HostCell& c = r.outside_cells[i];
+    if (c.samples) outside.append(py::make_tuple(i, c.wall_ns, c.gil_ns, c.cpu_ns, c.samples));
+  }
+  d["cells_outside"] = outside;
+  d["blame"] = blame_dict(r);
+  d["timeline"] = timeline_dict(r);
+  return d;
+}
+
+/// Test seam: IdleBlame fed with (kind, a, b, c, d) records in order — ("mark", t, recorded),
+/// ("work", device, start, end), ("sample", t, node, weight, gil), ("settle", now) — then finished.
+py::dict blame_seam(bool gpu, const std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t, uint64_t>>& ops) {
+  IdleBlame b(gpu);
+  for (const auto& [kind, a, x, y, z] : ops) {
+    if (kind == "mark") {
+      b.mark(a, x != 0);
+    } else if (kind == "work") {
+      b.work(static_cast<uint32_t>(a), x, y);
+    } else if (kind == "sample") {
+      b.sample(a, static_cast<NodeId>(x), y, z != 0);
+    } else if (kind == "settle") {
+      b.settle(a);
+    }
+  }
+  HostResult r;
+  r.blamed = true;
+  r.gpu = gpu;
+  r.blame = b.finish();
+  return blame_dict(r).cast<py::dict>();
+}
+
+}  // namespace
+
+void register_bindings(py::module_& m) {
+  m.def(
+      "host_start",
+      [](uint32_t sample_hz, uint32_t timeline_steps, size_t timeline_events) {
+        HostOptions o;
+        o.sample_hz = sample_hz;
+        o.timeline_steps = timeline_steps;
+        o.timeline_events = timeline_events;
+        const HostStart r = start(o);
+        py::dict d;
+        d["sampling"] = r.sampling;
+        d["reason"] = r.reason.empty() ? py::object(py::none()) : py::object(py::str(r.reason));
+        d["method"] = r.method;
+        return d;
+      },
+      py::arg("sample_hz"), py::arg("timeline_steps") = 0, py::arg("timeline_events") = 500000,
+      "Starts the host sampler and the timeline window for the running session.");
+  m.def("host_stop", &stop, "Stops the sampler (before stop()).");
+  m.def("host_result", &result, "What host capture recorded (after stop()).");
+  m.def("host_running", &running);
+  py::module_ t = m.attr("_testing").cast<py::module_>();
+  t.def("idle_blame", &blame_seam);
+  t.def("safe_read_method", [] {
+    std::string why;
+    return safe_memory::init(&why) ? std::string(safe_memory::method()) : why;
+  });
+}
+
+}  // namespace dlpt::host

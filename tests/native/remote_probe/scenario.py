@@ -1,0 +1,70 @@
+"""Run by tests/native/test_remote_stack_versions.py under one interpreter, with _remote_probe
+importable: threads in known places, read from outside while they run; prints one JSON line."""
+
+import json
+import sys
+import threading
+
+import _remote_probe
+
+
+def leaf_spin(stop):
+    while not stop.is_set():
+        pass  # @spin
+
+
+def mid(stop):
+    leaf_spin(stop)  # @mid
+
+
+def numbers(stop):
+    while not stop.is_set():
+        yield 1  # @gen
+
+
+def consume(stop):
+    for _ in numbers(stop):  # @consume
+        pass
+
+
+def blocked(ev):
+    ev.wait()  # @wait
+
+
+def churn(stop):
+    while not stop.is_set():
+        t = threading.Thread(target=sum, args=(range(1000),))
+        t.start()
+        t.join()
+
+
+def main():
+    stop, ev = threading.Event(), threading.Event()
+    threads = [
+        threading.Thread(target=f, args=(a,), name=f.__name__)
+        for f, a in ((mid, stop), (consume, stop), (blocked, ev), (churn, stop))
+    ]
+    for t in threads:
+        t.start()
+    ids = {t.native_id: t.name for t in threads}
+    ids[threading.main_thread().native_id] = "main"
+    out, torn = {}, 0
+    for _ in range(200):  # reads while threads start and end all the time
+        seen, t = _remote_probe.walk(5)
+        torn += t
+        for tid, gil, frames in seen:
+            if tid not in ids:
+                continue
+            entry = out.setdefault(ids[tid], {"gil": [], "stacks": []})
+            entry["gil"].append(gil)
+            stack = [[f.rsplit("/", 1)[-1], n, ln] for f, n, ln in frames]
+            if stack not in entry["stacks"]:
+                entry["stacks"].append(stack)
+    stop.set()
+    ev.set()
+    for t in threads:
+        t.join()
+    print(json.dumps({"version": list(sys.version_info[:2]), "threads": out, "torn": torn}))
+
+
+main()
