@@ -130,7 +130,6 @@ class MemoryCapture:
     def __init__(self, core: ModuleType, track_cpu: bool) -> None:
         self._core = core
         self.track_cpu = track_cpu
-        self._restarts = 0
         self._handoff = TorchProfilerHandoff(core.memory_suspend, core.memory_resume)
         self.enabled = False
         self.reason: str | None = None
@@ -160,9 +159,6 @@ class MemoryCapture:
         schedule counted the step), unless the schedule ignored the boundary."""
         if not self.enabled or schedule.last_counted is None:
             return
-        if schedule.restarts != self._restarts:  # manual steps took over: their count starts anew
-            self._restarts = schedule.restarts
-            self._core.memory_restart_steps()
         self._core.memory_step_end(schedule.last_counted)
 
     def stop(self, run_as_step: bool) -> MemoryExport | None:

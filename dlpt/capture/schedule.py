@@ -86,10 +86,9 @@ class StepSchedule:
         self._windows = 0
         self._since_window = 0  # counted steps since the last window closed
         self._in_call = False
-        # The last boundary: whether it ended a counted step (None: ignored), and how often manual
-        # steps took over from optimizer steps (memory per step follows both).
+        # The last boundary: whether it ended a counted step (None: ignored; memory per step
+        # follows it).
         self.last_counted: bool | None = None
-        self.restarts = 0
         self.start_ns = self._last = 0
         self.counted_ns = 0  # wall time of counted steps
         self.first_counted_ns: int | None = None  # when the first counted step began
@@ -120,7 +119,12 @@ class StepSchedule:
         if source == "optimizer" and self.source == "manual":
             return
         if source == "manual" and self.source == "optimizer":
-            self._restart()  # the loop marks steps itself: count from its marks
+            # The loop marks steps itself: from here its marks end steps. The time since the
+            # optimizer step that ended this step is not a step of its own (it is outside).
+            self.source = source
+            self._end_epoch(False)
+            self._last = self._clock()
+            return
         self.source = source
         now = self._clock()
         began = began_ns if began_ns is not None else self._last
@@ -190,11 +194,6 @@ class StepSchedule:
         self.tracing = on
         self.switches += 1
         self._switched = True
-
-    def _restart(self) -> None:
-        self.restarts += 1
-        self.seen = 0
-        self.warmup = Warmup(self.warmup.skip_first)
 
     # -- what the session says ---------------------------------------------------------------
 
