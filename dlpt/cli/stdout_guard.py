@@ -60,6 +60,9 @@ def report_output(say: Callable[[str], None], what: str = "the report") -> Itera
     except SystemExit:  # rich on a broken pipe: it already sent stdout to /dev/null
         say(f"could not print {what}: stdout is closed (broken pipe)")
         _drop_stdout()
+    except BrokenPipeError:  # the reader left (``| head``): as rich says it
+        say(f"could not print {what}: stdout is closed (broken pipe)")
+        _drop_stdout()
     except OSError as e:
         say(f"could not print {what}: {e.strerror or e}")
         _drop_stdout()

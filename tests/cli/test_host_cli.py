@@ -75,6 +75,8 @@ def test_timeline_export_from_a_run_and_from_load(root: Path) -> None:
         {
             "run": Job(
                 [
+                    "--sample-hz",
+                    "1000",
                     "--skip-first",
                     "1",
                     "--timeline",
@@ -137,7 +139,7 @@ def test_bad_values_are_one_line_and_status_2(root: Path, args: list[str], says:
 
 
 def test_sigterm_stops_the_sampler_and_keeps_its_samples(root: Path) -> None:
-    p = _popen(["-m", "dlpt", "-o", "term.json", "--no-report", "loop.py"], root)
+    p = _popen(["-m", "dlpt", "--sample-hz", "1000", "-o", "term.json", "--no-report", "loop.py"], root)
     assert p.stdout is not None and p.stdout.readline() == "running\n"
     time.sleep(1.0)
     p.send_signal(signal.SIGTERM)

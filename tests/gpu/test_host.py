@@ -64,7 +64,7 @@ def test_idle_before_the_first_kernel_is_blamed_on_the_lines_that_ran() -> None:
     model = torch.nn.Linear(2048, 2048).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(256, 2048, device="cuda")
-    with dlpt.profile(skip_first=SKIP) as prof:
+    with dlpt.profile(sample_hz=1000, skip_first=SKIP) as prof:
         for _ in range(SKIP + STEPS):
             prepare()  # 4 ms asleep
             python_work(0.003)  # 3 ms in Python
@@ -85,7 +85,7 @@ def test_idle_before_the_first_kernel_is_blamed_on_the_lines_that_ran() -> None:
 
 def test_idle_between_kernels_is_blamed_on_the_host_line_between_launches() -> None:
     a = torch.randn(1024, 1024, device="cuda")
-    with dlpt.profile(skip_first=SKIP) as prof:
+    with dlpt.profile(sample_hz=1000, skip_first=SKIP) as prof:
         for _ in range(SKIP + STEPS):
             b = a @ a  # a short kernel
             torch.cuda.synchronize()
@@ -102,7 +102,7 @@ def test_the_timeline_has_a_flow_from_each_launch_to_its_kernel(tmp_path: Path) 
     model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512)).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(64, 512, device="cuda")
-    with dlpt.profile(skip_first=SKIP, timeline=3) as prof:
+    with dlpt.profile(sample_hz=1000, skip_first=SKIP, timeline=3) as prof:
         for _ in range(SKIP + 6):
             loss = model(x).square().mean()  # @forward
             loss.backward()

@@ -109,14 +109,16 @@ def test_outside_work_sits_on_the_same_nodes_in_their_o_metrics():
     C.start(False, [], True)
     run_epochs([(3, True), (5, None)])
     raw = C.stop()
+    add = under_line(raw, ops, "add", "op")  # before node_table converts the tuples in place
+    count = len(raw["nodes"])
+    outside = {n.id for n in nodes(raw) if any(n.outside)}
     table = node_table(raw["nodes"])
-    assert table.outside and len(table.nodes) == len(raw["nodes"])  # the same calling contexts
-    add = under_line(raw, ops, "add", "op")
+    assert table.outside and len(table.nodes) == count  # the same calling contexts
     node = table.nodes[add.id]
     assert node["m"]["calls"] == 3 and node["o"]["calls"] == 5
     # every node with work outside steps has it in "o", and only those
     with_o = {n["id"] for n in table.nodes if n.get("o")}
-    assert with_o == {n.id for n in nodes(raw) if any(n.outside)}
+    assert with_o == outside
 
 
 def test_gpu_records_are_filed_by_the_epoch_of_their_launch_whenever_they_arrive():

@@ -54,9 +54,9 @@ def test_a_pure_python_line_gets_its_share_of_the_step() -> None:
     """Each step spends a measured time in a Python loop that launches no op and a measured time
     asleep: both lines show with host time within 10% of what they took."""
     spun = slept = 0.0
-    with dlpt.profile(gpu=False, skip_first=1) as prof:
+    with dlpt.profile(gpu=False, sample_hz=1000, skip_first=1) as prof:
         for _ in range(7):
-            recorded = prof._window is not None and prof._window.collecting
+            recorded = prof._schedule is not None and prof._schedule.warmup.over
             t0 = time.perf_counter()
             spin(0.06)
             t1 = time.perf_counter()
@@ -95,7 +95,7 @@ def worker_wait(stop: threading.Event) -> None:
 def test_every_python_thread_is_sampled_with_its_gil_state() -> None:
     stop = threading.Event()
     threads = [threading.Thread(target=f, args=(stop,)) for f in (worker_spin, worker_wait)]
-    with dlpt.profile(gpu=False) as prof:
+    with dlpt.profile(gpu=False, sample_hz=1000) as prof:
         for t in threads:
             t.start()
         pause(0.3)
@@ -114,7 +114,7 @@ def short_lived(i: int) -> int:
 
 
 def test_threads_that_start_and_end_all_the_time_do_not_break_it() -> None:
-    with dlpt.profile(gpu=False) as prof:
+    with dlpt.profile(gpu=False, sample_hz=1000) as prof:
         end = time.perf_counter() + 0.8
         n = 0
         while time.perf_counter() < end:
@@ -135,7 +135,7 @@ def with_scope() -> None:
 
 
 def test_sampled_time_lands_under_the_scope_the_ops_land_under() -> None:
-    with dlpt.profile(gpu=False) as prof:
+    with dlpt.profile(gpu=False, sample_hz=1000) as prof:
         with_scope()
     s = prof.session
     scopes = [n for n in s.nodes if n["kind"] == "scope" and n["name"] == "prep"]
@@ -171,7 +171,7 @@ def raising(n: int) -> int:
 
 
 def test_generators_exceptions_and_deep_recursion() -> None:
-    with dlpt.profile(gpu=False) as prof:
+    with dlpt.profile(gpu=False, sample_hz=1000) as prof:
         total = sum(produce(100))  # @consume
         deep(600)
         raising(3)
@@ -195,7 +195,7 @@ def test_generators_exceptions_and_deep_recursion() -> None:
 def test_code_freed_while_sampled_is_never_touched() -> None:
     """Functions compiled at run time, run once and dropped: their code objects die while the
     sampler may hold their addresses. Nothing crashes; their time is kept or counted as lost."""
-    with dlpt.profile(gpu=False) as prof:
+    with dlpt.profile(gpu=False, sample_hz=1000) as prof:
         end = time.perf_counter() + 1.0
         i = 0
         while time.perf_counter() < end:
@@ -222,7 +222,7 @@ def test_sampling_off_and_no_samples_outside_recorded_steps() -> None:
     assert "host" not in prof.session.meta or not prof.session.meta["host"].get("sampling")
     assert not any(n["m"].get("host_ns") for n in prof.session.nodes)
     # Warm-up steps are not recorded: neither are their samples.
-    with dlpt.profile(gpu=False, skip_first=2) as prof:
+    with dlpt.profile(gpu=False, sample_hz=1000, skip_first=2) as prof:
         for i in range(3):
             spin(0.05 if i < 2 else 0.0)  # @warmup
             pause(0.05)
@@ -232,13 +232,13 @@ def test_sampling_off_and_no_samples_outside_recorded_steps() -> None:
 
 
 def test_a_forked_child_neither_crashes_nor_inherits_the_sampler() -> None:
-    with dlpt.profile(gpu=False) as prof:
+    with dlpt.profile(gpu=False, sample_hz=1000) as prof:
         spin(0.05)
         pid = os.fork()
         if pid == 0:  # the child: no sampler thread here; it may profile itself
             code = 0
             try:
-                with dlpt.profile(gpu=False) as child:
+                with dlpt.profile(gpu=False, sample_hz=1000) as child:
                     spin(0.1)
                 if not child.session.meta["host"]["samples"]:
                     code = 3

@@ -126,7 +126,9 @@ def print_to(
             trimmed = not console.is_jupyter
         else:
             trimmed = False
-        for piece in pieces(renderable, console) if pieces is not None else (renderable,):
+        # In Jupyter every print is an output cell of its own: one print, the report whole.
+        split = pieces is not None and not console.is_jupyter
+        for piece in pieces(renderable, console) if split and pieces is not None else (renderable,):
             if not trimmed:
                 console.print(piece)
                 continue
