@@ -218,14 +218,16 @@ def test_compiled_training_step_fused_kernels_on_model_lines():
 def test_reduce_overhead_replays_on_capture_lines():
     step = make_training(mode="reduce-overhead")
     # Graphs are recorded in the skipped warm-up steps; the profiled steps only replay them.
-    with dlpt.profile(skip_first=4) as prof:
+    with dlpt.profile(skip_first=4, calibrate=False) as prof:
         run_steps(step, 7)
     q = keep(prof.session, "reduce_overhead_replays_on_capture_lines")
     graphs = prof.session.meta["cuda_graphs"]
     model = [n for n in gpu_leaves(q) if q.phase_of(n["id"]) == "<cuda graph replay>"]
     assert graphs["nodes_captured"] > 0
     assert graphs["replay_gpu_ns"] > 0 and graphs["uncaptured_gpu_ns"] == 0
-    assert q.gpu_total(model) == pytest.approx(graphs["replay_gpu_ns"], rel=0.01)
+    # The replay counter covers every traced replay; the warm-up's are on the same lines, in "o".
+    outside = sum((n.get("o") or {}).get("gpu_ns", 0) for n in model)
+    assert q.gpu_total(model) + outside == pytest.approx(graphs["replay_gpu_ns"], rel=0.01)
     # Forward and backward graphs both replay, and both land on the model's lines.
     assert any(
         n["name"].startswith("triton_") and n["x"].get("graph", "").endswith("_backward") for n in model
@@ -385,7 +387,7 @@ def test_compiled_example_report_names_breaks_recompiles_and_model_lines(tmp_pat
     triton = [n for n in q.kernels(q.nodes) if n["name"].startswith("triton_")]
     model_file = os.path.join(root, "examples", "gpu_gpt.py")
     example = os.path.join(root, "examples", "compiled_gpt.py")
-    total = sum(n["m"]["gpu_ns"] for n in triton)
+    total = sum(n["m"].get("gpu_ns", 0) for n in triton)
     # The innermost user frame of each fused kernel is a model line (gpu_gpt.py's modules, or
     # LoggedGPT.forward in the example, including the part Dynamo resumes after the graph
     # break), not the training loop.

@@ -44,7 +44,7 @@ def test_known_bytes_at_the_peak_on_their_lines():
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    with dlpt.profile(memory=True) as prof:
+    with dlpt.profile(memory=True, skip_first=0, calibrate=False) as prof:  # every step counts
         held(n, steps, prof)
     q = Q(prof.session)
     assert _phase_node(q, held, "keep", "aten::empty")["m"]["mem_peak_bytes"] == n * (1 + 2 + 3)
@@ -74,7 +74,7 @@ def test_gpt_training_activation_peak_on_forward_lines_agrees_with_torch():
         step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    with dlpt.profile(memory=True) as prof:
+    with dlpt.profile(memory=True, skip_first=0, calibrate=False) as prof:  # every step counts
         for _ in range(3):
             step()
         torch.cuda.synchronize()
@@ -122,7 +122,7 @@ def test_a_real_out_of_memory_is_explained_by_line():
     chunk = 1 << 30
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
-    with dlpt.profile(memory=True) as prof:
+    with dlpt.profile(memory=True, skip_first=0, calibrate=False) as prof:  # every step counts
         n = fill(chunk)
     torch.cuda.empty_cache()
     assert n > 0
