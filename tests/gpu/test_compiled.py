@@ -397,7 +397,7 @@ def test_compiled_example_report_names_breaks_recompiles_and_model_lines(tmp_pat
     logged = next(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "LoggedGPT")
     in_model = range(logged.lineno, logged.end_lineno + 1)
     on_model = sum(
-        n["m"]["gpu_ns"]
+        n["m"].get("gpu_ns", 0)
         for n in triton
         if (f := user_frame(q, n["id"])) is not None
         and (
