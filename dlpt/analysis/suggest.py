@@ -14,7 +14,7 @@ from typing import Any
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules import RULES
-from dlpt.model.meta import int_of, obj
+from dlpt.model.processors import METRICS
 
 __all__ = ["derive", "bounded", "rank", "findings", "to_meta"]
 
@@ -28,12 +28,12 @@ def rank(found: list[Finding]) -> list[Finding]:
 def bounded(f: Finding, a: Analysis) -> Finding:
     """``f`` with its per-step gain at most the step itself: no change saves more than a whole
     step, and the step is the untraced one when the run measured it (a traced step holds dlpt's
-    own cost, which no change to the program removes), or the GPU's busy time per step when that
-    is longer."""
-    # The host's step time can undercount a step whose GPU work queues up behind it (no sync in
-    # the loop): the GPU's busy time per step bounds it from below as well.
-    busy = max((int_of(v) for v in obj(a.meta.get("gpu_busy_ns")).values()), default=0)
-    cap = max(a.step_wall_ns, busy / a.steps if a.steps > 0 else 0)
+    own cost, which no change to the program removes), or the GPU time of the work a step
+    launched when that is longer."""
+    # The host's step time undercounts a step whose GPU work queues up behind it (no sync in the
+    # loop): the GPU time of the work each step launched bounds the step from below as well.
+    gpu = METRICS["gpu"](a.totals)
+    cap = max(a.step_wall_ns, gpu / a.steps if a.steps > 0 else 0)
     if not f.per_step or a.steps <= 0 or cap <= 0 or f.gain_ns <= cap:
         return f
     what = "untraced step" if a.untraced_step is not None else "step"
