@@ -14,8 +14,8 @@
 #include "../clock.h"
 #include "../context/child_cache.h"
 #include "../context/thread_state.h"
-#include "tracer_state.h"
 #include "../host/host_capture.h"
+#include "tracer_state.h"
 
 namespace dlpt {
 
