@@ -25,6 +25,16 @@ py::list cells_list(const BlameByNode& by_node) {
   return out;
 }
 
+/// (node id, wall ns, GIL ns, CPU ns, samples) of every sampled node.
+py::list sampled_cells(const std::vector<HostCell>& cells) {
+  py::list out;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const HostCell& c = cells[i];
+    if (c.samples) out.append(py::make_tuple(i, c.wall_ns, c.gil_ns, c.cpu_ns, c.samples));
+  }
+  return out;
+}
+
 py::dict stats_dict(const SamplerStats& s) {
   py::dict d;
   d["ticks"] = s.ticks;
@@ -89,18 +99,8 @@ py::dict result() {
   d["hz"] = r.hz;
   d["method"] = r.method;
   d["stats"] = stats_dict(r.stats);
-  py::list cells;
-  for (size_t i = 0; i < r.cells.size(); ++i) {
-    const HostCell& c = r.cells[i];
-    if (c.samples) cells.append(py::make_tuple(i, c.wall_ns, c.gil_ns, c.cpu_ns, c.samples));
-  }
-  d["cells"] = cells;
-  py::list outside;
-  for (size_t i = 0; i < r.outside_cells.size(); ++i) {
-    const HostCell& c = r.outside_cells[i];
-    if (c.samples) outside.append(py::make_tuple(i, c.wall_ns, c.gil_ns, c.cpu_ns, c.samples));
-  }
-  d["cells_outside"] = outside;
+  d["cells"] = sampled_cells(r.cells);
+  d["cells_outside"] = sampled_cells(r.outside_cells);
   d["blame"] = blame_dict(r);
   d["timeline"] = timeline_dict(r);
   return d;
