@@ -9,7 +9,7 @@ cell (the ``%%dlpt`` magic runs a cell's body under a file of its own, with the 
 numbers): their lines merge, the text of the files named in ``prefer`` winning.
 
 IPython is never imported here: only a shell the program already runs is asked. What is used
-of it, checked against IPython 8.12.3 (terminal) and ipykernel 7.4.0 (Jupyter):
+of it, checked against IPython 8.12.3 and 9.18.1 (terminal) and ipykernel 7.4.0 (Jupyter):
 ``IPython.get_ipython()`` and the shell's compiler's ``format_code_name(file)``, which returns
 ``("Cell", "In[3]")`` for a cell's file (IPython >= 8.0; the names of its tracebacks). Anything
 else there (another IPython, a shell without that compiler) leaves the names as they are.
@@ -25,7 +25,7 @@ from typing import Any
 
 from dlpt.model.session import Session
 
-__all__ = ["cell_labels", "name_cells"]
+__all__ = ["cell_labels", "cell_number", "name_cells"]
 
 _log = logging.getLogger(__name__)
 _CELL = re.compile(r"In\s*\[(\d+)\]")
@@ -52,6 +52,12 @@ def cell_labels(files: Iterable[str]) -> dict[str, str]:
     except Exception:  # noqa: BLE001 - a shell we do not know: names stay as IPython made them
         _log.debug("could not name notebook cells", exc_info=True)
         return {}
+
+
+def cell_number(file: str) -> int | None:
+    """N for ``file`` if it is cell ``In [N]`` of the running IPython shell, else None."""
+    label = cell_labels([file]).get(file)
+    return int(label[len("In [") : -1]) if label else None
 
 
 def name_cells(session: Session, prefer: Iterable[str] = ()) -> None:

@@ -26,7 +26,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from dlpt.api import finish_session
-from dlpt.capture.cells import cell_labels, name_cells
+from dlpt.capture.cells import cell_labels, cell_number, name_cells
 from dlpt.capture.profiler import Profile
 from dlpt.capture.step_on import instrument_main
 from dlpt.cli.outputs import check_writable
@@ -74,12 +74,19 @@ def _outer_cell(stack: list[tuple[str, int]]) -> tuple[str, int] | None:
     return next(((f, line) for f, line in reversed(stack) if f in labels), None)
 
 
+def _cell_number(shell: Any, outer: tuple[str, int] | None) -> int:
+    """The number of the running cell: that of the cell file calling the magic (IPython names it
+    by the cell's number), else the shell's count, which IPython 8 raises after a cell ran and
+    IPython 9 before it runs (so there it is one ahead)."""
+    number = cell_number(outer[0]) if outer is not None else None
+    return number if number is not None else int(getattr(shell, "execution_count", 0) or 0)
+
+
 def _compile(
-    shell: Any, text: str, shown: list[str], first_line: int, step_on: str | None
+    shell: Any, text: str, shown: list[str], first_line: int, step_on: str | None, number: int
 ) -> tuple[str, CodeType, CodeType | None]:
-    """Compile ``text`` (IPython syntax) as lines ``first_line``... of a cell whose lines are
-    ``shown``: (its file, the code, the last expression, whose value is displayed, or None)."""
-    number = int(getattr(shell, "execution_count", 0) or 0)
+    """Compile ``text`` (IPython syntax) as lines ``first_line``... of cell ``number``, whose lines
+    are ``shown``: (its file, the code, the last expression, whose value is displayed, or None)."""
     source = "".join(line if line.endswith("\n") else line + "\n" for line in shown)
     file = shell.compile.cache(source, number, raw_code=source)  # linecache + the cell's name
     python = shell.transform_cell(text)
@@ -127,7 +134,7 @@ def run_profiled(
     __tracebackhide__ = True  # IPython leaves dlpt's frames out of the cell's traceback
     _check_outputs(opts)
     outer = _outer_cell(stack)
-    file, code, last = _compile(shell, text, shown, first_line, opts.step_on)
+    file, code, last = _compile(shell, text, shown, first_line, opts.step_on, _cell_number(shell, outer))
     prof = Profile(
         skip_first=opts.skip_first,
         active=opts.active,
