@@ -136,6 +136,53 @@ def test_checkpointing_is_suggested_at_the_innermost_module_call_with_the_bytes(
     assert activation_checkpointing(analyze(Session.from_dict(_session(act=MIB)))) == []
 
 
+def _nested(mlp: int, attn: int) -> dict[str, Any]:
+    """A GPT's nesting: train.py:30 calls Net.forward, whose line 21 (``x = block(x)``) calls
+    Block.forward, whose line 11 calls MLP (``mlp`` bytes at the peak) and line 12 Attention
+    (``attn``); Net.forward:22 (the head) holds 4 MiB outside the blocks."""
+    b = S.Builder(steps=STEPS)
+    top = b.frame(0, TRAIN, 30, "<module>")
+    blocks = b.frame(top, MODEL, 21, "Net.forward")
+    for line, module, nbytes in ((11, "MLP", mlp), (12, "Attention", attn)):
+        inner = b.frame(b.frame(blocks, MODEL, line, "Block.forward"), MODEL, 40 + line, f"{module}.forward")
+        op = b.op(inner, "aten::linear")
+        b.add(op, "phase", "<forward>", mem_peak_bytes=nbytes, mem_alloc_bytes=nbytes, mem_allocs=1)
+        b.op(b.phase(op, "<backward>"), "AddmmBackward0")
+    head = b.op(b.frame(b.frame(top, MODEL, 22, "Net.forward"), MODEL, 50, "Head.forward"), "aten::linear")
+    b.add(head, "phase", "<forward>", mem_peak_bytes=4 * MIB, mem_alloc_bytes=4 * MIB, mem_allocs=1)
+    b.op(b.phase(head, "<backward>"), "AddmmBackward0")
+    peak = mlp + attn + 4 * MIB + 12 * MIB
+    step = {"peak_allocated": peak, "reserved_at_peak": peak, "peak_reserved": peak, "traced_at_peak": peak}
+    memory = {
+        "enabled": True,
+        "reason": None,
+        "tracks_cpu": False,
+        "devices": {"cuda:0": {"allocated": 12 * MIB, "reserved": 64 * MIB, "steps": [step] * STEPS}},
+        "events": 100,
+        "missed_frees": 0,
+    }
+    return b.session({"steps": {"profiled": STEPS, "seen": STEPS, "source": "optimizer"}, "memory": memory})
+
+
+@pytest.mark.parametrize(
+    ("mlp", "attn", "where"),
+    [
+        # The blocks hold 20 of the model call's 24 MiB: the model call gives way to them; their
+        # MLP holds 60% of a block's bytes: the block is not split.
+        (12 * MIB, 8 * MIB, (21, "Net.forward", "Block")),
+        # The MLP holds 80% of the block: checkpointing it alone is the finer, nearly as large cut.
+        (16 * MIB, 4 * MIB, (11, "Block.forward", "MLP")),
+    ],
+)
+def test_nested_module_calls_give_way_to_the_ones_beneath_only_when_those_hold_most(
+    mlp: int, attn: int, where: tuple[int, str, str]
+) -> None:
+    found = activation_checkpointing(analyze(Session.from_dict(_nested(mlp, attn))))
+    line, function, module = where
+    assert [(f.line, f.function) for f in found] == [(line, function)]
+    assert found[0].title.startswith(f"activations of {module} hold ")
+
+
 def test_with_a_failure_the_suggestion_rests_on_what_was_live_then():
     (f,) = activation_checkpointing(analyze(Session.from_dict(_session(oom=True))))
     assert f.numbers["freed_bytes"] == 24 * MIB + 5 * MIB // 2 and not f.per_step

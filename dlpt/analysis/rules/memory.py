@@ -5,8 +5,11 @@ Evidence (``--memory``): the bytes that the forward ops beneath a line calling a
 (``x = block(x)``: a frame whose callee is a ``forward``) allocated and that were still live at
 the step's peak, i.e. activations saved for backward, held on their forward lines. With an
 allocation failure, the bytes live at the failure instead. A line is suggested when those bytes
-are at least a quarter of the peak allocated (of the allocated total at the failure) and 1 MiB,
-innermost first: a model call holding its blocks' activations is not suggested over the blocks.
+are at least a quarter of the peak allocated (of the allocated total at the failure) and 1 MiB.
+Of nested lines, the outer one is suggested unless the lines beneath it hold most of its bytes
+(two thirds): the model call (``logits = model(x)``) gives way to its blocks (``x = block(x)``,
+80% of it in a GPT), but a block is not split into its MLP (60% of it) and the rest, since
+checkpointing the whole block frees more for the same recomputation.
 
 Gain: up to those bytes off the peak. Checkpointing keeps the module's inputs and recomputes its
 forward during backward, so the saving is at most this and the step pays about the module's
@@ -26,6 +29,7 @@ __all__ = ["activation_checkpointing", "MIN_SHARE", "MIN_BYTES"]
 
 MIN_SHARE = 0.25
 MIN_BYTES = 1 << 20
+INNER_SHARE = 2 / 3  # of an outer line's bytes that the candidate lines beneath it must hold to replace it
 _MAX_FINDINGS = 2
 
 
@@ -65,6 +69,27 @@ def _forward_bytes(a: Analysis, key: str) -> dict[int, tuple[Node, float, float]
     return out
 
 
+Candidate = tuple[Node, float, float]  # (line's frame node, bytes per step, forward time per step)
+
+
+def _chosen(cands: list[Candidate]) -> list[Candidate]:
+    """Of nested candidates, the outermost, unless the candidates directly beneath it hold
+    INNER_SHARE of its bytes: then those, chosen the same way."""
+
+    def beneath(c: Candidate) -> list[Candidate]:
+        below = [o for o in cands if o[0] is not c[0] and _above(c[0], o[0])]
+        return [o for o in below if not any(m is not o and _above(m[0], o[0]) for m in below)]
+
+    def pick(c: Candidate) -> list[Candidate]:
+        direct = beneath(c)
+        if direct and sum(o[1] for o in direct) >= INNER_SHARE * c[1]:
+            return [x for o in direct for x in pick(o)]
+        return [c]
+
+    outermost = [c for c in cands if not any(o[0] is not c[0] and _above(o[0], c[0]) for o in cands)]
+    return [x for c in outermost for x in pick(c)]
+
+
 def activation_checkpointing(a: Analysis) -> list[Finding]:
     if not has_memory(a.meta):
         return []
@@ -84,12 +109,8 @@ def activation_checkpointing(a: Analysis) -> list[Finding]:
         for i, (node, b, t) in fwd.items()
         if b / per >= max(MIN_BYTES, MIN_SHARE * reference) and _callee(node) is not None
     }
-    # Innermost: a candidate with a candidate beneath it (the model call over its blocks) goes.
-    inner = [
-        c for c in cands.values() if not any(o[0] is not c[0] and _above(c[0], o[0]) for o in cands.values())
-    ]
     out = []
-    for node, nbytes, t in sorted(inner, key=lambda x: -x[1])[:_MAX_FINDINGS]:
+    for node, nbytes, t in sorted(_chosen(list(cands.values())), key=lambda x: -x[1])[:_MAX_FINDINGS]:
         module = _callee(node) or "the module"
         share = 100 * nbytes / reference
         cost = f" (its forward took {ms(t)} {per_step_text(a)})" if t else ""
