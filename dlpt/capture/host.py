@@ -34,9 +34,10 @@ __all__ = [
 ]
 
 # Off by default and refused unless DLPT_EXPERIMENTAL_SAMPLER=1: on an H100 a Hugging Face
-# generate loop sampled at 1-5 kHz crashed (SIGSEGV in the core's stop) in 2 of 7 runs at 1 kHz
-# and 3 of 5 at 5 kHz; without the sampler 0 of 12 (CHANGELOG, issue 22). Until that is found,
-# a profiler that may crash the program is not something to turn on for the user.
+# generate loop sampled at 1-5 kHz crashes (SIGSEGV in the core's stop, in the export's
+# CodeRegistry::describe) in a third to two thirds of runs; without the sampler 0 of 12
+# (CHANGELOG "Known problems", issue 22). Until that is found, a profiler that may crash the
+# program is not something to turn on for the user.
 DEFAULT_SAMPLE_HZ = 0
 EXPERIMENTAL_ENV = "DLPT_EXPERIMENTAL_SAMPLER"
 MAX_SAMPLE_HZ = 10_000  # a period of 100 µs: the cost of one tick is tens of µs on slow hosts
