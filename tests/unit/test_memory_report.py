@@ -1,7 +1,8 @@
 """Memory in the reports, from synthetic sessions with known bytes: the header's peak per device
 (reserved, cached, untraced), the lines held at the peak with their forward share, the
-allocation failure leading the header, the activation-checkpointing suggestion at the innermost
-module call, the ``mem_*`` metrics in the tree, ``dlpt diff``, the HTML model and the schema."""
+allocation failure leading the header, the activation-checkpointing suggestion at the module call
+that holds the activations, the ``mem_*`` metrics in the tree, ``dlpt diff``, the HTML model and
+the schema."""
 
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ def test_allocation_failure_leads_the_header_with_what_was_live():
     assert lines[3].startswith("out of memory on cuda:0 at train.py:31")
 
 
-def test_checkpointing_is_suggested_at_the_innermost_module_call_with_the_bytes():
+def test_checkpointing_is_suggested_at_the_blocks_call_not_the_model_call_with_the_bytes():
     a = analyze(Session.from_dict(_session()))
     (f,) = activation_checkpointing(a)
     assert (f.file, f.line, f.function) == (MODEL, 21, "Net.forward")
