@@ -1,5 +1,8 @@
 #include "code_registry.h"
 
+#include "../host/remote_stack.h"
+#include "../host/safe_memory.h"
+
 namespace dlpt {
 
 namespace {
@@ -26,7 +29,7 @@ void CodeRegistry::note(PyObject* code) {
   auto* co = reinterpret_cast<PyCodeObject*>(code);
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] =
-      codes_.try_emplace(code, Entry{State::Pending, {co->co_filename, co->co_name, co->co_firstlineno}});
+      codes_.try_emplace(code, Entry{State::Pending, {co->co_filename, co->co_name, co->co_firstlineno, Py_SIZE(co)}});
   if (!inserted) return;
   if (PyGILState_Check()) {
     Py_INCREF(code);
@@ -40,10 +43,7 @@ void CodeRegistry::drain() {
   std::lock_guard<std::mutex> lock(mu_);
   for (PyObject* code : pending_) {
     Entry& e = codes_[code];
-    auto* co = reinterpret_cast<PyCodeObject*>(code);
-    // Same object still there? (type, file and name objects, first line all unchanged)
-    if (Py_TYPE(code) == &PyCode_Type && Py_REFCNT(code) > 0 && co->co_filename == e.snap.filename &&
-        co->co_name == e.snap.name && co->co_firstlineno == e.snap.firstlineno) {
+    if (still_the_same(code, e.snap)) {
       Py_INCREF(code);
       e.state = State::Owned;
     } else {
@@ -51,6 +51,27 @@ void CodeRegistry::drain() {
     }
   }
   pending_.clear();
+}
+
+bool CodeRegistry::still_the_same(PyObject* code, const Snapshot& snap) {
+  // The same object still there: a code object (a plausible reference count, its type), with the
+  // file and name objects, first line and length it had. Read fault-safely: its memory may have
+  // been freed, even handed back to the system.
+  if (!host::safe_memory::init(nullptr)) {
+    // No fault-safe reads in this process (a seccomp filter refusing both ways): plain reads, as
+    // the object's memory is most likely still mapped, with the same checks.
+    auto* co = reinterpret_cast<PyCodeObject*>(code);
+    const Py_ssize_t refcnt = Py_REFCNT(code);
+    return Py_TYPE(code) == &PyCode_Type && refcnt >= 1 && refcnt < host::kMaxPlausibleRefcnt &&
+           co->co_filename == snap.filename && co->co_name == snap.name && co->co_firstlineno == snap.firstlineno &&
+           Py_SIZE(co) == snap.units;
+  }
+  host::CodeInfo info;
+  info.filename = snap.filename;
+  info.name = snap.name;
+  info.firstlineno = snap.firstlineno;
+  info.units = static_cast<uint32_t>(snap.units);
+  return host::code_still_valid(code, info);
 }
 
 int CodeRegistry::line_of(PyObject* code, LineTable& t, int lasti) {

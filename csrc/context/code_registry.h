@@ -5,7 +5,11 @@
 // taken at once; otherwise the object is queued and referenced at the next drain (every training
 // step and at stop), after checking it is still the same code object. A code object is only freed
 // when its function or module is deleted, which between two steps is rare; if it happens, its
-// frames show as "<code freed during profiling>" instead of a wrong line.
+// frames show as "<code freed during profiling>" instead of a wrong line. That check reads the
+// object fault-safely and wants a plausible reference count (host/remote_stack.h, as the
+// sampler's): a freed block keeps its type and fields under pymalloc, with the free-list link
+// where the reference count was, so "type is code, refcount > 0" took freed memory for the
+// object and Py_INCREF wrote into the allocator's free list (tests/native/test_freed_code.py).
 //
 // Lines are looked up at stop, once per frame node, through one line table per code object,
 // built on its first lookup (co_lines(), read once) and binary-searched: O(log n) per node.
@@ -52,7 +56,10 @@ class CodeRegistry {
     PyObject* filename;
     PyObject* name;
     int firstlineno;
+    Py_ssize_t units;  // code units (ob_size)
   };
+  /// [GIL] Whether `code` is still the object `snap` was taken of.
+  static bool still_the_same(PyObject* code, const Snapshot& snap);
   enum class State { Pending, Owned, Lost };
   /// Where each line starts: the address ranges of co_lines(), as their start offsets and lines
   /// (-1: no line), sorted by offset; ends_[i] is where range i ends.

@@ -19,9 +19,6 @@ constexpr size_t kChunkCopy = 64 * 1024;
 constexpr size_t kMaxLinks = 4 * kMaxPythonFrames;
 /// Header bytes of a code object read to validate it: everything before its bytecode.
 constexpr size_t kCodeHeader = offsetof(PyCodeObject, co_code_adaptive);
-/// Reference counts of live objects stay below this; a freed block's first word holds 0 or an
-/// allocator's pointer (pymalloc's free list, glibc's bins: user-space addresses above 2**40).
-constexpr Py_ssize_t kMaxPlausibleRefcnt = Py_ssize_t{1} << 40;
 
 bool aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & (alignof(void*) - 1)) == 0; }
 

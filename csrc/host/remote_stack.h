@@ -76,6 +76,10 @@ class RemoteStackReader {
   std::unordered_map<PyObject*, CodeInfo> codes_;
 };
 
+/// Reference counts of live objects stay below this; a freed block's first word holds 0 or an
+/// allocator's pointer (pymalloc's free list, glibc's bins: user-space addresses above 2**40).
+constexpr Py_ssize_t kMaxPlausibleRefcnt = Py_ssize_t{1} << 40;
+
 /// [MT] Whether a code object read at `code` with this header still looks alive and the same:
 /// type, a plausible reference count (a freed block's first word is 0 or an allocator pointer)
 /// and the snapshot's file, name and first line. Reads through safe_memory only.
