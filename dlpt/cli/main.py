@@ -35,6 +35,7 @@ from dlpt.cli.launch import LaunchError, exit_status, install, resolve, run_prog
 from dlpt.cli.loads import check_one_job
 from dlpt.cli.open_report import open_report
 from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
+from dlpt.cli.report_target import render_kwargs
 from dlpt.cli.signals import Interrupted, Signals
 from dlpt.cli.status_line import StatusLine
 from dlpt.cli.stdout_guard import program_output_flushed, report_output, say_line
@@ -421,7 +422,7 @@ def _report(
             # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
             guard = report_output(_say) if where.get("file") is None else contextlib.nullcontext()
             with signals.interruptible(), guard:
-                prof.print(**_render_kwargs(opts), **where)
+                prof.print(**render_kwargs(opts), **where)
         except Interrupted as e:
             _say(
                 f"report interrupted ({e}); the profile was saved"
@@ -441,7 +442,7 @@ def _report(
                     prof.session,
                     opts.rank_timeout,
                     _inform,
-                    _render_kwargs(opts),
+                    render_kwargs(opts),
                     where,
                 )
         except Interrupted as e:
@@ -450,18 +451,6 @@ def _report(
             _say(f"could not render the report across ranks: {type(e).__name__}: {e}")
             ok = False
     return ok
-
-
-def _render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
-    return dict(
-        view=opts.view,
-        metric=opts.metric,
-        threshold=opts.threshold / 100.0,
-        depth=opts.depth,
-        show_all=opts.show_all,
-        ascii=opts.ascii,
-        peak_tflops=opts.peak_tflops,
-    )
 
 
 _prefix = ["dlpt"]  # "dlpt[rank 3]" on ranks other than 0 (set once the rank is known)
@@ -572,7 +561,7 @@ def _load(opts: argparse.Namespace) -> int:
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
-    if not opts.no_report and not _print_loaded(opts, print_report, session, **_render_kwargs(opts)):
+    if not opts.no_report and not _print_loaded(opts, print_report, session, **render_kwargs(opts)):
         return EXIT_USAGE
     say = _say_failures if opts.quiet else _say
     ok = outputs.write_all(
@@ -598,7 +587,7 @@ def _load_ranks(opts: argparse.Namespace) -> int:
         return EXIT_USAGE
     if opts.no_report:
         return 0
-    kw = _render_kwargs(opts)
+    kw = render_kwargs(opts)
     return (
         0
         if _print_loaded(

@@ -23,7 +23,15 @@ from dlpt.errors import UnsafeFileError, UsageError
 from dlpt.model.safe_files import atomic_text_writer, check_output_path
 from dlpt.renderers.terminal.output import MAX_WIDTH
 
-__all__ = ["MIN_WIDTH_OPTION", "ReportTarget", "add_arguments", "check", "from_options", "print_with"]
+__all__ = [
+    "MIN_WIDTH_OPTION",
+    "ReportTarget",
+    "add_arguments",
+    "check",
+    "from_options",
+    "print_with",
+    "render_kwargs",
+]
 
 #: The narrowest ``--width``: below it the value columns leave no room for the line names.
 MIN_WIDTH_OPTION = 40
@@ -104,6 +112,21 @@ def check(path: str, force: bool = False, protected: Mapping[str, str] | None = 
         check_output_path(path, WHAT, force=force, protected=protected)
     except UnsafeFileError as e:
         raise UsageError(f"--report-file {path}: {e}") from None
+
+
+def render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
+    """The text report's keyword arguments from its options (``--view``, ``--metric``,
+    ``--threshold`` PCT, ``--depth``, ``--all``, ``--ascii``, ``--peak-tflops``): the command
+    line's and the notebook magic's, which parse the same names."""
+    return dict(
+        view=opts.view,
+        metric=opts.metric,
+        threshold=opts.threshold / 100.0,
+        depth=opts.depth,
+        show_all=opts.show_all,
+        ascii=opts.ascii,
+        peak_tflops=opts.peak_tflops,
+    )
 
 
 def print_with(target: ReportTarget, printer: Any, *args: Any, **kwargs: Any) -> None:

@@ -30,6 +30,7 @@ from dlpt.capture.cells import cell_labels, cell_number, name_cells
 from dlpt.capture.profiler import Profile
 from dlpt.capture.step_on import instrument_main
 from dlpt.cli.outputs import check_writable
+from dlpt.cli.report_target import render_kwargs
 from dlpt.cli.status_line import StatusLine
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.session import Session
@@ -168,16 +169,7 @@ def run_profiled(
     if not opts.no_report:
         from dlpt.renderers.terminal.report import print_report
 
-        print_report(
-            session,
-            view=opts.view,
-            metric=opts.metric,
-            threshold=opts.threshold / 100.0,
-            depth=opts.depth,
-            show_all=opts.show_all,
-            ascii=opts.ascii,
-            peak_tflops=opts.peak_tflops,
-        )
+        print_report(session, **render_kwargs(opts))
     if opts.inline_html:
         from IPython.display import HTML, display
 
