@@ -165,9 +165,11 @@ def self_cost(meta: Mapping[str, Any], units: Units) -> list[Fact]:
     wall = wall_ns(meta)
     if not own or not wall:
         return []
-    per = " per step" if units.steps else ""
+    # In all, not per step: the callbacks also ran in the recorded time outside the steps (set-up,
+    # warm-up), which a per-step figure beside a share of the whole wall time misstated.
+    took, of = units.time(own, per_step=False), units.time(wall, per_step=False)
     value = (
-        f"dlpt's own callbacks took {units.time(own)}{per} ({100 * own / wall:.1f}% of the wall time); "
+        f"dlpt's own callbacks took {took} in all ({100 * own / wall:.1f}% of the {of} wall time); "
         "torch's op hooks and CUPTI add more (README: Overhead)"
     )
     return [Fact("cost", f"profiling: {value}", "dim", "profiling", value)]
