@@ -226,6 +226,7 @@ PYBIND11_MODULE(_C, m) {
   t.def("op_name_ids", &dlpt::testing::op_name_ids);
   t.def("counter_fields", &dlpt::counter_fields);
   t.def("line_lookup_cost", &dlpt::testing::line_lookup_cost);
+  t.def("remote_frames", &dlpt::testing::remote_frames, py::arg("chunk_bytes"), py::arg("top"));
   t.def("launch", &dlpt::testing::launch, py::arg("corr"));
   t.def("api_call", &dlpt::testing::api_call, py::arg("corr"), py::arg("enter"));
   t.def("kernel_record", &dlpt::testing::kernel_record, py::arg("corr"), py::arg("start"), py::arg("end"),

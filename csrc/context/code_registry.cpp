@@ -119,6 +119,15 @@ bool CodeRegistry::describe(PyObject* code, int lasti, std::string* file, std::s
     std::lock_guard<std::mutex> lock(mu_);
     auto it = codes_.find(code);
     if (it == codes_.end() || it->second.state != State::Owned) return false;
+    // A reference of ours keeps the object alive, so this check cannot fail unless something
+    // broke that promise; if it does, the frame is named lost and the reference is never
+    // dropped, rather than read or written through memory that is no longer the object (a
+    // freed block's header is the allocator's: one GPU run crashed here, in 1 of 26, before the
+    // sampler's wrap-around fix; not seen since). One fault-safe read per code object at stop.
+    if (!still_the_same(code, it->second.snap)) {
+      it->second.state = State::Lost;
+      return false;
+    }
     // Entries are never erased before release_all: the table stays put (and only the GIL
     // holder, us, reads or builds it).
     table = &it->second.lines;
@@ -136,7 +145,8 @@ CodeRegistry::LookupCost CodeRegistry::lookup_cost() { return g_cost; }
 void CodeRegistry::release_all() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [code, e] : codes_) {
-    if (e.state == State::Owned) Py_DECREF(code);
+    // The same check as describe's: a reference is dropped only on the object it was taken on.
+    if (e.state == State::Owned && still_the_same(code, e.snap)) Py_DECREF(code);
   }
   codes_.clear();
   pending_.clear();

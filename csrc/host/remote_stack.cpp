@@ -109,9 +109,14 @@ Walk RemoteStackReader::frames(const RemoteThread& t, RawFrame* out, size_t max,
   for (size_t links = 0; f != nullptr && n < max; ++links) {
     if (links == kMaxLinks || !aligned(f)) return Walk::Torn;
     InterpFrame copy;
-    const char* at = reinterpret_cast<const char*>(f);
-    if (base != nullptr && at >= base && at + sizeof(InterpFrame) <= base + copied) {
-      std::memcpy(static_cast<void*>(&copy), chunk_copy_.data() + (at - base), sizeof(InterpFrame));
+    // Whether the frame lies in the copied part of the chunk, as integers: `f` may be any
+    // value a torn read produced, and pointer arithmetic on it can wrap (a link near the top of
+    // the address space passed `at + size <= end` and the copy then read far outside the
+    // buffer: the sampler's crash of issue 22).
+    const uintptr_t at = reinterpret_cast<uintptr_t>(f);
+    const uintptr_t from = reinterpret_cast<uintptr_t>(base);
+    if (base != nullptr && at >= from && at - from <= copied && copied - (at - from) >= sizeof(InterpFrame)) {
+      std::memcpy(static_cast<void*>(&copy), chunk_copy_.data() + (at - from), sizeof(InterpFrame));
     } else if (!safe_memory::read(f, &copy, sizeof(copy))) {
       return Walk::Torn;
     }

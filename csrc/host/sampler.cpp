@@ -68,10 +68,13 @@ bool Sampler::start(Session& s, uint32_t hz, IdleBlame* blame, Timeline* timelin
   hz_ = hz;
   period_ns_ = std::max<uint64_t>(1'000'000'000ull / hz, 10'000);
   stop_requested_ = false;
-  // The thread blocks every signal: a process-directed signal (Ctrl-C, SIGTERM) must reach a
-  // Python thread, whose blocking call it interrupts, not this one.
+  // The thread blocks every asynchronous signal: a process-directed signal (Ctrl-C, SIGTERM)
+  // must reach a Python thread, whose blocking call it interrupts, not this one. Faults stay
+  // unblocked: the kernel kills a thread that faults with them blocked without running any
+  // handler, so faulthandler (or a debugger's) could not say where.
   sigset_t all, old;
   sigfillset(&all);
+  for (const int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP}) sigdelset(&all, fault);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   try {
     thread_ = std::make_unique<std::thread>([this] { run(); });

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 
 #include "../cct/busy.h"
@@ -14,6 +15,8 @@
 #include "../context/code_registry.h"
 #include "../context/op_names.h"
 #include "../cupti/tracer.h"
+#include "../host/remote_stack.h"
+#include "../host/safe_memory.h"
 
 namespace dlpt::testing {
 
@@ -178,6 +181,22 @@ std::vector<uint32_t> op_name_ids(const std::vector<std::pair<int, std::string>>
 std::tuple<uint64_t, uint64_t, uint64_t> line_lookup_cost() {
   const CodeRegistry::LookupCost c = CodeRegistry::lookup_cost();
   return {c.lookups, c.entries_read, c.search_steps};
+}
+
+std::pair<bool, uint64_t> remote_frames(uint64_t chunk_bytes, uint64_t top) {
+  if (!host::safe_memory::init(nullptr)) throw std::runtime_error("no fault-safe reads here");
+  std::vector<char> chunk(chunk_bytes, 0);
+  host::RemoteThread t;
+  t.tid = 1;
+  t.top = reinterpret_cast<const void*>(top);
+  t.chunk = chunk.data();
+  t.chunk_end = chunk.data() + chunk.size();
+  host::RemoteStackReader reader;
+  RawFrame raw[kMaxPythonFrames];
+  size_t n = 0;
+  std::vector<PyObject*> fresh;
+  const bool torn = reader.frames(t, raw, kMaxPythonFrames, &n, &fresh) == host::Walk::Torn;
+  return {torn, n};
 }
 
 bool launch(uint32_t corr) {

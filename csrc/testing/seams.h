@@ -32,6 +32,11 @@ busy_epochs(const std::vector<bool>& classes, bool last_counted,
             const std::vector<std::pair<uint64_t, uint32_t>>& marks,
             const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
 
+/// The sampler's frame reader on a synthetic thread: its frame-stack chunk a real buffer of
+/// `chunk_bytes` zeros, its innermost frame link `top` (any value a torn read could produce).
+/// Returns (torn, frames read).
+std::pair<bool, uint64_t> remote_frames(uint64_t chunk_bytes, uint64_t top);
+
 /// EpochMetrics under contention: `threads` native threads each add 1 to one node's `calls` and
 /// `gpu_ns` `adds` times (at most 64 per epoch each), while this thread ends epochs (alternately
 /// counted and not) until they are done; then everything is folded. Returns (calls counted,
