@@ -91,8 +91,13 @@ def test_timeline_export_from_a_run_and_from_load(root: Path) -> None:
                 root,
             ),
             "off": Job(["--sample-hz", "0", "-o", "off.json", "--no-report", "steps.py"], root),
+            "default": Job(["-o", "default.json", "steps.py"], root),
         }
     )
+    default = results["default"]
+    assert default.rc == 0, default.err
+    assert "host per step (sampled at 1,000 Hz)" in default.out, "the sampler is on by default, at 1 kHz"
+    assert Session.load(root / "default.json").meta["host"]["sampling"] is True
     r = results["run"]
     assert r.rc == 0, r.err
     assert "wrote perfetto export to t.json" in r.err
