@@ -99,7 +99,9 @@ def scoped(x):
 def test_record_function_inside_an_op_under_a_scope_keeps_the_scope_stack():
     x = torch.randn(4)
     for nested in (False, True):
-        with dlpt.profile(gpu=False, nested_ops=nested) as prof:
+        # The op path's scopes, so no host sampler: a sample taken as a scope closes can land on
+        # the line outside it (CHANGELOG "Known problems"); CI's 2-core machine caught one.
+        with dlpt.profile(gpu=False, nested_ops=nested, sample_hz=0) as prof:
             for _ in range(4):
                 scoped(x)
         q = Q(prof.session)
