@@ -129,7 +129,9 @@ def recorded(a):
 
 def test_scopes_add_named_nodes_above_their_lines():
     a = torch.randn(16)
-    with dlpt.profile() as prof:
+    # The op path's scopes: no host sampler (a sample can land outside its scope, CHANGELOG
+    # "Known problems").
+    with dlpt.profile(sample_hz=0) as prof:
         scoped(a)
         decorated(a)
         recorded(a)
