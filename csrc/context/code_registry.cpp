@@ -118,16 +118,7 @@ bool CodeRegistry::describe(PyObject* code, int lasti, std::string* file, std::s
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = codes_.find(code);
-    if (it == codes_.end() || it->second.state != State::Owned) return false;
-    // A reference of ours keeps the object alive, so this check cannot fail unless something
-    // broke that promise; if it does, the frame is named lost and the reference is never
-    // dropped, rather than read or written through memory that is no longer the object (a
-    // freed block's header is the allocator's: one GPU run crashed here, in 1 of 26, before the
-    // sampler's wrap-around fix; not seen since). One fault-safe read per code object at stop.
-    if (!still_the_same(code, it->second.snap)) {
-      it->second.state = State::Lost;
-      return false;
-    }
+    if (it == codes_.end() || !confirm(code, it->second)) return false;
     // Entries are never erased before release_all: the table stays put (and only the GIL
     // holder, us, reads or builds it).
     table = &it->second.lines;
@@ -140,13 +131,30 @@ bool CodeRegistry::describe(PyObject* code, int lasti, std::string* file, std::s
   return true;
 }
 
+bool CodeRegistry::confirm(PyObject* code, Entry& e) {
+  // A reference of ours keeps the object alive, so this check cannot fail unless something broke
+  // that promise; if it does, its frames are named lost and the reference is never dropped,
+  // rather than read or written through memory that is no longer the object (a freed block's
+  // header is the allocator's: one GPU run crashed describing such an object, in 1 of 26, before
+  // the sampler's wrap-around fix; not seen since). One fault-safe read per code object, not per
+  // frame node: a function of 100k lines has 100k nodes.
+  if (e.state != State::Owned) return false;
+  if (!e.confirmed) {
+    if (!still_the_same(code, e.snap)) {
+      e.state = State::Lost;
+      return false;
+    }
+    e.confirmed = true;
+  }
+  return true;
+}
+
 CodeRegistry::LookupCost CodeRegistry::lookup_cost() { return g_cost; }
 
 void CodeRegistry::release_all() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [code, e] : codes_) {
-    // The same check as describe's: a reference is dropped only on the object it was taken on.
-    if (e.state == State::Owned && still_the_same(code, e.snap)) Py_DECREF(code);
+    if (confirm(code, e)) Py_DECREF(code);
   }
   codes_.clear();
   pending_.clear();

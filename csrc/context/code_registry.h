@@ -71,7 +71,11 @@ class CodeRegistry {
     State state;
     Snapshot snap;
     LineTable lines;
+    bool confirmed = false;  // Owned, and checked once more to be the object (confirm)
   };
+  /// [GIL] Whether `e` is Owned and `code` still the object its reference was taken on, checked
+  /// once per entry (a failed check makes it Lost).
+  static bool confirm(PyObject* code, Entry& e);
   /// [GIL] The line of byte offset `lasti` in `table` (built from `code` on first use), or -1.
   static int line_of(PyObject* code, LineTable& table, int lasti);
   std::mutex mu_;
