@@ -1,6 +1,5 @@
 #include "code_registry.h"
 
-#include "../host/remote_stack.h"
 #include "../host/safe_memory.h"
 
 namespace dlpt {
@@ -28,8 +27,12 @@ CodeRegistry::~CodeRegistry() {
 void CodeRegistry::note(PyObject* code) {
   auto* co = reinterpret_cast<PyCodeObject*>(code);
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] =
-      codes_.try_emplace(code, Entry{State::Pending, {co->co_filename, co->co_name, co->co_firstlineno, Py_SIZE(co)}});
+  Snapshot snap;
+  snap.filename = co->co_filename;
+  snap.name = co->co_name;
+  snap.firstlineno = co->co_firstlineno;
+  snap.units = static_cast<uint32_t>(Py_SIZE(co));
+  auto [it, inserted] = codes_.try_emplace(code, Entry{State::Pending, snap});
   if (!inserted) return;
   if (PyGILState_Check()) {
     Py_INCREF(code);
@@ -54,24 +57,11 @@ void CodeRegistry::drain() {
 }
 
 bool CodeRegistry::still_the_same(PyObject* code, const Snapshot& snap) {
-  // The same object still there: a code object (a plausible reference count, its type), with the
-  // file and name objects, first line and length it had. Read fault-safely: its memory may have
-  // been freed, even handed back to the system.
-  if (!host::safe_memory::init(nullptr)) {
-    // No fault-safe reads in this process (a seccomp filter refusing both ways): plain reads, as
-    // the object's memory is most likely still mapped, with the same checks.
-    auto* co = reinterpret_cast<PyCodeObject*>(code);
-    const Py_ssize_t refcnt = Py_REFCNT(code);
-    return Py_TYPE(code) == &PyCode_Type && refcnt >= 1 && refcnt < host::kMaxPlausibleRefcnt &&
-           co->co_filename == snap.filename && co->co_name == snap.name && co->co_firstlineno == snap.firstlineno &&
-           Py_SIZE(co) == snap.units;
-  }
-  host::CodeInfo info;
-  info.filename = snap.filename;
-  info.name = snap.name;
-  info.firstlineno = snap.firstlineno;
-  info.units = static_cast<uint32_t>(snap.units);
-  return host::code_still_valid(code, info);
+  // Read fault-safely: its memory may have been freed, even handed back to the system. Where
+  // no fault-safe read is available (a seccomp filter refusing both ways), the header is read in
+  // place, as the object's memory is most likely still mapped, with the same checks.
+  if (!host::safe_memory::init(nullptr)) return host::code_header_matches(code, code, snap);
+  return host::code_still_valid(code, snap);
 }
 
 int CodeRegistry::line_of(PyObject* code, LineTable& t, int lasti) {

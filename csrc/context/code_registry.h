@@ -26,6 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../host/remote_stack.h"
+
 namespace dlpt {
 
 class CodeRegistry {
@@ -52,12 +54,9 @@ class CodeRegistry {
   static LookupCost lookup_cost();
 
  private:
-  struct Snapshot {
-    PyObject* filename;
-    PyObject* name;
-    int firstlineno;
-    Py_ssize_t units;  // code units (ob_size)
-  };
+  /// What identifies the object a code pointer was first seen as (its file and name objects,
+  /// first line and length: the fields host::code_still_valid compares).
+  using Snapshot = host::CodeInfo;
   /// [GIL] Whether `code` is still the object `snap` was taken of.
   static bool still_the_same(PyObject* code, const Snapshot& snap);
   enum class State { Pending, Owned, Lost };

@@ -166,8 +166,12 @@ Walk RemoteStackReader::frames(const RemoteThread& t, RawFrame* out, size_t max,
 
 bool code_still_valid(PyObject* code, const CodeInfo& snapshot) {
   alignas(PyCodeObject) char raw[kCodeHeader];
+  return aligned(code) && safe_memory::read(code, raw, kCodeHeader) && code_header_matches(code, raw, snapshot);
+}
+
+bool code_header_matches(PyObject* code, const void* header, const CodeInfo& snapshot) {
   CodeInfo now;
-  if (!aligned(code) || !safe_memory::read(code, raw, kCodeHeader) || !parse_code(code, raw, &now)) return false;
+  if (!parse_code(code, static_cast<const char*>(header), &now)) return false;
   return now.filename == snapshot.filename && now.name == snapshot.name && now.firstlineno == snapshot.firstlineno &&
          now.units == snapshot.units;
 }

@@ -85,4 +85,9 @@ constexpr Py_ssize_t kMaxPlausibleRefcnt = Py_ssize_t{1} << 40;
 /// and the snapshot's file, name and first line. Reads through safe_memory only.
 bool code_still_valid(PyObject* code, const CodeInfo& snapshot);
 
+/// The same check on `header`, the object's header already read (its first
+/// offsetof(PyCodeObject, co_code_adaptive) bytes); the code registry passes the object itself
+/// where no fault-safe read is available.
+bool code_header_matches(PyObject* code, const void* header, const CodeInfo& snapshot);
+
 }  // namespace dlpt::host
