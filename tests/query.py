@@ -54,6 +54,10 @@ class Q:
             i = self.nodes[i]["parent"]
 
     def phase_of(self, nid: int) -> str | None:
+        """The phase of node ``nid``: itself if it is one (an op's allocations land on its phase
+        node, ``aten::mm`` > ``<forward>``), else the nearest phase above it."""
+        if self.nodes[nid]["kind"] == "phase":
+            return self.nodes[nid]["name"]
         for a in self.ancestors(nid):
             if a["kind"] == "phase":
                 return a["name"]

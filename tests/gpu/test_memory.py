@@ -59,12 +59,6 @@ def test_known_bytes_at_the_peak_on_their_lines():
     assert all(s["reserved_at_peak"] >= s["peak_allocated"] for s in dev)
 
 
-def _phase(q: Q, n: dict) -> str | None:
-    """The phase a node's bytes belong to: allocations inside an op land on its phase node itself
-    (``aten::mm`` > ``<forward>``), whose ancestors hold no phase."""
-    return n["name"] if n["kind"] == "phase" else q.phase_of(n["id"])
-
-
 def _gpu_gpt():
     spec = importlib.util.spec_from_file_location("gpu_gpt_mem", EXAMPLES / "gpu_gpt.py")
     module = importlib.util.module_from_spec(spec)
@@ -97,7 +91,7 @@ def test_gpt_training_activation_peak_on_forward_lines_agrees_with_torch():
         n["m"].get("mem_peak_bytes", 0)
         for n in s.nodes
         if n["m"].get("mem_peak_bytes")
-        and _phase(q, n) == "<forward>"
+        and q.phase_of(n["id"]) == "<forward>"
         and any(a["kind"] == "frame" and a["file"] == model_file for a in q.ancestors(n["id"]))
     )
     # Activations saved for backward are the bulk of what the step holds at its peak, and they
