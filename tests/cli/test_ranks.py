@@ -14,6 +14,7 @@ tensor parallelism (DTensor) and ``--load 'run.rank*.json'``.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -165,7 +166,9 @@ def test_a_rank_that_never_saves_is_named_after_the_bounded_wait(runs: dict) -> 
     assert r.rc == 0, r.err
     assert sorted(p.name for p in where.glob("run*.json")) == ["run.rank0.json", "run.rank1.json"]
     assert "rank 2 missing: no session written at" in r.out and "after 3 s" in r.out
-    assert "waiting up to 3 s for the sessions of rank 2" in r.err
+    # Rank 0 names the ranks not saved when it starts waiting: rank 2, and rank 1 too when rank 1
+    # is still writing then (seen on CI's 2-core machine).
+    assert re.search(r"waiting up to 3 s for the sessions of ranks? (1, )?2\n", r.err), r.err
     # --report-ranks all: every rank that finished printed its own report, rank 0 also the one across.
     assert "[rank 0/3" in r.out and "[rank 1/3" in r.out and "2 of 3 ranks" in r.out
     assert "Collectives" in r.out and "allreduce" in r.out
