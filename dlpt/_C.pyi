@@ -70,7 +70,7 @@ class StopResult(TypedDict):
     gpu_comm_exposed_ns: dict[str, int]
     # per device: (start, end, recorded, busy_ns, first, last) between step marks, CUPTI time;
     # recorded: the interval's epoch was counted (once end_epoch was called)
-    gpu_steps: dict[str, list[tuple[int, int, bool, int, int, int]]]
+    gpu_steps: dict[str, list[tuple[int, int, bool, int, int, int, int, int]]]
     counters: Counters
     tracing_switches: list[tuple[bool, int]]  # each set_tracing switch: (on, ns it took)
     gpu: bool

@@ -248,25 +248,27 @@ def api_table(raw: list[tuple[str, int, int, int, int]]) -> list[dict[str, Any]]
     return sorted(rows.values(), key=lambda r: -r["total_ns"])
 
 
-def gpu_steps(raw: dict[str, list[tuple[int, int, bool, int, int, int]]]) -> dict[str, list[dict[str, int]]]:
+def gpu_steps(raw: dict[str, list[tuple[int, ...]]]) -> dict[str, list[dict[str, int]]]:
     """Per device, each recorded step's GPU time line (docs/session-format.md, meta.gpu_steps):
-    its span between host step boundaries, GPU busy time inside it, and the idle time before its
-    first and after its last GPU work. From stop()'s (start, end, recorded, busy, first, last)."""
+    its span between host step boundaries, GPU busy time inside it, the idle time before its
+    first and after its last GPU work, and its communication (and the exposed part of it) when
+    collectives ran. From stop()'s (start, end, recorded, busy, first, last[, comm, exposed])."""
     out: dict[str, list[dict[str, int]]] = {}
     for dev, intervals in raw.items():
         rows = []
-        for start, end, recorded, busy, first, last in intervals:
+        for start, end, recorded, busy, first, last, *comm in intervals:
             if not recorded:
                 continue
             span = max(0, end - start)  # never negative in the session (meta.gpu_steps is typed)
             worked = bool(first and last)
-            rows.append(
-                {
-                    "span_ns": span,
-                    "busy_ns": busy,
-                    "idle_before_ns": max(0, min(first, end) - start) if worked else span,
-                    "idle_after_ns": max(0, end - max(last, start)) if worked else 0,
-                }
-            )
+            row = {
+                "span_ns": span,
+                "busy_ns": busy,
+                "idle_before_ns": max(0, min(first, end) - start) if worked else span,
+                "idle_after_ns": max(0, end - max(last, start)) if worked else 0,
+            }
+            if len(comm) == 2 and comm[0]:
+                row["comm_ns"], row["exposed_ns"] = comm[0], comm[1]
+            rows.append(row)
         out[dev] = rows
     return out

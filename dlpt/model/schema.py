@@ -263,7 +263,11 @@ _TIMELINE = _obj(
     | {"clock": _str},
 )
 
-_GPU_STEP = _obj(required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int))
+_GPU_STEP = _obj(
+    required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int),
+    # Communication inside the step and its exposed part (dlpt 0.2 on: absent without collectives).
+    optional=dict.fromkeys(("comm_ns", "exposed_ns"), _int),
+)
 
 # meta.capture's counters from the native core (csrc/bindings.cpp, stop()).
 _CAPTURE_COUNTERS = (

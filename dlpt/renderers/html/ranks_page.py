@@ -1,0 +1,150 @@
+"""The HTML page across ranks: what ``torchrun ... -m dlpt --html run.html`` writes from rank 0
+(and ``dlpt --load 'run.rank*.json' --html all.html``): the job's verdict (the straggler, its
+wait and its own lines, or how close the ranks are), a table of the ranks, each rank's steps on
+one step axis (busy, communication and its exposed part, per step), and the lines with their
+cost on every rank (min / median / max, the slowest rank), for any metric.
+
+The page formats :class:`~dlpt.analysis.ranks.report.RankReport`; it computes nothing of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any
+
+from dlpt.analysis.ranks.merge import LineSpread, Rank, median
+from dlpt.analysis.ranks.report import RankReport
+from dlpt.analysis.ranks.stragglers import Cause, Site
+from dlpt.analysis.report.run import rank_label
+from dlpt.model.meta import int_of, obj, program_argv
+from dlpt.model.processors import METRICS, Metric
+from dlpt.model.resume_names import display_name
+from dlpt.model.safe_files import write_text_file
+from dlpt.model.units import units_model
+from dlpt.renderers.html.page import document
+
+__all__ = ["build_ranks_model", "render_ranks_html", "write_ranks_html", "MAX_LINES"]
+
+RANKS_SCRIPTS = ("util.js", "treetable.js", "ranks.js")
+RANKS_STYLES = ("report.css", "ranks.css")
+MAX_LINES = 2000  # lines on the page, the costliest on any rank first
+
+
+def _text(rep: RankReport, file: str, line: int) -> str:
+    for r in rep.rs.ranks:
+        src = obj(r.session.meta.get("sources")).get(file)
+        if isinstance(src, dict) and isinstance(src.get(str(line)), str):
+            return str(src[str(line)]).strip()
+    return ""
+
+
+def _where(rep: RankReport, node: Any) -> dict[str, Any]:
+    return {
+        "file": node.file,
+        "line": node.line,
+        "function": display_name(node.name),
+        "text": _text(rep, node.file, node.line) if node.kind == "frame" else "",
+        "name": node.name if node.kind != "frame" else "",
+    }
+
+
+def _cause(rep: RankReport, c: Cause) -> dict[str, Any]:
+    return {**_where(rep, c.node), "metric": c.metric.name, "own": c.own_ns, "others": c.others_ns}
+
+
+def _site(rep: RankReport, s: Site, rank: int) -> dict[str, Any]:
+    others = [v for r, v in s.times.items() if r != rank]
+    line = _where(rep, s.line.node) if s.line is not None else None
+    return {"line": line, "op": s.node.node.name, "own": s.times.get(rank, 0.0), "others": median(others)}
+
+
+def _steps(rank: Rank) -> list[list[int]]:
+    """Each counted step of the rank's first GPU: span, busy, communication, exposed."""
+    for rows in obj(rank.session.meta.get("gpu_steps")).values():
+        if isinstance(rows, list):
+            return [
+                [int_of(r.get(k)) for k in ("span_ns", "busy_ns", "comm_ns", "exposed_ns")]
+                for r in rows
+                if isinstance(r, dict)
+            ]
+    return []
+
+
+def _line(rep: RankReport, ls: LineSpread, metrics: list[Metric], order: list[int]) -> dict[str, Any]:
+    ranks = rep.rs.by_rank()
+    return {
+        **_where(rep, ls.node),
+        "v": {m.name: [round(ls.values(m, ranks)[r]) for r in order] for m in metrics},
+    }
+
+
+def build_ranks_model(rep: RankReport) -> dict[str, Any]:
+    """The JSON-ready model of the page."""
+    order = [r.rank for r in rep.rs.ranks]
+    ranks = rep.rs.by_rank()
+    metrics = [
+        m for m in METRICS.values() if any(any(ls.values(m, ranks).values()) for ls in rep.lines[:200])
+    ]
+    if rep.metric not in metrics:
+        metrics.insert(0, rep.metric)
+    lines = sorted(rep.lines, key=lambda ls: -max(ls.values(rep.metric, ranks).values(), default=0.0))
+    first = rep.rs.ranks[0].session.meta if rep.rs.ranks else {}
+    argv = program_argv(first)
+    low, high = rep.wait_spread
+    return {
+        "format": "dlpt-ranks-model",
+        "version": 1,
+        "title": shlex.join(str(a) for a in argv) if argv else "(no argv)",
+        "world_size": rep.rs.world_size,
+        "gpu": rep.gpu,
+        "step_ns": rep.step_ns,
+        "wait_rule": (
+            "a rank's wait: its host blocked on the GPU while the GPU sat in communication alone"
+            if rep.gpu
+            else "a rank's wait: its host time inside collective calls"
+        ),
+        "waits": {"low": low, "high": high},
+        "missing": [{"rank": r, "why": why} for r, why in rep.rs.missing.items()],
+        "notes": list(rep.rs.notes),
+        "ranks": [
+            {
+                "rank": r.rank,
+                "where": rank_label(r.session.meta) or r.path,
+                "step": rep.per_rank[r.rank].step_wall_ns,
+                "untraced": rep.per_rank[r.rank].untraced_step_ns or 0,
+                "compute": rep.per_rank[r.rank].compute_ns,
+                "comm": rep.per_rank[r.rank].communication_ns,
+                "exposed": rep.per_rank[r.rank].exposed_ns,
+                "waited": rep.waits.per_rank.get(r.rank, 0.0),
+                "steps": _steps(r),
+            }
+            for r in rep.rs.ranks
+        ],
+        "stragglers": [
+            {
+                "rank": s.rank,
+                "waited": s.waited_ns,
+                "causes": [_cause(rep, c) for c in s.causes],
+                "sites": [_site(rep, x, s.rank) for x in s.sites[:10]],
+            }
+            for s in rep.stragglers
+        ],
+        "order": order,
+        "metric": rep.metric.name,
+        "metrics": [{"name": m.name, "label": m.label, "unit": m.unit} for m in metrics],
+        "lines": [_line(rep, ls, metrics, order) for ls in lines[:MAX_LINES]],
+        "lines_total": len(lines),
+        "units": units_model(),
+    }
+
+
+def render_ranks_html(rep: RankReport) -> str:
+    model = build_ranks_model(rep)
+    return document(f"dlpt · across ranks · {model['title']}", model, RANKS_SCRIPTS, RANKS_STYLES)
+
+
+def write_ranks_html(rep: RankReport, path: str | os.PathLike[str], *, force: bool = False) -> None:
+    """Write the page to ``path`` by dlpt.model.safe_files' rules (an existing file only if dlpt
+    wrote it, or with ``force``)."""
+    write_text_file(path, render_ranks_html(rep), "HTML reports", force=force)
