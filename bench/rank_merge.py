@@ -4,10 +4,12 @@ process, with the wall time and peak memory of each stage.
 
     python bench/rank_merge.py [--ranks 1024] [--lines 10000] [--out bench/results]
 
-Each rank's session is built as dlpt would record it (a frame per line under a module frame,
-a GEMM kernel and an NCCL all-reduce under them, per-step GPU time lines, a straggling rank),
-then cut to the summary a rank sends rank 0 (dlpt.model.rank_summary.summarize), encoded and
-decoded as it travels. The summaries are made before the clock starts: what is timed is rank 0's
+A rank's session is built as dlpt would record it (a frame per line under a module frame, a
+GEMM kernel and an NCCL all-reduce under them, per-step GPU time lines) for a waiting rank and
+for the straggler, and cut to the summary a rank sends rank 0 (dlpt.model.rank_summary.encode:
+its lines flattened, its tree folded to the job's budget). Every rank's summary is then that
+template with its own rank and its own values (the template's, with per-rank jitter), packed as
+the rank would send it, and decoded as rank 0 decodes it. The summaries are made before the clock starts: what is timed is rank 0's
 work. Memory is the peak resident set (ru_maxrss) after each stage.
 """
 
@@ -24,7 +26,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from dlpt.analysis.ranks.lines import one_thread  # noqa: E402
 from dlpt.analysis.ranks.merge import rank_set  # noqa: E402
+from dlpt.cli.rank_finish import with_lines  # noqa: E402
 from dlpt.analysis.ranks.report import rank_report  # noqa: E402
 from dlpt.model import rank_summary  # noqa: E402
 from dlpt.model.session import VERSION, Session  # noqa: E402
@@ -78,22 +82,36 @@ def main() -> None:
     a = ap.parse_args()
     # One full session, then each rank's summary as it arrives at rank 0 (encoded bytes).
     t = time.perf_counter()
+    import torch
+
+    budget = rank_summary.tree_budget(a.ranks)
+    slow = a.ranks // 2
+    templates = {}
+    for kind, r in (("waiting", 0), ("straggler", slow)):
+        t_ = rank_summary.decode(rank_summary.encode(rank_session(r, a.ranks, a.lines, slow), budget), kind)
+        labels = json.dumps([list(x) for x in t_.labels], separators=(",", ":")).encode()
+        templates[kind] = (t_, labels)
     blobs = []
+    gen = torch.Generator().manual_seed(0)
     for r in range(a.ranks):
-        s = rank_session(r, a.ranks, a.lines, slow=a.ranks // 2) if r < 2 or r == a.ranks // 2 else None
-        if s is None:  # the other ranks differ only in jitter: vary the template's rank
-            s = rank_session(r, a.ranks, a.lines, slow=a.ranks // 2)
-        blobs.append(rank_summary.encode(rank_summary.summarize(s)))
+        t_, labels = templates["straggler" if r == slow else "waiting"]
+        t_.session.meta["distributed"]["rank"] = r
+        jitter = torch.randint(0, 5_000, t_.values.shape, generator=gen) * (t_.values > 0)
+        blobs.append(rank_summary.pack(t_.session, labels, t_.values + jitter))
     made = time.perf_counter() - t
     sizes = sorted(len(b) for b in blobs)
     base = rss_mb()
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
-    loaded = [(f"rank {r}", rank_summary.decode(b, f"rank {r}")) for r, b in enumerate(blobs)]
+    seen: dict = {}
+    with one_thread():  # as RankStore.collect decodes
+        summaries = {r: rank_summary.decode(b, f"rank {r}", seen) for r, b in enumerate(blobs)}
     stages["decode"] = time.perf_counter() - t0
     del blobs
     t = time.perf_counter()
-    rep = rank_report(rank_set(loaded))
+    rs = rank_set([(f"rank {r}", s.session) for r, s in summaries.items()])
+    with_lines(rs, summaries)
+    rep = rank_report(rs)
     stages["merge"] = time.perf_counter() - t
     t = time.perf_counter()
     from rich.console import Console

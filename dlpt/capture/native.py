@@ -146,8 +146,11 @@ def _comm_metrics(m: dict[str, int], coll: Collective) -> None:
             m[key] = value
 
 
-def _with_extras(node: dict[str, Any], extras: dict[str, Any], coll: Collective | None) -> dict[str, Any]:
-    """``node`` with its extras (``x``): the core's, a collective's, a kernel's full name."""
+def _with_extras(
+    node: dict[str, Any], extras: dict[str, Any], coll: Collective | None, counted: bool = True
+) -> dict[str, Any]:
+    """``node`` with its extras (``x``): the core's, a collective's (what it is; its metrics
+    go on ``m`` when ``counted``, else the caller puts them on ``o``), a kernel's full name."""
     kind, name = node["kind"], node["name"]
     x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()}
     if coll is not None:
@@ -158,7 +161,8 @@ def _with_extras(node: dict[str, Any], extras: dict[str, Any], coll: Collective 
             pg_desc=coll["pg_desc"],
             world_size=coll["world_size"],
         )
-        _comm_metrics(node["m"], coll)
+        if counted:
+            _comm_metrics(node["m"], coll)
     if kind == "kernel":
         x["full_name"] = name
         node["name"] = shorten_kernel_name(name)
@@ -212,8 +216,11 @@ def node_table(
             "m": _metrics(kind, counted),
         }
         coll = collectives.get(nid) if collectives else None
-        if extras or coll is not None or kind in ("kernel", "sync"):
-            node = _with_extras(node, extras, coll)
+        # A collective that ran only outside the counted steps (DDP's initial broadcast) still
+        # says what it is: its signature comes from the record of the other epochs.
+        sig = coll if coll is not None else collectives_outside.get(nid)
+        if extras or sig is not None or kind in ("kernel", "sync"):
+            node = _with_extras(node, extras, sig, counted=coll is not None)
         if any(out) or (collectives_outside and nid in collectives_outside):
             o = _metrics(kind, out)
             coll_out = collectives_outside.get(nid)

@@ -20,16 +20,19 @@ No rank other than 0 ever waits for anything. Messages of ranks other than 0 say
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dlpt.analysis.ranks.lines import RankLines
 from dlpt.analysis.ranks.merge import RankSet, rank_set
 from dlpt.analysis.ranks.report import RankReport
 from dlpt.cli.gather import gather
 from dlpt.cli.rank_store import RankStore
 from dlpt.model.rank_paths import rank_path, session_rank
+from dlpt.model.rank_summary import Summary
 from dlpt.model.session import Session
+from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import print_ranks
 
 __all__ = [
@@ -109,9 +112,22 @@ def publish(store: RankStore, role: Role, session: Session, say: Callable[[str],
     """A rank other than 0: its summary into the store for rank 0 (never raises)."""
     assert role.rank is not None
     try:
-        store.publish(role.rank, session)
+        store.publish(role.rank, session, role.world_size)
     except Exception as e:  # noqa: BLE001 - rank 0 names this rank missing; the program goes on
         say(f"could not send this rank's summary to rank 0: {type(e).__name__}: {e}")
+
+
+def with_lines(rs: RankSet, summaries: Mapping[int, Summary]) -> None:
+    """Give each rank of ``rs`` that sent a summary the lines it sent (labels read once per
+    distinct list: ranks of the same code share them)."""
+    nodes: dict[bytes, list[Node]] = {}
+    for r in rs.ranks:
+        s = summaries.get(r.rank)
+        if s is None:
+            continue
+        if s.token not in nodes:
+            nodes[s.token] = [Node("frame", name, file, line) for file, name, line in s.labels]
+        r.lines = RankLines(nodes[s.token], s.values, s.token)
 
 
 def gather_ranks(
@@ -135,8 +151,10 @@ def gather_ranks(
         others = [r for r in range(role.world_size) if r != role.rank]
         got = store.collect(others, store.finish_number(role.rank), timeout_s, on_wait=waiting)
         loaded = [(own_path or f"rank {role.rank}", session)]
-        loaded += [(f"rank {r} (summary)", s) for r, s in sorted(got.sessions.items())]
-        return rank_set(loaded, got.missing)
+        loaded += [(f"rank {r} (summary)", s.session) for r, s in sorted(got.summaries.items())]
+        rs = rank_set(loaded, got.missing)
+        with_lines(rs, got.summaries)
+        return rs
     assert template is not None
     d = session.meta.get("distributed")
     run_id = d.get("run_id") if isinstance(d, dict) and isinstance(d.get("run_id"), str) else None

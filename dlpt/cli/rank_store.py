@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt.analysis.ranks.lines import one_thread
 from dlpt.errors import DlptError
 from dlpt.model import rank_summary
 from dlpt.model.session import Session
@@ -37,7 +38,7 @@ CONNECT_TIMEOUT_S = 10.0
 
 @dataclass
 class Collected:
-    sessions: dict[int, Session] = field(default_factory=dict)
+    summaries: dict[int, rank_summary.Summary] = field(default_factory=dict)
     missing: dict[int, str] = field(default_factory=dict)
     waited_s: float = 0.0
 
@@ -55,9 +56,10 @@ class RankStore:
         """How many profiles this rank has finished in this run, this one included."""
         return int(self.store.add(f"{self.prefix}/finished/rank{rank}", 1))
 
-    def publish(self, rank: int, session: Session) -> int:
+    def publish(self, rank: int, session: Session, world_size: int = 1) -> int:
         """Puts ``rank``'s summary in the store; returns its size in bytes."""
-        data = rank_summary.encode(rank_summary.summarize(session))
+        with one_thread():
+            data = rank_summary.encode(session, rank_summary.tree_budget(world_size))
         self.store.set(self._key(rank, self.finish_number(rank)), data)
         return len(data)
 
@@ -74,18 +76,11 @@ class RankStore:
         """The summaries of ``ranks`` for their ``n``-th profile, waiting at most ``timeout_s``."""
         out = Collected()
         pending = set(ranks)
+        labels: dict[bytes, list[tuple[str, str, int]]] = {}  # ranks of the same code: read once
         start = clock()
         told = False
         while pending:
-            here = [r for r in sorted(pending) if self.store.check([self._key(r, n)])]
-            for r in here:
-                key = self._key(r, n)
-                try:
-                    out.sessions[r] = rank_summary.decode(self.store.get(key), f"rank {r}'s summary")
-                except DlptError as e:
-                    out.missing[r] = f"unreadable summary: {e}"
-                self.store.delete_key(key)
-                pending.discard(r)
+            self._take(pending, n, out, labels)
             elapsed = clock() - start
             if not pending or elapsed >= timeout_s:
                 break
@@ -99,6 +94,20 @@ class RankStore:
                 f"no summary arrived in {out.waited_s:.0f} s (the rank ended early or is still running)"
             )
         return out
+
+    def _take(
+        self, pending: set[int], n: int, out: Collected, labels: dict[bytes, list[tuple[str, str, int]]]
+    ) -> None:
+        """Reads (and deletes) the summaries of ``pending`` ranks that are there."""
+        with one_thread():
+            for r in [r for r in sorted(pending) if self.store.check([self._key(r, n)])]:
+                key = self._key(r, n)
+                try:
+                    out.summaries[r] = rank_summary.decode(self.store.get(key), f"rank {r}'s summary", labels)
+                except DlptError as e:
+                    out.missing[r] = f"unreadable summary: {e}"
+                self.store.delete_key(key)
+                pending.discard(r)
 
 
 def connect(env: dict[str, str] | None = None, timeout_s: float = CONNECT_TIMEOUT_S) -> RankStore | None:

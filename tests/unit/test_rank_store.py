@@ -59,8 +59,12 @@ def test_a_summary_keeps_the_totals_and_is_bounded() -> None:
     assert info["nodes"] == len(s.nodes) and info["kept"] == len(small.nodes) and info["folded"] > 0
     kept = {str(n["line"]) for n in small.nodes if n["kind"] == "frame" and n["file"] == R.TRAIN}
     assert set(small.meta["sources"][R.TRAIN]) == kept  # only the kept lines' text travels
-    again = rank_summary.decode(rank_summary.encode(small), "test")
-    assert again.nodes == small.nodes
+    sent = rank_summary.decode(rank_summary.encode(s, max_nodes=500), "test")
+    assert len(sent.session.nodes) <= 500 and _totals(sent.session) == _totals(s)
+    # Every line travels with its own cost, the small ones too (the tree folds, the lines do not).
+    assert len(sent.labels) == 3000 + 4 and int(sent.values[:, 0].sum()) == sum(
+        n["m"].get("gpu_ns", 0) for n in s.nodes
+    )
 
 
 def test_a_small_session_is_kept_whole() -> None:
@@ -70,8 +74,14 @@ def test_a_small_session_is_kept_whole() -> None:
 
 
 def test_garbage_is_not_a_summary() -> None:
+    import zlib
+
     with pytest.raises(SessionFormatError, match="not a rank summary"):
         rank_summary.decode(b"not zlib", "rank 3's summary")
+    good = zlib.decompress(rank_summary.encode(R.ddp_gpu(1, 2)))
+    for bad in (good[:-8], b"x" + good[1:], good[:-1] + bytes([good[-1] ^ 0x80])):
+        with pytest.raises(SessionFormatError, match="rank 3's summary"):
+            rank_summary.decode(zlib.compress(bad), "rank 3's summary")
 
 
 @pytest.fixture
@@ -91,11 +101,11 @@ def test_rank_0_collects_what_arrives_and_names_who_never_sent(store: Any) -> No
     t0 = time.monotonic()
     got = rs.collect([1, 2, 3], n0, timeout_s=2.0, on_wait=waited.append, poll_s=0.05)
     late.join()
-    assert sorted(got.sessions) == [1, 2] and list(got.missing) == [3]
+    assert sorted(got.summaries) == [1, 2] and list(got.missing) == [3]
     assert "no summary arrived in 2 s" in got.missing[3]
     assert 1.9 <= time.monotonic() - t0 < 5  # bounded by the timeout, not by the missing rank
     assert waited and 3 in waited[0]
-    assert got.sessions[2].meta["distributed"]["rank"] == 2
+    assert got.summaries[2].session.meta["distributed"]["rank"] == 2
     assert not store.check([f"dlpt/run-1/0/{n0}/rank1"])  # read keys are deleted
 
 
@@ -107,7 +117,7 @@ def test_a_second_profile_pairs_with_the_second_report(store: Any) -> None:
     first = rs.collect([1], 1, timeout_s=1.0)
     assert rs.finish_number(0) == 2
     second = rs.collect([1], 2, timeout_s=1.0)
-    comm = [sum(n["m"].get("comm_ns", 0) for n in g.sessions[1].nodes) for g in (first, second)]
+    comm = [sum(n["m"].get("comm_ns", 0) for n in g.summaries[1].session.nodes) for g in (first, second)]
     assert comm == [1_000_000 * R.STEPS, 5_000_000 * R.STEPS]
 
 

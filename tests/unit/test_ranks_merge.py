@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from dlpt.analysis.ranks.merge import imbalance, line_spread, rank_set, report_trees, spread_tree, totals
+from dlpt.analysis.ranks.lines import line_table, rank_lines
+from dlpt.analysis.ranks.merge import imbalance, rank_set, report_trees, spread_tree, totals
 from dlpt.analysis.ranks.report import rank_report
 from dlpt.errors import UsageError
 from dlpt.model.processors import METRICS
@@ -64,8 +65,13 @@ def test_merged_tree_holds_every_rank_at_every_node() -> None:
     v = fc2.values(GPU, ranks)
     # fc2's line: its forward GEMM (fc2_ns) + backward 8 ms + the 2 ms all-reduce, per step
     assert v == {0: pytest.approx(16e6), 1: pytest.approx(18e6), 2: pytest.approx(17e6)}
-    lines = {ls.node.line: ls.values(GPU, ranks) for ls in line_spread(rs, trees)}
-    assert lines[11][1] == pytest.approx(18e6)
+    table = line_table({r: rank_lines(trees[r]) for r in ranks}, {r: rank.steps for r, rank in ranks.items()})
+    (fc2_line,) = [i for i, n in enumerate(table.labels) if n.line == 11]
+    assert table.row(fc2_line, GPU) == {
+        0: pytest.approx(16e6),
+        1: pytest.approx(18e6),
+        2: pytest.approx(17e6),
+    }
 
 
 def _straggling(world: int, slow: int, wait_ns: int, sleep: bool = True) -> list[Session]:

@@ -10,17 +10,18 @@ compare; a session without steps counts as one.
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlpt.analysis.diff import function_key
+from dlpt.analysis.ranks.lines import RankLines
 from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
 from dlpt.model.meta import int_of, obj, profiled_steps, step_time
-from dlpt.model.processors import Metric, flatten_by_line
+from dlpt.model.processors import Metric
 from dlpt.model.rank_paths import MAX_WORLD_SIZE
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
@@ -35,8 +36,6 @@ __all__ = [
     "SpreadNode",
     "report_trees",
     "spread_tree",
-    "LineSpread",
-    "line_spread",
     "median",
 ]
 
@@ -57,8 +56,10 @@ class Rank:
     rank: int
     path: str
     session: Session
+    # Its lines already flattened (a summary sent through the store), else made from its tree.
+    lines: RankLines | None = None
 
-    @property
+    @functools.cached_property
     def steps(self) -> int:
         return max(1, profiled_steps(self.session.meta))
 
@@ -263,32 +264,3 @@ def spread_tree(rs: RankSet, trees: Mapping[int, Node]) -> SpreadNode:
                     target = into.children[k] = SpreadNode(c)
                 stack.append((c, target))
     return root if root is not None else SpreadNode(Node("root", "<root>"))
-
-
-# -- lines -----------------------------------------------------------------------------------
-
-
-@dataclass
-class LineSpread:
-    """A source line's own cost on every rank (as ``dlpt diff`` counts a line: what it caused
-    itself, deeper lines at their own rows), totals of the profiled window."""
-
-    node: Node  # the first rank's frame, for the label
-    own: dict[int, dict[str, int]] = field(default_factory=dict)
-
-    def values(self, metric: Metric, ranks: Mapping[int, Rank]) -> dict[int, float]:
-        return {r: rank.per_step(metric(self.own[r])) if r in self.own else 0.0 for r, rank in ranks.items()}
-
-
-def line_spread(rs: RankSet, trees: Mapping[int, Node]) -> list[LineSpread]:
-    """Each line of any rank, with every rank's own cost (``trees``: :func:`report_trees`)."""
-    lines: dict[tuple[str, str, int], LineSpread] = {}
-    for rank in rs.ranks:
-        for row in flatten_by_line(trees[rank.rank]):
-            n = row.node
-            k = (os.path.basename(n.file), function_key(n.name), n.line)
-            ls = lines.get(k)
-            if ls is None:
-                ls = lines[k] = LineSpread(n)
-            ls.own[rank.rank] = row.self
-    return list(lines.values())

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dlpt.analysis.ranks.lines import LineTable, line_table, one_thread, rank_lines
 from dlpt.analysis.ranks.merge import (
-    LineSpread,
     RankSet,
     RankTotals,
     SpreadNode,
-    line_spread,
     median,
     report_trees,
     spread_tree,
@@ -40,7 +39,7 @@ class RankReport:
     per_rank: dict[int, RankTotals]
     trees: dict[int, Node]  # each rank's report tree
     root: SpreadNode  # the trees merged by path
-    lines: list[LineSpread]
+    lines: LineTable
     sites: list[Site]  # collective call sites
     waits: Waits
     stragglers: list[Straggler]
@@ -59,19 +58,20 @@ class RankReport:
 
 def rank_report(rs: RankSet, metric: str | Metric | None = None, show_all: bool = False) -> RankReport:
     """Everything the cross-rank reports show about ``rs``."""
-    with gc_paused():
-        gpu = any(
-            METRICS["gpu"](n["m"]) > 0 for r in rs.ranks for n in r.session.nodes if n["kind"] == "kernel"
-        )
+    with gc_paused(), one_thread():
+        # Any node: a rank's summary folds small kernels into the lines above them.
+        gpu = any(METRICS["gpu"](n["m"]) > 0 for r in rs.ranks for n in r.session.nodes)
         m = get_metric(metric) if metric is not None else METRICS["gpu" if gpu else "cpu"]
         per_rank = {r.rank: totals(r, gpu) for r in rs.ranks}
         trees = report_trees(rs, show_all)
         root = spread_tree(rs, trees)
-        lines = line_spread(rs, trees)
+        lines = line_table(
+            {r.rank: r.lines if r.lines is not None else rank_lines(trees[r.rank]) for r in rs.ranks},
+            {r.rank: r.steps for r in rs.ranks},
+        )
         sites = collective_sites(rs, root, gpu)
         w = waits(per_rank)
         stragglers = find_stragglers(w, per_rank, sites)
-        ranks = rs.by_rank()
         for s in stragglers:
-            s.causes = causes(s, lines, ranks, gpu)
+            s.causes = causes(s, lines, gpu)
         return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, stragglers)

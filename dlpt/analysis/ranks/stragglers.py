@@ -36,8 +36,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import torch
+
 from dlpt.analysis.communication import COMM, WAIT
-from dlpt.analysis.ranks.merge import LineSpread, Rank, RankSet, RankTotals, SpreadNode, median
+from dlpt.analysis.ranks.lines import LineTable, row_median
+from dlpt.analysis.ranks.merge import RankSet, RankTotals, SpreadNode, median
 from dlpt.model.comm_names import is_collective_op
 from dlpt.model.processors import METRICS, Metric
 from dlpt.model.tree import Node
@@ -112,7 +115,7 @@ class Site:
 class Cause:
     """A line where the straggler spent more per step than the others (their median)."""
 
-    line: LineSpread
+    node: Node  # the line's label
     metric: Metric
     own_ns: float
     others_ns: float
@@ -120,10 +123,6 @@ class Cause:
     @property
     def excess_ns(self) -> float:
         return self.own_ns - self.others_ns
-
-    @property
-    def node(self) -> Node:
-        return self.line.node
 
 
 @dataclass
@@ -180,17 +179,20 @@ def find_stragglers(
     return sorted(named, key=lambda s: (-s.waited_ns, s.rank))
 
 
-def causes(s: Straggler, lines: list[LineSpread], ranks: Mapping[int, Rank], gpu: bool) -> list[Cause]:
+def causes(s: Straggler, lines: LineTable, gpu: bool) -> list[Cause]:
     """The straggler's lines whose own cost per step exceeds the other ranks' median by at least
     ``CAUSE_SHARE`` of its wait: sampled host time, and GPU compute on a GPU job."""
-    metrics = [HOST, GPU_COMPUTE] if gpu else [HOST, METRICS["cpu"]]
+    col = lines.column.get(s.rank)
+    if col is None or len(lines) == 0 or len(lines.order) < 2:
+        return []
+    others = [i for i in range(len(lines.order)) if i != col]
     found: list[Cause] = []
-    for ls in lines:
-        for metric in metrics:
-            values = ls.values(metric, ranks)
-            others = [v for r, v in values.items() if r != s.rank]
-            c = Cause(ls, metric, values.get(s.rank, 0.0), median(others) if others else 0.0)
-            if c.excess_ns >= CAUSE_SHARE * s.waited_ns and c.excess_ns > 0:
-                found.append(c)
+    for metric in [HOST, GPU_COMPUTE] if gpu else [HOST, METRICS["cpu"]]:
+        v = lines.values(metric)
+        own = v[:, col]
+        rest = row_median(v[:, others])
+        excess = own - rest
+        for i in torch.nonzero(excess >= max(CAUSE_SHARE * s.waited_ns, 1.0)).flatten().tolist():
+            found.append(Cause(lines.labels[i], metric, float(own[i]), float(rest[i])))
     found.sort(key=lambda c: -c.excess_ns)
     return found[:MAX_CAUSES]

@@ -13,7 +13,10 @@ import os
 import shlex
 from typing import Any
 
-from dlpt.analysis.ranks.merge import LineSpread, Rank, median
+import torch
+
+from dlpt.analysis.ranks.lines import one_thread, row_median
+from dlpt.analysis.ranks.merge import Rank, median
 from dlpt.analysis.ranks.report import RankReport
 from dlpt.analysis.ranks.stragglers import Cause, Site
 from dlpt.analysis.report.run import rank_label
@@ -71,24 +74,49 @@ def _steps(rank: Rank) -> list[list[int]]:
     return []
 
 
-def _line(rep: RankReport, ls: LineSpread, metrics: list[Metric], order: list[int]) -> dict[str, Any]:
-    ranks = rep.rs.by_rank()
-    return {
-        **_where(rep, ls.node),
-        "v": {m.name: [round(ls.values(m, ranks)[r]) for r in order] for m in metrics},
-    }
+def _lines(rep: RankReport, metrics: list[Metric]) -> tuple[list[dict[str, Any]], int]:
+    """The costliest lines (by the report's metric on any rank), each with, per metric, its
+    max, median and min across ranks and the slowest rank; and how many lines there are."""
+    table = rep.lines
+    if not len(table):
+        return [], 0
+    stats = {}
+    for m in metrics:
+        v = table.values(m)
+        hi = v.max(dim=1)
+        stats[m.name] = (hi.values, row_median(v), v.min(dim=1).values, hi.indices)
+    # The costliest by the report's metric first; lines with only other metrics (a host line
+    # without GPU time) after them, the page switches metrics.
+    top = stats[rep.metric.name][0]
+    anything = torch.stack([v[0] for v in stats.values()]).amax(dim=0)
+    by_any = torch.argsort(anything, descending=True, stable=True)
+    ranked = by_any[torch.argsort(top[by_any], descending=True, stable=True)]
+    shown = [i for i in ranked.tolist() if float(anything[i]) > 0][:MAX_LINES]
+    out = []
+    for i in shown:
+        row: dict[str, Any] = {**_where(rep, table.labels[i]), "v": {}}
+        for name, (hi_v, mid, lo, slow) in stats.items():
+            row["v"][name] = [
+                round(float(hi_v[i])),
+                round(float(mid[i])),
+                round(float(lo[i])),
+                table.order[int(slow[i])],
+            ]
+        out.append(row)
+    return out, len(table)
 
 
 def build_ranks_model(rep: RankReport) -> dict[str, Any]:
     """The JSON-ready model of the page."""
-    order = [r.rank for r in rep.rs.ranks]
-    ranks = rep.rs.by_rank()
-    metrics = [
-        m for m in METRICS.values() if any(any(ls.values(m, ranks).values()) for ls in rep.lines[:200])
-    ]
+    with one_thread():
+        return _model(rep)
+
+
+def _model(rep: RankReport) -> dict[str, Any]:
+    metrics = [m for m in METRICS.values() if rep.lines.has(m)]
     if rep.metric not in metrics:
         metrics.insert(0, rep.metric)
-    lines = sorted(rep.lines, key=lambda ls: -max(ls.values(rep.metric, ranks).values(), default=0.0))
+    lines, count = _lines(rep, metrics)
     first = rep.rs.ranks[0].session.meta if rep.rs.ranks else {}
     argv = program_argv(first)
     low, high = rep.wait_spread
@@ -130,11 +158,10 @@ def build_ranks_model(rep: RankReport) -> dict[str, Any]:
             }
             for s in rep.stragglers
         ],
-        "order": order,
         "metric": rep.metric.name,
         "metrics": [{"name": m.name, "label": m.label, "unit": m.unit} for m in metrics],
-        "lines": [_line(rep, ls, metrics, order) for ls in lines[:MAX_LINES]],
-        "lines_total": len(lines),
+        "lines": lines,  # v: {metric: [max, median, min, slowest rank]} per step
+        "lines_total": count,
         "units": units_model(),
     }
 

@@ -19,6 +19,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from dlpt.analysis.communication import COMM, WAIT
+from dlpt.analysis.ranks.lines import one_thread
 from dlpt.analysis.ranks.merge import RankSet, imbalance, median
 from dlpt.analysis.ranks.report import RankReport, rank_report
 from dlpt.analysis.ranks.stragglers import Site, Straggler
@@ -292,6 +293,11 @@ def render_ranks(
     """The cross-rank report of ``rs`` as a rich renderable (options as :func:`.report.render`'s);
     ``report``: the analysis, when the caller made it already (:func:`rank_report`)."""
     rep = report if report is not None else rank_report(rs, metric, show_all)
+    with one_thread():  # the lines' spread is computed here (torch, dlpt.analysis.ranks.lines)
+        return _render(rep, rs, threshold, depth, ascii)
+
+
+def _render(rep: RankReport, rs: RankSet, threshold: float, depth: int | None, ascii: bool) -> RenderableType:
     fmt = Fmt(steps=0, ascii=ascii, sources=_sources(rs))
     comm = COMM if rep.gpu else WAIT
     ranks = rs.by_rank()

@@ -15,14 +15,8 @@
   var P = Ranks.prototype;
 
   function where(o) { return D.basename(o.file) + ":" + o.line; }
-  function sorted(v) { return v.slice().sort(function (a, b) { return a - b; }); }
-  function median(v) {
-    if (!v.length) return 0;
-    var s = sorted(v), h = s.length >> 1;
-    return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
-  }
-
-  P.values = function (line) { return line.v[this.metric.name] || []; };
+  /* A line's [max, median, min, slowest rank] of the metric shown, per step. */
+  P.values = function (line) { return line.v[this.metric.name] || [0, 0, 0, -1]; };
   P.fmt = function (v) { return D.fmtUnit(this.metric.unit, v); };
 
   P.lineLabel = function (o) {
@@ -61,20 +55,19 @@
     var box = D.el("div");
     panel.appendChild(box);
     main.appendChild(panel);
-    var order = raw.order;
     this.table = new D.TreeTable(box, {
       columns: [
-        { label: "max", value: function (r) { return Math.max.apply(null, self.values(r).concat([0])); }, text: function (r, v) { return self.fmt(v); } },
-        { label: "median", value: function (r) { return median(self.values(r)); }, text: function (r, v) { return self.fmt(v); } },
-        { label: "min", value: function (r) { return Math.min.apply(null, self.values(r).length ? self.values(r) : [0]); }, text: function (r, v) { return self.fmt(v); } },
-        { label: "slowest", value: function (r) { var v = self.values(r); return v.length ? order[v.indexOf(Math.max.apply(null, v))] : -1; },
-          text: function (r, v) { return v >= 0 ? "r" + v : ""; } },
+        { label: "max", value: function (r) { return self.values(r)[0]; }, text: function (r, v) { return self.fmt(v); } },
+        { label: "median", value: function (r) { return self.values(r)[1]; }, text: function (r, v) { return self.fmt(v); } },
+        { label: "min", value: function (r) { return self.values(r)[2]; }, text: function (r, v) { return self.fmt(v); } },
+        { label: "slowest", value: function (r) { return self.values(r)[3]; },
+          text: function (r, v) { return v >= 0 && self.values(r)[0] > self.values(r)[2] ? "r" + v : ""; } },
         { label: "line", text: function (r) { return where(r) + " " + r.function + " " + (r.text || ""); } }
       ],
       key: function (r) { return String(r.index); },
       roots: function () {
         return raw.lines.filter(function (r) {
-          if (!Math.max.apply(null, self.values(r).concat([0]))) return false;
+          if (!self.values(r)[0]) return false;
           if (!self.filter) return true;
           return (where(r) + " " + r.function + " " + (r.text || "") + " " + r.file).toLowerCase().indexOf(self.filter) >= 0;
         });
