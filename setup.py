@@ -65,7 +65,11 @@ class CMakeBuild(build_ext):
             sys.exit(f"dlpt: CMake built no _C*.so in {out_dir}")
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copy2(built[-1], target)
+        # Through a new file and a rename: a running Python that loaded the old library keeps its
+        # mapping intact (copying over it in place would change the code under it).
+        partial = target + ".partial"
+        shutil.copy2(built[-1], partial)
+        os.replace(partial, target)
 
 
 setup(ext_modules=[CMakeExtension("dlpt._C")], cmdclass={"build_ext": CMakeBuild})
