@@ -132,3 +132,12 @@ def test_the_path_check_catches_a_missing_path() -> None:
         _slug("A timeline (--timeline), host time (--sample-hz)")
         == "a-timeline---timeline-host-time---sample-hz"
     )
+
+
+def test_concepts_explains_every_metric() -> None:
+    from dlpt.model.processors import METRICS
+
+    concepts = (ROOT / "docs" / "concepts.md").read_text()
+    table = concepts.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    rows = " ".join(line.split("|")[1] for line in table.splitlines() if line.startswith("| `"))
+    assert [m for m in METRICS if f"`{m}`" not in rows] == []
