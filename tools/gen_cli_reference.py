@@ -13,8 +13,10 @@ undocumented). tests/unit/test_cli_reference.py runs the check.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +51,20 @@ FORMAT_NOTES = {
 }
 
 UNITS = {"ns": "time", "bytes": "bytes", "count": "count"}
+
+
+@contextlib.contextmanager
+def _columns(n: int) -> Iterator[None]:
+    """COLUMNS=n meanwhile, restored after (the generator also runs inside the test suite)."""
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(n)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
 
 
 def _cell(text: str) -> str:
@@ -110,9 +126,10 @@ def _missing(kind: str, names: tuple[str, ...] | list[str], notes: dict[str, str
 def render() -> str:
     _missing("view", VIEWS, VIEW_NOTES)
     _missing("export format", FORMATS, FORMAT_NOTES)
-    os.environ["COLUMNS"] = "100"  # argparse wraps usage lines at the terminal's width
     cli = cli_parser()
     diff = diff_parser()
+    with _columns(100):  # argparse wraps usage lines at the terminal's width
+        cli_usage, diff_usage = cli.format_usage().rstrip(), diff.format_usage().rstrip()
     lines = [
         "# Command-line reference",
         "",
@@ -125,7 +142,7 @@ def render() -> str:
         "## `dlpt` (`python -m dlpt`)",
         "",
         "```",
-        cli.format_usage().rstrip(),
+        cli_usage,
         "```",
         "",
         _cell(cli.description or ""),
@@ -142,7 +159,7 @@ def render() -> str:
         "## `dlpt diff`",
         "",
         "```",
-        diff.format_usage().rstrip(),
+        diff_usage,
         "```",
         "",
         _cell(diff.description or ""),

@@ -4,6 +4,7 @@ metric, view or export format added without regenerating it fails here."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +21,9 @@ def _generator():
 
 def test_committed_reference_is_the_generators_output() -> None:
     committed = (ROOT / "docs" / "reference" / "cli.md").read_text()
+    columns = os.environ.get("COLUMNS")
     assert committed == _generator().render(), "run: python tools/gen_cli_reference.py"
+    assert os.environ.get("COLUMNS") == columns  # the generator leaves the environment as it was
 
 
 def test_every_option_metric_view_and_format_is_in_the_reference() -> None:
