@@ -675,3 +675,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.load is not None:
         return _load(opts)
     return _run(opts, program)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser, as :func:`main` uses it (tools/gen_cli_reference.py writes
+    docs/reference/cli.md from it)."""
+    return _build_parser()

@@ -118,3 +118,9 @@ def parse_cell(line: str) -> tuple[argparse.Namespace, list[str]]:
     except ValueError as e:
         raise UsageError(f"cannot split the options: {e}") from None
     return _checked(_parser("%%dlpt").parse_args(words)), words
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    """The magics' parser (``prog``: ``%dlpt`` or ``%%dlpt``), as :func:`parse_line` and
+    :func:`parse_cell` use it (tools/gen_cli_reference.py documents it)."""
+    return _parser(prog)
