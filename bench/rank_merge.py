@@ -6,7 +6,7 @@ process, with the wall time and peak memory of each stage.
 
 A rank's session is built as dlpt would record it (a frame per line under a module frame, a
 GEMM kernel and an NCCL all-reduce under them, per-step GPU time lines) for a waiting rank and
-for the straggler, and cut to the summary a rank sends rank 0 (dlpt.model.rank_summary.encode:
+for the straggler, and cut to the summary a rank sends rank 0 (dlpt.analysis.ranks.summary.encode:
 its lines flattened, its tree folded to the job's budget). Every rank's summary is then that
 template with its own rank and its own values (the template's, with per-rank jitter), packed as
 the rank would send it, and decoded as rank 0 decodes it. The summaries are made before the clock starts: what is timed is rank 0's
@@ -30,7 +30,7 @@ from dlpt.analysis.ranks.lines import one_thread  # noqa: E402
 from dlpt.analysis.ranks.merge import rank_set  # noqa: E402
 from dlpt.cli.rank_finish import with_lines  # noqa: E402
 from dlpt.analysis.ranks.report import rank_report  # noqa: E402
-from dlpt.model import rank_summary  # noqa: E402
+from dlpt.analysis.ranks import summary as rank_summary  # noqa: E402
 from dlpt.model.session import VERSION, Session  # noqa: E402
 from dlpt.renderers.html.ranks_page import build_ranks_model  # noqa: E402
 from dlpt.renderers.terminal.ranks import render_ranks  # noqa: E402

@@ -6,7 +6,7 @@ its own client connection to it: never the user's process group (which may be go
 collective), never a second rendezvous, and no shared filesystem. Keys live under ``dlpt/`` and
 the run's id, so the user's own keys are never touched.
 
-Each rank ``publish``-es its summary (:mod:`dlpt.model.rank_summary`) under a key numbered by how
+Each rank ``publish``-es its summary (:mod:`dlpt.analysis.ranks.summary`) under a key numbered by how
 many times that rank finished a profile in this run (a store counter), so that a program that
 profiles several windows pairs each rank's n-th summary with rank 0's n-th report. Rank 0
 ``collect``-s: it polls which keys are there until each rank's is or its time is up (bounded:
@@ -28,7 +28,7 @@ from typing import Any
 
 from dlpt.analysis.ranks.lines import one_thread
 from dlpt.errors import DlptError
-from dlpt.model import rank_summary
+from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.model.session import Session
 
 __all__ = ["RankStore", "connect", "Collected"]

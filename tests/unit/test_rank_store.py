@@ -12,7 +12,7 @@ import pytest
 
 from dlpt.cli.rank_store import RankStore, connect
 from dlpt.errors import SessionFormatError
-from dlpt.model import rank_summary
+from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.model.session import Session
 from tests import rank_sessions as R
 

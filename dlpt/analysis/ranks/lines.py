@@ -6,7 +6,7 @@ itself, deeper lines at their own rows (:func:`dlpt.model.processors.flatten_by_
 rank's report tree). Values are per profiled step of each rank.
 
 The matrix is what makes a report across a thousand ranks affordable: a rank sends its lines
-already flattened (:mod:`dlpt.model.rank_summary`), rank 0 places each rank's column with one
+already flattened (:mod:`dlpt.analysis.ranks.summary`), rank 0 places each rank's column with one
 indexing operation (ranks running the same code send the same list of lines, which is matched
 once), and the spread of every line (min, median, max, slowest rank) is computed for all lines
 at once.
