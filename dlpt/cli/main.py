@@ -160,7 +160,8 @@ def _build_parser() -> _Parser:
         "--timeline",
         type=int,
         metavar="N",
-        help="keep the events of N steps after --skip-first for a timeline (HTML report, --export perfetto)",
+        help="keep the events of N counted steps, after the warm-up, for a timeline (HTML report, "
+        "--export perfetto)",
     )
     p.add_argument(
         "--peak-tflops",
