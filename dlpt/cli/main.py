@@ -92,6 +92,12 @@ def _build_parser() -> _Parser:
     p.add_argument("--depth", type=int, metavar="N", help="show at most N levels below the root")
     p.add_argument("--show-all", action="store_true", help="show library frames too")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="the whole report: every header line (sampler, threads, unused GPUs, versions, "
+        "dlpt's cost) and the work outside steps unfolded",
+    )
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
     p.add_argument(
         "-q",
