@@ -57,13 +57,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _build_parser() -> _Parser:
+def build_parser(prog: str = "dlpt") -> _Parser:
+    """The command line's parser: every option of a run and of ``--load``. The notebook magic
+    parses its options with it too (:mod:`dlpt.notebook.options`), so the two never differ."""
     p = _Parser(
-        prog="dlpt",
+        prog=prog,
         allow_abbrev=False,  # abbreviations would make the script/option split ambiguous
         usage="dlpt [options] (script.py | -m module | -c code) [args ...]\n"
         "       dlpt --load FILE [FILE ...] [render options]\n"
-        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]",
+        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]"
+        if prog == "dlpt"
+        else "%dlpt [options] statement\n       %%dlpt [options] (atop a cell)",
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -226,7 +230,7 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = _build_parser()
+    parser = build_parser()
     opts_part, program = _split(parser, argv)
     opts = parser.parse_args(opts_part)
     opts.outputs = outputs.collect(opts)
@@ -263,7 +267,25 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                 raise UsageError("--view applies to one session; the report across ranks has one view")
     elif not program:
         raise UsageError("no program given: expected script.py, -m module or -c code (see --help)")
-    # Checked here, as the renderer would, so a bad value fails before a long run, not after it.
+    check_values(opts)
+    if opts.no_report and opts.output is None and not opts.outputs:
+        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    if opts.open and opts.html is None:
+        raise UsageError("--open opens the HTML report: give --html FILE too")
+    if opts.no_report and opts.report_file is not None:
+        raise UsageError("--no-report prints no report: --report-file would stay empty")
+    others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
+    opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
+    opts.report_ranks = opts.report_ranks or "0"
+    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
+    _check_outputs(opts, program)
+    return opts, program
+
+
+def check_values(opts: argparse.Namespace) -> None:
+    """UsageError for an option value out of its range (the command line's and the notebook
+    magic's options; ``opts.outputs`` collected): checked as the renderer and the profile would,
+    so a bad value fails before a long run, not after it."""
     if not 0.0 <= opts.threshold < 100.0:
         raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
     if opts.depth is not None and opts.depth < 1:
@@ -274,14 +296,6 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
         raise UsageError("--active must be >= 1")
-    if opts.no_report and opts.output is None and not opts.outputs:
-        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
-    if opts.open and opts.html is None:
-        raise UsageError("--open opens the HTML report: give --html FILE too")
-    if opts.no_report and opts.report_file is not None:
-        raise UsageError("--no-report prints no report: --report-file would stay empty")
-    others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
-    opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
     if opts.step_on is not None:
         parse_spec(opts.step_on)
     if opts.sample_hz is not None and not 0 <= opts.sample_hz <= MAX_SAMPLE_HZ:
@@ -296,10 +310,6 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                 raise UsageError("--export perfetto writes the timeline: give --timeline N (steps to keep)")
     if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
         raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
-    opts.report_ranks = opts.report_ranks or "0"
-    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
-    _check_outputs(opts, program)
-    return opts, program
 
 
 def _check_outputs(opts: argparse.Namespace, program: list[str]) -> None:
