@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -219,6 +220,11 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
             action = parser._option_string_actions.get(tok)
             if action is not None and action.nargs == "+":
                 # --load A B ...: up to the next option, or a script (--load runs none: said later)
+                if i + 1 < len(argv) and argv[i + 1].endswith(".py") and not argv[i + 1].startswith("-"):
+                    raise UsageError(
+                        f"{tok} {argv[i + 1]}: a Python script, not a saved session; "
+                        f"to profile it: dlpt {shlex.quote(argv[i + 1])}"
+                    )
                 while (
                     i + 1 < len(argv) and not argv[i + 1].startswith("-") and not argv[i + 1].endswith(".py")
                 ):
