@@ -201,7 +201,9 @@ def test_the_magic_parses_every_command_line_option_with_the_same_parser(tmp_pat
     assert checked > 30
 
 
-def test_capture_options_reach_the_profile(shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_capture_options_reach_the_profile(
+    shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     out_file = tmp_path / "capture.json"
     body = "def step():\n    return x @ x\nfor _ in range(6):\n    step()\n"
     cell = (
@@ -217,7 +219,9 @@ def test_capture_options_reach_the_profile(shell: Any, capsys: pytest.CaptureFix
     assert not meta.get("sources")  # --no-source
 
 
-def test_output_options_write_their_files(shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_output_options_write_their_files(
+    shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     export, report = tmp_path / "s.speedscope.json", tmp_path / "report.txt"
     existing = tmp_path / "mine.json"
     existing.write_text("not dlpt's")
@@ -241,7 +245,9 @@ def test_render_options_shape_the_report(shell: Any, capsys: pytest.CaptureFixtu
     assert "╭" not in out and "+---" in out  # --ascii
 
 
-def test_options_a_cell_cannot_use_are_refused_clearly(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_options_a_cell_cannot_use_are_refused_clearly(
+    shell: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     result, _ = run(shell, capsys, "%dlpt --load s.json f(1)")
     assert isinstance(result.error_in_exec, IPythonUsageError)
     assert str(result.error_in_exec).startswith("dlpt: --load re-renders a saved session")
