@@ -253,3 +253,22 @@ def test_options_a_cell_cannot_use_are_refused_clearly(
     assert str(result.error_in_exec).startswith("dlpt: --load re-renders a saved session")
     result, out = run(shell, capsys, "%dlpt --help")
     assert result.success and "--sample-hz" in out and "--inline-html" in out
+
+
+def test_cells_are_named_alike_in_the_tree_the_host_lines_and_the_timeline(
+    shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 33: the tree said In [1]:6, the header's host line <ipython-input-1-...>:7."""
+    out_file = tmp_path / "cells.json"
+    n = shell.execution_count
+    body = "def spin():\n    s = 0\n    for i in range(400000):\n        s += i\n    return s\nspin()\n"
+    result, out = run(shell, capsys, f"%%dlpt --verbose --timeline 1 --sample-hz 2000 -o {out_file}\n{body}")
+    assert result.success, result.error_in_exec
+    meta = json.loads(out_file.read_text())["meta"]
+    lines = meta["host"]["step_thread"]["lines"]
+    assert lines, "the sampler caught the loop"
+    files = {r["file"] for r in lines}
+    assert f"In [{n}]" in files and not any("ipython-input" in f for f in files), files
+    assert not any("ipython-input" in s for s in meta["timeline"]["strings"])
+    host = next(line for line in out.splitlines() if "host per step" in line or "host in the run" in line)
+    assert f"In [{n}]:" in host and "ipython-input" not in out
