@@ -23,13 +23,12 @@ from __future__ import annotations
 import io
 import linecache
 import logging
-import os
 import tokenize
 from collections.abc import Iterable
 from typing import Any
 
 from dlpt.model.safe_files import read_regular_file
-from dlpt.model.source_files import file_kind
+from dlpt.model.source_files import file_kind, is_dlpt_file
 
 __all__ = ["CONTEXT", "MAX_FILE_BYTES", "LIBRARY_BYTES", "collect_sources", "remember_source"]
 
@@ -40,7 +39,6 @@ LIBRARY_BYTES = 2**20
 
 # Which files come first: the user's, then installed packages (model code), then the framework.
 _ORDER = {"user": 0, "package": 1, "framework": 2}
-_DLPT_DIR = os.path.normcase(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 _log = logging.getLogger(__name__)
 
@@ -77,7 +75,7 @@ def _rank(file: str) -> int | None:
         return None
     if file.startswith("<"):
         return 0 if _in_memory_lines(file) is not None else None
-    if os.path.normcase(os.path.abspath(file)).startswith(_DLPT_DIR):
+    if is_dlpt_file(file):
         return None
     return _ORDER[file_kind(file)]
 

@@ -68,7 +68,7 @@ def build_parser(prog: str = "dlpt") -> _Parser:
         "       dlpt --load FILE [FILE ...] [render options]\n"
         "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]"
         if prog == "dlpt"
-        else "%dlpt [options] statement\n       %%dlpt [options] (atop a cell)",
+        else "%(prog)s [options]" + (" statement" if prog == "%dlpt" else "  (atop a cell)"),
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
