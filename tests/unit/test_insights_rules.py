@@ -363,12 +363,19 @@ def test_malformed_saved_findings_are_dropped(bad: dict[str, Any]) -> None:
     assert Finding.from_dict(d) is None
 
 
-def test_optimizer_loop_is_silent_on_a_cpu_run(h: Any) -> None:
+def test_optimizer_loop_on_a_cpu_run_needs_the_sampled_python_between_the_ops(h: Any) -> None:
+    """On the CPU the ops' time is arithmetic foreach keeps: without host samples no evidence, no
+    finding; with them, the Python between the ops is the gain (issue 33)."""
     b = h.Builder()
     scope = b.add(b.frame(0, TRAIN, 45, "train_step"), "scope", "Optimizer.step#AdamW.step", calls=STEPS)
     for name in ("aten::mul_", "aten::add_", "aten::addcmul_", "aten::addcdiv_"):
         b.op(scope, name, calls=100 * STEPS, cpu_ns=1_000_000 * STEPS)
-    assert optimizer_loop(analyze(b.session(meta(h, gpu={"enabled": False, "reason": "--no-gpu"})))) == []
+    cpu_meta = meta(h, gpu={"enabled": False, "reason": "--no-gpu"})
+    assert optimizer_loop(analyze(b.session(cpu_meta))) == []
+    b.nodes[scope]["m"]["host_ns"] = 10_000_000 * STEPS  # 10 ms sampled, 4 ms of it in the ops
+    f = one(optimizer_loop(analyze(b.session(cpu_meta))), "optimizer_loop")
+    assert f.action == "torch.optim.AdamW(..., foreach=True)"
+    assert f.gain_ns == round(6_000_000 * (1 - 4 / 400)) and (f.file, f.line) == (TRAIN, 45)
 
 
 def test_stop_measures_pinned_copies_only_when_pageable_ones_were_seen(h: Any, monkeypatch: Any) -> None:
