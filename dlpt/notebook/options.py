@@ -52,9 +52,9 @@ def _parse(prog: str, words: list[str]) -> argparse.Namespace:
         print(parser.format_help())
         raise HelpShown
     if any(w in ("-V", "--version") for w in words):
-        from dlpt.cli.main import _version
+        import dlpt
 
-        print(f"dlpt {_version()}")
+        print(f"dlpt {getattr(dlpt, '__version__', 'unknown')}")
         raise HelpShown
     opts = parser.parse_args(words)
     for flag, why in _NOT_HERE.items():
