@@ -26,7 +26,7 @@ opt = torch.optim.SGD([torch.nn.Parameter(torch.ones(2))], lr=0.1)
 
 def prepare():
     s = 0
-    for i in range(30000):
+    for i in range(150000):
         s += i  # @prepare
     return s
 
