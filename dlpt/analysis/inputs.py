@@ -21,16 +21,25 @@ from dlpt.model.folding import FoldedTable, session_totals
 from dlpt.model.meta import StepTime, int_of, step_time
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session
+from dlpt.model.source_files import file_kind
 from dlpt.model.tree import Node
 
 __all__ = ["Analysis", "analyze", "user_line", "in_backward"]
 
 
 def user_line(node: Node | None) -> Node | None:
-    """The nearest frame at or above ``node``: the user's line once library frames are folded."""
-    while node is not None and node.kind != "frame":
+    """The line a suggestion is placed on: the nearest frame at or above ``node`` in the user's
+    own code (a script, a notebook cell), not an installed package's frame the report keeps as
+    model code (``modeling_layers.py GradientCheckpointingLayer.__call__``: issue 33); the
+    nearest frame of any file when no user frame is above it."""
+    nearest: Node | None = None
+    while node is not None:
+        if node.kind == "frame":
+            if file_kind(node.file) == "user":
+                return node
+            nearest = nearest or node
         node = node.parent
-    return node
+    return nearest
 
 
 def in_backward(node: Node) -> bool:

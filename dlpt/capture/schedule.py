@@ -53,7 +53,12 @@ MAX_WINDOWS_SAVED = 64
 class StepSchedule:
     """Decides, at each step boundary, how the step that ended is classified and whether the
     next one is traced. ``end_epoch(counted)`` and ``set_tracing(on)`` are the native core's;
-    ``only``: the one source of steps that counts (CALL when a step_on function is named)."""
+    ``only``: the one source of steps that counts (CALL when a step_on function is named).
+    ``on_warm``: called once, when the warm-up is over, before the boundary where it ended is
+    passed to the core (the timeline window opens at that boundary: its steps are counted ones).
+    ``first_window``: counted steps traced before the first untraced window (at least
+    FIRST_WINDOW; more when a timeline of that many steps is asked for: the window closes when
+    tracing stops)."""
 
     def __init__(
         self,
@@ -64,12 +69,16 @@ class StepSchedule:
         set_tracing: Callable[[bool], Any],
         only: str | None = None,
         clock: Callable[[], int] = time.perf_counter_ns,
+        on_warm: Callable[[], Any] | None = None,
+        first_window: int = FIRST_WINDOW,
     ) -> None:
         self.active = active
         self.calibrate = calibrate
         self._end_epoch, self._set_tracing = end_epoch, set_tracing
         self._only = only
         self._clock = clock
+        self._on_warm = on_warm
+        self._first_window = max(FIRST_WINDOW, first_window)
         self.warmup = Warmup(skip_first)
         self.source: str | None = None
         self.seen = 0  # steps that ended
@@ -142,7 +151,7 @@ class StepSchedule:
             self._time(self.untraced, wall)
             if self._window_left:
                 self._window_left -= 1
-        elif self.warmup.step(wall):
+        elif self._warmup_step(wall):
             self._end_epoch(False)
         else:
             self._end_epoch(True)
@@ -165,6 +174,16 @@ class StepSchedule:
 
     # -- decisions ------------------------------------------------------------------------------
 
+    def _warmup_step(self, wall: int) -> bool:
+        """Whether the step that ended is warm-up; tells ``on_warm`` when the warm-up just ended
+        (with --skip-first N at the end of its N-th step, automatically at the end of the first
+        counted step)."""
+        was_over = self.warmup.over
+        warm = self.warmup.step(wall)
+        if not was_over and self.warmup.over and self._on_warm is not None:
+            self._on_warm()
+        return warm
+
     def _time(self, times: StepTimes, wall: int) -> None:
         if self._switched and self.source != CALL:
             self.dropped += 1
@@ -178,7 +197,7 @@ class StepSchedule:
             return True
         if self._window_left:
             return False
-        due = FIRST_WINDOW if self._windows == 0 else EVERY
+        due = self._first_window if self._windows == 0 else EVERY
         if self.tracing and self._since_window >= due:
             self._windows += 1
             self._since_window = 0

@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -66,13 +67,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _build_parser() -> _Parser:
+def build_parser(prog: str = "dlpt") -> _Parser:
+    """The command line's parser: every option of a run and of ``--load``. The notebook magic
+    parses its options with it too (:mod:`dlpt.notebook.options`), so the two never differ."""
     p = _Parser(
-        prog="dlpt",
+        prog=prog,
         allow_abbrev=False,  # abbreviations would make the script/option split ambiguous
         usage="dlpt [options] (script.py | -m module | -c code) [args ...]\n"
         "       dlpt --load FILE [FILE ...] [render options]\n"
-        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]",
+        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]"
+        if prog == "dlpt"
+        else "%(prog)s [options]" + (" statement" if prog == "%dlpt" else "  (atop a cell)"),
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -101,6 +106,12 @@ def _build_parser() -> _Parser:
     p.add_argument("--depth", type=int, metavar="N", help="show at most N levels below the root")
     p.add_argument("--show-all", action="store_true", help="show library frames too")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="the whole report: every header line (sampler, threads, unused GPUs, versions, "
+        "dlpt's cost) and the work outside steps unfolded",
+    )
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
     p.add_argument(
         "-q",
@@ -169,7 +180,8 @@ def _build_parser() -> _Parser:
         "--timeline",
         type=int,
         metavar="N",
-        help="keep the events of N steps after --skip-first for a timeline (HTML report, --export perfetto)",
+        help="keep the events of N counted steps, after the warm-up, for a timeline (HTML report, "
+        "--export perfetto)",
     )
     p.add_argument(
         "--peak-tflops",
@@ -217,6 +229,11 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
             action = parser._option_string_actions.get(tok)
             if action is not None and action.nargs == "+":
                 # --load A B ...: up to the next option, or a script (--load runs none: said later)
+                if i + 1 < len(argv) and argv[i + 1].endswith(".py") and not argv[i + 1].startswith("-"):
+                    raise UsageError(
+                        f"{tok} {argv[i + 1]}: a Python script, not a saved session; "
+                        f"to profile it: dlpt {shlex.quote(argv[i + 1])}"
+                    )
                 while (
                     i + 1 < len(argv) and not argv[i + 1].startswith("-") and not argv[i + 1].endswith(".py")
                 ):
@@ -228,7 +245,7 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = _build_parser()
+    parser = build_parser()
     opts_part, program = _split(parser, argv)
     opts = parser.parse_args(opts_part)
     opts.outputs = outputs.collect(opts)
@@ -266,7 +283,25 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                 raise UsageError("--view applies to one session; the report across ranks has one view")
     elif not program:
         raise UsageError("no program given: expected script.py, -m module or -c code (see --help)")
-    # Checked here, as the renderer would, so a bad value fails before a long run, not after it.
+    check_values(opts)
+    if opts.no_report and opts.output is None and not opts.outputs:
+        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    if opts.open and opts.html is None:
+        raise UsageError("--open opens the HTML report: give --html FILE too")
+    if opts.no_report and opts.report_file is not None:
+        raise UsageError("--no-report prints no report: --report-file would stay empty")
+    others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
+    opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
+    opts.report_ranks = opts.report_ranks or "0"
+    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
+    _check_outputs(opts, program)
+    return opts, program
+
+
+def check_values(opts: argparse.Namespace) -> None:
+    """UsageError for an option value out of its range (the command line's and the notebook
+    magic's options; ``opts.outputs`` collected): checked as the renderer and the profile would,
+    so a bad value fails before a long run, not after it."""
     if not 0.0 <= opts.threshold < 100.0:
         raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
     if opts.depth is not None and opts.depth < 1:
@@ -277,14 +312,6 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
         raise UsageError("--active must be >= 1")
-    if opts.no_report and opts.output is None and not opts.outputs:
-        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
-    if opts.open and opts.html is None:
-        raise UsageError("--open opens the HTML report: give --html FILE too")
-    if opts.no_report and opts.report_file is not None:
-        raise UsageError("--no-report prints no report: --report-file would stay empty")
-    others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
-    opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
     if opts.step_on is not None:
         parse_spec(opts.step_on)
     if opts.sample_hz is not None and not 0 <= opts.sample_hz <= MAX_SAMPLE_HZ:
@@ -299,10 +326,6 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                 raise UsageError("--export perfetto writes the timeline: give --timeline N (steps to keep)")
     if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
         raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
-    opts.report_ranks = opts.report_ranks or "0"
-    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
-    _check_outputs(opts, program)
-    return opts, program
 
 
 def _check_outputs(opts: argparse.Namespace, program: list[str]) -> None:
@@ -675,9 +698,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.load is not None:
         return _load(opts)
     return _run(opts, program)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command line's parser, as :func:`main` uses it (tools/gen_cli_reference.py writes
-    docs/reference/cli.md from it)."""
-    return _build_parser()

@@ -148,7 +148,7 @@ def test_every_output_renders_it(tmp_path: Path) -> None:
     out = io.StringIO()
     console = Console(file=out, width=140, color_system=None)
     for view in VIEWS:
-        console.print(render(session, view=view, threshold=0.0))
+        console.print(render(session, view=view, threshold=0.0, verbose=True))
     console.print(render_diff(diff_sessions(session, session, "a.json", "b.json"), METRICS["gpu"]))
     text = out.getvalue()
     assert "train.py:2 main" in text and "ncclDevKernel" in text

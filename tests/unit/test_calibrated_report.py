@@ -69,7 +69,7 @@ def calibrated(h: Any, untraced: bool = True, outside: bool = False) -> Session:
 
 
 def _text(h: Any, session: Session, **kw: Any) -> str:
-    return " ".join(h.render_text(render(session, threshold=0.0, **kw), width=400).split())
+    return " ".join(h.render_text(render(session, threshold=0.0, verbose=True, **kw), width=400).split())
 
 
 def test_the_header_shows_the_untraced_step_beside_the_traced_one(h: Any) -> None:
@@ -142,10 +142,12 @@ def test_work_outside_steps_is_reported_once_and_kept_out_of_per_step_figures(h:
     text = _text(h, both)
     assert "Outside steps (once: set-up, warm-up and the end of the run; totals, not per step)" in text
     kernels = sum(1 for n in both.nodes if n["kind"] == "kernel")
-    assert f"work outside steps (once): GPU {kernels * 250 / 1000:.2f}s" in text  # not divided by the steps
-    assert "outside steps (once): 9.10s before the first counted step, 300.00ms after the last" in text
+    verbose = " ".join(h.render_text(render(both, view="tree", verbose=True), width=4000).split())
+    assert f"work outside steps: GPU {kernels * 250 / 1000:.2f}s" in verbose  # not divided by the steps
+    assert "outside steps (once): 9.10s before the first counted step, 300.00ms after the last" in verbose
+    assert verbose.count("outside steps (once)") == 1, "one line, not two (issue 33)"
     page = dict(build_model(both)["header"]["facts"])
-    assert page["work outside steps"].startswith(f"GPU {kernels * 250 / 1000:.2f}s")
+    assert f"work outside steps: GPU {kernels * 250 / 1000:.2f}s" in page["outside steps"]
 
 
 def test_dlpt_diff_compares_the_programs_own_step_times(h: Any) -> None:

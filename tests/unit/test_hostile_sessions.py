@@ -112,7 +112,7 @@ def _render_all(session: Session) -> str:
     out = io.StringIO()
     console = Console(file=out, width=140, color_system=None, force_terminal=False)
     for view in VIEWS:
-        console.print(render(session, view=view, threshold=0.0, show_all=True))
+        console.print(render(session, view=view, threshold=0.0, show_all=True, verbose=True))
     return out.getvalue()
 
 

@@ -196,3 +196,32 @@ def test_warmup_reports_its_reason(skip: int | None) -> None:
     for ns in (50 * MS, 10 * MS, 10 * MS, 10 * MS, 10 * MS):
         w.step(ns)
     assert w.over and w.reason
+
+
+def test_on_warm_is_told_before_the_boundary_that_ends_the_warm_up_reaches_the_core() -> None:
+    """The timeline window opens at the boundary after on_warm (issue 33): with --skip-first N,
+    the end of the N-th warm-up step; automatically, the end of the first counted step."""
+    # (skip_first, epochs already passed to the core when on_warm is called)
+    for skip, warm_at in ((3, 2), (None, 3)):
+        seen: list[int] = []
+        epochs: list[bool] = []
+        r = Run(skip_first=skip, on_warm=lambda s=seen, e=epochs: s.append(len(e)))
+        r.epochs = epochs
+        r.s._end_epoch = epochs.append
+        for ns in (8000 * MS, 50 * MS, 15 * MS, 15 * MS, 15 * MS):
+            r.step(ns)
+        assert seen == [warm_at], (skip, seen, epochs)
+    r0: list[int] = []
+    Run(skip_first=0, on_warm=lambda: r0.append(1)).step(5 * MS)
+    assert r0 == [], "over from the start: the caller arms the window at start"
+
+
+def test_first_window_waits_for_the_timeline_steps() -> None:
+    r = Run(skip_first=0, first_window=FIRST_WINDOW + 5)
+    for _ in range(FIRST_WINDOW + 5):
+        r.step(10 * MS)
+    assert r.switches == [False] and r.s.counted == FIRST_WINDOW + 5
+    short = Run(skip_first=0, first_window=3)  # never earlier than FIRST_WINDOW
+    for _ in range(FIRST_WINDOW):
+        short.step(10 * MS)
+    assert short.switches == [False] and short.s.counted == FIRST_WINDOW

@@ -72,8 +72,8 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
         name = f"GPU {dev} {d.get('name', '')}".rstrip()
         if d.get("capability"):
             name += f" (sm {d['capability']})"
-        if dev not in busy:
-            out.append(Fact("device", f"{name}: no busy time recorded", "dim", name, "no busy time recorded"))
+        if dev not in busy:  # a GPU the program never used: one short line (issue 33)
+            out.append(Fact("device", f"GPU {dev}: unused", "dim", f"GPU {dev}", "unused"))
             continue
         b = int_of(busy.get(dev))
         if per_step and traced is not None:
