@@ -27,10 +27,10 @@ from typing import Any
 from dlpt.analysis.ranks.lines import RankLines
 from dlpt.analysis.ranks.merge import RankSet, rank_set
 from dlpt.analysis.ranks.report import RankReport
+from dlpt.analysis.ranks.summary import Summary
 from dlpt.cli.gather import gather
 from dlpt.cli.rank_store import RankStore
 from dlpt.model.rank_paths import rank_path, session_rank
-from dlpt.analysis.ranks.summary import Summary
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import print_ranks

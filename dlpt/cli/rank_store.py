@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.analysis.ranks.lines import one_thread
 from dlpt.errors import DlptError
-from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.model.session import Session
 
 __all__ = ["RankStore", "connect", "Collected"]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.cli.rank_store import RankStore, connect
 from dlpt.errors import SessionFormatError
-from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.model.session import Session
 from tests import rank_sessions as R
 
