@@ -78,7 +78,11 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
         b = int_of(busy.get(dev))
         if per_step and traced is not None:
             value, frac = _step_busy(
-                units.scale(b), traced.median_ns, untraced.median_ns if untraced else None, units
+                units.scale(b),
+                traced.median_ns,
+                untraced.median_ns if untraced else None,
+                units,
+                _union_share(meta, dev),
             )
         else:
             frac = b / wall if wall else 0.0
@@ -90,11 +94,29 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
     return out
 
 
-def _step_busy(busy: float, traced_ns: float, untraced_ns: float | None, units: Units) -> tuple[str, float]:
+def _union_share(meta: Mapping[str, Any], dev: str) -> float | None:
+    """The median over the recorded steps of the GPU's busy share of each step (the union of
+    its kernels, copies and memsets inside the step, over the step's span): at most 1 whatever
+    overlaps on several streams, and not a mean of busy times against a median of steps."""
+    rows = obj(meta.get("gpu_steps")).get(dev)
+    if not isinstance(rows, list):
+        return None
+    shares = sorted(
+        min(1.0, int_of(r.get("busy_ns")) / int_of(r.get("span_ns")))
+        for r in rows
+        if isinstance(r, dict) and int_of(r.get("span_ns")) > 0
+    )
+    return shares[len(shares) // 2] if shares else None
+
+
+def _step_busy(
+    busy: float, traced_ns: float, untraced_ns: float | None, units: Units, share: float | None = None
+) -> tuple[str, float]:
     """A GPU's busy time per step against the untraced step (its busy share), and against the
-    traced one beside it."""
+    traced one beside it (``share``: the traced steps' own busy share, when they were recorded
+    one by one)."""
     t = units.time
-    traced_frac = busy / traced_ns if traced_ns > 0 else 0.0
+    traced_frac = share if share is not None else min(1.0, busy / traced_ns if traced_ns > 0 else 0.0)
     if not untraced_ns:
         text = f"busy {t(busy, per_step=False)} of the {t(traced_ns, per_step=False)} traced step "
         return text + f"({100 * traced_frac:.1f}%), idle {100 * (1 - traced_frac):.1f}%", traced_frac
