@@ -34,31 +34,34 @@ RANKS_STYLES = ("report.css", "ranks.css")
 MAX_LINES = 2000  # lines on the page, the costliest on any rank first
 
 
-def _text(rep: RankReport, file: str, line: int) -> str:
-    for r in rep.rs.ranks:
-        src = obj(r.session.meta.get("sources")).get(file)
-        if isinstance(src, dict) and isinstance(src.get(str(line)), str):
-            return str(src[str(line)]).strip()
-    return ""
+def _sources(rep: RankReport) -> dict[str, dict[str, str]]:
+    """The ranks' saved source text, merged once (the same code; the first rank's text wins)."""
+    out: dict[str, dict[str, str]] = {}
+    for r in reversed(rep.rs.ranks):
+        for file, lines in obj(r.session.meta.get("sources")).items():
+            if isinstance(lines, dict):
+                out.setdefault(file, {}).update(lines)
+    return out
 
 
-def _where(rep: RankReport, node: Any) -> dict[str, Any]:
+def _where(sources: dict[str, dict[str, str]], node: Any) -> dict[str, Any]:
+    text = sources.get(node.file, {}).get(str(node.line)) if node.kind == "frame" else None
     return {
         "file": node.file,
         "line": node.line,
         "function": display_name(node.name),
-        "text": _text(rep, node.file, node.line) if node.kind == "frame" else "",
+        "text": text.strip() if isinstance(text, str) else "",
         "name": node.name if node.kind != "frame" else "",
     }
 
 
-def _cause(rep: RankReport, c: Cause) -> dict[str, Any]:
-    return {**_where(rep, c.node), "metric": c.metric.name, "own": c.own_ns, "others": c.others_ns}
+def _cause(sources: dict[str, dict[str, str]], c: Cause) -> dict[str, Any]:
+    return {**_where(sources, c.node), "metric": c.metric.name, "own": c.own_ns, "others": c.others_ns}
 
 
-def _site(rep: RankReport, s: Site, rank: int) -> dict[str, Any]:
+def _site(sources: dict[str, dict[str, str]], s: Site, rank: int) -> dict[str, Any]:
     others = [v for r, v in s.times.items() if r != rank]
-    line = _where(rep, s.line.node) if s.line is not None else None
+    line = _where(sources, s.line.node) if s.line is not None else None
     return {"line": line, "op": s.node.node.name, "own": s.times.get(rank, 0.0), "others": median(others)}
 
 
@@ -74,34 +77,38 @@ def _steps(rank: Rank) -> list[list[int]]:
     return []
 
 
-def _lines(rep: RankReport, metrics: list[Metric]) -> tuple[list[dict[str, Any]], int]:
+def _lines(
+    rep: RankReport, metrics: list[Metric], sources: dict[str, dict[str, str]]
+) -> tuple[list[dict[str, Any]], int]:
     """The costliest lines (by the report's metric on any rank), each with, per metric, its
     max, median and min across ranks and the slowest rank; and how many lines there are."""
     table = rep.lines
     if not len(table):
         return [], 0
-    stats = {}
+    stats: dict[str, tuple[list[float], list[float], list[float], list[int]]] = {}
+    maxima = []
     for m in metrics:
         v = table.values(m)
         hi = v.max(dim=1)
-        stats[m.name] = (hi.values, row_median(v), v.min(dim=1).values, hi.indices)
+        maxima.append(hi.values)
+        stats[m.name] = (
+            hi.values.tolist(),
+            row_median(v).tolist(),
+            v.min(dim=1).values.tolist(),
+            hi.indices.tolist(),
+        )
     # The costliest by the report's metric first; lines with only other metrics (a host line
     # without GPU time) after them, the page switches metrics.
-    top = stats[rep.metric.name][0]
-    anything = torch.stack([v[0] for v in stats.values()]).amax(dim=0)
+    top = maxima[metrics.index(rep.metric)]
+    anything = torch.stack(maxima).amax(dim=0)
     by_any = torch.argsort(anything, descending=True, stable=True)
     ranked = by_any[torch.argsort(top[by_any], descending=True, stable=True)]
     shown = [i for i in ranked.tolist() if float(anything[i]) > 0][:MAX_LINES]
     out = []
     for i in shown:
-        row: dict[str, Any] = {**_where(rep, table.labels[i]), "v": {}}
+        row: dict[str, Any] = {**_where(sources, table.labels[i]), "v": {}}
         for name, (hi_v, mid, lo, slow) in stats.items():
-            row["v"][name] = [
-                round(float(hi_v[i])),
-                round(float(mid[i])),
-                round(float(lo[i])),
-                table.order[int(slow[i])],
-            ]
+            row["v"][name] = [round(hi_v[i]), round(mid[i]), round(lo[i]), table.order[slow[i]]]
         out.append(row)
     return out, len(table)
 
@@ -116,7 +123,8 @@ def _model(rep: RankReport) -> dict[str, Any]:
     metrics = [m for m in METRICS.values() if rep.lines.has(m)]
     if rep.metric not in metrics:
         metrics.insert(0, rep.metric)
-    lines, count = _lines(rep, metrics)
+    sources = _sources(rep)
+    lines, count = _lines(rep, metrics, sources)
     first = rep.rs.ranks[0].session.meta if rep.rs.ranks else {}
     argv = program_argv(first)
     low, high = rep.wait_spread
@@ -153,8 +161,8 @@ def _model(rep: RankReport) -> dict[str, Any]:
             {
                 "rank": s.rank,
                 "waited": s.waited_ns,
-                "causes": [_cause(rep, c) for c in s.causes],
-                "sites": [_site(rep, x, s.rank) for x in s.sites[:10]],
+                "causes": [_cause(sources, c) for c in s.causes],
+                "sites": [_site(sources, x, s.rank) for x in s.sites[:10]],
             }
             for s in rep.stragglers
         ],
