@@ -320,7 +320,13 @@ SCHEMA: dict[str, Check] = {
             "step_on_ignored": _dict_of(_int),
             "untraced": _int,
             "warmup": _obj(
-                optional={"steps": _int, "walls_ns": _list_of(_int), "auto": _bool, "reason": _str}
+                optional={
+                    "steps": _int,
+                    "walls_ns": _list_of(_int),
+                    "auto": _bool,
+                    "reason": _str,
+                    "settled": _bool,  # automatic warm-up: False when it ended at its bound
+                }
             ),
             "outside": _obj(optional={"before_ns": _int, "after_ns": _int}),
         }
@@ -336,6 +342,14 @@ SCHEMA: dict[str, Check] = {
             "windows": _list_of(_list_of(_int)),
             "traced": _STEP_TIMES,
             "untraced": _STEP_TIMES,
+            # Each untraced window against its traced neighbours (dlpt's cost, docs/numbers.md).
+            "paired": _list_of(
+                _obj(
+                    required={"untraced_ns": _int, "traced_ns": _int},
+                    optional={"steps": _list_of(_int), "untraced_n": _int, "traced_n": _int},
+                )
+            ),
+            "paired_n": _int,
         }
     ),
     "gpu_busy_outside_ns": _dict_of(_int),
