@@ -294,7 +294,14 @@ _CAPTURE_COUNTERS = (
 
 _STEP_TIMES = _obj(
     required={"n": _int, "median_ns": _int, "mean_ns": _int},
-    optional={"min_ns": _int, "max_ns": _int, "p10_ns": _int, "p90_ns": _int},
+    optional={
+        "min_ns": _int,
+        "max_ns": _int,
+        "p10_ns": _int,
+        "p90_ns": _int,
+        "median_lo_ns": _int,  # the median's interval (docs/numbers.md)
+        "median_hi_ns": _int,
+    },
 )
 
 SCHEMA: dict[str, Check] = {

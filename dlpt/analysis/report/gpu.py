@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.analysis.report.model import Fact, Level
+from dlpt.model.calibration import calibrated_untraced
 from dlpt.model.meta import int_of, obj, step_time, wall_ns
 from dlpt.model.processors import METRICS
 from dlpt.model.units import Units
@@ -64,7 +65,7 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
     wall = wall_ns(meta)
     names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
     busy = obj(meta.get("gpu_busy_ns"))
-    traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
+    traced, untraced = step_time(meta, "traced"), calibrated_untraced(meta)
     per_step = units.steps > 0 and traced is not None and bool(obj(meta.get("step_time")))
     out = []
     for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
