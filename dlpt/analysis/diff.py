@@ -33,8 +33,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlpt.model.folding import report_tree
 from dlpt.model.calibration import Calibration, calibration
+from dlpt.model.folding import report_tree
 from dlpt.model.meta import StepTime, program_argv, step_time
 from dlpt.model.node_contexts import CTX, context_of
 from dlpt.model.processors import METRICS, Metric, flatten_by_line
@@ -206,7 +206,7 @@ class SessionDiff:
             stats.append((a, b, sa, sb, welch(a, sa, self.a.steps, b, sb, self.b.steps)))
         passed = holm([p for *_, p in stats])
         out = {}
-        for r, (a, b, sa, sb, p), ok in zip(rows, stats, passed):
+        for r, (a, b, sa, sb, p), ok in zip(rows, stats, passed, strict=True):
             big = abs(b - a) >= MIN_EFFECT * max(abs(a), abs(b))
             out[r.key] = Change(a, b, sa, sb, p, ok and big)
         return out

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlpt.analysis.peaks import DevicePeaks, lookup
-from dlpt.model.folding import FoldedTable, session_totals
 from dlpt.model.calibration import calibrated_untraced
+from dlpt.model.folding import FoldedTable, session_totals
 from dlpt.model.meta import StepTime, int_of, step_time
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session

@@ -150,7 +150,7 @@ def _moments(kind: str, sq: tuple[float, float, float]) -> dict[str, float]:
     """A node's ``q``: per metric, the sum over counted steps of the step's amount squared (ns^2;
     docs/session-format.md), for the time metric its kind keeps."""
     names = _MOMENT_NAMES.get(kind, ("cpu_ns", None, None))
-    return {name: float(v) for name, v in zip(names, sq) if name is not None and v > 0}
+    return {name: float(v) for name, v in zip(names, sq, strict=True) if name is not None and v > 0}
 
 
 def _comm_metrics(m: dict[str, int], coll: Collective) -> None:

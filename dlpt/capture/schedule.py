@@ -89,7 +89,12 @@ class PairedWindows:
         o = self._open
         if o is None or o["after"]:  # a new window (an earlier one waiting for its after ends here)
             self._finish()
-            o = self._open = {"before": list(self._before), "untraced": [], "after": [], "steps": [step, step]}
+            o = self._open = {
+                "before": list(self._before),
+                "untraced": [],
+                "after": [],
+                "steps": [step, step],
+            }
         o["untraced"].append(ns)
         o["steps"][1] = step
 

@@ -57,7 +57,8 @@ class Calibration:
         (0.92-1.06, ...)", or "not measured (...)"; never a cost below 1.0x."""
         if not self.windows:
             return f"not measured ({self.why_not})"
-        spread = f"{self.lo:.2f}\u2013{self.hi:.2f}, {self.how}, {self.windows} window{'s' if self.windows != 1 else ''}"
+        windows = f"{self.windows} window{'s' if self.windows != 1 else ''}"
+        spread = f"{self.lo:.2f}\u2013{self.hi:.2f}, {self.how}, {windows}"
         if self.ratio < 1.0:
             body = f"within noise ({spread})"
         else:
@@ -85,7 +86,11 @@ def calibration(meta: Mapping[str, Any]) -> Calibration:
         if traced > 0 and untraced > 0:
             ratios.append(traced / untraced)
     if not ratios:
-        why = "--calibrate off" if st.get("calibrate") is False else "no untraced window with traced steps on both sides"
+        why = (
+            "--calibrate off"
+            if st.get("calibrate") is False
+            else "no untraced window with traced steps on both sides"
+        )
         return Calibration(0, 0.0, 0.0, 0.0, "min-max", False, why)
     ratios.sort()
     n = len(ratios)

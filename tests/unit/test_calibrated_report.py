@@ -53,7 +53,12 @@ def calibrated(h: Any, untraced: bool = True, outside: bool = False) -> Session:
         d["meta"]["step_time"]["untraced"] = _times(UNTRACED, 5)
         # Three windows against their traced neighbours agree: dlpt's cost is measured.
         d["meta"]["step_time"]["paired"] = [
-            {"steps": [10 + 40 * i, 14 + 40 * i], "untraced_ns": UNTRACED, "untraced_n": 5, "traced_ns": TRACED}
+            {
+                "steps": [10 + 40 * i, 14 + 40 * i],
+                "untraced_ns": UNTRACED,
+                "untraced_n": 5,
+                "traced_ns": TRACED,
+            }
             for i in range(3)
         ]
     d["meta"]["steps"].update(
@@ -80,7 +85,8 @@ def _text(h: Any, session: Session, **kw: Any) -> str:
 def test_the_header_shows_the_untraced_step_beside_the_traced_one(h: Any) -> None:
     text = _text(h, calibrated(h))
     assert (
-        "step wall 37.00ms untraced (median of 5) · 40.00ms traced (median of 4) · dlpt's cost 1.08x (1.08–1.08, min-max, 3 windows)" in text
+        "step wall 37.00ms untraced (median of 5) · 40.00ms traced (median of 4) · "
+        "dlpt's cost 1.08x (1.08\u20131.08, min-max, 3 windows)" in text
     )
     assert "(optimizer steps; 6 seen: 2 warm-up, 6 untraced)" in text
     assert "warm-up: the first 2 steps (9.00s, 60.00ms), until two steps in a row took the same time" in text

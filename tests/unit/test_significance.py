@@ -41,7 +41,15 @@ def run(seed: int, slow: dict[int, float] | None = None, moments: bool = True) -
     for i, xs in enumerate(per_line):
         frame = len(nodes)
         nodes.append(
-            {"id": frame, "parent": 1, "kind": "frame", "name": "forward", "file": "/p/model.py", "line": 100 + i, "m": {}}
+            {
+                "id": frame,
+                "parent": 1,
+                "kind": "frame",
+                "name": "forward",
+                "file": "/p/model.py",
+                "line": 100 + i,
+                "m": {},
+            }
         )
         ints = [round(x) for x in xs]
         kernel: dict[str, Any] = {

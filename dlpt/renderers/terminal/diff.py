@@ -100,7 +100,9 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
             )
         )
     else:
-        out.append(Text("  change: not tested (a session without per-step spreads, saved before format 3)", "dim"))
+        out.append(
+            Text("  change: not tested (a session without per-step spreads, saved before format 3)", "dim")
+        )
     ta, tb = d.total(metric, "a"), d.total(metric, "b")
     total = Text("  total  ")
     total.append(f"A {_value(fmt, metric, ta)}  B {_value(fmt, metric, tb)}  delta ")
@@ -165,7 +167,11 @@ def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> 
                 Text("(not on any user line)", "dim"),
             )
         )
-    title = "Lines, significant changes first, then by absolute change" if d.tested else "Lines, by absolute change"
+    title = (
+        "Lines, significant changes first, then by absolute change"
+        if d.tested
+        else "Lines, by absolute change"
+    )
     t = make_table(title, fmt)
     for i, col in enumerate(("A", "B", "delta", "ratio", *(["change"] if d.tested else []))):
         # Numbers keep their full width; the line text is what gets cut.
