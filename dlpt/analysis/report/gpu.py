@@ -9,7 +9,7 @@ from typing import Any
 
 from dlpt.analysis.report.model import Fact, Level
 from dlpt.model.calibration import calibrated_untraced
-from dlpt.model.meta import int_of, obj, step_time, wall_ns
+from dlpt.model.meta import StepTime, int_of, obj, step_time, wall_ns
 from dlpt.model.processors import METRICS
 from dlpt.model.units import Units
 
@@ -81,6 +81,7 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
             value, frac = _step_busy(
                 units.scale(b), traced.median_ns, untraced.median_ns if untraced else None, units
             )
+            value += _idle_spread(units.scale(b), untraced or traced)
         else:
             frac = b / wall if wall else 0.0
             value = (
@@ -89,6 +90,16 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
             )
         out.append(Fact("device", f"{name}: {value}", "bad" if frac < 0.5 else "info", name, value, frac))
     return out
+
+
+def _idle_spread(busy: float, step: StepTime) -> str:
+    """The idle share's 95% interval from the step median's: "; idle 21.0-25.0% (95%)"; "" without
+    one."""
+    lo, hi = step.median_lo_ns, step.median_hi_ns
+    if lo is None or hi is None or lo <= 0 or step.n < 2:
+        return ""
+    idle_lo, idle_hi = 1 - min(1.0, busy / hi), 1 - min(1.0, busy / lo)
+    return f"; idle {100 * idle_lo:.1f}\u2013{100 * idle_hi:.1f}% (the step median's interval)"
 
 
 def _step_busy(busy: float, traced_ns: float, untraced_ns: float | None, units: Units) -> tuple[str, float]:
