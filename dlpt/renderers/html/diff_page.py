@@ -84,7 +84,8 @@ def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
     """The JSON-ready model of ``d``; ``metric`` is shown first."""
     offered = {n: m for n, m in METRICS.items() if m(d.a.total) > 0 or m(d.b.total) > 0}
     metrics = [
-        {"name": n, "label": m.label, "unit": m.unit, "keys": list(METRIC_KEYS[n])} for n, m in offered.items()
+        {"name": n, "label": m.label, "unit": m.unit, "keys": list(METRIC_KEYS[n])}
+        for n, m in offered.items()
     ]
     # Each row's test per offered metric (absent when the sessions cannot be tested).
     tests = {n: d.changes(m) for n, m in offered.items()}
