@@ -57,7 +57,7 @@ def _cost(c: LineCost | None) -> dict[str, Any] | None:
 
 
 def _step(s: Side) -> str:
-    """"10.2ms (10.0ms-10.4ms) untraced step": the median with its interval."""
+    """ "10.2ms (10.0ms-10.4ms) untraced step": the median with its interval."""
     if not s.step_ns:
         return ""
     st, t = s.step, PLAIN.time
