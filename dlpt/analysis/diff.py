@@ -24,7 +24,10 @@ spread from :mod:`dlpt.model.spread`, an upper bound), and the p-values of all t
 are corrected for their number with Holm's method at a family-wise rate of 5%: two runs of the
 same program flag no line in at least 95% of comparisons. A change is also called significant
 only when it is at least :data:`MIN_EFFECT` of the larger side (Welch alone would flag a 0.1%
-shift measured over many steps). Significant changes are listed first.
+shift measured over many steps). What all lines share (:meth:`SessionDiff.run_factor`: a busier
+host makes every line slower at once, which per-step noise does not capture) is divided out of
+B before testing, and stated; the step line and the totals show the run-wide change. Significant
+changes are listed first.
 """
 
 from __future__ import annotations
@@ -57,8 +60,9 @@ __all__ = [
     "MIN_EFFECT",
 ]
 
-#: The smallest change called significant, relative to the larger side.
-MIN_EFFECT = 0.05
+#: The smallest change called significant, relative to the larger side (a line 10% slower is
+#: worth a look; smaller ones on a shared host are mostly the host).
+MIN_EFFECT = 0.10
 
 LEAF_KINDS = ("kernel", "memcpy", "memset", "sync")
 _TIME_KEY = {"kernel": "gpu_ns", "memcpy": "copy_ns", "memset": "memset_ns", "sync": "sync_ns"}
@@ -199,17 +203,38 @@ class SessionDiff:
         if not self.tested:
             return {}
         rows = [r for r in self.rows if self.value(metric, r, "a") or self.value(metric, r, "b")]
+        f = self.run_factor(metric)
         stats = []
         for r in rows:
             a, b = self.value(metric, r, "a"), self.value(metric, r, "b")
             sa, sb = self.spread(metric, r, "a"), self.spread(metric, r, "b")
-            stats.append((a, b, sa, sb, welch(a, sa, self.a.steps, b, sb, self.b.steps)))
+            stats.append((a, b, sa, sb, welch(a, sa, self.a.steps, b / f, sb / f, self.b.steps)))
         passed = holm([p for *_, p in stats])
         out = {}
         for r, (a, b, sa, sb, p), ok in zip(rows, stats, passed, strict=True):
-            big = abs(b - a) >= MIN_EFFECT * max(abs(a), abs(b))
+            big = abs(b / f - a) >= MIN_EFFECT * max(abs(a), abs(b / f))
             out[r.key] = Change(a, b, sa, sb, p, ok and big)
         return out
+
+    def run_factor(self, metric: Metric) -> float:
+        """What every line's change shares: the median of the B/A ratios of the lines present in
+        both runs, each weighted by its cost (A + B). A busier host, another CPU clock or a
+        different GPU moves all lines together; a line that changed is an outlier and does not
+        move the median. Lines are tested after dividing B by it (1.0 when no line is in both)."""
+        pairs = []
+        for r in self.rows:
+            a, b = self.value(metric, r, "a"), self.value(metric, r, "b")
+            if a > 0 and b > 0:
+                pairs.append((b / a, a + b))
+        if not pairs:
+            return 1.0
+        pairs.sort()
+        half, acc = sum(w for _, w in pairs) / 2, 0.0
+        for ratio, w in pairs:
+            acc += w
+            if acc >= half:
+                return ratio
+        return pairs[-1][0]
 
     def ranked(self, metric: Metric, changes: dict[LineKey, Change] | None = None) -> list[LineDiff]:
         """Rows with any value of ``metric``: significant changes first (when ``changes`` holds

@@ -103,6 +103,18 @@ def test_the_slowed_line_is_listed_first_even_when_a_bigger_line_moves_within_no
     assert changes[first.key].significant and changes[first.key].p < 1e-6
 
 
+def test_a_run_wide_slowdown_is_divided_out_and_only_the_changed_line_is_flagged() -> None:
+    # B ran on a busier host: every line 1.5x slower; line 5 also made 2x slower (3x in all).
+    slow = {i: 1.5 for i in range(LINES)} | {5: 3.0}
+    d = diff_sessions(run(11), run(12, slow=slow))
+    assert d.run_factor(GPU) == pytest.approx(1.5, rel=0.05)
+    assert flagged(run(11), run(12, slow=slow)) == [5]
+    # The same slowdown on every line and nothing else: no line flagged (at most 1 of 10 pairs,
+    # the family-wise 5%).
+    uniform = {i: 1.5 for i in range(LINES)}
+    assert sum(bool(flagged(run(20 + 2 * s), run(21 + 2 * s, slow=uniform))) for s in range(10)) <= 1
+
+
 def test_sessions_without_second_moments_are_not_tested() -> None:
     d = diff_sessions(run(1, moments=False), run(2, slow={3: 2.0}))
     assert not d.tested and d.changes(GPU) == {}

@@ -92,10 +92,12 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
             step.append(f"  {verdict}", "bold" if verdict == "significant" else "dim")
         out.append(step)
     if d.tested:
+        f = d.run_factor(metric)
+        shared = f" after dividing B by {f:.2f}x, what all lines share" if abs(f - 1) >= 0.005 else ""
         out.append(
             Text(
-                "  change: Welch's t on per-step means, Holm-corrected over the lines compared (5%), "
-                "and at least 5%: * significant, ~ within noise",
+                f"  change: Welch's t on per-step means{shared}, Holm-corrected over the lines "
+                "compared (5%), and at least 10%: * significant, ~ within noise",
                 "dim",
             )
         )

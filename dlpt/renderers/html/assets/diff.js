@@ -102,7 +102,7 @@
         { label: "test", value: function (r) { var t = r.sig && r.sig[self.metric.name]; return t === undefined ? -1 : t; },
           text: function (r, v) { return v === 1 ? "significant" : v === 0 ? "within noise" : ""; },
           cls: function (r, v) { return v === 1 ? "worse" : "same"; },
-          title: "Welch's t on per-step means, Holm-corrected over the lines compared, and at least 5%" },
+          title: "Welch's t on per-step means, Holm-corrected over the lines compared, after dividing out what all lines share, and at least 10%" },
         { label: "line", text: function (r) { var o = r.a || r.b; return where(o) + " " + o.function + " " + (o.text || ""); } }
       ],
       key: function (r) { return String(r.index); },
