@@ -23,11 +23,11 @@ each line's change is tested with Welch's t-test on its per-step means (the line
 spread from :mod:`dlpt.model.spread`, an upper bound), and the p-values of all the lines compared
 are corrected for their number with Holm's method at a family-wise rate of 5%: two runs of the
 same program flag no line in at least 95% of comparisons. A change is also called significant
-only when it is at least :data:`MIN_EFFECT` of the larger side (Welch alone would flag a 0.1%
-shift measured over many steps). What all lines share (:meth:`SessionDiff.run_factor`: a busier
-host makes every line slower at once, which per-step noise does not capture) is divided out of
-B before testing, and stated; the step line and the totals show the run-wide change. Significant
-changes are listed first.
+only when it is at least :data:`MIN_EFFECT` of the larger side and :data:`MIN_SHARE` of the
+larger total (Welch alone would flag a 0.1% shift measured over many steps, or a 1 us line).
+What all lines share (:meth:`SessionDiff.run_factor`: a busier host makes every line slower at
+once, which per-step noise does not capture) is divided out of B before testing, and stated;
+the step line and the totals show the run-wide change. Significant changes are listed first.
 """
 
 from __future__ import annotations
@@ -61,8 +61,10 @@ __all__ = [
 ]
 
 #: The smallest change called significant, relative to the larger side (a line 10% slower is
-#: worth a look; smaller ones on a shared host are mostly the host).
+#: worth a look; smaller ones on a shared host are mostly the host)...
 MIN_EFFECT = 0.10
+#: ...and relative to the larger run's total of the metric (a 1 µs line that doubled is not news).
+MIN_SHARE = 0.01
 
 LEAF_KINDS = ("kernel", "memcpy", "memset", "sync")
 _TIME_KEY = {"kernel": "gpu_ns", "memcpy": "copy_ns", "memset": "memset_ns", "sync": "sync_ns"}
@@ -210,9 +212,11 @@ class SessionDiff:
             sa, sb = self.spread(metric, r, "a"), self.spread(metric, r, "b")
             stats.append((a, b, sa, sb, welch(a, sa, self.a.steps, b / f, sb / f, self.b.steps)))
         passed = holm([p for *_, p in stats])
+        floor = MIN_SHARE * max(self.total(metric, "a"), self.total(metric, "b") / f)
         out = {}
         for r, (a, b, sa, sb, p), ok in zip(rows, stats, passed, strict=True):
-            big = abs(b / f - a) >= MIN_EFFECT * max(abs(a), abs(b / f))
+            d = abs(b / f - a)
+            big = d >= MIN_EFFECT * max(abs(a), abs(b / f)) and d >= floor
             out[r.key] = Change(a, b, sa, sb, p, ok and big)
         return out
 

@@ -97,7 +97,7 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
         out.append(
             Text(
                 f"  change: Welch's t on per-step means{shared}, Holm-corrected over the lines "
-                "compared (5%), and at least 10%: * significant, ~ within noise",
+                "compared (5%), at least 10% and 1% of the total: * significant, ~ within noise",
                 "dim",
             )
         )

@@ -85,6 +85,7 @@
     body.appendChild(this.side);
     panel.appendChild(body);
     main.appendChild(panel);
+    function testOf(r) { var t = r.sig && r.sig[self.metric.name]; return t === undefined ? -1 : t; }
     this.table = new D.TreeTable(box, {
       columns: [
         { label: "|change|", value: function (r) { return Math.abs(self.val(r, "b") - self.val(r, "a")); },
@@ -99,9 +100,10 @@
         { label: "ratio", value: function (r) { var a = self.val(r, "a"), b = self.val(r, "b"); return a && b ? b / a : b ? 1e9 : 0; },
           text: function (r) { return self.ratio(self.val(r, "a"), self.val(r, "b"), r); } },
         // Welch + Holm per metric (docs/numbers.md): 1 significant, 0 within noise, absent untested.
-        { label: "test", value: function (r) { var t = r.sig && r.sig[self.metric.name]; return t === undefined ? -1 : t; },
-          text: function (r, v) { return v === 1 ? "significant" : v === 0 ? "within noise" : ""; },
-          cls: function (r, v) { return v === 1 ? "worse" : "same"; },
+        // Sorted on: significant first, then within noise, then untested; each by |change|.
+        { label: "test", value: function (r) { return (testOf(r) + 1) * 1e18 + Math.abs(self.val(r, "b") - self.val(r, "a")); },
+          text: function (r) { var t = testOf(r); return t === 1 ? "significant" : t === 0 ? "within noise" : ""; },
+          cls: function (r) { return testOf(r) === 1 ? "worse" : "same"; },
           title: "Welch's t on per-step means, Holm-corrected over the lines compared, after dividing out what all lines share, and at least 10%" },
         { label: "line", text: function (r) { var o = r.a || r.b; return where(o) + " " + o.function + " " + (o.text || ""); } }
       ],
@@ -119,6 +121,7 @@
       rootLimit: 1000,
       empty: function () { return "No line has any " + self.metric.label + "."; }
     });
+    if (raw.tested) this.table.sortCol = 5;  /* the test column: significant changes first */
     this.refresh();
   };
 
