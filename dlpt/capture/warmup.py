@@ -10,11 +10,13 @@ no longer falls", docs/numbers.md):
 - the first step is never counted automatically: there is nothing to compare it with, and when
   steps end at optimizer steps (or ``prof.step()``) its interval starts with the profile and
   holds the program's own set-up; it is left out of every window below;
-- at each later step, the trend of the last :data:`WINDOW` step times (at least
-  :data:`MIN_WINDOW` of them) is their Theil-Sen slope (the median of the slopes between every
-  pair of steps: one slow outlier step does not move it); the window is *steady* when that slope
-  is not falling faster than :data:`FALL_PER_STEP` of the window's median per step (or
-  :data:`FALL_FLOOR_NS`, for very short steps);
+- at each later step, the last :data:`WINDOW` step times (at least :data:`MIN_WINDOW` of them)
+  are *steady* when two trends both fall no faster than :data:`FALL_PER_STEP` of their median
+  per step (or :data:`FALL_FLOOR_NS`, for very short steps): the Theil-Sen slope (the median of
+  the slopes between every pair of points) of the step times, which one slow step does not move
+  and which sees a fall under symmetric jitter; and that of their minima in blocks of
+  :data:`BLOCK` steps, which sees a fall under a busy host (it only ever makes steps slower, so
+  each block's fastest step follows the program's own trend however many steps it delayed);
 - the warm-up is over after :data:`STEADY_CHECKS` steady windows in a row (one noisy window does
   not end it), and at the latest after :data:`MAX_WARMUP` steps: a loop whose steps never settle
   (variable-length batches, a run still compiling) is counted from there, and the report says so.
@@ -27,12 +29,14 @@ from __future__ import annotations
 
 import statistics
 
-__all__ = ["Warmup", "MAX_WARMUP", "WINDOW", "MIN_WINDOW", "FALL_PER_STEP", "theil_sen_slope"]
+__all__ = ["Warmup", "MAX_WARMUP", "WINDOW", "BLOCK", "MIN_WINDOW", "FALL_PER_STEP", "theil_sen_slope"]
 
 #: Step times whose trend is tested (the latest ones, the first step excluded).
 WINDOW = 16
+#: Steps per block whose minimum is taken (see the module docstring).
+BLOCK = 4
 #: No test before this many step times (fewer cannot tell a fall from noise).
-MIN_WINDOW = 10
+MIN_WINDOW = 12
 #: A window falls when its step times fall by more than this share of its median per step...
 FALL_PER_STEP = 0.002
 #: ...and by more than this much per step (host jitter of very short steps).
@@ -72,7 +76,11 @@ class Warmup:
             return False
         median = statistics.median(xs)
         allowed = max(FALL_PER_STEP * median, FALL_FLOOR_NS)
-        return theil_sen_slope(xs) >= -allowed
+        if theil_sen_slope(xs) < -allowed:
+            return False
+        whole = xs[len(xs) % BLOCK :]  # whole blocks, the latest steps kept
+        minima = [min(whole[i : i + BLOCK]) for i in range(0, len(whole), BLOCK)]
+        return theil_sen_slope(minima) / BLOCK >= -allowed
 
     def step(self, wall_ns: int) -> bool:
         """The step that just ended took ``wall_ns``; returns whether it is warm-up (not counted).
@@ -89,7 +97,8 @@ class Warmup:
                 done, self.settled = True, True
                 self.reason = (
                     f"until the step time stopped falling (the trend of the last {len(self._recent)} "
-                    f"steps within {FALL_PER_STEP:.1%} per step, {STEADY_CHECKS} times in a row); "
+                    f"steps and of their minima within {FALL_PER_STEP:.1%} per step, {STEADY_CHECKS} times "
+                    "in a row); "
                     "lazy start-up, compilation and autotuning run there"
                 )
             elif n > MAX_WARMUP:

@@ -1,5 +1,5 @@
 """The warm-up waits for a steady state, end to end on the CPU: a script whose step time falls
-from 20 ms to 4 ms over its first 60 steps is counted only once the fall is over, a script whose
+from 40 ms to 4 ms over its first 60 steps is counted only once the fall is over, a script whose
 steps keep falling is counted after the bound and its header says so, and the session keeps what
 the figures' spreads need (paired windows, step medians' intervals, per-node second moments)."""
 
@@ -39,8 +39,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, di
     root = tmp_path_factory.mktemp("warmup")
     write(root / "decay.py", SCRIPT)
     jobs = {
-        # 20 ms -> 4 ms over 60 steps, then flat: 200 steps (a fall well above a busy host's sleep jitter).
-        "settles": Job(["-o", "settles.json", "decay.py", "200", "60", "16"], root),
+        # 40 ms -> 4 ms over 60 steps, then flat: 200 steps (a fall well above a busy host's sleep jitter).
+        "settles": Job(["-o", "settles.json", "decay.py", "200", "60", "36"], root),
         # Falling by 0.4 ms a step for 125 steps (1.5-7% a step): never settles within 100.
         "falls": Job(["-o", "falls.json", "decay.py", "130", "125", "50"], root),
     }
