@@ -20,7 +20,7 @@ compare), else totals.
 
 Significance (docs/numbers.md): when both sessions saved per-step second moments (format 3),
 each line's change is tested with Welch's t-test on its per-step means (the line's per-step
-spread from :mod:`dlpt.model.spread`, an upper bound), and the p-values of all the lines compared
+spread from :mod:`dlpt.model.spread`), and the p-values of all the lines compared
 are corrected for their number with Holm's method at a family-wise rate of 5%: two runs of the
 same program flag no line in at least 95% of comparisons. A change is also called significant
 only when it is at least :data:`MIN_EFFECT` of the larger side and :data:`MIN_SHARE` of the
@@ -32,6 +32,7 @@ the step line and the totals show the run-wide change. Significant changes are l
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,7 +120,7 @@ class LineCost:
     self: dict[str, int]
     inclusive: dict[str, int]
     leaves: dict[tuple[str, str], Leaf] = field(default_factory=dict)
-    # Per metric: the line's own per-step standard deviation times the steps (an upper bound,
+    # Per metric: the line's own per-step variance times the steps squared (its nodes' summed,
     # dlpt.model.spread); None when the session saved no second moments.
     spread: dict[str, int] | None = None
 
@@ -197,7 +198,7 @@ class SessionDiff:
         if cost is None or cost.spread is None:
             return 0.0
         s = self.a if side == "a" else self.b
-        return metric(cost.spread) / s.scale
+        return math.sqrt(metric(cost.spread)) / s.scale
 
     def changes(self, metric: Metric) -> dict[LineKey, Change]:
         """Every row with a value of ``metric`` tested (Welch's t, Holm-corrected over those

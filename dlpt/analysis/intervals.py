@@ -1,6 +1,6 @@
 """95% intervals of each source line's cost per step, from the per-step second moments a session
 saves (format 3; docs/numbers.md): for a per-step mean over N steps with per-step standard
-deviation sd (a line's: the sum of its nodes', an upper bound, :mod:`dlpt.model.spread`), the
+deviation sd (a line's: the square root of its nodes' summed variances, :mod:`dlpt.model.spread`), the
 interval is mean +- t(0.975, N-1) * sd / sqrt(N). Values here are half-widths scaled like every
 summed metric (times N), so dividing by the steps gives the per-step half-width."""
 
@@ -30,7 +30,7 @@ def line_half_widths(session: Session, show_all: bool = False) -> LineHalfWidths
     out: LineHalfWidths = {}
     for row in flatten_by_line(SpreadTable(session, show_all).tree()):
         key = (row.node.file, row.node.line)
-        own = {k: round(v * factor) for k, v in row.self.items()}
-        inc = {k: round(v * factor) for k, v in row.inclusive.items()}
+        own = {k: round(math.sqrt(v) * factor) for k, v in row.self.items()}
+        inc = {k: round(math.sqrt(v) * factor) for k, v in row.inclusive.items()}
         out[key] = (own, inc)
     return out
