@@ -39,11 +39,11 @@ py::dict to_dict(const NodeExtras& e) {
   return x;
 }
 
-/// (id, parent, kind, name, file, line, metrics_counted, metrics_outside, extras):
-/// dlpt.capture.native.RawNode.
+/// (id, parent, kind, name, file, line, metrics_counted, metrics_outside, extras,
+/// (sq_cpu_ns, sq_gpu_ns, sq_sync_ns)): dlpt.capture.native.RawNode.
 py::tuple to_tuple(const ExportedNode& n) {
   return py::make_tuple(n.id, n.parent, n.kind, n.name, n.file, n.line, to_tuple(n.counted), to_tuple(n.outside),
-                        to_dict(n.extras));
+                        to_dict(n.extras), py::make_tuple(n.sq_cpu_ns, n.sq_gpu_ns, n.sq_sync_ns));
 }
 
 py::dict to_dict(const std::map<NodeId, CommCall>& comm) {

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlpt.analysis.peaks import DevicePeaks, lookup
+from dlpt.model.calibration import calibrated_untraced
 from dlpt.model.folding import FoldedTable, session_totals
 from dlpt.model.meta import StepTime, int_of, step_time
 from dlpt.model.processors import METRICS
@@ -145,9 +146,10 @@ class Analysis:
 
     @property
     def untraced_step(self) -> StepTime | None:
-        """Wall times of the steps run untraced in the same run (dlpt's cost not in them); None
-        when none were measured."""
-        return step_time(self.meta, "untraced") if self.steps > 0 else None
+        """Wall times of the steps run untraced in the same run (dlpt's cost not in them), when
+        the calibration is measured well enough for derived figures to use them
+        (dlpt.model.calibration); None otherwise: the figures are as traced."""
+        return calibrated_untraced(self.meta) if self.steps > 0 else None
 
     @property
     def traced_step_ns(self) -> float:

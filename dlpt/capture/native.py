@@ -105,9 +105,10 @@ class RawNode(NamedTuple):
 
     @classmethod
     def of(cls, t: RawNodeTuple | tuple[Any, ...]) -> RawNode:
-        # An 8-tuple: a core from before epochs, everything it recorded counts.
-        outside = RawMetrics(*t[7]) if len(t) == 9 else _NO_METRICS
-        return cls._make([*t[:6], RawMetrics(*t[6]), outside, t[-1]])
+        # An 8-tuple: a core from before epochs, everything it recorded counts; a 10-tuple ends
+        # with the per-step second moments (not kept here).
+        outside = RawMetrics(*t[7]) if len(t) >= 9 else _NO_METRICS
+        return cls._make([*t[:6], RawMetrics(*t[6]), outside, t[8] if len(t) >= 9 else t[-1]])
 
 
 # Which of a node's counters (RawMetrics fields by index) its kind keeps, under which names, in
@@ -134,6 +135,22 @@ def _metrics(kind: str, t: tuple[int, ...]) -> dict[str, int]:
     if t[6]:
         m["api_ns"] = t[6]
     return m
+
+
+# The metric each second moment belongs to (sq_cpu_ns, sq_gpu_ns, sq_sync_ns), by node kind.
+_MOMENT_NAMES: dict[str, tuple[str | None, str | None, str | None]] = {
+    "kernel": (None, "gpu_ns", None),
+    "memcpy": (None, "copy_ns", None),
+    "memset": (None, "memset_ns", None),
+    "sync": (None, None, "sync_ns"),
+}
+
+
+def _moments(kind: str, sq: tuple[float, float, float]) -> dict[str, float]:
+    """A node's ``q``: per metric, the sum over counted steps of the step's amount squared (ns^2;
+    docs/session-format.md), for the time metric its kind keeps."""
+    names = _MOMENT_NAMES.get(kind, ("cpu_ns", None, None))
+    return {name: float(v) for name, v in zip(names, sq, strict=True) if name is not None and v > 0}
 
 
 def _comm_metrics(m: dict[str, int], coll: Collective) -> None:
@@ -201,7 +218,10 @@ def node_table(
     nodes: list[Any] = raw
     any_outside = False
     for i, t in enumerate(raw):
-        if len(t) == 9:
+        sq: tuple[float, float, float] | None = None
+        if len(t) == 10:  # with the per-step second moments (csrc/cct/epochs.h)
+            nid, parent, kind, name, file, line, counted, out, extras, sq = t  # type: ignore[misc]
+        elif len(t) == 9:
             nid, parent, kind, name, file, line, counted, out, extras = t
         else:  # a core from before epochs: everything counted
             nid, parent, kind, name, file, line, counted, extras = t  # type: ignore[misc]  # old 8-tuple
@@ -215,6 +235,10 @@ def node_table(
             "line": line,
             "m": _metrics(kind, counted),
         }
+        if sq is not None and any(sq):
+            q = _moments(kind, sq)
+            if q:
+                node["q"] = q
         coll = collectives.get(nid) if collectives else None
         # A collective that ran only outside the counted steps (DDP's initial broadcast) still
         # says what it is: its signature comes from the record of the other epochs.

@@ -92,7 +92,7 @@ def test_timeline_export_from_a_run_and_from_load(root: Path) -> None:
                 root,
             ),
             "off": Job(["--sample-hz", "0", "-o", "off.json", "--no-report", "steps.py"], root),
-            # --skip-first 1: counted steps however slowly a loaded machine settles
+            # Five steps: shorter than the automatic warm-up (13 steps at the least), so one skipped.
             "default": Job(["--verbose", "--skip-first", "1", "-o", "default.json", "steps.py"], root),
         }
     )

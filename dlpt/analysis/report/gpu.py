@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.analysis.report.model import Fact, Level
-from dlpt.model.meta import int_of, obj, step_time, wall_ns
+from dlpt.model.calibration import calibrated_untraced
+from dlpt.model.meta import StepTime, int_of, obj, step_time, wall_ns
 from dlpt.model.processors import METRICS
 from dlpt.model.units import Units
 
@@ -64,7 +65,7 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
     wall = wall_ns(meta)
     names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
     busy = obj(meta.get("gpu_busy_ns"))
-    traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
+    traced, untraced = step_time(meta, "traced"), calibrated_untraced(meta)
     per_step = units.steps > 0 and traced is not None and bool(obj(meta.get("step_time")))
     out = []
     for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
@@ -84,6 +85,7 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
                 units,
                 _union_share(meta, dev),
             )
+            value += _idle_spread(units.scale(b), untraced or traced)
         else:
             frac = b / wall if wall else 0.0
             value = (
@@ -92,6 +94,16 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
             )
         out.append(Fact("device", f"{name}: {value}", "bad" if frac < 0.5 else "info", name, value, frac))
     return out
+
+
+def _idle_spread(busy: float, step: StepTime) -> str:
+    """The idle share's 95% interval from the step median's: "; idle 21.0-25.0% (95%)"; "" without
+    one."""
+    lo, hi = step.median_lo_ns, step.median_hi_ns
+    if lo is None or hi is None or lo <= 0 or step.n < 2:
+        return ""
+    idle_lo, idle_hi = 1 - min(1.0, busy / hi), 1 - min(1.0, busy / lo)
+    return f"; idle {100 * idle_lo:.1f}\u2013{100 * idle_hi:.1f}% (the step median's interval)"
 
 
 def _union_share(meta: Mapping[str, Any], dev: str) -> float | None:

@@ -18,6 +18,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from dlpt.analysis.communication import tree_columns
+from dlpt.analysis.intervals import line_half_widths
 from dlpt.analysis.report import build_report
 from dlpt.analysis.report.outside import outside_metric
 from dlpt.errors import UsageError
@@ -44,6 +45,7 @@ from dlpt.renderers.terminal.compile_view import CompileView
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.grid import LazyGrid
 from dlpt.renderers.terminal.header import CompactHeader, Header
+from dlpt.renderers.terminal.intervals import intervals_table
 from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.suggestions import SuggestionsView
 from dlpt.renderers.terminal.summary import ApiTable, CopyTable, KernelTable, SyncTable
@@ -207,6 +209,9 @@ def _render(
         ]
         if gpu:
             out.append(FlatView(flatten_by_kind(root, "kernel"), m, fmt, "By kernel", gpu, total, threshold))
+        halves = line_half_widths(session, show_all)  # per-step spreads saved (format 3)
+        if halves is not None:
+            out.extend(intervals_table(flatten_by_line(root), halves, m, fmt, total, threshold))
         return out
 
     wall = session.meta.get("wall_ns")
