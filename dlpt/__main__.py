@@ -1,8 +1,6 @@
 """``python -m dlpt ...``: see :mod:`dlpt.cli.main`."""
 
-import sys
-
-from dlpt.cli.main import main
+from dlpt.cli.main import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

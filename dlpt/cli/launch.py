@@ -32,9 +32,8 @@ from dlpt.capture.sources import remember_source
 from dlpt.capture.step_on import instrument_main
 from dlpt.errors import UsageError
 
-__all__ = ["EXIT_SIGINT", "LaunchError", "Program", "resolve", "install", "run_program", "exit_status"]
+__all__ = ["LaunchError", "Program", "resolve", "install", "run_program", "exit_status"]
 
-EXIT_SIGINT = 128 + signal.SIGINT  # what a shell reports for a program killed by Ctrl-C
 
 # Keep the module dlpt itself ran as (python -m dlpt) alive once the program's module replaces it
 # in sys.modules["__main__"]; its globals are still in use by our caller's frame.
@@ -254,4 +253,5 @@ def exit_status(outcome: BaseException | None) -> int:
     tb = _strip_launcher_frames(outcome.__traceback__)
     outcome.__traceback__ = tb
     sys.excepthook(type(outcome), outcome, tb)  # honour a hook the program installed
-    return EXIT_SIGINT if isinstance(outcome, KeyboardInterrupt) else 1
+    # Python ends by SIGINT itself after an unhandled Ctrl-C (-2: dlpt.cli.signals.end_process).
+    return -signal.SIGINT if isinstance(outcome, KeyboardInterrupt) else 1

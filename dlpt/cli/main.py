@@ -36,7 +36,7 @@ from dlpt.cli.loads import check_one_job
 from dlpt.cli.open_report import open_report
 from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
 from dlpt.cli.report_target import render_kwargs
-from dlpt.cli.signals import Interrupted, Signals
+from dlpt.cli.signals import DEFAULT_GRACE_S, GRACE_ENV, Interrupted, Signals, end_process, grace_s
 from dlpt.cli.status_line import StatusLine
 from dlpt.cli.stdout_guard import program_output_flushed, report_output, say_line
 from dlpt.errors import DlptError, UnsafeFileError, UsageError
@@ -47,7 +47,7 @@ from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
 )
 
-__all__ = ["main"]
+__all__ = ["main", "entry"]
 
 EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
 
@@ -180,6 +180,12 @@ def _build_parser() -> _Parser:
         metavar="S",
         help=f"how long rank 0 waits for the other ranks' sessions (default {DEFAULT_TIMEOUT_S:g} s)",
     )
+    p.add_argument(
+        "--signal-grace",
+        metavar="S",
+        help="after SIGTERM, SIGHUP or Ctrl-C, how long dlpt may take to save before the process "
+        f"dies of the signal (default: ${GRACE_ENV} or {DEFAULT_GRACE_S:g} s)",
+    )
     p.add_argument("-V", "--version", action="version", version=f"dlpt {_version()}")
     return p
 
@@ -242,6 +248,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--timeline", opts.timeline is not None),
             ("--report-ranks", opts.report_ranks is not None),
             ("--rank-timeout", opts.rank_timeout is not None),
+            ("--signal-grace", opts.signal_grace is not None),
         ):
             if bad:
                 raise UsageError(f"{flag} applies when running a program, not with --load")
@@ -289,6 +296,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                 raise UsageError("--export perfetto writes the timeline: give --timeline N (steps to keep)")
     if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
         raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
+    opts.signal_grace = grace_s(opts.signal_grace) if opts.load is None else None
     opts.report_ranks = opts.report_ranks or "0"
     opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
     _check_outputs(opts, program)
@@ -334,8 +342,9 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
     """Stop, save and show the profile; report dlpt's own failures without hiding the
     program's outcome. Returns whether everything worked.
 
-    Signals are held while stopping and saving (at most a second: dlpt.cli.signals); they cut
-    the report short."""
+    Signals are held while stopping and saving (at most the grace: dlpt.cli.signals); they cut
+    the report short. This may run on dlpt's signal thread while the main thread is stuck in
+    the program (SIGTERM, SIGHUP): then no rank waits for the others."""
     ok = True
     saved = ""
     signals.remaining = [
@@ -440,7 +449,7 @@ def _report(
                     role,
                     saved,
                     prof.session,
-                    opts.rank_timeout,
+                    0.0 if signals.ending else opts.rank_timeout,  # after SIGTERM: what is there
                     _inform,
                     render_kwargs(opts),
                     where,
@@ -528,7 +537,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     except BaseException:
         _stop_status_line()
         raise
-    signals = Signals(_say)
+    signals = Signals(_say, opts.signal_grace)
     signals.terminate_with(lambda: _finish(prof, opts, signals))
     pid = os.getpid()
     # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
@@ -545,7 +554,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     # The interpreter's shutdown (joining the program's non-daemon threads) sees the handlers
     # plain python would: Ctrl-C ends the wait, SIGTERM kills.
     signals.restore(prog.sigint_at_end if holds else signal.getsignal(signal.SIGINT))
-    if signals.status is not None:  # a signal arrived while dlpt finished: end as it asks
+    if signals.status is not None:  # a signal arrived while dlpt finished: die of it (end_process)
         return signals.status
     return status
 
@@ -620,9 +629,15 @@ def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: 
     return True
 
 
+def entry() -> NoReturn:
+    """The ``dlpt`` command and ``python -m dlpt``: :func:`main`, then end as it says (death by
+    a signal where plain python would die of it: dlpt.cli.signals.end_process)."""
+    sys.exit(end_process(main()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``dlpt`` command; returns the exit status (the program's own status
-    when a program was run)."""
+    """The command line; returns the exit status (the program's own status when a program was
+    run), ``-N`` where the process must die of signal N (:func:`dlpt.cli.signals.end_process`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     _quiet[0], _status_line[0] = False, None
     if args[:1] == ["diff"]:  # the subcommand; a script named diff runs as ./diff
