@@ -34,6 +34,7 @@ from dlpt.cli.help_text import EXAMPLES
 from dlpt.cli.launch import LaunchError, exit_status, install, resolve, run_program
 from dlpt.cli.loads import check_one_job
 from dlpt.cli.open_report import open_report
+from dlpt.cli.own_imports import preload
 from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
 from dlpt.cli.report_target import render_kwargs
 from dlpt.cli.signals import DEFAULT_GRACE_S, GRACE_ENV, Interrupted, Signals, end_process, grace_s
@@ -510,6 +511,8 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         return EXIT_USAGE
     except BaseException as e:  # noqa: BLE001 - the program's package failed to import, or a SyntaxError
         return exit_status(e)
+    # Before the program's sys.path[0] and modules take over (a local html.py): dlpt.cli.own_imports.
+    preload(html=any(o.kind == "html" for o in opts.outputs))
     install(prog)
     # joinable: a dlpt.profile() the program starts (@dlpt.profile() on its main) joins this one.
     prof = dlpt.profile(
