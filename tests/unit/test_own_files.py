@@ -75,8 +75,8 @@ def test_an_output_replaces_only_a_file_of_its_own_kind(tmp_path: Path, what: st
 
 
 PY_SPY_FOLDED = (
-    "process 4183:\"python train.py\";<module> (train.py:12);step (train.py:8) 57\n"
-    "process 4183:\"python train.py\";<module> (train.py:12);load (data.py:3) 4\n"
+    'process 4183:"python train.py";<module> (train.py:12);step (train.py:8) 57\n'
+    'process 4183:"python train.py";<module> (train.py:12);load (data.py:3) 4\n'
 )
 
 
