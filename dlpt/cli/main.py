@@ -43,6 +43,7 @@ from dlpt.cli.stdout_guard import program_output_flushed, report_output, say_lin
 from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.model.processors import METRICS
 from dlpt.model.rank_paths import expand_load, rank_path
+from dlpt.model.render_limit import check_renderable
 from dlpt.model.write_target import absolute, resolve_target
 from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
@@ -429,6 +430,11 @@ def _report(
         return ok
     if role.prints_own and not (across and role.report_ranks == "0"):
         try:
+            check_renderable(len(prof.session.nodes), "the text report")  # dlpt.model.render_limit
+        except DlptError as e:
+            _say(f"not printing the report: {e}")
+            return False
+        try:
             # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
             guard = report_output(_say) if where.get("file") is None else contextlib.nullcontext()
             with signals.interruptible(), guard:
@@ -573,8 +579,14 @@ def _load(opts: argparse.Namespace) -> int:
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
-    if not opts.no_report and not _print_loaded(opts, print_report, session, **render_kwargs(opts)):
-        return EXIT_USAGE
+    if not opts.no_report:
+        try:
+            check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
+        except DlptError as e:
+            _say(f"not printing the report: {e}")
+            return EXIT_USAGE
+        if not _print_loaded(opts, print_report, session, **render_kwargs(opts)):
+            return EXIT_USAGE
     say = _say_failures if opts.quiet else _say
     ok = outputs.write_all(
         session, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force

@@ -33,6 +33,7 @@ from dlpt.model.folding import report_tree
 from dlpt.model.meta import program_argv
 from dlpt.model.own_files import FOLDED_HEADER
 from dlpt.model.processors import METRICS, Metric, default_metric, get_metric
+from dlpt.model.render_limit import check_renderable
 from dlpt.model.resume_names import display_name
 from dlpt.model.safe_files import write_text_file
 from dlpt.model.session import Session
@@ -261,7 +262,10 @@ def write_export(
     force: bool = False,
 ) -> None:
     """Write the ``fmt`` export of ``session`` to ``path`` atomically (an existing file only if
-    dlpt wrote it, or with ``force``: dlpt.model.safe_files)."""
+    dlpt wrote it, or with ``force``: dlpt.model.safe_files). The tree's exports are made of at
+    most dlpt.model.render_limit's nodes."""
+    if fmt in ("speedscope", "folded"):
+        check_renderable(len(session.nodes), f"a {fmt} export")
     if fmt == "speedscope":
         text = (
             json.dumps(speedscope(session, metric, show_all), separators=(",", ":"), ensure_ascii=True) + "\n"
