@@ -240,8 +240,12 @@ class Signals:
         self._say = say
         self._pid = os.getpid()
         self._installed: dict[int, Handler] = {}  # signal -> the handler before ours
-        self._lock = threading.Lock()  # who finishes, the grace timer against the end of deferred()
+        # The grace timer: started, cancelled and fired under this lock. A signal handler on the
+        # main thread only tries it (the main thread may hold it when the handler runs).
+        self._lock = threading.Lock()
         self._ending = False  # a SIGTERM/SIGHUP is being handled (by one thread only)
+        self._first = threading.Lock()  # a test-and-set: acquired once, by the thread that finishes
+        self._finisher: int | None = None
         self._finish: Callable[[], object] | None = None
         self._held = False  # inside deferred() or interruptible(): the main thread is finishing
         self._timer: threading.Timer | None = None
@@ -295,21 +299,21 @@ class Signals:
     def _end(self, signum: int) -> None:
         """[MT] SIGTERM/SIGHUP while the program runs: the first thread to get here finishes and
         kills the process; any other (the main thread's handler) waits for that."""
-        with self._lock:
-            first = not self._ending
-            self._ending = True
-        if not first:
-            while True:  # the process dies from the finishing thread
+        if not self._first.acquire(blocking=False):
+            if self._finisher == threading.get_ident():
+                return  # another signal while this thread finishes: it goes on, within the grace
+            while True:  # the process dies from the finishing thread (or the grace timer's)
                 time.sleep(3600)
+        self._finisher = threading.get_ident()
+        self._ending = True
         self.received = signum
-        self._start_grace()
+        self._start_grace(wait=threading.current_thread() is not threading.main_thread())
         if self._finish is not None:
             try:
                 self._finish()
             except BaseException as e:  # noqa: BLE001 - dlpt's failure must not keep the process alive
                 self._say(f"could not finish after {_name(signum)}: {type(e).__name__}: {e}")
-        with self._lock:  # the grace timer may be ending the process right now
-            die_by_signal(signum)
+        die_by_signal(signum)
 
     def note(self, signum: int, _frame: FrameType | None) -> None:
         """A handler that only notes the signal (for the status). The CLI installs it with a
@@ -317,21 +321,28 @@ class Signals:
         would give a pending Ctrl-C the chance to raise in dlpt's own code."""
         self.received = signum
         if self._watchdog is not None:
-            self._start_grace()
+            self._start_grace(wait=False)
 
     def _hold(self, signum: int, _frame: FrameType | None) -> None:
         self.received = signum
-        self._start_grace()
+        self._start_grace(wait=False)
 
     _hold.dlpt_holds = True  # type: ignore[attr-defined]
     note.dlpt_holds = True  # type: ignore[attr-defined]
 
-    def _start_grace(self) -> None:
-        with self._lock:
+    def _start_grace(self, wait: bool = True) -> None:
+        """Start the grace timer, if not started. ``wait`` False (a signal handler on the main
+        thread, which may hold the lock already): only if the lock is free now; the watchdog's
+        thread starts it for the same signal anyway."""
+        if not self._lock.acquire(blocking=wait):
+            return
+        try:
             if self._timer is None:
                 self._timer = threading.Timer(self.grace, self._give_up)
                 self._timer.daemon = True
                 self._timer.start()
+        finally:
+            self._lock.release()
 
     def _give_up(self) -> None:
         """The grace timer's thread: dlpt is still finishing ``grace`` seconds after a signal.
