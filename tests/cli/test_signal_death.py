@@ -155,6 +155,7 @@ def test_rank_0_waits_for_no_rank_after_sigterm(root: Path) -> None:
     assert r.rc == -signal.SIGTERM, (r.rc, r.err)
     assert took < 10, (took, r.err)  # not the 60 s --rank-timeout
     assert "waiting up to" not in r.err
+    assert "rank 1 missing" in r.out and "across ranks" in r.out  # the report of what rank 0 has
     assert any(n["name"] == "aten::matmul" for n in Session.load(root / "ranked.rank0.json").nodes)
 
 
