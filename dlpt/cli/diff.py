@@ -76,13 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"diff: --threshold must be a percentage in [0, 100), got {opts.threshold:g}")
         return EXIT_USAGE
     if opts.html is not None:
+        if os.path.realpath(opts.html) in (os.path.realpath(opts.a), os.path.realpath(opts.b)):
+            _say(f"diff: --html {opts.html}: is one of the sessions compared; it would be overwritten")
+            return EXIT_USAGE
         try:
             check_writable(opts.html, "--html", opts.force)
         except UsageError as e:
             _say(f"diff: {e}")
-            return EXIT_USAGE
-        if os.path.realpath(opts.html) in (os.path.realpath(opts.a), os.path.realpath(opts.b)):
-            _say(f"diff: --html {opts.html}: is one of the sessions compared; it would be overwritten")
             return EXIT_USAGE
     try:
         others = [("A.json", opts.a), ("B.json", opts.b), ("--html", opts.html)]
