@@ -37,6 +37,7 @@ of them like any child of plain ``python`` and never reports its parent's profil
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import ctypes
 import os
@@ -162,22 +163,28 @@ class _Watchdog:
         self._previous = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         self._pid = os.getpid()
         self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="dlpt-signals", daemon=True)
-        self._thread.start()
+        # A bare thread, not a threading.Thread: the program's threading.enumerate() and
+        # active_count() stay what they are without dlpt.
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        _thread.start_new_thread(self._loop, ())
 
     def _loop(self) -> None:
-        while True:
-            try:
-                data = os.read(self._read, 64)
-            except OSError:
-                return
-            if not data or self._closed:
-                return
-            if self._previous >= 0:  # a wakeup fd set before dlpt's: it still gets its bytes
-                with contextlib.suppress(OSError):
-                    os.write(self._previous, data)
-            for signum in data:
-                self._on_signal(signum)
+        try:
+            while True:
+                try:
+                    data = os.read(self._read, 64)
+                except OSError:
+                    return
+                if not data or self._closed:
+                    return
+                if self._previous >= 0:  # a wakeup fd set before dlpt's: it still gets its bytes
+                    with contextlib.suppress(OSError):
+                        os.write(self._previous, data)
+                for signum in data:
+                    self._on_signal(signum)
+        finally:
+            self._done.release()
 
     def close(self) -> None:
         """Give the wakeup fd back to what it was and end the thread (main thread only)."""
@@ -190,7 +197,7 @@ class _Watchdog:
                 signal.set_wakeup_fd(now)
         with contextlib.suppress(OSError):
             os.write(self._write, b"\0")  # wakes the thread, which sees _closed
-        self._thread.join(timeout=1.0)
+        self._done.acquire(timeout=1.0)
         for fd in (self._read, self._write):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -307,7 +314,8 @@ class Signals:
         self._finisher = threading.get_ident()
         self._ending = True
         self.received = signum
-        self._start_grace(wait=threading.current_thread() is not threading.main_thread())
+        # (get_ident, not current_thread(): that would register the watchdog's bare thread)
+        self._start_grace(wait=threading.get_ident() != threading.main_thread().ident)
         if self._finish is not None:
             try:
                 self._finish()

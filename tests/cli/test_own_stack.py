@@ -37,3 +37,23 @@ def test_a_backward_pass_traceback_is_pythons(tmp_path: Path) -> None:
     assert frames.findall(profiled.err) == frames.findall(plain.err), profiled.err
     assert "dlpt" not in "".join(f for f, _ in frames.findall(profiled.err))
     assert profiled.err.rstrip().endswith("ValueError: bad backward")
+
+
+THREADS = """\
+import threading, torch
+x = torch.ones(2) + 1
+print(sorted(t.name for t in threading.enumerate()), threading.active_count())
+"""
+
+
+def test_the_program_sees_only_its_own_threads(tmp_path: Path) -> None:
+    """dlpt's signal watchdog is a bare thread: threading.enumerate() is the program's."""
+    write(tmp_path / "threads.py", THREADS)
+    got = run_many(
+        {
+            "python": Job(["threads.py"], tmp_path, dlpt=False),
+            "dlpt": Job(["--no-report", "-q", "-o", "t.json", "threads.py"], tmp_path),
+        }
+    )
+    assert got["dlpt"].rc == 0, got["dlpt"].err
+    assert got["dlpt"].out == got["python"].out == "['MainThread'] 1\n"
