@@ -49,7 +49,7 @@ from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
 )
 
-__all__ = ["main", "entry"]
+__all__ = ["main", "run", "entry"]
 
 EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
 
@@ -645,12 +645,19 @@ def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: 
 
 
 def entry() -> NoReturn:
-    """The ``dlpt`` command and ``python -m dlpt``: :func:`main`, then end as it says (death by
-    a signal where plain python would die of it: dlpt.cli.signals.end_process)."""
-    sys.exit(end_process(main()))
+    """The ``dlpt`` command and ``python -m dlpt``: the command line, then end as it says (death
+    by a signal where plain python would die of it: dlpt.cli.signals.end_process)."""
+    sys.exit(end_process(run()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line as a function: the exit status a shell would show (the program's own
+    status when a program was run; 128 + N where the process would die of signal N)."""
+    status = run(argv)
+    return 128 - status if status < 0 else status
+
+
+def run(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit status (the program's own status when a program was
     run), ``-N`` where the process must die of signal N (:func:`dlpt.cli.signals.end_process`)."""
     args = list(sys.argv[1:] if argv is None else argv)
