@@ -7,7 +7,7 @@ purpose: dlpt attributes cost to lines, so tests and readers can check that, e.g
 elementwise activation. Each step copies its batch from (pageable) host memory, and every
 `--log-every` steps `loss.item()` waits for the GPU: the copy and the wait show on their lines.
 
-    python examples/mlp_train.py [--steps 20] [--device cpu|cuda]
+    python examples/mlp_train.py [--steps 60] [--device cpu|cuda]
     python -m dlpt --skip-first 3 examples/mlp_train.py
 """
 
@@ -76,7 +76,7 @@ def make_step(
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=60)  # dlpt's warm-up waits for 15+ steady steps
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=1024)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
