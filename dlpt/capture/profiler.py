@@ -32,6 +32,7 @@ from dlpt.capture.compile.dynamo import CompileEvents
 from dlpt.capture.flops.annotate import recorded_ops
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, HostCapture, check_options
 from dlpt.capture.memory import MemoryCapture
+from dlpt.capture.pc_sampling import PcSampling, pc_sampling_steps
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
 from dlpt.capture.ranks.pycomm import CollectiveHooks
@@ -131,6 +132,10 @@ class Profile:
         timeline: keep the events of this many steps after ``skip_first`` (ops, kernels, copies,
             syncs, host samples) for a timeline: ``meta.timeline``, the HTML report's timeline
             view and ``--export perfetto``. 0 (the default) keeps none.
+        pc_sampling: CUPTI PC sampling for this many counted steps after the warm-up (True: 3):
+            which source line inside each kernel is hot and why it stalls, and a fused Inductor
+            kernel's samples shared among the model lines it fused (``meta.pc_sampling``;
+            docs/pc-sampling.md). Off by default; the other steps run as without it.
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
@@ -157,6 +162,7 @@ class Profile:
         memory: bool = False,
         sample_hz: int = DEFAULT_SAMPLE_HZ,
         timeline: int = 0,
+        pc_sampling: int | bool = False,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=True)
         check_options(sample_hz, timeline)
@@ -175,6 +181,8 @@ class Profile:
         self.joinable = bool(joinable)
         self.sample_hz = sample_hz
         self.timeline = timeline
+        self.pc_sampling = pc_sampling_steps(pc_sampling)
+        self._pcs: PcSampling | None = None
         self._hostcap = HostCapture(sample_hz, timeline)
         self._session: Session | None = None
         self._schedule: StepSchedule | None = None
@@ -306,6 +314,9 @@ class Profile:
             self._hostcap.start()
         except Exception as e:  # noqa: BLE001 - the rest of the profile does not need it: said, not raised
             warnings.warn(f"dlpt: host sampling could not start: {e}", RuntimeWarning, stacklevel=3)
+        if self.pc_sampling and self._start_info.get("gpu"):
+            self._pcs = PcSampling(self.pc_sampling, C, native.cupti_candidates(), _synchronize_all)
+            self._pcs.start()
         schedule.start()
         self._clock_started = True
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
@@ -371,6 +382,8 @@ class Profile:
                 self._hostcap.note_threads()
             if self._schedule is not None:
                 self._schedule.on_step(source, began_ns)
+                if self._pcs is not None:
+                    self._pcs.on_step(self._schedule.warmup.over, self._schedule.seen)
                 if self._memory is not None:
                     self._memory.on_step(self._schedule)
 
@@ -426,6 +439,12 @@ class Profile:
             assert schedule is not None
             schedule.close()
             memory = self._stop_memory()
+            if self._pcs is not None:  # before the core's stop: CUPTI is still ours
+                self._pcs.stop()
+                self._meta["pc_sampling"] = self._pcs.meta()
+                self._pcs = None
+            elif self.pc_sampling:
+                self._meta["pc_sampling"] = {"steps": self.pc_sampling, "reason": "GPU capture is off"}
             # The time since the last step boundary is outside steps; a run without steps is one
             # epoch, counted (its figures are per run).
             self._hostcap.stop()  # the sampler is joined before the core exports the tree
