@@ -22,6 +22,8 @@ struct ContextConfig {
   CUpti_PCSamplingData data{};
   std::vector<CUpti_PCSamplingPCData> pcs;
   std::vector<std::vector<CUpti_PCSamplingStallReason>> pc_reasons;
+  // Kept as long as the configuration, as Proton does: CUPTI may read it after the call.
+  std::vector<CUpti_PCSamplingConfigurationInfo> info;
   bool sampling = false;
 };
 
@@ -89,7 +91,8 @@ bool configure(const PcApi& api, const Settings& s, ContextConfig* c, std::vecto
   c->data.collectNumPcs = s.pcs_per_read;
   c->data.pPcData = c->pcs.data();
 
-  std::vector<CUpti_PCSamplingConfigurationInfo> info(7);
+  std::vector<CUpti_PCSamplingConfigurationInfo>& info = c->info;
+  info.assign(7, CUpti_PCSamplingConfigurationInfo{});
   info[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
   info[0].attributeData.stallReasonData.stallReasonCount = reasons;
   info[0].attributeData.stallReasonData.pStallReasonIndex = c->reason_index.data();
@@ -113,8 +116,14 @@ bool configure(const PcApi& api, const Settings& s, ContextConfig* c, std::vecto
   if (log)
     log->push_back("sampling period 2^" + std::to_string(s.period_log2) + " cycles, hardware buffer " +
                    std::to_string(s.hardware_buffer >> 20) + " MiB, continuous mode");
-  return call(api, api.cuptiPCSamplingSetConfigurationAttribute(&p), "cuptiPCSamplingSetConfigurationAttribute", log,
-              error);
+  const bool ok = call(api, api.cuptiPCSamplingSetConfigurationAttribute(&p),
+                       "cuptiPCSamplingSetConfigurationAttribute", log, error);
+  if (!ok && log) {  // which attribute CUPTI refused (the others say CUPTI_SUCCESS)
+    for (const auto& i : info)
+      log->push_back("  attribute " + std::to_string(static_cast<int>(i.attributeType)) + ": " +
+                     api.error(i.attributeStatus));
+  }
+  return ok;
 }
 
 bool current_context(const PcApi& api, CUcontext* ctx, std::vector<std::string>* log, std::string* error) {
