@@ -1,6 +1,9 @@
 #include "bindings.h"
 
+#include <cxxabi.h>
 #include <pybind11/stl.h>
+
+#include <cstdlib>
 
 #include "api.h"
 #include "collector.h"
@@ -14,6 +17,16 @@ namespace dlpt::pcsampling {
 namespace {
 
 using Strings = std::vector<std::string>;
+
+/// The kernel's name as dlpt's kernel nodes carry it (demangled, as the tracer does), so the
+/// samples join the tree's kernels by name.
+std::string readable(const std::string& name) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && demangled ? demangled : name;
+  std::free(demangled);
+  return out;
+}
 
 py::dict info(const Strings& candidates) {
   py::dict d;
@@ -72,7 +85,7 @@ py::dict stop_sampling(const Strings& candidates) {
       if (n) stalls[py::str(name)] = n;
     }
     py::dict row;
-    row["function"] = ls.function;
+    row["function"] = readable(ls.function);
     row["file"] = ls.file;
     row["line"] = ls.line;
     row["samples"] = ls.samples;

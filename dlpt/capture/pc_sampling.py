@@ -180,10 +180,14 @@ class PcSampling:
             out[key] = int(raw[key])
         out["hardware_buffer_full"] = bool(raw["hardware_buffer_full"])
         out["kernels"] = summarize(raw["lines"])
-        out["model_lines"] = [
-            {"kernel": s.kernel, "samples": s.samples, "unassigned": s.unassigned, "lines": s.shares()}
-            for s in split_kernel_lines(raw["lines"])
-        ]
+        try:
+            out["model_lines"] = [
+                {"kernel": s.kernel, "samples": s.samples, "unassigned": s.unassigned, "lines": s.shares()}
+                for s in split_kernel_lines(raw["lines"])
+            ]
+        except Exception as e:  # noqa: BLE001 - the per-kernel lines stand without the split
+            out["model_lines"] = []
+            out["reason"] = f"the model-line split failed: {type(e).__name__}: {e}"
         return out
 
 
