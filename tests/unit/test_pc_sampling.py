@@ -175,3 +175,21 @@ def test_cli_option_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_
     assert "from 1 to" in capsys.readouterr().err
     assert cli_main(["--kernel-lines", "k", str(script)]) == 2
     assert "give --load FILE" in capsys.readouterr().err
+
+
+def test_kernel_lines_from_a_saved_session(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with dlpt.profile(skip_first=1, calibrate=False, gpu=False) as prof:
+            for _ in range(2):
+                torch.randn(8, 8) @ torch.randn(8, 8)
+                prof.step()
+    session = prof.session
+    session.meta.update(_meta())  # the block a GPU run writes (tests/gpu/test_pc_sampling.py)
+    path = tmp_path / "s.json"
+    session.save(str(path))
+    assert cli_main(["--load", str(path), "--kernel-lines", "loop"]) == 0
+    out = capsys.readouterr().out
+    assert "k_loop" in out and "k.py:9" in out
+    assert cli_main(["--load", str(path), "--kernel-lines", "absent"]) == 2
+    assert "no sampled kernel matches 'absent'" in capsys.readouterr().err
