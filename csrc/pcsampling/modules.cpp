@@ -28,16 +28,18 @@ void on_module_loaded(const void* resource_data) {
 }
 
 bool watch_modules(const std::vector<std::string>& candidates, std::string* how, std::string* error) {
-  if (g_watching.load() != nullptr) {
-    if (how) *how = "already watching";
-    return true;
-  }
   const PcApi* api = pc_api(candidates, error);
   if (api == nullptr) return false;
   g_watching.store(api, std::memory_order_release);
+  // Each profile's tracer subscribes afresh (and forgets the callback at its start): asked every
+  // time. The store of cubins is the process's, kept across profiles.
   std::string tracer_error;
   if (watch_module_loads(&tracer_error)) {
     if (how) *how = "tracer subscriber";
+    return true;
+  }
+  if (g_own != nullptr) {
+    if (how) *how = "own subscriber";
     return true;
   }
   CUptiResult r = api->cuptiSubscribe(&g_own, own_callback, nullptr);
