@@ -98,10 +98,11 @@ class PcSampling:
         self.state = "waiting"
         return None
 
-    def on_step(self, warmed_up: bool, seen: int) -> None:
-        """A step boundary (``seen``: steps ended so far): start once the warm-up is over, stop
-        after ``steps`` more."""
-        if self.state == "waiting" and warmed_up:
+    def on_step(self, warmed_up: bool, seen: int, tracing: bool = True) -> None:
+        """A step boundary (``seen``: steps ended so far; ``tracing``: whether the next step is
+        traced): start once the warm-up is over, stop after ``steps`` more, or before an untraced
+        calibration window (its step times must stay the program's own)."""
+        if self.state == "waiting" and warmed_up and tracing:
             self._sync()
             started = self._call("pc_sampling_start", self._cands, PERIOD_LOG2)
             if started is None or not started["ok"]:
@@ -111,7 +112,7 @@ class PcSampling:
             self.first_step = seen + 1
         elif self.state == "sampling":
             self._sampled += 1
-            if self._sampled >= self.steps:
+            if self._sampled >= self.steps or not tracing:
                 self.last_step = seen
                 self._finish(sync=True)
         return None

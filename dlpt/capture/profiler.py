@@ -383,7 +383,8 @@ class Profile:
             if self._schedule is not None:
                 self._schedule.on_step(source, began_ns)
                 if self._pcs is not None:
-                    self._pcs.on_step(self._schedule.warmup.over, self._schedule.seen)
+                    s = self._schedule
+                    self._pcs.on_step(s.warmup.over, s.seen, s.tracing)
                 if self._memory is not None:
                     self._memory.on_step(self._schedule)
 

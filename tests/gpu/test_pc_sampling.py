@@ -139,6 +139,18 @@ def test_steps_outside_the_window_cost_what_they_cost_without_it() -> None:
     assert ratio < 1.05, (with_pcs, without)
 
 
+def test_sampling_ends_before_the_first_untraced_window() -> None:
+    from dlpt.capture.schedule import FIRST_WINDOW
+
+    a = torch.randn(1024, 1024, device="cuda")
+    with dlpt.profile(skip_first=2, pc_sampling=FIRST_WINDOW + 10) as prof:
+        for _ in range(FIRST_WINDOW + 12):
+            a = torch.tanh(a @ a)
+            prof.step()
+    pcs = _pcs(prof)
+    assert (pcs["first_step"], pcs["last_step"]) == (3, 2 + FIRST_WINDOW), pcs
+
+
 def test_cupti_held_by_torch_profiler_gives_a_reason_and_the_profile() -> None:
     x = torch.randn(1024, 1024, device="cuda")
     with (
