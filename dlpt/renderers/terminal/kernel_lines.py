@@ -15,6 +15,8 @@ __all__ = ["render_kernel_lines", "top_stalls"]
 #: Lines and stall reasons shown per kernel.
 MAX_ROWS = 40
 TOP_STALLS = 3
+#: Kernels shown when a name part matches several (the most sampled first).
+MAX_KERNELS = 5
 
 
 def top_stalls(stalls: Mapping[str, int], samples: int, n: int = TOP_STALLS) -> str:
@@ -27,7 +29,7 @@ def _pick(kernels: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     if not name:
         return kernels[:1]
     exact = [k for k in kernels if k["name"] == name]
-    return exact or [k for k in kernels if name in k["name"]]
+    return exact or [k for k in kernels if name in k["name"]][:MAX_KERNELS]
 
 
 def _code(path: str, line: int, sources: Mapping[str, Mapping[str, str]]) -> str:
