@@ -1,18 +1,18 @@
 """Share a fused Inductor kernel's PC samples among the model lines it fused.
 
 PC sampling puts each sample on a line of Inductor's generated Triton kernel file. Inductor
-(checked: torch 2.11 and 2.13's ``torch/_inductor``) writes no per-line origin into Triton kernel
-bodies (``config.comment_origin`` annotates C++ kernels only), so a generated line is tied to a
+(checked: torch 2.13's ``torch/_inductor``; 2.11 not read yet) writes no per-line origin into Triton
+kernel bodies (``config.comment_origin`` annotates C++ kernels only), so a generated line is tied to a
 model line through the op it computes:
 
-1. the model lines a kernel fused, with their code: Inductor's provenance tracking
+1. the model lines a kernel fused (each stack trace's innermost frame in the user's files), with
+   the code of the innermost frame (where the op is spelled out): Inductor's provenance tracking
    (``torch._inductor.debug._inductor_kernel_stack_trace``, kernel name -> FX stack traces of its
    nodes; dlpt turns ``config.trace.provenance_tracking_level`` on in PC sampling mode when the
    user has not set it). Inductor resets those globals when each compile ends
    (``reset_provenance_globals``), so :class:`ProvenanceRecorder` copies them at the one point
-   they are complete: its call of ``debug.dump_inductor_provenance_info()`` in compile_fx. Each
-   stack trace's innermost frame is the model line, with its text. A compile served from the FX
-   graph cache runs no codegen: its kernels have no provenance, their samples stay unassigned;
+   they are complete: its call of ``debug.dump_inductor_provenance_info()`` in compile_fx. A
+   compile served from a cache runs no codegen: its kernels have no provenance (not split);
 2. each generated line's ops (``tl_math.sin(tmp0)`` -> ``sin``, ``tmp3 + tmp4`` -> ``add``);
 3. a generated line goes to the model lines whose code names one of its ops (``.sin(``,
    ``torch.sin``, `` + `` for add); several: shared evenly; none (loads, stores, index math, or an
@@ -152,11 +152,20 @@ _FRAME = re.compile(r'File "(.+)", line (\d+), in .+\n\s*(.*)')
 
 
 def _innermost(stack_trace: str) -> ModelLine | None:
+    """The model line of one FX stack trace: its innermost frame in the user's files (an op called
+    inside torch, e.g. F.gelu, belongs to the user's line that called it), with the code of the
+    innermost frame of all (where the op is spelled out, for matching generated lines to it)."""
+    from dlpt.model.source_files import is_library_file
+
     frames = _FRAME.findall(stack_trace + "\n")
     if not frames:
         return None
-    f, ln, code = frames[-1]
-    return ModelLine(f, int(ln), code.strip())
+    code = frames[-1][2].strip()
+    for f, ln, _text in reversed(frames):
+        if not is_library_file(f):
+            return ModelLine(f, int(ln), code)
+    f, ln, _text = frames[-1]
+    return ModelLine(f, int(ln), code)
 
 
 def kernel_model_lines() -> dict[str, list[ModelLine]]:
@@ -173,7 +182,7 @@ def kernel_model_lines() -> dict[str, list[ModelLine]]:
         name = str(key).rsplit(":", 1)[0]  # "triton_poi_fused_add_sin_0:3" (the debug handle)
         for st in stacks or []:
             ml = _innermost(str(st))
-            if ml and all((m.file, m.line) != (ml.file, ml.line) for m in out[name]):
+            if ml and all((m.file, m.line, m.code) != (ml.file, ml.line, ml.code) for m in out[name]):
                 out[name].append(ml)
     return dict(out)
 
