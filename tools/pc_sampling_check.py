@@ -149,7 +149,9 @@ def case_compiled(C: Any, cands: list[str], period: int) -> bool:
     # Kernel -> model lines with their code (what dlpt's pc-sampling mode turns on).
     inductor_config.trace.provenance_tracking_level = 1
     inductor_config.fx_graph_cache = False  # a cached compile records no provenance
-    torch._functorch.config.enable_autograd_cache = False
+    import torch._functorch.config as functorch_config
+
+    functorch_config.enable_autograd_cache = False
     from dlpt.capture.compile.fused_split import ProvenanceRecorder, kernel_model_lines
 
     ProvenanceRecorder().install()
