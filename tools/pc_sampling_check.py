@@ -222,6 +222,9 @@ def main() -> int:
 
     from dlpt.capture import native
 
+    if not torch.cuda.is_available():
+        say(f"torch {torch.__version__}: no CUDA GPU here; run this on a GPU machine")
+        return 1
     say(f"torch {torch.__version__}, cuda {torch.version.cuda}, device {torch.cuda.get_device_name(0)}")
     torch.zeros(1, device="cuda")  # a current context; libcuda and torch's CUPTI copy loaded
     C = native.core()
