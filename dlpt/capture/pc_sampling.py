@@ -1,11 +1,14 @@
-"""CUPTI PC sampling for a few counted steps: which line inside each kernel is hot, and why.
+"""CUPTI PC sampling for a few steps after the warm-up: which line inside each kernel is hot, and why.
 
-Opt-in (``dlpt.profile(pc_sampling=N)``, ``--pc-sampling [N]``). At the first step boundary after
+Opt-in (``dlpt.profile(pc_sampling=N)``, ``--pc-sampling``). At the first step boundary after
 the warm-up, the GPU is synchronised and CUPTI PC sampling starts on the current CUDA context in
 continuous mode (kernels keep running concurrently; csrc/pcsampling/collector.cpp); after ``N``
 steps it is synchronised again, stopped and its records read back, each PC resolved to its
-source line through the cubin kept at module load (csrc/pcsampling/cubins.cpp). The other steps
-run as without this mode: nothing is added per launch (module loads are watched, once each).
+source line through the cubin kept at module load (csrc/pcsampling/cubins.cpp). The ``N`` steps
+are held by the step schedule (:meth:`StepSchedule.hold`): outside steps, neither counted nor
+timed, so the report's per-step figures and step times never hold sampled (slow) kernels or the
+read-back. The other steps run as without this mode: nothing is added per launch (module loads
+are watched, once each).
 
 What it gives (``meta.pc_sampling``, docs/pc-sampling.md): per kernel, its samples and stall
 reasons, and its source lines with theirs (Triton kernels: the ``@triton.jit`` function's lines;
@@ -26,10 +29,11 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlpt.capture.compile.fused_split import ProvenanceRecorder, split_kernel_lines
+from dlpt.capture.schedule import StepSchedule
 
 __all__ = ["PcSampling", "DEFAULT_STEPS", "PERIOD_LOG2", "MAX_STEPS", "pc_sampling_steps"]
 
@@ -75,7 +79,7 @@ class PcSampling:
         self.state = "off"  # off -> waiting -> sampling -> done
         self.first_step: int | None = None
         self.last_step: int | None = None
-        self._sampled = 0
+        self._schedule: StepSchedule | None = None
         self._raw: dict[str, Any] | None = None
         self._log: list[str] = []
         self._provenance_set: dict[str, Any] = {}  # Inductor settings dlpt changed (undone at stop)
@@ -98,24 +102,30 @@ class PcSampling:
         self.state = "waiting"
         return None
 
-    def on_step(self, warmed_up: bool, seen: int, tracing: bool = True) -> None:
-        """A step boundary (``seen``: steps ended so far; ``tracing``: whether the next step is
-        traced): start once the warm-up is over, stop after ``steps`` more, or before an untraced
-        calibration window (its step times must stay the program's own)."""
-        if self.state == "waiting" and warmed_up and tracing:
-            self._sync()
-            started = self._call("pc_sampling_start", self._cands, PERIOD_LOG2)
-            if started is None or not started["ok"]:
-                return self._off(started["error"] if started else self.reason or "could not start")
-            self._log += started["log"]
-            self.state = "sampling"
-            self.first_step = seen + 1
-        elif self.state == "sampling":
-            self._sampled += 1
-            if self._sampled >= self.steps or not tracing:
-                self.last_step = seen
-                self._finish(sync=True)
+    def on_step(self, schedule: StepSchedule) -> None:
+        """A step boundary, after ``schedule`` classified the step that ended. Once the warm-up
+        is over and the next step is traced: synchronise, start sampling, and have the schedule
+        hold the next ``steps`` steps (outside steps: not counted, not timed; sampled kernels
+        are slow). The window closes at the boundary that ends the last of them, inside that
+        step (:meth:`StepSchedule.hold`), so the counted steps never hold sampling or its
+        read-back and the untraced calibration windows come after it."""
+        if self.state != "waiting" or not schedule.warmup.over or not schedule.tracing or schedule.holding:
+            return None
+        self._sync()
+        started = self._call("pc_sampling_start", self._cands, PERIOD_LOG2)
+        if started is None or not started["ok"]:
+            return self._off(started["error"] if started else self.reason or "could not start")
+        self._log += started["log"]
+        self.state = "sampling"
+        self._schedule = schedule
+        self.first_step = schedule.seen + 1
+        schedule.hold(self.steps, self._window_end)
         return None
+
+    def _window_end(self) -> None:
+        """The schedule's hold ended (the last sampled step just ended): stop and read back."""
+        if self.state == "sampling":
+            self._finish(sync=True)
 
     def stop(self) -> None:
         """Profile stop (the GPU was synchronised): a window still open is closed and read; PC
@@ -132,6 +142,8 @@ class PcSampling:
         self._provenance_set = {}
 
     def _finish(self, sync: bool) -> None:
+        if self._schedule is not None:
+            self.last_step = self._schedule.seen  # the steps ended so far: the window's last
         if sync:
             self._sync()
         res = self._call("pc_sampling_stop", self._cands)
@@ -164,9 +176,7 @@ class PcSampling:
         out: dict[str, Any] = {"steps": self.steps, "period_log2": PERIOD_LOG2, "reason": self.reason}
         if self.first_step is not None:
             out["first_step"] = self.first_step
-            out["last_step"] = (
-                self.last_step if self.last_step is not None else self.first_step + self._sampled
-            )
+            out["last_step"] = self.last_step if self.last_step is not None else self.first_step
         raw = self._raw
         if raw is None:
             return out
@@ -180,11 +190,12 @@ class PcSampling:
         ):
             out[key] = int(raw[key])
         out["hardware_buffer_full"] = bool(raw["hardware_buffer_full"])
-        out["kernels"] = summarize(raw["lines"])
+        rows = normalize_rows(raw["lines"])
+        out["kernels"] = summarize(rows)
         try:
             out["model_lines"] = [
                 {"kernel": s.kernel, "samples": s.samples, "unassigned": s.unassigned, "lines": s.shares()}
-                for s in split_kernel_lines(raw["lines"])
+                for s in split_kernel_lines(rows)
             ]
         except Exception as e:  # noqa: BLE001 - the per-kernel lines stand without the split
             out["model_lines"] = []
@@ -192,9 +203,39 @@ class PcSampling:
         return out
 
 
+#: CUPTI's reasons that are not a sample's stall reason: counters it lists among them.
+PSEUDO_REASONS = frozenset({"sample_count", "samples_data_dropped"})
+NOT_ISSUED = "_not_issued"
+
+
+def sample_reasons(stalls: Mapping[str, int]) -> dict[str, int]:
+    """A PC's stall reasons as each sample has exactly one: CUPTI's ``X_not_issued`` counts are a
+    subset of ``X``'s (the samples of ``X`` in which the warp issued nothing; Nsight Compute shows
+    them as a second view), and ``sample_count``/``samples_data_dropped`` are counters, so both are
+    left out. The reasons kept sum to the PC's samples: on the H100 log of phase 1 they summed to
+    CUPTI's ``totalSamples`` minus its non-user-kernel samples exactly (391,346 + 27,476 =
+    418,822), while summing every reason counted 1.9x the samples of a GEMM."""
+    return {
+        k: int(n) for k, n in stalls.items() if n and k not in PSEUDO_REASONS and not k.endswith(NOT_ISSUED)
+    }
+
+
+def normalize_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The native rows with ``stalls`` reduced to :func:`sample_reasons` and ``samples`` their
+    sum (the native sum counts every reason CUPTI lists); rows left without samples dropped."""
+    out = []
+    for r in rows:
+        stalls = sample_reasons(r.get("stalls") or {})
+        n = sum(stalls.values())
+        if n:
+            out.append({**r, "stalls": stalls, "samples": n})
+    return out
+
+
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per kernel (most sampled first): samples, stall reasons, and its source lines as
-    ``[file, line, samples, {reason: samples}]`` (file "" for PCs without line info)."""
+    ``[file, line, samples, {reason: samples}]`` (file "" for PCs without line info). ``rows``:
+    :func:`normalize_rows`'s."""
     kernels: dict[str, dict[str, Any]] = {}
     for r in rows:
         k = kernels.setdefault(

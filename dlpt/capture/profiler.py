@@ -383,8 +383,7 @@ class Profile:
             if self._schedule is not None:
                 self._schedule.on_step(source, began_ns)
                 if self._pcs is not None:
-                    s = self._schedule
-                    self._pcs.on_step(s.warmup.over, s.seen, s.tracing)
+                    self._pcs.on_step(self._schedule)
                 if self._memory is not None:
                     self._memory.on_step(self._schedule)
 

@@ -367,6 +367,7 @@ SCHEMA: dict[str, Check] = {
             "step_on_chosen": _optional(_str),
             "step_on_ignored": _dict_of(_int),
             "untraced": _int,
+            "held": _int,  # steps PC sampling held: outside steps (dlpt.capture.schedule.hold)
             "warmup": _obj(
                 optional={"steps": _int, "walls_ns": _list_of(_int), "auto": _bool, "reason": _str}
             ),

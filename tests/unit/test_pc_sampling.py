@@ -21,7 +21,7 @@ from dlpt.capture.compile.fused_split import (
     line_ops,
     split_kernel_lines,
 )
-from dlpt.capture.pc_sampling import DEFAULT_STEPS, pc_sampling_steps, summarize
+from dlpt.capture.pc_sampling import DEFAULT_STEPS, normalize_rows, pc_sampling_steps, summarize
 from dlpt.cli.main import main as cli_main
 from dlpt.errors import UsageError
 from dlpt.model.schema import SchemaError, check_meta
@@ -141,6 +141,34 @@ def test_summarize_and_schema_and_table() -> None:
     bad["pc_sampling"]["kernels"][0]["lines"][0] = ["/src/k.py", 9]
     with pytest.raises(SchemaError):
         check_meta(bad)
+
+
+def test_a_sample_counts_once_not_again_for_its_not_issued_variant() -> None:
+    """CUPTI lists X_not_issued (a subset of X) and the sample_count/samples_data_dropped counters
+    among the stall reasons; the phase-1 H100 GEMM summed to 1.9x its samples that way."""
+    native = [
+        {
+            "function": "nvjet_gemm",
+            "file": "",
+            "line": 0,
+            "samples": 999,  # the native sum over every reason
+            "stalls": {
+                "barrier": 40,
+                "barrier_not_issued": 38,
+                "long_scoreboard": 60,
+                "long_scoreboard_not_issued": 50,
+                "selected": 10,
+                "sample_count": 7,
+                "samples_data_dropped": 3,
+            },
+        },
+        {"function": "k", "file": "k.py", "line": 3, "samples": 5, "stalls": {"wait_not_issued": 5}},
+    ]
+    (row,) = normalize_rows(native)  # a row with nothing but not-issued counts has no samples
+    assert row["samples"] == 110
+    assert row["stalls"] == {"barrier": 40, "long_scoreboard": 60, "selected": 10}
+    (kernel,) = summarize([row])
+    assert kernel["samples"] == 110 and list(kernel["stalls"]) == ["long_scoreboard", "barrier", "selected"]
 
 
 def test_pc_sampling_option_values() -> None:
