@@ -60,14 +60,30 @@ def test_split_shares_samples_by_the_ops_each_model_line_names(tmp_path: Path) -
         {"function": NAME, "file": str(kernel), "line": 7, "samples": 600},  # sin
         {"function": NAME, "file": str(kernel), "line": 8, "samples": 300},  # exp
         {"function": NAME, "file": str(kernel), "line": 10, "samples": 100},  # mul
-        {"function": NAME, "file": str(kernel), "line": 6, "samples": 50},  # load: unassigned
+        {"function": NAME, "file": str(kernel), "line": 6, "samples": 50},  # load of x: sin uses it
+        {"function": NAME, "file": str(kernel), "line": 9, "samples": 40},  # load of w: mul uses it
+        {"function": NAME, "file": str(kernel), "line": 11, "samples": 30},  # store of mul's value
+        {"function": NAME, "file": str(kernel), "line": 4, "samples": 20},  # index math: unassigned
+        {"function": NAME, "file": str(kernel), "line": 2, "samples": 10},  # def line: unassigned
         {"function": "other", "file": "", "line": 0, "samples": 9},  # no provenance: left out
     ]
     (split,) = split_kernel_lines(rows, {NAME: [heavy, light]})
-    assert split.samples == 1050 and split.unassigned == 50
+    assert split.samples == 1150 and split.unassigned == 30
     shares = {(s["file"], s["line"]): s for s in split.shares()}
-    assert shares[("m.py", 10)]["samples"] == 900 and shares[("m.py", 11)]["samples"] == 100
-    assert shares[("m.py", 10)]["share"] == pytest.approx(0.9)
+    assert shares[("m.py", 10)]["samples"] == 950 and shares[("m.py", 11)]["samples"] == 170
+    assert shares[("m.py", 10)]["share"] == pytest.approx(950 / 1120)
+
+
+def test_a_data_line_follows_its_value_only_inside_its_own_kernel(tmp_path: Path) -> None:
+    """Two kernels in one file reuse tmp names: a load follows the users in its own function."""
+    other = KERNEL.replace(NAME, "triton_poi_fused_cos_1").replace("tl_math.sin(tmp0)", "tl_math.cos(tmp0)")
+    kernel = tmp_path / "two.py"
+    kernel.write_text(other + "\n\n" + KERNEL)
+    line_of_load = len(other.splitlines()) + 2 + 6
+    cos, sin = ModelLine("m.py", 5, "y = x.cos()"), ModelLine("m.py", 6, "y = x.sin()")
+    rows = [{"function": NAME, "file": str(kernel), "line": line_of_load, "samples": 70}]
+    (split,) = split_kernel_lines(rows, {NAME: [cos, sin]})
+    assert split.unassigned == 0 and split.assigned == {("m.py", 6): 70}
 
 
 def test_provenance_recorder_keeps_model_lines_of_a_real_compile() -> None:
