@@ -32,6 +32,7 @@ from dlpt.capture.compile.dynamo import CompileEvents
 from dlpt.capture.flops.annotate import recorded_ops
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, HostCapture, check_options
 from dlpt.capture.memory import MemoryCapture
+from dlpt.capture.pc_annotate import annotate_session
 from dlpt.capture.pc_sampling import PcSampling, pc_sampling_steps
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
@@ -476,6 +477,8 @@ class Profile:
             host=host,
         )
         self._session.meta["capture"]["backward_ops"] = self._backward_ops
+        if self._session.meta.get("pc_sampling"):
+            _annotate_pc_samples(self._session, self.sources)
         # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a
         # forked child (CUDA may be unusable there) or on a GPU that failed to synchronise.
         self.gpu_usable = gpu_usable and not _in_forked_child
@@ -590,3 +593,13 @@ class Profile:
 def running() -> Profile | None:
     """The profile running in this process, if any."""
     return _running
+
+
+def _annotate_pc_samples(session: Session, sources: bool) -> None:
+    """PC samples beside the kernel and model-line nodes (dlpt.capture.pc_annotate); a failure
+    is said in ``meta.pc_sampling.reason``, never raised (the samples stay in the meta block)."""
+    try:
+        annotate_session(session.nodes, session.meta, sources)
+    except Exception as e:  # noqa: BLE001 - the profile stands without the node extras
+        pcs = session.meta["pc_sampling"]
+        pcs["reason"] = pcs.get("reason") or f"PC samples not put on the tree: {type(e).__name__}: {e}"

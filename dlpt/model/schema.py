@@ -477,6 +477,18 @@ EXTRAS: dict[str, Check] = {
     "algorithm": _str,
     "protocol": _str,
     "backend": _str,
+    # --pc-sampling (dlpt.capture.pc_annotate): a kernel's samples, top stalls and lines; a model
+    # line's sampled share of the fused kernels split onto it.
+    "pc": _obj(
+        required={"samples": _int},
+        optional={"stalls": _dict_of(_int), "lines": _list_of(_pc_line), "unassigned": _int},
+    ),
+    "pc_fused": _list_of(
+        _obj(
+            required={"kernel": _str, "samples": _int},
+            optional={"share": _num, "of": _int, "unassigned": _int},
+        )
+    ),
 }
 
 
