@@ -230,10 +230,11 @@ def test_kernel_lines_from_a_saved_session(capsys: pytest.CaptureFixture[str], t
                 prof.step()
     session = prof.session
     session.meta.update(_meta())  # the block a GPU run writes (tests/gpu/test_pc_sampling.py)
+    session.meta["sources"] = {"/src/k.py": {"9": "    acc = tl.sin(acc)"}}  # saved, never read back
     path = tmp_path / "s.json"
     session.save(str(path))
     assert cli_main(["--load", str(path), "--kernel-lines", "loop"]) == 0
     out = capsys.readouterr().out
-    assert "k_loop" in out and "k.py:9" in out
+    assert "k_loop" in out and "k.py:9" in out and "acc = tl.sin(acc)" in out
     assert cli_main(["--load", str(path), "--kernel-lines", "absent"]) == 2
     assert "no sampled kernel matches 'absent'" in capsys.readouterr().err

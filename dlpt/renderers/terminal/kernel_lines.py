@@ -33,17 +33,10 @@ def _pick(kernels: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
 
 
 def _code(path: str, line: int, sources: Mapping[str, Mapping[str, str]]) -> str:
+    """The line's text as the session saved it (dlpt.capture.pc_annotate saves kernel files);
+    never read from ``path``: a session can name any file, and the file may have changed."""
     saved = sources.get(path, {}).get(str(line))
-    if saved is not None:
-        return saved.strip()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for i, text in enumerate(f, 1):
-                if i == line:
-                    return text.strip()
-    except OSError:
-        pass
-    return ""
+    return saved.strip() if saved is not None else ""
 
 
 def render_kernel_lines(meta: Mapping[str, Any], name: str = "", width: int = 120) -> str:
