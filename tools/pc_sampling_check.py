@@ -82,8 +82,17 @@ def sample(
         f"  total_samples={res['total_samples']} dropped={res['dropped_samples']} "
         f"non_user={res['non_user_samples']} hw_buffer_full={res['hardware_buffer_full']}"
     )
+    from dlpt.capture.pc_sampling import normalize_rows
+
     summed = sum(r["samples"] for r in res["lines"])
-    say(f"  sum of per-reason samples over PC records={summed} (compare with total_samples)")
+    res["lines"] = normalize_rows(res["lines"])  # a sample counts once (docs/pc-sampling.md)
+    once = sum(r["samples"] for r in res["lines"])
+    say(
+        f"  samples over PC records: {once} counted once (+ non_user = {once + res['non_user_samples']}, "
+        f"compare with total_samples); {summed} summing every reason CUPTI lists"
+    )
+    for fn, why in list(res.get("unresolved", {}).items())[:8]:
+        say(f"  no line for PCs of {fn[:80]}: {why}")
     say(
         f"  PC records={res['pcs']} resolved to file:line={res['pcs_resolved']} "
         f"without a kept cubin={res['pcs_without_cubin']}; "

@@ -103,6 +103,9 @@ py::dict stop_sampling(const Strings& candidates) {
   d["pcs"] = c.pcs;
   d["pcs_resolved"] = c.pcs_resolved;
   d["pcs_without_cubin"] = c.pcs_without_cubin;
+  py::dict unresolved;
+  for (const auto& [fn, why] : c.unresolved) unresolved[py::str(readable(fn))] = why;
+  d["unresolved"] = unresolved;
   d["cubins"] = cubin_store().cubins();
   d["cubin_bytes"] = cubin_store().bytes();
   return d;

@@ -167,7 +167,11 @@ void take_records(const PcApi& api, ContextConfig* c, std::map<LineKey, LineSamp
     ++out->pcs;
     if (!store.has(pc.cubinCrc)) ++out->pcs_without_cubin;
     const SourceLine where = store.resolve(api, pc.cubinCrc, pc.functionName, pc.pcOffset);
-    if (!where.file.empty()) ++out->pcs_resolved;
+    if (!where.file.empty()) {
+      ++out->pcs_resolved;
+    } else if (out->unresolved.size() < 64 && !where.why.empty()) {
+      out->unresolved.emplace(fn, where.why);
+    }
     LineKey key{fn, where.file, where.line};
     LineSamples& ls = (*acc)[key];
     if (ls.function.empty()) {

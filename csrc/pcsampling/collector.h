@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,8 @@ struct Collected {
   uint64_t pcs = 0;                // distinct PC records read
   uint64_t pcs_resolved = 0;       // of them, with a source line
   uint64_t pcs_without_cubin = 0;  // their module was loaded before dlpt watched module loads
+  // Why PCs of a kernel had no source line (the first reason seen, per kernel; at most 64 kernels).
+  std::map<std::string, std::string> unresolved;
 };
 
 struct Settings {

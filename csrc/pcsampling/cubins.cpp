@@ -41,6 +41,7 @@ SourceLine CubinStore::resolve(const PcApi& api, uint64_t crc, const char* funct
   if (hit != lines_.end()) return hit->second;
   SourceLine out;
   auto cubin = cubins_.find(crc);
+  if (cubin == cubins_.end()) out.why = "no cubin kept for its CRC (loaded before module loads were watched)";
   if (cubin != cubins_.end() && function != nullptr) {
     CUpti_GetSassToSourceCorrelationParams p{};
     p.size = CUpti_GetSassToSourceCorrelationParamsSize;
@@ -49,9 +50,13 @@ SourceLine CubinStore::resolve(const PcApi& api, uint64_t crc, const char* funct
     p.functionName = function;
     p.pcOffset = pc_offset;
     // Fails for cubins without line info (library kernels): the PC then stays unresolved.
-    if (api.cuptiGetSassToSourceCorrelation(&p) == CUPTI_SUCCESS) {
+    const CUptiResult r = api.cuptiGetSassToSourceCorrelation(&p);
+    if (r == CUPTI_SUCCESS) {
       out.file = join(p.dirName, p.fileName);
       out.line = p.lineNumber;
+      if (out.file.empty()) out.why = "cuptiGetSassToSourceCorrelation: success without a file name";
+    } else {
+      out.why = "cuptiGetSassToSourceCorrelation: " + api.error(r);
     }
     std::free(p.fileName);  // CUPTI allocates both; the caller frees them
     std::free(p.dirName);

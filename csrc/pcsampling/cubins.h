@@ -17,6 +17,7 @@ namespace dlpt::pcsampling {
 struct SourceLine {
   std::string file;  // "" when the cubin has no line info for this PC (library kernels)
   uint32_t line = 0;
+  std::string why;  // with no file: why (no kept cubin, CUPTI's error, or no file in its answer)
 };
 
 class CubinStore {

@@ -190,6 +190,9 @@ class PcSampling:
         ):
             out[key] = int(raw[key])
         out["hardware_buffer_full"] = bool(raw["hardware_buffer_full"])
+        # Why a kernel's PCs got no line (CUPTI's answer): library kernels have no line info; a
+        # Triton kernel without lines is worth a look (phase 1 saw one on the H100).
+        out["unresolved"] = {str(k): str(v) for k, v in dict(raw.get("unresolved") or {}).items()}
         rows = normalize_rows(raw["lines"])
         out["kernels"] = summarize(rows)
         try:

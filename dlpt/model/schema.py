@@ -280,6 +280,7 @@ _PC_SAMPLING = _obj(
         "pcs_resolved": _int,
         "pcs_without_cubin": _int,
         "hardware_buffer_full": _bool,
+        "unresolved": _dict_of(_str),
         "kernels": _list_of(
             _obj(
                 required={"name": _str, "samples": _int},

@@ -135,6 +135,7 @@ def _meta() -> dict[str, Any]:
             "dropped_samples": 0,
             "kernels": summarize(rows),
             "model_lines": [],
+            "unresolved": {"sm90_gemm": "cuptiGetSassToSourceCorrelation: CUPTI_ERROR_INVALID_PARAMETER"},
         }
     }
 
@@ -149,6 +150,7 @@ def test_summarize_and_schema_and_table() -> None:
     assert "k.py:9" in table and "90.0%" in table and "math_pipe_throttle 67%" in table
     gemm = render_kernel_lines(meta, "gemm")
     assert "(no line info)" in gemm and "barrier 100%" in gemm
+    assert "PCs without a line: cuptiGetSassToSourceCorrelation: CUPTI_ERROR_INVALID_PARAMETER" in gemm
     with pytest.raises(UsageError, match="no sampled kernel"):
         render_kernel_lines(meta, "nothing_like_this")
     with pytest.raises(UsageError, match="no PC samples"):

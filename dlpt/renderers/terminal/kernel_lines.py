@@ -57,6 +57,7 @@ def render_kernel_lines(meta: Mapping[str, Any], name: str = "", width: int = 12
         )
     sources = meta.get("sources") or {}
     splits = {s["kernel"]: s for s in pcs.get("model_lines") or []}
+    unresolved = pcs.get("unresolved") or {}
     steps = (
         f"steps {pcs.get('first_step')}-{pcs.get('last_step')}" if pcs.get("first_step") else "sampled steps"
     )
@@ -70,6 +71,8 @@ def render_kernel_lines(meta: Mapping[str, Any], name: str = "", width: int = 12
         out.append(
             f"{k['name'][: width - 20]}  {total} samples  [{top_stalls(k.get('stalls') or {}, total)}]"
         )
+        if k["name"] in unresolved:
+            out.append(f"  PCs without a line: {unresolved[k['name']]}"[:width])
         out.append(f"{'samples':>9} {'%':>6}  {'line':<40} {'top stalls':<36} code")
         for file, line, samples, stalls in (k.get("lines") or [])[:MAX_ROWS]:
             where = f"{os.path.basename(file)}:{line}" if file else "(no line info)"
