@@ -147,4 +147,8 @@ def test_the_html_source_view_gets_the_kernel_file_with_samples(kernel_file: str
         )
         for d in details
     )
+    assert (
+        f"≈90% of {FUSED} (sampled estimate: 810 of 900 samples on its model lines; 100 unassigned)"
+        in details
+    )
     assert build_model(Session.from_dict(S.gpt_compiled()))["sampled"] == {}

@@ -57,7 +57,7 @@ from dlpt.model.tree import Node, walk
 from dlpt.model.units import units_model
 from dlpt.renderers.html.budget import OTHER_KIND, Budget, plan
 from dlpt.renderers.html.facts import header_facts
-from dlpt.renderers.html.pc_model import kernel_pc_detail, sampled_files
+from dlpt.renderers.html.pc_model import frame_pc_detail, kernel_pc_detail, sampled_files
 from dlpt.renderers.html.timeline import timeline_model
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
@@ -143,6 +143,8 @@ def _detail(node: Node) -> str:
         return f"{cfg}  {kernel_pc_detail(node.extras)}".strip()
     if node.kind == "memcpy":
         return str(node.extras.get("host_mem") or "")
+    if node.kind == "frame" and node.extras.get("pc_fused"):
+        return frame_pc_detail(node.extras)
     return ""
 
 
