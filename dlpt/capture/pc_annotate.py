@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from dlpt.capture.sources import CONTEXT, _file_lines
+from dlpt.capture.sources import CONTEXT, file_lines
 from dlpt.model.source_files import is_library_file
 
 __all__ = ["annotate_session", "NODE_LINES", "NODE_STALLS"]
@@ -73,7 +73,7 @@ def kernel_sources(kernels: list[Mapping[str, Any]]) -> dict[str, dict[str, str]
                 wanted.setdefault(str(f), set()).add(int(ln))
     out: dict[str, dict[str, str]] = {}
     for f, numbers in wanted.items():
-        lines = _file_lines(f)
+        lines = file_lines(f)
         if not lines:
             continue
         keep: set[int] = set()
