@@ -40,11 +40,11 @@ py::dict to_dict(const NodeExtras& e) {
   return x;
 }
 
-/// (id, parent, kind, name, file, line, metrics_counted, metrics_outside, extras):
-/// dlpt.capture.native.RawNode.
+/// (id, parent, kind, name, file, line, metrics_counted, metrics_outside, extras,
+/// (sq_cpu_ns, sq_gpu_ns, sq_sync_ns)): dlpt.capture.native.RawNode.
 py::tuple to_tuple(const ExportedNode& n) {
   return py::make_tuple(n.id, n.parent, n.kind, n.name, n.file, n.line, to_tuple(n.counted), to_tuple(n.outside),
-                        to_dict(n.extras));
+                        to_dict(n.extras), py::make_tuple(n.sq_cpu_ns, n.sq_gpu_ns, n.sq_sync_ns));
 }
 
 py::dict to_dict(const std::map<NodeId, CommCall>& comm) {
@@ -150,12 +150,12 @@ py::dict stop(bool last_counted) {
   out["gpu_busy_outside_ns"] = busy_outside;
   out["gpu_comm_ns"] = comm;
   out["gpu_comm_exposed_ns"] = exposed;
-  // Per device, the intervals between step marks: (start, end, recorded, busy, first, last),
-  // CUPTI timestamps; first/last 0 when no work ran in the interval.
+  // Per device, the intervals between step marks: (start, end, recorded, busy, first, last,
+  // comm, exposed), CUPTI timestamps; first/last 0 when no work ran in the interval.
   py::dict steps;
   for (const auto& [dev, v] : r.steps) {
     py::list l;
-    for (const StepBusy& sb : v) l.append(py::make_tuple(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last));
+    for (const StepBusy& sb : v) l.append(py::make_tuple(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last, sb.comm_ns, sb.exposed_ns));
     steps[py::str(std::to_string(dev))] = l;
   }
   out["gpu_steps"] = steps;

@@ -63,7 +63,11 @@ void set_collecting(bool on) {
   Session* s = current_session();
   if (s == nullptr || s->collecting.load() == on) return;
   s->collecting.store(on, std::memory_order_release);
-  mark(*s);
+  // Collection stops at the end of the profile: the interval that ends here, since the last
+  // step boundary, is outside the steps once any step ended (the core stops with the last epoch
+  // not counted); filed as counted, its host samples were divided into the steps (the program's
+  // teardown as a per-step cost).
+  mark(*s, on || !s->epochs.ever_ended());
 }
 
 void mark_step() {

@@ -70,7 +70,7 @@ class StopResult(TypedDict):
     gpu_comm_exposed_ns: dict[str, int]
     # per device: (start, end, recorded, busy_ns, first, last) between step marks, CUPTI time;
     # recorded: the interval's epoch was counted (once end_epoch was called)
-    gpu_steps: dict[str, list[tuple[int, int, bool, int, int, int]]]
+    gpu_steps: dict[str, list[tuple[int, int, bool, int, int, int, int, int]]]
     counters: Counters
     tracing_switches: list[tuple[bool, int]]  # each set_tracing switch: (on, ns it took)
     gpu: bool
@@ -133,7 +133,10 @@ class HostResult(TypedDict):
     blame: HostBlame | None
     timeline: HostTimeline | None
 
-def host_start(sample_hz: int, timeline_steps: int = 0, timeline_events: int = 500000) -> HostStart: ...
+def host_start(
+    sample_hz: int, timeline_steps: int = 0, timeline_events: int = 500000, timeline_armed: bool = True
+) -> HostStart: ...
+def host_arm_timeline() -> None: ...
 def host_stop() -> None: ...
 def host_result() -> HostResult: ...
 def host_running() -> bool: ...

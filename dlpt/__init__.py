@@ -10,7 +10,7 @@ Or from the shell: ``python -m dlpt train.py args…``. See README.md.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from dlpt import log  # noqa: F401  (DLPT_LOG takes effect when dlpt is imported)
 from dlpt.api import profile

@@ -8,7 +8,8 @@ multi-GPU jobs: communication beside compute, exposed communication, stragglers.
     python examples/ddp_train.py                       # one process, no launcher needed
 
 --straggle R makes rank R sleep --straggle-ms before each backward (a rank slowed by its host:
-data loading, Python, another process), for dlpt to name. --cpu forces gloo on the CPU.
+data loading, Python, another process), for dlpt to name. --log-steps prints every rank's own
+step times, to hold dlpt's figures against. --cpu forces gloo on the CPU.
 Random tokens, random init: nothing is downloaded. The GPU config is small (4 layers, width 256);
 --layers/--width/--seq/--batch scale it.
 """
@@ -100,6 +101,11 @@ def main(argv=None) -> None:
     ap.add_argument("--cpu", action="store_true", help="gloo on the CPU even when there are GPUs")
     ap.add_argument("--straggle", type=int, default=-1, metavar="R", help="rank R sleeps before backwards")
     ap.add_argument("--straggle-ms", type=float, default=50.0)
+    ap.add_argument(
+        "--log-steps",
+        action="store_true",
+        help="each rank prints its own step times (synchronized: the GPU's work included)",
+    )
     for k in ("layers", "width", "seq", "batch", "vocab"):
         ap.add_argument(f"--{k}", type=int, help=f"default {GPU_CFG[k]} on GPU, {CPU_CFG[k]} on CPU")
     args = ap.parse_args(argv)
@@ -108,7 +114,8 @@ def main(argv=None) -> None:
     cuda = device.startswith("cuda")
 
     t0 = time.perf_counter()
-    for _ in range(args.steps):
+    for i in range(args.steps):
+        ts = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
             loss = model(inputs, targets)
@@ -116,6 +123,10 @@ def main(argv=None) -> None:
             time.sleep(args.straggle_ms / 1e3)  # a slow host on this rank
         loss.backward()
         opt.step()
+        if args.log_steps:
+            if cuda:
+                torch.cuda.synchronize()
+            print(f"ddp_train: rank {rank} step {i} {(time.perf_counter() - ts) * 1e3:.2f} ms", flush=True)
     mean = loss.detach().float()
     dist.all_reduce(mean)  # the loss averaged over ranks, for the log line
     dt = (time.perf_counter() - t0) / max(args.steps, 1)

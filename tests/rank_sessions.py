@@ -4,8 +4,10 @@ for the communication and cross-rank tests.
 - :func:`ddp_gpu`: one rank of a DDP training step on a GPU: two linear layers whose backward
   holds the gradient bucket's NCCL all-reduce (as DDP issues it, under the backward of the
   layer that filled the bucket), an optimizer step, meta.distributed and the native core's
-  communication union and exposed part. ``comm_ns`` sets that rank's all-reduce kernel time
-  (the straggler's is the shortest: the others wait inside theirs), ``fc2_ns`` its compute.
+  communication union and exposed part (per step too, as meta.gpu_steps). ``comm_ns`` sets that
+  rank's all-reduce kernel time, ``fc2_ns`` its compute, ``blocked_ns`` its host's time blocked
+  in a synchronising call per step, ``exposed_ns`` its communication with nothing else running
+  (a rank waiting for another has both), ``sleep_ns`` a host line of its own (``time.sleep``).
 - :func:`gloo_cpu`: one rank of a CPU job: a line whose ``torch.distributed.all_reduce`` call
   dlpt wrapped (its wait), a DDP all-reduce issued by the C++ reducer (bytes unknown).
 """
@@ -24,6 +26,7 @@ SOURCES = {
         "30": "        loss = model(x).square().mean()",
         "31": "        loss.backward()",
         "32": "        opt.step()",
+        "33": "        time.sleep(0.02)",
     },
     MODEL: {"10": "        h = self.fc1(x)", "11": "        return self.fc2(h)"},
 }
@@ -85,11 +88,22 @@ def _meta(rank: int, world: int, gpu: bool, step_ns: int, extra: dict[str, Any])
     }
 
 
-def ddp_gpu(rank: int, world: int = 4, comm_ns: int = 2_000_000, fc2_ns: int = 6_000_000) -> Session:
+def ddp_gpu(
+    rank: int,
+    world: int = 4,
+    comm_ns: int = 2_000_000,
+    fc2_ns: int = 6_000_000,
+    blocked_ns: int = 300_000,
+    exposed_ns: int | None = None,
+    sleep_ns: int = 0,
+) -> Session:
     """One rank's session: per step 4 ms fc1 forward, ``fc2_ns`` fc2, 8 ms backward, a 25 MiB
-    bf16 all-reduce taking ``comm_ns``, 1 ms optimizer."""
+    bf16 all-reduce taking ``comm_ns`` (half of it exposed unless ``exposed_ns`` says), 1 ms
+    optimizer whose ``.item()``-style sync blocks the host ``blocked_ns``, a ``time.sleep``
+    line of ``sleep_ns`` when given."""
     t = _Table()
     s = STEPS
+    exposed = comm_ns // 2 if exposed_ns is None else exposed_ns
     main = t.add(0, "frame", "main", TRAIN, 30)
     for line, _layer, fwd_ns, bwd_ns, bucket in (
         (10, "fc1", 4_000_000, 8_000_000, False),
@@ -120,13 +134,20 @@ def ddp_gpu(rank: int, world: int = 4, comm_ns: int = 2_000_000, fc2_ns: int = 6
             )
             t.kernel(ar, ALLREDUCE, comm_ns * s, comm_ns=comm_ns * s)
             t.nodes[-1]["x"].update(collective="allreduce", algorithm="RING", protocol="LL", dtype="bf16")
-    opt = t.add(t.add(0, "frame", "main", TRAIN, 32), "op", "aten::_fused_adamw_", calls=s, cpu_ns=50_000 * s)
+    step_line = t.add(0, "frame", "main", TRAIN, 32)
+    opt = t.add(step_line, "op", "aten::_fused_adamw_", calls=s, cpu_ns=50_000 * s)
     t.kernel(opt, "multi_tensor_apply_kernel<FusedAdamW>", 1_000_000 * s)
-    busy = (4_000_000 + fc2_ns + 16_000_000 + comm_ns + 1_000_000) * s
+    t.add(step_line, "sync", "cudaStreamSynchronize", sync_ns=blocked_ns * s, api_ns=blocked_ns * s, count=s)
+    if sleep_ns:
+        t.add(0, "frame", "main", TRAIN, 33, host_ns=sleep_ns * s)
+    busy = 4_000_000 + fc2_ns + 16_000_000 + comm_ns + 1_000_000
+    span = max(40_000_000, busy)
+    row = {"span_ns": span, "busy_ns": busy, "idle_before_ns": 0, "idle_after_ns": span - busy}
     extra = {
-        "gpu_busy_ns": {"0": busy},
+        "gpu_busy_ns": {"0": busy * s},
         "gpu_comm_ns": {"0": comm_ns * s},
-        "gpu_comm_exposed_ns": {"0": comm_ns * s // 2},
+        "gpu_comm_exposed_ns": {"0": exposed * s},
+        "gpu_steps": {"0": [dict(row, comm_ns=comm_ns, exposed_ns=exposed) for _ in range(s)]},
     }
     session = {
         "format": "dlpt-session",

@@ -35,6 +35,20 @@ from ddp_train import setup  # noqa: E402
 
 import dlpt  # noqa: E402
 
+MODES = ("aa", "dlpt", "dlpt_nosampler", "cupti_floor")
+
+
+def profiler(mode: str):
+    """What profiles the second chunk of a round: nothing (aa), dlpt, dlpt without its host
+    sampler, or the CUPTI floor (the native core's callbacks and activity kinds with empty
+    handlers: what any CUPTI tracer costs, bench/paired.py's cupti_floor)."""
+    if mode == "cupti_floor":
+        sys.path.insert(0, REPO)
+        from bench.paired import Native
+
+        return Native(floor=2)
+    return dlpt.profile(calibrate=False, **({"sample_hz": 0} if mode == "dlpt_nosampler" else {}))
+
 
 def build(args: argparse.Namespace):
     model, opt, inputs, targets, device, rank, world, cfg = setup(args)
@@ -70,6 +84,7 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=10, help="steps per chunk")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     ap.add_argument("--out", help="directory for the .json and .md results (rank 0)")
     for k in ("layers", "width", "seq", "batch", "vocab"):
         ap.add_argument(f"--{k}", type=int)
@@ -78,15 +93,19 @@ def main() -> None:
     step, cuda, rank, world, cfg = build(args)
     for _ in range(args.warmup):
         step()
-    ratios: dict[str, list[float]] = {"aa": [], "dlpt": []}
-    base: dict[str, list[float]] = {"aa": [], "dlpt": []}
+    modes = [m for m in MODES if m in args.modes]
+    ratios: dict[str, list[float]] = {m: [] for m in modes}
+    base: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(args.rounds):
-        for mode in ("aa", "dlpt"):
+        for mode in modes:
             a = chunk(step, args.chunk, cuda)
             if mode == "aa":
                 b = chunk(step, args.chunk, cuda)
+            elif mode == "cupti_floor":
+                with profiler(mode):
+                    b = chunk(step, args.chunk, cuda)
             else:
-                prof = dlpt.profile()
+                prof = profiler(mode)
                 prof.start()
                 b = chunk(step, args.chunk, cuda)
                 prof.stop()
@@ -113,7 +132,7 @@ def report(args: argparse.Namespace, cfg: dict, cuda: bool, world: int, every: l
         "|---|---|---|---|---|---|",
     ]
     for r, res in enumerate(every):
-        for m in ("aa", "dlpt"):
+        for m in res:
             rr = res[m]["ratios"]
             ms = statistics.median(res[m]["base_s"]) * 1e3
             mid = statistics.median(rr)

@@ -79,7 +79,7 @@ void BusyTracker::mark_step(uint64_t t, bool recorded, uint32_t epoch) {
   epochs_.push_back(epoch);
 }
 
-void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut) {
+void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::*field) {
   if (marks_.empty()) return;
   if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
   for (Span sp : merged) {
@@ -95,7 +95,7 @@ void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint6
     while (sp.first < sp.second) {
       const uint64_t step_end = static_cast<size_t>(k) + 1 < marks_.size() ? marks_[k + 1] : UINT64_MAX;
       const uint64_t part_end = std::min(sp.second, step_end);
-      d.steps[k].busy += part_end - sp.first;
+      d.steps[k].*field += part_end - sp.first;
       sp.first = part_end;
       ++k;
     }
@@ -127,9 +127,12 @@ void BusyTracker::fold(Device& d, bool everything) {
   all.insert(all.end(), comm.begin(), comm.end());
   all = merge(std::move(all));
   d.folded.busy_ns += measure(all, cut);
-  add_to_steps(d, all, cut);
+  add_to_steps(d, all, cut, &StepAcc::busy);
   d.folded.comm_ns += measure(comm, cut);
-  d.folded.exposed_ns += measure(difference(comm, work), cut);
+  add_to_steps(d, comm, cut, &StepAcc::comm);
+  const std::vector<Span> exposed = difference(comm, work);
+  d.folded.exposed_ns += measure(exposed, cut);
+  add_to_steps(d, exposed, cut, &StepAcc::exposed);
   d.work = clip(work, cut);
   d.comm = clip(comm, cut);
   if (cut != UINT64_MAX) d.folded_until = std::max(d.folded_until, cut);
@@ -148,6 +151,8 @@ std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps(const Epochs* epoch
       sb.recorded = by_epoch ? epochs->counted(epochs_[k]) : recorded_[k];
       if (k < d.steps.size()) {
         sb.busy_ns = d.steps[k].busy;
+        sb.comm_ns = d.steps[k].comm;
+        sb.exposed_ns = d.steps[k].exposed;
         if (d.steps[k].first != UINT64_MAX) {
           sb.first = d.steps[k].first;
           sb.last = d.steps[k].last;
@@ -169,12 +174,18 @@ std::map<uint32_t, BusyTotals> BusyTracker::totals(const Epochs* epochs) {
     if (by_epoch) {
       // Every span is folded into the intervals now: what fell in counted epochs' intervals is
       // per-step work, the rest is outside (the union's parts before the first mark included).
-      uint64_t counted = 0;
+      // Communication likewise: per-step figures divide it by the counted steps.
+      StepAcc counted;
       for (size_t k = 0; k < d.steps.size() && k < marks_.size(); ++k) {
-        if (epochs->counted(epochs_[k])) counted += d.steps[k].busy;
+        if (!epochs->counted(epochs_[k])) continue;
+        counted.busy += d.steps[k].busy;
+        counted.comm += d.steps[k].comm;
+        counted.exposed += d.steps[k].exposed;
       }
-      t.busy_outside_ns = t.busy_ns > counted ? t.busy_ns - counted : 0;
-      t.busy_ns = std::min(counted, t.busy_ns);
+      t.busy_outside_ns = t.busy_ns > counted.busy ? t.busy_ns - counted.busy : 0;
+      t.busy_ns = std::min(counted.busy, t.busy_ns);
+      t.comm_ns = std::min(counted.comm, t.comm_ns);
+      t.exposed_ns = std::min(counted.exposed, t.exposed_ns);
     }
     out[dev] = t;
   }

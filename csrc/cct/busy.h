@@ -24,8 +24,8 @@ namespace dlpt {
 struct BusyTotals {
   uint64_t busy_ns = 0;          // union of all GPU work (of counted epochs' intervals, see totals)
   uint64_t busy_outside_ns = 0;  // ... of the other epochs' intervals and outside every interval
-  uint64_t comm_ns = 0;          // union of communication kernels
-  uint64_t exposed_ns = 0;       // communication with no other work running
+  uint64_t comm_ns = 0;          // union of communication kernels (counted intervals, as busy_ns)
+  uint64_t exposed_ns = 0;       // communication with no other work running (likewise)
 };
 
 /// One interval between two step marks, on one device.
@@ -34,6 +34,8 @@ struct StepBusy {
   bool recorded = false;         // a recorded step: its epoch was counted (once end_epoch was
                                  // called), else collection was on from its start mark
   uint64_t busy_ns = 0;          // union of GPU work inside it
+  uint64_t comm_ns = 0;          // union of communication kernels inside it
+  uint64_t exposed_ns = 0;       // ... the part of it with no other work running
   uint64_t first = 0, last = 0;  // first work start and last work end (0: no work)
 };
 
@@ -62,7 +64,7 @@ class BusyTracker {
 
  private:
   struct StepAcc {
-    uint64_t busy = 0, first = UINT64_MAX, last = 0;
+    uint64_t busy = 0, comm = 0, exposed = 0, first = UINT64_MAX, last = 0;
   };
   struct Device {
     std::vector<Span> work, comm;  // pending, unmerged
@@ -73,7 +75,8 @@ class BusyTracker {
   void fold(Device& d, bool everything);
   /// The interval a time falls in (-1 before the first mark). Under mu_.
   long step_of(uint64_t t) const;
-  void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut);
+  /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it.
+  void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::*field);
 
   static constexpr size_t kMaxMarks = 1u << 20;
   std::mutex mu_;

@@ -108,19 +108,31 @@ Metrics& EpochMetrics::at_slow(uint32_t e, const Epochs& epochs) {
     if (t > e) return folded(e, epochs);
     // t < e: the node holds an epoch that ended (t < e <= current). Claim the fold.
     if (!tag_.compare_exchange_strong(t, Epochs::kFolding, std::memory_order_acq_rel)) continue;
-    move_metrics(pending_, folded(t, epochs));
+    fold_pending(t, epochs);
     if (Metrics* c = carry_.load(std::memory_order_acquire)) move_metrics(*c, pending_);
     tag_.store(e, std::memory_order_release);
     return pending_;
   }
 }
 
+void EpochMetrics::fold_pending(uint32_t t, const Epochs& epochs) {
+  if (epochs.counted(t)) {
+    // The epoch's amounts on this node, read just before they move (an add racing with this
+    // read moves with them: in the sums, not in the squares).
+    const double v[3] = {static_cast<double>(pending_.cpu_ticks.load(std::memory_order_relaxed)),
+                         static_cast<double>(pending_.gpu_ns.load(std::memory_order_relaxed)),
+                         static_cast<double>(pending_.sync_ticks.load(std::memory_order_relaxed))};
+    for (int i = 0; i < 3; ++i) sq_[i] += v[i] * v[i];
+  }
+  move_metrics(pending_, folded(t, epochs));
+}
+
 void EpochMetrics::fold_all(const Epochs& epochs) {
   uint32_t t = tag_.load(std::memory_order_acquire);
   // No fold can be under way after capture; if one were, its epoch is the last one.
   if (t == Epochs::kFolding) t = epochs.current();
+  fold_pending(t, epochs);
   Metrics& to = folded(t, epochs);
-  move_metrics(pending_, to);
   if (Metrics* c = carry_.load(std::memory_order_acquire)) move_metrics(*c, to);
 }
 

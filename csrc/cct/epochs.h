@@ -100,14 +100,28 @@ class EpochMetrics {
   const Metrics& counted() const { return counted_; }
   const Metrics& outside() const { return outside_; }
 
+  /// Second moments of the per-step amounts of counted epochs: the sum over counted epochs of
+  /// (that epoch's cpu_ticks)^2, (gpu_ns)^2 and (sync_ticks)^2. Taken when a node's `pending`
+  /// folds (once per node per epoch it was touched in: the cost is proportional to the nodes a
+  /// step touched); costs filed straight into `counted` (a late record of an epoch the node
+  /// already moved past, an add racing with a fold) are in the sums but not in the squares.
+  /// After fold_all only.
+  double sq_cpu_ticks() const { return sq_[0]; }
+  double sq_gpu_ns() const { return sq_[1]; }
+  double sq_sync_ticks() const { return sq_[2]; }
+
  private:
   Metrics& at_slow(uint32_t e, const Epochs& epochs);
   Metrics& carry();
   Metrics& folded(uint32_t e, const Epochs& epochs) { return epochs.counted(e) ? counted_ : outside_; }
+  // Folds `pending_` (holding epoch `t`) into its class, squaring its amounts into sq_ when
+  // counted. Only by the thread that claimed the fold (tag_ == kFolding) or after capture.
+  void fold_pending(uint32_t t, const Epochs& epochs);
 
   std::atomic<uint32_t> tag_{0};  // the epoch `pending_` holds, or Epochs::kFolding
   Metrics pending_;
   Metrics counted_, outside_;
+  double sq_[3] = {0, 0, 0};  // see sq_cpu_ticks(); written only by the folding thread
   // Costs of the running epoch added while another thread folds this node: moved into
   // `pending_` by the next fold (so never filed into an earlier epoch). Allocated on first use:
   // folds overlap with adds of the same node rarely.

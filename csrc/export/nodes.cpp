@@ -79,6 +79,10 @@ ExportedNode export_node(Session& s, NodeId id) {
   n.m.fold_all(s.epochs);
   out.counted = export_metrics(n.m.counted(), s.rate);
   out.outside = export_metrics(n.m.outside(), s.rate);
+  const double ns_per_tick = s.rate.ns_per_tick();
+  out.sq_cpu_ns = n.m.sq_cpu_ticks() * ns_per_tick * ns_per_tick;
+  out.sq_gpu_ns = n.m.sq_gpu_ns();
+  out.sq_sync_ns = n.m.sq_sync_ticks() * ns_per_tick * ns_per_tick;
   return out;
 }
 

@@ -35,6 +35,8 @@ struct ExportedNode {
   int line = 0;
   ExportedMetrics counted;  // costs of counted epochs (per-step work)
   ExportedMetrics outside;  // costs of the other epochs (outside the steps)
+  // Per-step second moments of counted epochs, ns^2: cpu, gpu (kernel/copy/memset), sync.
+  double sq_cpu_ns = 0, sq_gpu_ns = 0, sq_sync_ns = 0;
   NodeExtras extras;
 };
 

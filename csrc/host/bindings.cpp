@@ -133,8 +133,9 @@ py::dict blame_seam(bool gpu, const std::vector<std::tuple<std::string, uint64_t
 void register_bindings(py::module_& m) {
   m.def(
       "host_start",
-      [](uint32_t sample_hz, uint32_t timeline_steps, size_t timeline_events) {
+      [](uint32_t sample_hz, uint32_t timeline_steps, size_t timeline_events, bool timeline_armed) {
         HostOptions o;
+        o.timeline_armed = timeline_armed;
         o.sample_hz = sample_hz;
         o.timeline_steps = timeline_steps;
         o.timeline_events = timeline_events;
@@ -146,7 +147,9 @@ void register_bindings(py::module_& m) {
         return d;
       },
       py::arg("sample_hz"), py::arg("timeline_steps") = 0, py::arg("timeline_events") = 500000,
-      "Starts the host sampler and the timeline window for the running session.");
+      py::arg("timeline_armed") = true, "Starts the host sampler and the timeline window for the running session.");
+  m.def("host_arm_timeline", &arm_timeline,
+        "The warm-up is over: the timeline window opens at the next recorded step boundary.");
   m.def("host_stop", &stop, "Stops the sampler (before stop()).");
   m.def("host_result", &result, "What host capture recorded (after stop()).");
   m.def("host_running", &running);

@@ -87,7 +87,8 @@ HostStart start(const HostOptions& opts) {
   c->opts = opts;
   const bool gpu = s->gpu.load();
   if (opts.sample_hz > 0) c->blame = std::make_unique<IdleBlame>(gpu);
-  if (opts.timeline_steps > 0) c->timeline = std::make_unique<Timeline>(opts.timeline_steps, opts.timeline_events);
+  if (opts.timeline_steps > 0)
+    c->timeline = std::make_unique<Timeline>(opts.timeline_steps, opts.timeline_events, opts.timeline_armed);
   detail::g_activity.store(gpu && (c->blame || c->timeline), std::memory_order_relaxed);
   g_live.store(c, std::memory_order_release);
   // The core marked the start already when recording starts at once: the same boundary here.
@@ -115,6 +116,11 @@ void stop() {
   if (c->blame && c->last_mark_recorded) c->blame->mark(now, false);
   if (c->timeline) c->timeline->close(now, ticks());
   detail::g_timeline.store(false, std::memory_order_relaxed);
+}
+
+void arm_timeline() {
+  Capture* c = g_live.load(std::memory_order_acquire);
+  if (c != nullptr && !c->stopped && c->timeline) c->timeline->arm();
 }
 
 bool running() {

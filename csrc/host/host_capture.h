@@ -27,6 +27,7 @@ struct HostOptions {
   uint32_t sample_hz = 0;           // 0: no sampler
   uint32_t timeline_steps = 0;      // 0: no timeline window
   size_t timeline_events = 500000;  // the window's budget of events
+  bool timeline_armed = true;       // false: the window opens only after arm_timeline()
 };
 
 struct HostStart {
@@ -58,6 +59,8 @@ HostStart start(const HostOptions& opts);
 void stop();
 /// [GIL] After the core's stop: everything captured (stops first if needed).
 HostResult take_result();
+/// [GIL] The warm-up is over: the timeline window opens at the next recorded step boundary.
+void arm_timeline();
 /// [GIL] Whether host capture is running.
 bool running();
 

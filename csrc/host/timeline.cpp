@@ -4,7 +4,7 @@
 
 namespace dlpt::host {
 
-Timeline::Timeline(uint32_t steps, size_t capacity) : steps_(steps), capacity_(capacity) {
+Timeline::Timeline(uint32_t steps, size_t capacity, bool armed) : steps_(steps), capacity_(capacity), armed_(armed) {
   events_ = static_cast<Event*>(std::calloc(capacity_, sizeof(Event)));
 }
 
@@ -13,7 +13,7 @@ Timeline::~Timeline() { std::free(events_); }
 void Timeline::mark(uint64_t clock_ns, uint64_t t, bool recorded) {
   if (done_) return;
   if (!open()) {
-    if (!recorded || steps_ == 0 || events_ == nullptr) return;
+    if (!armed_ || !recorded || steps_ == 0 || events_ == nullptr) return;
     ticks0_ = t;
     clock0_ = clock_ns;
     open_.store(true, std::memory_order_release);

@@ -1,8 +1,11 @@
 // The events of a window of steps, for a timeline (--timeline N; exported as a Chrome trace for
 // Perfetto, drawn in the HTML report).
 //
-// The window opens at the first step boundary where recording starts (after --skip-first's
-// warm-up) and closes N boundaries later (or when the profile stops). While it is open, every
+// The window opens at the first recorded step boundary once it is armed, and closes N boundaries
+// later (or when the profile stops). The profile arms it when the warm-up is over (the warm-up's
+// steps are recorded too, as outside-steps work; they are not the window's: issue 33), so the
+// window holds the first N counted steps (with automatic warm-up detection, from the second: the
+// first counted step is known to be counted only when it ends). While it is open, every
 // recorded op, watched CUDA API call (launches, copies, memsets, syncs), host sample and step
 // boundary is appended, and so are the kernels, copies and memsets launched inside it (told by
 // their correlation id, which CUDA hands out in increasing order: the window's launches are one
@@ -44,8 +47,9 @@ struct Event {
 
 class Timeline {
  public:
-  /// [GIL] Keeps the events of `steps` steps, at most `capacity` events.
-  Timeline(uint32_t steps, size_t capacity);
+  /// [GIL] Keeps the events of `steps` steps, at most `capacity` events; `armed`: whether the
+  /// window may open at the next recorded boundary (else only after arm()).
+  Timeline(uint32_t steps, size_t capacity, bool armed = true);
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -53,6 +57,8 @@ class Timeline {
   /// [GIL] A step boundary at host clock `clock_ns` (ticks `t`); `recorded`: whether recording
   /// is on after it. Opens, counts and closes the window.
   void mark(uint64_t clock_ns, uint64_t t, bool recorded);
+  /// [GIL] The warm-up is over: the window opens at the next recorded boundary.
+  void arm() { armed_ = true; }
   /// [GIL] The profile stops: closes the window if still open.
   void close(uint64_t clock_ns, uint64_t t);
 
@@ -82,6 +88,7 @@ class Timeline {
   std::atomic<size_t> next_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<bool> open_{false};
+  bool armed_ = true;  // the window may open (the warm-up is over)
   bool done_ = false;  // the window closed; it never reopens
   uint32_t marks_ = 0;
   uint64_t ticks0_ = 0, clock0_ = 0, ticks1_ = 0, clock1_ = 0;

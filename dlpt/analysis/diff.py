@@ -17,24 +17,55 @@ function, line number) instead, and the result says so.
 
 Values are per profiled step when both sessions detected steps (runs of different lengths
 compare), else totals.
+
+Significance (docs/numbers.md): when both sessions saved per-step second moments (format 3),
+each line's change is tested with Welch's t-test on its per-step means (the line's per-step
+spread from :mod:`dlpt.model.spread`), and the p-values of all the lines compared
+are corrected for their number with Holm's method at a family-wise rate of 5%: two runs of the
+same program flag no line in at least 95% of comparisons. A change is also called significant
+only when it is at least :data:`MIN_EFFECT` of the larger side and :data:`MIN_SHARE` of the
+larger total (Welch alone would flag a 0.1% shift measured over many steps, or a 1 us line).
+What all lines share (:meth:`SessionDiff.run_factor`: a busier host makes every line slower at
+once, which per-step noise does not capture) is divided out of B before testing, and stated;
+the step line and the totals show the run-wide change. Significant changes are listed first.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt.model.calibration import Calibration, calibration
 from dlpt.model.folding import report_tree
-from dlpt.model.meta import program_argv, step_time
+from dlpt.model.meta import StepTime, program_argv, step_time
 from dlpt.model.node_contexts import CTX, context_of
 from dlpt.model.processors import METRICS, Metric, flatten_by_line
 from dlpt.model.resume_names import parse_resume_name
 from dlpt.model.session import Session
 from dlpt.model.source_text import session_sources
+from dlpt.model.spread import SpreadTable, has_moments
+from dlpt.model.stats import holm, welch
 from dlpt.model.tree import Node, add_metrics, walk
 
-__all__ = ["Leaf", "LineCost", "LineDiff", "Side", "SessionDiff", "diff_sessions", "function_key"]
+__all__ = [
+    "Leaf",
+    "LineCost",
+    "LineDiff",
+    "Side",
+    "SessionDiff",
+    "Change",
+    "diff_sessions",
+    "function_key",
+    "MIN_EFFECT",
+]
+
+#: The smallest change called significant, relative to the larger side (a line 10% slower is
+#: worth a look; smaller ones on a shared host are mostly the host)...
+MIN_EFFECT = 0.10
+#: ...and relative to the larger run's total of the metric (a 1 µs line that doubled is not news).
+MIN_SHARE = 0.01
 
 LEAF_KINDS = ("kernel", "memcpy", "memset", "sync")
 _TIME_KEY = {"kernel": "gpu_ns", "memcpy": "copy_ns", "memset": "memset_ns", "sync": "sync_ns"}
@@ -89,6 +120,9 @@ class LineCost:
     self: dict[str, int]
     inclusive: dict[str, int]
     leaves: dict[tuple[str, str], Leaf] = field(default_factory=dict)
+    # Per metric: the line's own per-step variance times the steps squared (its nodes' summed,
+    # dlpt.model.spread); None when the session saved no second moments.
+    spread: dict[str, int] | None = None
 
     @property
     def where(self) -> str:
@@ -117,6 +151,22 @@ class Side:
     off_lines: dict[str, int]  # work not under any user line
     step_ns: float = 0.0  # a step's wall time: untraced when the run measured it, else traced
     step_kind: str = ""  # "untraced", "traced" or "" (no steps)
+    step: StepTime | None = None  # that step's figures (its median's interval among them)
+    cost: Calibration | None = None  # dlpt's cost in the run
+    moments: bool = False  # per-step second moments saved (significance can be tested)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A line's change, tested: per-step means and spreads of both sides, Welch's p-value and
+    whether it is significant after Holm's correction (and at least MIN_EFFECT)."""
+
+    a: float
+    b: float
+    sd_a: float
+    sd_b: float
+    p: float
+    significant: bool
 
 
 @dataclass
@@ -137,15 +187,83 @@ class SessionDiff:
         s = self.a if side == "a" else self.b
         return metric(s.total) / s.scale
 
-    def ranked(self, metric: Metric) -> list[LineDiff]:
-        """Rows with any value of ``metric``, largest absolute change first."""
-        rows = [r for r in self.rows if self.value(metric, r, "a") or self.value(metric, r, "b")]
+    @property
+    def tested(self) -> bool:
+        """Whether changes can be tested: both sessions saved per-step second moments."""
+        return self.a.moments and self.b.moments
 
-        def order(r: LineDiff) -> tuple[float, float, LineKey]:
+    def spread(self, metric: Metric, row: LineDiff, side: str) -> float:
+        """The row's per-step standard deviation of ``metric`` on ``side`` (0 if absent)."""
+        cost = row.a if side == "a" else row.b
+        if cost is None or cost.spread is None:
+            return 0.0
+        s = self.a if side == "a" else self.b
+        return math.sqrt(metric(cost.spread)) / s.scale
+
+    def changes(self, metric: Metric) -> dict[LineKey, Change]:
+        """Every row with a value of ``metric`` tested (Welch's t, Holm-corrected over those
+        rows; see the module docstring); {} when the sessions cannot be tested."""
+        if not self.tested:
+            return {}
+        rows = [r for r in self.rows if self.value(metric, r, "a") or self.value(metric, r, "b")]
+        f = self.run_factor(metric)
+        stats = []
+        for r in rows:
             a, b = self.value(metric, r, "a"), self.value(metric, r, "b")
-            return (-abs(b - a), -max(a, b), r.key)
+            sa, sb = self.spread(metric, r, "a"), self.spread(metric, r, "b")
+            stats.append((a, b, sa, sb, welch(a, sa, self.a.steps, b / f, sb / f, self.b.steps)))
+        passed = holm([p for *_, p in stats])
+        floor = MIN_SHARE * max(self.total(metric, "a"), self.total(metric, "b") / f)
+        out = {}
+        for r, (a, b, sa, sb, p), ok in zip(rows, stats, passed, strict=True):
+            d = abs(b / f - a)
+            big = d >= MIN_EFFECT * max(abs(a), abs(b / f)) and d >= floor
+            out[r.key] = Change(a, b, sa, sb, p, ok and big)
+        return out
+
+    def run_factor(self, metric: Metric) -> float:
+        """What every line's change shares: the median of the B/A ratios of the lines present in
+        both runs, each weighted by its cost (A + B). A busier host, another CPU clock or a
+        different GPU moves all lines together; a line that changed is an outlier and does not
+        move the median. Lines are tested after dividing B by it (1.0 when no line is in both)."""
+        pairs = []
+        for r in self.rows:
+            a, b = self.value(metric, r, "a"), self.value(metric, r, "b")
+            if a > 0 and b > 0:
+                pairs.append((b / a, a + b))
+        if not pairs:
+            return 1.0
+        pairs.sort()
+        half, acc = sum(w for _, w in pairs) / 2, 0.0
+        for ratio, w in pairs:
+            acc += w
+            if acc >= half:
+                return ratio
+        return pairs[-1][0]
+
+    def ranked(self, metric: Metric, changes: dict[LineKey, Change] | None = None) -> list[LineDiff]:
+        """Rows with any value of ``metric``: significant changes first (when ``changes`` holds
+        the tests), then by largest absolute change."""
+        rows = [r for r in self.rows if self.value(metric, r, "a") or self.value(metric, r, "b")]
+        tests = changes or {}
+
+        def order(r: LineDiff) -> tuple[bool, float, float, LineKey]:
+            a, b = self.value(metric, r, "a"), self.value(metric, r, "b")
+            c = tests.get(r.key)
+            return (not (c is not None and c.significant), -abs(b - a), -max(a, b), r.key)
 
         return sorted(rows, key=order)
+
+    def step_change(self) -> str:
+        """Whether the step times differ beyond their spread: "significant" when their medians'
+        intervals do not overlap, "within noise" when they do, "" when either lacks one."""
+        sa, sb = self.a.step, self.b.step
+        if sa is None or sb is None or sa.median_lo_ns is None or sb.median_lo_ns is None:
+            return ""
+        if sa.median_hi_ns is None or sb.median_hi_ns is None:
+            return ""
+        apart = sa.median_hi_ns < sb.median_lo_ns or sb.median_hi_ns < sa.median_lo_ns
+        return "significant" if apart else "within noise"
 
 
 def _program(session: Session) -> str:
@@ -193,6 +311,12 @@ def _lines(
     root = report_tree(session, contexts=True)
     sources = session_sources(session.meta)
     leaves = _line_leaves(root)
+    spreads: dict[tuple[str, int, str], dict[str, int]] | None = None
+    if has_moments(session):
+        spreads = {}
+        for row in flatten_by_line(SpreadTable(session).tree()):
+            n = row.node
+            add_metrics(spreads.setdefault((n.file, n.line, n.name), {}), row.self)
     costs: list[LineCost] = []
     on_lines: dict[str, int] = {}
     for row in flatten_by_line(root):
@@ -207,6 +331,7 @@ def _lines(
                 dict(row.self),
                 dict(row.inclusive),
                 leaves.get((node.file, node.line), {}),
+                spreads.get((node.file, node.line, node.name), {}) if spreads is not None else None,
             )
         )
         add_metrics(on_lines, row.self)
@@ -229,8 +354,12 @@ def _lines(
 
 
 def _side(label: str, session: Session, totals: dict[str, int], off: dict[str, int], scale: int) -> Side:
-    untraced, traced = step_time(session.meta, "untraced"), step_time(session.meta, "traced")
+    cost = calibration(session.meta)
+    # The untraced step only when dlpt's cost was measured well enough (dlpt.model.calibration).
+    untraced = step_time(session.meta, "untraced") if cost.measured else None
+    traced = step_time(session.meta, "traced")
     step = untraced or traced
+    has_steps = step is not None and _steps(session) > 0
     return Side(
         label,
         _program(session),
@@ -241,6 +370,9 @@ def _side(label: str, session: Session, totals: dict[str, int], off: dict[str, i
         off,
         step.median_ns if step is not None and _steps(session) else 0.0,
         ("untraced" if untraced is not None else "traced") if step is not None and _steps(session) else "",
+        step if has_steps else None,
+        cost,
+        has_moments(session),
     )
 
 

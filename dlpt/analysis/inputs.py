@@ -17,20 +17,30 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlpt.analysis.peaks import DevicePeaks, lookup
+from dlpt.model.calibration import calibrated_untraced
 from dlpt.model.folding import FoldedTable, session_totals
 from dlpt.model.meta import StepTime, int_of, step_time
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session
+from dlpt.model.source_files import file_kind
 from dlpt.model.tree import Node
 
 __all__ = ["Analysis", "analyze", "user_line", "in_backward"]
 
 
 def user_line(node: Node | None) -> Node | None:
-    """The nearest frame at or above ``node``: the user's line once library frames are folded."""
-    while node is not None and node.kind != "frame":
+    """The line a suggestion is placed on: the nearest frame at or above ``node`` in the user's
+    own code (a script, a notebook cell), not an installed package's frame the report keeps as
+    model code (``modeling_layers.py GradientCheckpointingLayer.__call__``: issue 33); the
+    nearest frame of any file when no user frame is above it."""
+    nearest: Node | None = None
+    while node is not None:
+        if node.kind == "frame":
+            if file_kind(node.file) == "user":
+                return node
+            nearest = nearest or node
         node = node.parent
-    return node
+    return nearest
 
 
 def in_backward(node: Node) -> bool:
@@ -136,9 +146,10 @@ class Analysis:
 
     @property
     def untraced_step(self) -> StepTime | None:
-        """Wall times of the steps run untraced in the same run (dlpt's cost not in them); None
-        when none were measured."""
-        return step_time(self.meta, "untraced") if self.steps > 0 else None
+        """Wall times of the steps run untraced in the same run (dlpt's cost not in them), when
+        the calibration is measured well enough for derived figures to use them
+        (dlpt.model.calibration); None otherwise: the figures are as traced."""
+        return calibrated_untraced(self.meta) if self.steps > 0 else None
 
     @property
     def traced_step_ns(self) -> float:

@@ -100,6 +100,7 @@ def _sampled(tl: Timeline, samples: list[Event], lane: int, out: list[Slice]) ->
     """Merge one thread's samples into nested frame slices (a flame chart over time)."""
     open_: list[tuple[int, int, int, int]] = []  # (frame index, start, samples, gil samples)
     prev_end = None
+    floor = 0
 
     def close(to: int, end: int) -> None:
         while len(open_) > to:
@@ -127,14 +128,20 @@ def _sampled(tl: Timeline, samples: list[Event], lane: int, out: list[Slice]) ->
             i = parent if parent < i else -1
         stack.reverse()
         gap = prev_end is not None and e.start_ns > prev_end + _GAP_FACTOR * max(e.dur_ns, 1)
+        # Slices open and close at times that never go back (a sample stamped before the end of
+        # the last one, out of order, would open slices inside closed ones: overlapping, not
+        # nested): at the sample's time or the last time used, whichever is later.
+        at = max(e.start_ns, floor)
         if prev_end is not None and (gap or e.start_ns < prev_end - e.dur_ns):
             close(0, prev_end)
+            at = max(at, prev_end)
         common = 0
         while common < len(open_) and common < len(stack) and open_[common][0] == stack[common]:
             common += 1
-        close(common, e.start_ns)
+        close(common, at)
         for idx in stack[common:]:
-            open_.append((idx, e.start_ns, 0, 0))
+            open_.append((idx, at, 0, 0))
+        floor = at
         for k, (idx, start, n, gil) in enumerate(open_):
             open_[k] = (idx, start, n + 1, gil + (e.flags & 1))
         prev_end = max(e.end_ns, prev_end or 0)

@@ -18,6 +18,7 @@ else there (another IPython, a shell without that compiler) leaves the names as 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -70,6 +71,8 @@ def name_cells(session: Session, prefer: Iterable[str] = ()) -> None:
     for n in nodes:
         if n["kind"] == "frame" and n["file"] in labels:
             n["file"] = labels[n["file"]]
+    _name_host_lines(session.meta.get("host"), labels)
+    _name_timeline(session.meta.get("timeline"), labels)
     sources = session.meta.get("sources")
     if not isinstance(sources, dict):
         return
@@ -81,3 +84,35 @@ def name_cells(session: Session, prefer: Iterable[str] = ()) -> None:
     for label in set(labels.values()):
         if label in sources:
             sources[label] = dict(sorted(sources[label].items(), key=lambda kv: int(kv[0])))
+
+
+def _name_host_lines(host: object, labels: dict[str, str]) -> None:
+    """The host sampler's lines (``meta.host``: the step's thread's, and those blamed for each
+    GPU's idle time) named as the tree names them (issue 33: the header said ``281005417.py:4``
+    where the tree said ``In [1]:4``)."""
+    short = {os.path.basename(f) + ":": label + ":" for f, label in labels.items() if os.path.basename(f)}
+    stack = [host]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            if isinstance(x.get("file"), str) and x["file"] in labels:
+                x["file"] = labels[x["file"]]
+            inner = x.get("inner")
+            if isinstance(inner, str):  # "281005417.py:7 f": the innermost frame's label
+                for old, new in short.items():
+                    if inner.startswith(old):
+                        x["inner"] = new + inner[len(old) :]
+                        break
+            stack.extend(v for v in x.values() if isinstance(v, (dict, list)))
+
+
+def _name_timeline(timeline: object, labels: dict[str, str]) -> None:
+    """The timeline's file strings (its frames name files through its string table)."""
+    if not isinstance(timeline, dict) or not isinstance(timeline.get("strings"), list):
+        return
+    strings = timeline["strings"]
+    for i, text in enumerate(strings):
+        if isinstance(text, str) and text in labels:
+            strings[i] = labels[text]

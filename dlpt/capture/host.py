@@ -4,8 +4,8 @@ timeline window (``--sample-hz``, ``--timeline``; the native side is ``csrc/host
 The sampler is a native thread that reads every Python thread's frames at ``sample_hz`` without
 the GIL (``csrc/host/sampler.h`` gives the design and its safety argument) and adds the time to
 the session's calling-context tree; samples count only while the profile records (the steps
-after ``skip_first``), as every other cost. The timeline keeps the events of ``timeline`` steps
-after the skipped ones.
+after ``skip_first``), as every other cost. The timeline keeps the events of ``timeline`` counted
+steps: its window is armed when the warm-up is over (:meth:`HostCapture.arm_timeline`).
 
 Thread contract: :class:`HostCapture`'s methods are called with the GIL held by the profile's
 start and stop (:mod:`dlpt.capture.profiler`); the sampler never runs Python code. A process that
@@ -85,7 +85,9 @@ class HostCapture:
         self.info: dict[str, Any] = {}
         self._names: dict[int, str] = {}
 
-    def start(self) -> None:
+    def start(self, timeline_armed: bool = True) -> None:
+        """``timeline_armed``: whether the timeline window may open at the next recorded step
+        boundary (False while the warm-up runs: :meth:`arm_timeline` when it is over)."""
         global _atexit_registered
         if not self.sample_hz and not self.timeline:
             self.info = {"sampling": False, "reason": None, "method": ""}
@@ -94,7 +96,15 @@ class HostCapture:
             atexit.register(_stop_at_exit)
             _atexit_registered = True
         self._names = thread_names()
-        self.info = dict(native.core().host_start(self.sample_hz, self.timeline, TIMELINE_EVENTS))
+        self.info = dict(
+            native.core().host_start(self.sample_hz, self.timeline, TIMELINE_EVENTS, timeline_armed)
+        )
+
+    def arm_timeline(self) -> None:
+        """The warm-up is over: the timeline window opens at the next recorded step boundary, so
+        it keeps counted steps, not the warm-up's (issue 33)."""
+        if self.timeline:
+            native.core().host_arm_timeline()
 
     def note_threads(self) -> None:
         """Remember the names of the threads alive now (a step boundary): threads that end before

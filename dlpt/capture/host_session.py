@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from dlpt.model.source_files import file_kind
+from dlpt.model.source_files import file_kind, is_dlpt_file
 
 __all__ = ["add_host_metrics", "host_meta", "LINES_KEPT"]
 
@@ -42,15 +42,51 @@ def add_host_metrics(
 ) -> None:
     """Add the sampler's per-node sums (node id, wall, GIL, CPU, samples) to the core's table:
     those of counted steps to each node's ``m``, those outside them (set-up, warm-up, untraced
-    steps, the end of the run) to its ``o``, as the core files every other cost."""
+    steps, the end of the run) to its ``o``, as the core files every other cost.
+
+    A thread with no frame of the user's or of an installed package (a DataLoader's queue feeder
+    or pin-memory thread, a thread pool's idle worker: the stdlib's and torch's code only)
+    counts its CPU time, not its wall time: such threads mostly wait, and their waiting folded
+    into the report's ``total`` put several steps' worth of wall time on each step (issue 33).
+    The program's own threads keep their wall time (a user's line waiting on a queue is the
+    point)."""
+    own = _OwnCode(table)
     for field, rows in (("m", cells), ("o", cells_outside)):
         for node, wall, gil, cpu, _samples in rows:
             if not 0 <= node < len(table):
                 continue
+            if not own.on_path(node):
+                wall, gil = min(wall, cpu), min(gil, cpu)
             m = table[node].setdefault(field, {})
             for key, v in (("host_ns", wall), ("host_gil_ns", gil), ("host_cpu_ns", cpu)):
                 if v:
                     m[key] = m.get(key, 0) + v
+
+
+class _OwnCode:
+    """Whether a node's path holds a frame of the user's or of an installed package, memoised."""
+
+    def __init__(self, table: list[dict[str, Any]]) -> None:
+        self.table = table
+        self._memo: dict[int, bool] = {}
+
+    def on_path(self, node: int) -> bool:
+        path: list[int] = []
+        i, found = node, False
+        while 0 < i < len(self.table):
+            if i in self._memo:
+                found = self._memo[i]
+                break
+            n = self.table[i]
+            path.append(i)
+            f = n["file"] if n["kind"] == "frame" else ""
+            if f and file_kind(f) != "framework" and not is_dlpt_file(f):
+                found = True
+                break
+            i = n["parent"]
+        for j in path:
+            self._memo[j] = found
+        return found
 
 
 class _Lines:
@@ -70,10 +106,15 @@ class _Lines:
         best: dict[str, Any] | None = None
         rank = 3
         innermost: dict[str, Any] | None = None
+        any_dlpt = False
         i = node
         while 0 < i < len(self.table):
             n = self.table[i]
             if n["kind"] == "frame":
+                if is_dlpt_file(n["file"]):
+                    any_dlpt = True
+                    i = n["parent"]
+                    continue
                 innermost = innermost or n
                 kind = file_kind(n["file"])
                 r = {"user": 0, "package": 1}.get(kind, 2)
@@ -82,6 +123,11 @@ class _Lines:
                     if r == 0:
                         break
             i = n["parent"]
+        if rank == 2 and any_dlpt:
+            # No user or package frame, and dlpt's own code on the stack (its start, stop and
+            # hooks): dlpt's time, never a line of the user's (issue 33).
+            self._memo[node] = None
+            return None
         best = best or innermost
         out = None
         if best is not None:

@@ -105,9 +105,10 @@ class RawNode(NamedTuple):
 
     @classmethod
     def of(cls, t: RawNodeTuple | tuple[Any, ...]) -> RawNode:
-        # An 8-tuple: a core from before epochs, everything it recorded counts.
-        outside = RawMetrics(*t[7]) if len(t) == 9 else _NO_METRICS
-        return cls._make([*t[:6], RawMetrics(*t[6]), outside, t[-1]])
+        # An 8-tuple: a core from before epochs, everything it recorded counts; a 10-tuple ends
+        # with the per-step second moments (not kept here).
+        outside = RawMetrics(*t[7]) if len(t) >= 9 else _NO_METRICS
+        return cls._make([*t[:6], RawMetrics(*t[6]), outside, t[8] if len(t) >= 9 else t[-1]])
 
 
 # Which of a node's counters (RawMetrics fields by index) its kind keeps, under which names, in
@@ -136,6 +137,22 @@ def _metrics(kind: str, t: tuple[int, ...]) -> dict[str, int]:
     return m
 
 
+# The metric each second moment belongs to (sq_cpu_ns, sq_gpu_ns, sq_sync_ns), by node kind.
+_MOMENT_NAMES: dict[str, tuple[str | None, str | None, str | None]] = {
+    "kernel": (None, "gpu_ns", None),
+    "memcpy": (None, "copy_ns", None),
+    "memset": (None, "memset_ns", None),
+    "sync": (None, None, "sync_ns"),
+}
+
+
+def _moments(kind: str, sq: tuple[float, float, float]) -> dict[str, float]:
+    """A node's ``q``: per metric, the sum over counted steps of the step's amount squared (ns^2;
+    docs/session-format.md), for the time metric its kind keeps."""
+    names = _MOMENT_NAMES.get(kind, ("cpu_ns", None, None))
+    return {name: float(v) for name, v in zip(names, sq, strict=True) if name is not None and v > 0}
+
+
 def _comm_metrics(m: dict[str, int], coll: Collective) -> None:
     for key, value in (
         ("comm_calls", coll["calls"]),
@@ -146,8 +163,11 @@ def _comm_metrics(m: dict[str, int], coll: Collective) -> None:
             m[key] = value
 
 
-def _with_extras(node: dict[str, Any], extras: dict[str, Any], coll: Collective | None) -> dict[str, Any]:
-    """``node`` with its extras (``x``): the core's, a collective's, a kernel's full name."""
+def _with_extras(
+    node: dict[str, Any], extras: dict[str, Any], coll: Collective | None, counted: bool = True
+) -> dict[str, Any]:
+    """``node`` with its extras (``x``): the core's, a collective's (what it is; its metrics
+    go on ``m`` when ``counted``, else the caller puts them on ``o``), a kernel's full name."""
     kind, name = node["kind"], node["name"]
     x = {k: (list(v) if isinstance(v, tuple) else v) for k, v in extras.items()}
     if coll is not None:
@@ -158,7 +178,8 @@ def _with_extras(node: dict[str, Any], extras: dict[str, Any], coll: Collective 
             pg_desc=coll["pg_desc"],
             world_size=coll["world_size"],
         )
-        _comm_metrics(node["m"], coll)
+        if counted:
+            _comm_metrics(node["m"], coll)
     if kind == "kernel":
         x["full_name"] = name
         node["name"] = shorten_kernel_name(name)
@@ -197,7 +218,10 @@ def node_table(
     nodes: list[Any] = raw
     any_outside = False
     for i, t in enumerate(raw):
-        if len(t) == 9:
+        sq: tuple[float, float, float] | None = None
+        if len(t) == 10:  # with the per-step second moments (csrc/cct/epochs.h)
+            nid, parent, kind, name, file, line, counted, out, extras, sq = t  # type: ignore[misc]
+        elif len(t) == 9:
             nid, parent, kind, name, file, line, counted, out, extras = t
         else:  # a core from before epochs: everything counted
             nid, parent, kind, name, file, line, counted, extras = t  # type: ignore[misc]  # old 8-tuple
@@ -211,9 +235,16 @@ def node_table(
             "line": line,
             "m": _metrics(kind, counted),
         }
+        if sq is not None and any(sq):
+            q = _moments(kind, sq)
+            if q:
+                node["q"] = q
         coll = collectives.get(nid) if collectives else None
-        if extras or coll is not None or kind in ("kernel", "sync"):
-            node = _with_extras(node, extras, coll)
+        # A collective that ran only outside the counted steps (DDP's initial broadcast) still
+        # says what it is: its signature comes from the record of the other epochs.
+        sig = coll if coll is not None else collectives_outside.get(nid)
+        if extras or sig is not None or kind in ("kernel", "sync"):
+            node = _with_extras(node, extras, sig, counted=coll is not None)
         if any(out) or (collectives_outside and nid in collectives_outside):
             o = _metrics(kind, out)
             coll_out = collectives_outside.get(nid)
@@ -248,25 +279,27 @@ def api_table(raw: list[tuple[str, int, int, int, int]]) -> list[dict[str, Any]]
     return sorted(rows.values(), key=lambda r: -r["total_ns"])
 
 
-def gpu_steps(raw: dict[str, list[tuple[int, int, bool, int, int, int]]]) -> dict[str, list[dict[str, int]]]:
+def gpu_steps(raw: dict[str, list[tuple[int, ...]]]) -> dict[str, list[dict[str, int]]]:
     """Per device, each recorded step's GPU time line (docs/session-format.md, meta.gpu_steps):
-    its span between host step boundaries, GPU busy time inside it, and the idle time before its
-    first and after its last GPU work. From stop()'s (start, end, recorded, busy, first, last)."""
+    its span between host step boundaries, GPU busy time inside it, the idle time before its
+    first and after its last GPU work, and its communication (and the exposed part of it) when
+    collectives ran. From stop()'s (start, end, recorded, busy, first, last[, comm, exposed])."""
     out: dict[str, list[dict[str, int]]] = {}
     for dev, intervals in raw.items():
         rows = []
-        for start, end, recorded, busy, first, last in intervals:
+        for start, end, recorded, busy, first, last, *comm in intervals:
             if not recorded:
                 continue
             span = max(0, end - start)  # never negative in the session (meta.gpu_steps is typed)
             worked = bool(first and last)
-            rows.append(
-                {
-                    "span_ns": span,
-                    "busy_ns": busy,
-                    "idle_before_ns": max(0, min(first, end) - start) if worked else span,
-                    "idle_after_ns": max(0, end - max(last, start)) if worked else 0,
-                }
-            )
+            row = {
+                "span_ns": span,
+                "busy_ns": busy,
+                "idle_before_ns": max(0, min(first, end) - start) if worked else span,
+                "idle_after_ns": max(0, end - max(last, start)) if worked else 0,
+            }
+            if len(comm) == 2 and comm[0]:
+                row["comm_ns"], row["exposed_ns"] = comm[0], comm[1]
+            rows.append(row)
         out[dev] = rows
     return out

@@ -130,7 +130,7 @@ class Profile:
             ProfilerBusyError (``python -m dlpt`` starts its profile this way).
         sample_hz: how often the host sampler records the Python stack of every thread (host
             time per line, and which lines the host was in while the GPU idled); 0 turns it off.
-        timeline: keep the events of this many steps after ``skip_first`` (ops, kernels, copies,
+        timeline: keep the events of this many counted steps, after the warm-up (ops, kernels, copies,
             syncs, host samples) for a timeline: ``meta.timeline``, the HTML report's timeline
             view and ``--export perfetto``. 0 (the default) keeps none.
         pc_sampling: CUPTI PC sampling for this many counted steps after the warm-up (True: 3):
@@ -278,6 +278,9 @@ class Profile:
             C.end_epoch,
             self._set_tracing,
             only=CALL if self.step_on else None,
+            on_warm=self._arm_timeline,
+            # The timeline's window closes when tracing stops: no untraced window inside it.
+            first_window=self.timeline + 1,
         )
         try:
             self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
@@ -312,7 +315,7 @@ class Profile:
                 )
         self._hostcap = HostCapture(self.sample_hz, self.timeline)
         try:
-            self._hostcap.start()
+            self._hostcap.start(timeline_armed=schedule.warmup.over)
         except Exception as e:  # noqa: BLE001 - the rest of the profile does not need it: said, not raised
             warnings.warn(f"dlpt: host sampling could not start: {e}", RuntimeWarning, stacklevel=3)
         if self.pc_sampling and self._start_info.get("gpu"):
@@ -394,6 +397,14 @@ class Profile:
                 self._schedule.begin_call()
             if self._memory is not None:
                 self._memory.step_begin()
+
+    def _arm_timeline(self) -> None:
+        """The warm-up is over (called by the schedule, step lock held): the timeline keeps the
+        counted steps from the next boundary on."""
+        try:
+            self._hostcap.arm_timeline()
+        except Exception as e:  # noqa: BLE001 - a timeline that cannot open must not stop the program
+            warnings.warn(f"dlpt: the timeline could not start: {e}", RuntimeWarning, stacklevel=2)
 
     @staticmethod
     def _set_tracing(on: bool) -> None:

@@ -19,7 +19,11 @@ neither set.
 
 The default schedule, after the warm-up (:mod:`dlpt.capture.warmup`): traced steps; after
 :data:`FIRST_WINDOW` counted steps, an untraced window of :data:`WINDOW` steps; then traced
-again, with another window every :data:`EVERY` counted steps. With ``active=M``, tracing stops
+again, with another window every :data:`EVERY` counted steps. dlpt's cost is measured from each
+window and its neighbours (:class:`PairedWindows`): the median of the :data:`NEIGHBOURS` traced
+steps right before and the :data:`NEIGHBOURS` right after it against the median of its own
+steps, so that a run whose step time drifts compares steps taken at the same time
+(docs/numbers.md). With ``active=M``, tracing stops
 for good after M counted steps and every later step is an untraced measurement. With
 ``calibrate=False`` no window is opened (every step after the warm-up is traced until ``active``).
 
@@ -29,6 +33,8 @@ GIL; the callbacks may synchronise the GPU (switching tracing off waits for in-f
 
 from __future__ import annotations
 
+import random
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,24 +42,96 @@ from typing import Any
 from dlpt.capture.step_times import StepTimes
 from dlpt.capture.warmup import Warmup
 
-__all__ = ["StepSchedule", "CALL", "FIRST_WINDOW", "EVERY", "WINDOW"]
+__all__ = ["StepSchedule", "PairedWindows", "CALL", "FIRST_WINDOW", "EVERY", "WINDOW", "NEIGHBOURS"]
 
 CALL = "call"  # the source of steps that are calls of a step_on function
 
 #: Counted (traced) steps before the first untraced window.
 FIRST_WINDOW = 10
-#: Counted steps between later windows.
-EVERY = 50
+#: Counted steps between later windows (a window every 30 keeps ~85% of the steps traced and
+#: gives a 300-step run 9 paired windows).
+EVERY = 30
 #: Untraced steps per window (for steps that follow each other, its first is dropped).
 WINDOW = 6
 #: Untraced windows listed in the session (their step numbers), at most.
 MAX_WINDOWS_SAVED = 64
+#: Traced steps on each side of an untraced window that it is compared with.
+NEIGHBOURS = 3
+#: Paired windows kept (a uniform, seeded sample of them beyond this many).
+MAX_PAIRS_SAVED = 256
+
+
+class PairedWindows:
+    """Each untraced window with its traced neighbours: ``meta.step_time.paired``, one
+    ``{"steps": [first, last], "untraced_ns", "untraced_n", "traced_ns", "traced_n"}`` per window
+    (medians), complete once :data:`NEIGHBOURS` traced steps followed it (or the run ended with
+    at least one). Bounded: the first :data:`MAX_PAIRS_SAVED`, then a seeded reservoir."""
+
+    def __init__(self) -> None:
+        self.pairs: list[dict[str, Any]] = []
+        self.n = 0  # complete windows seen
+        self._before: list[int] = []  # the latest traced steps (at most NEIGHBOURS)
+        self._open: dict[str, Any] | None = None  # the window under way or awaiting its after
+        self._rng = random.Random(3)
+
+    def traced(self, ns: int) -> None:
+        """A traced step timed (not one that held a switch)."""
+        o = self._open
+        if o is not None and o["untraced"]:
+            o["after"].append(ns)
+            if len(o["after"]) >= NEIGHBOURS:
+                self._finish()
+        self._before.append(ns)
+        del self._before[:-NEIGHBOURS]
+
+    def untraced(self, ns: int, step: int) -> None:
+        """An untraced step timed, step number ``step``."""
+        o = self._open
+        if o is None or o["after"]:  # a new window (an earlier one waiting for its after ends here)
+            self._finish()
+            o = self._open = {
+                "before": list(self._before),
+                "untraced": [],
+                "after": [],
+                "steps": [step, step],
+            }
+        o["untraced"].append(ns)
+        o["steps"][1] = step
+
+    def close(self) -> None:
+        """End of the run: a window with at least one traced step after it still counts."""
+        self._finish()
+
+    def _finish(self) -> None:
+        o, self._open = self._open, None
+        if o is None or not o["untraced"] or not o["before"] or not o["after"]:
+            return
+        neighbours = o["before"] + o["after"]
+        pair = {
+            "steps": o["steps"],
+            "untraced_ns": round(statistics.median(o["untraced"])),
+            "untraced_n": len(o["untraced"]),
+            "traced_ns": round(statistics.median(neighbours)),
+            "traced_n": len(neighbours),
+        }
+        self.n += 1
+        if len(self.pairs) < MAX_PAIRS_SAVED:
+            self.pairs.append(pair)
+        else:
+            j = self._rng.randrange(self.n)
+            if j < MAX_PAIRS_SAVED:
+                self.pairs[j] = pair
 
 
 class StepSchedule:
     """Decides, at each step boundary, how the step that ended is classified and whether the
     next one is traced. ``end_epoch(counted)`` and ``set_tracing(on)`` are the native core's;
-    ``only``: the one source of steps that counts (CALL when a step_on function is named)."""
+    ``only``: the one source of steps that counts (CALL when a step_on function is named).
+    ``on_warm``: called once, when the warm-up is over, before the boundary where it ended is
+    passed to the core (the timeline window opens at that boundary: its steps are counted ones).
+    ``first_window``: counted steps traced before the first untraced window (at least
+    FIRST_WINDOW; more when a timeline of that many steps is asked for: the window closes when
+    tracing stops)."""
 
     def __init__(
         self,
@@ -64,18 +142,23 @@ class StepSchedule:
         set_tracing: Callable[[bool], Any],
         only: str | None = None,
         clock: Callable[[], int] = time.perf_counter_ns,
+        on_warm: Callable[[], Any] | None = None,
+        first_window: int = FIRST_WINDOW,
     ) -> None:
         self.active = active
         self.calibrate = calibrate
         self._end_epoch, self._set_tracing = end_epoch, set_tracing
         self._only = only
         self._clock = clock
+        self._on_warm = on_warm
+        self._first_window = max(FIRST_WINDOW, first_window)
         self.warmup = Warmup(skip_first)
         self.source: str | None = None
         self.seen = 0  # steps that ended
         self.counted = 0  # traced steps counted (what per-step figures divide by)
         self.traced = StepTimes(seed=1)  # wall times of counted steps (switch steps left out)
         self.untraced = StepTimes(seed=2)
+        self.paired = PairedWindows()
         self.dropped = 0  # steps timed in neither set: they contained a switch
         self.untraced_steps = 0  # steps run untraced (dropped ones included)
         self.windows: list[list[int]] = []  # [first, last] step numbers of untraced runs (bounded)
@@ -143,7 +226,8 @@ class StepSchedule:
                     self.windows.append([self.seen, self.seen])
             elif self.windows[-1][1] == self.seen - 1:
                 self.windows[-1][1] = self.seen
-            self._time(self.untraced, wall)
+            if self._time(self.untraced, wall):
+                self.paired.untraced(wall, self.seen)
             if self._window_left:
                 self._window_left -= 1
         elif self._hold_left:
@@ -153,7 +237,7 @@ class StepSchedule:
                 end, self._hold_end = self._hold_end, None
                 end()  # before the epoch ends: its own time (reading back) stays in the held step
             self._end_epoch(False)
-        elif self.warmup.step(wall):
+        elif self._warmup_step(wall):
             self._end_epoch(False)
         else:
             self._end_epoch(True)
@@ -164,7 +248,8 @@ class StepSchedule:
             if self.first_counted_ns is None:
                 self.first_counted_ns = began
             self.last_counted_ns = now
-            self._time(self.traced, wall)
+            if self._time(self.traced, wall):
+                self.paired.traced(wall)
         self._in_call = False
         self._switch(self._wants_tracing())
         self._last = self._clock()  # a switch's own time is the next step's, dropped with it
@@ -188,14 +273,27 @@ class StepSchedule:
         """End of the profile: the time since the last boundary is outside steps (the caller
         stops the native core with the last epoch not counted)."""
         self.stop_ns = self._clock()
+        self.paired.close()
 
     # -- decisions ------------------------------------------------------------------------------
 
-    def _time(self, times: StepTimes, wall: int) -> None:
+    def _warmup_step(self, wall: int) -> bool:
+        """Whether the step that ended is warm-up; tells ``on_warm`` when the warm-up just ended
+        (with --skip-first N at the end of its N-th step, automatically at the end of the first
+        counted step)."""
+        was_over = self.warmup.over
+        warm = self.warmup.step(wall)
+        if not was_over and self.warmup.over and self._on_warm is not None:
+            self._on_warm()
+        return warm
+
+    def _time(self, times: StepTimes, wall: int) -> bool:
+        """Times the step unless it held a switch; returns whether it was timed."""
         if self._switched and self.source != CALL:
             self.dropped += 1
-        else:
-            times.add(wall)
+            return False
+        times.add(wall)
+        return True
 
     def _wants_tracing(self) -> bool:
         if self.active is not None and self.counted >= self.active:
@@ -204,7 +302,7 @@ class StepSchedule:
             return True
         if self._window_left:
             return False
-        due = FIRST_WINDOW if self._windows == 0 else EVERY
+        due = self._first_window if self._windows == 0 else EVERY
         if self.tracing and self._since_window >= due:
             self._windows += 1
             self._since_window = 0
@@ -251,6 +349,7 @@ class StepSchedule:
                 "steps": w.steps,
                 "walls_ns": list(w.walls),
                 "auto": w.skip_first is None,
+                **({"settled": w.settled} if w.settled is not None else {}),
                 "reason": w.reason,
             },
             "outside": {"before_ns": before, "after_ns": after if self.last_counted_ns is not None else 0},
@@ -264,6 +363,8 @@ class StepSchedule:
             "dropped": self.dropped,
             "counted_ns": self.counted_ns,
             "windows": [list(w) for w in self.windows],
+            "paired": [dict(p, steps=list(p["steps"])) for p in self.paired.pairs],
+            "paired_n": self.paired.n,
         }
         for key, times in (("traced", self.traced), ("untraced", self.untraced)):
             summary = times.summary()

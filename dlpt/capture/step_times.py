@@ -13,6 +13,8 @@ import random
 import statistics
 from typing import Any
 
+from dlpt.model.stats import median_interval
+
 __all__ = ["StepTimes", "SAMPLE"]
 
 #: Wall times kept for the quantiles; the session saves the first :data:`SAVED` of them in order.
@@ -50,11 +52,13 @@ class StepTimes:
         return float(statistics.median(self._sample)) if self._sample else 0.0
 
     def summary(self) -> dict[str, Any] | None:
-        """``meta.step_time.<kind>``: count, mean, median, min, max and the 10th/90th percentiles
-        (ns); None without steps."""
+        """``meta.step_time.<kind>``: count, mean, median, min, max, the 10th/90th percentiles and
+        the median's interval (ns; 95% from 6 steps on, else min-max: docs/numbers.md); None
+        without steps."""
         if not self.n:
             return None
         q = statistics.quantiles(self._sample, n=10, method="inclusive") if len(self._sample) > 1 else []
+        lo, hi, _how = median_interval(self._sample)
         return {
             "n": self.n,
             "mean_ns": round(self.total_ns / self.n),
@@ -63,4 +67,6 @@ class StepTimes:
             "max_ns": self.max_ns,
             "p10_ns": round(q[0]) if q else self.min_ns,
             "p90_ns": round(q[-1]) if q else self.max_ns,
+            "median_lo_ns": round(lo),
+            "median_hi_ns": round(hi),
         }

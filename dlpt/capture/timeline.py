@@ -10,9 +10,11 @@ start. The format is in docs/session-format.md; :mod:`dlpt.model.timeline` reads
 
 from __future__ import annotations
 
+import runpy
 from typing import Any
 
 from dlpt.capture.native import api_display_name
+from dlpt.model.source_files import is_dlpt_file
 from dlpt.model.timeline import EVENT_KINDS, KIND_CODE
 
 __all__ = ["timeline_meta"]
@@ -31,6 +33,11 @@ class _Interner:
         return i
 
 
+def _runner(file: str) -> bool:
+    """dlpt's own file, or runpy's (the launcher's frames above the program)."""
+    return is_dlpt_file(file) or file in ("<frozen runpy>", runpy.__file__)
+
+
 class _Frames:
     """Node id -> index in the timeline's frame table (frames and scopes on the path to it).
     Sibling nodes of one line (the core keys frames by bytecode offset) share a row."""
@@ -47,9 +54,13 @@ class _Frames:
         path: list[int] = []
         i = node
         while 0 < i < len(self.table) and i not in self._of:
-            if self.table[i]["kind"] in ("frame", "scope"):
+            n = self.table[i]
+            # dlpt's own frames (the launcher above the program, its hooks) and runpy's (how the
+            # launcher runs it) are not the program's: the track starts at the program's
+            # outermost frame (issue 33).
+            if n["kind"] == "scope" or (n["kind"] == "frame" and not _runner(n["file"])):
                 path.append(i)
-            i = self.table[i]["parent"]
+            i = n["parent"]
         parent = self._of.get(i, -1) if i > 0 else -1
         for nid in reversed(path):
             n = self.table[nid]

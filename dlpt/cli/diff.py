@@ -130,3 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not opts.quiet:
             _say(f"wrote HTML diff to {opts.html}")
     return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``dlpt diff``'s parser, as :func:`main` uses it (tools/gen_cli_reference.py documents it)."""
+    return _parser()

@@ -20,23 +20,33 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import shlex
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from dlpt.analysis.ranks.report import rank_report
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
 from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
 from dlpt.capture.pc_sampling import MAX_STEPS as PC_MAX_STEPS
 from dlpt.capture.ranks.env import env_problem, from_env
 from dlpt.capture.step_on import parse_spec
-from dlpt.cli import outputs, report_target
+from dlpt.cli import outputs, rank_store, report_target
 from dlpt.cli.help_text import EXAMPLES
 from dlpt.cli.launch import LaunchError, exit_status, install, resolve, run_program
 from dlpt.cli.loads import check_one_job
 from dlpt.cli.open_report import open_report
-from dlpt.cli.rank_finish import DEFAULT_TIMEOUT_S, REPORT_RANKS, Role, cross_rank_report, role_of
+from dlpt.cli.rank_finish import (
+    DEFAULT_TIMEOUT_S,
+    REPORT_RANKS,
+    Role,
+    cross_rank_report,
+    gather_ranks,
+    publish,
+    role_of,
+)
 from dlpt.cli.report_target import render_kwargs
 from dlpt.cli.signals import Interrupted, Signals
 from dlpt.cli.status_line import StatusLine
@@ -59,13 +69,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _build_parser() -> _Parser:
+def build_parser(prog: str = "dlpt") -> _Parser:
+    """The command line's parser: every option of a run and of ``--load``. The notebook magic
+    parses its options with it too (:mod:`dlpt.notebook.options`), so the two never differ."""
     p = _Parser(
-        prog="dlpt",
+        prog=prog,
         allow_abbrev=False,  # abbreviations would make the script/option split ambiguous
         usage="dlpt [options] (script.py | -m module | -c code) [args ...]\n"
         "       dlpt --load FILE [FILE ...] [render options]\n"
-        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]",
+        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]"
+        if prog == "dlpt"
+        else "%(prog)s [options]" + (" statement" if prog == "%dlpt" else "  (atop a cell)"),
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -94,6 +108,12 @@ def _build_parser() -> _Parser:
     p.add_argument("--depth", type=int, metavar="N", help="show at most N levels below the root")
     p.add_argument("--show-all", action="store_true", help="show library frames too")
     p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="the whole report: every header line (sampler, threads, unused GPUs, versions, "
+        "dlpt's cost) and the work outside steps unfolded",
+    )
     p.add_argument("--no-report", action="store_true", help="save only, print no report")
     p.add_argument(
         "-q",
@@ -162,7 +182,8 @@ def _build_parser() -> _Parser:
         "--timeline",
         type=int,
         metavar="N",
-        help="keep the events of N steps after --skip-first for a timeline (HTML report, --export perfetto)",
+        help="keep the events of N counted steps, after the warm-up, for a timeline (HTML report, "
+        "--export perfetto)",
     )
     p.add_argument(
         "--pc-sampling",
@@ -227,6 +248,11 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
             action = parser._option_string_actions.get(tok)
             if action is not None and action.nargs == "+":
                 # --load A B ...: up to the next option, or a script (--load runs none: said later)
+                if i + 1 < len(argv) and argv[i + 1].endswith(".py") and not argv[i + 1].startswith("-"):
+                    raise UsageError(
+                        f"{tok} {argv[i + 1]}: a Python script, not a saved session; "
+                        f"to profile it: dlpt {shlex.quote(argv[i + 1])}"
+                    )
                 while (
                     i + 1 < len(argv) and not argv[i + 1].startswith("-") and not argv[i + 1].endswith(".py")
                 ):
@@ -238,7 +264,7 @@ def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = _build_parser()
+    parser = build_parser()
     opts_part, program = _split(parser, argv)
     opts = parser.parse_args(opts_part)
     opts.outputs = outputs.collect(opts)
@@ -267,16 +293,35 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                 raise UsageError(f"{flag} applies when running a program, not with --load")
         opts.load = expand_load(opts.load)
         if len(opts.load) > 1:
-            if opts.outputs:
+            exports = [o for o in opts.outputs if o.kind != "html"]
+            if exports:
                 raise UsageError(
-                    f"{opts.outputs[0].flag} writes one session's report: give one --load file "
-                    "(several print the report across ranks)"
+                    f"{exports[0].flag} writes one session's data: give one --load file "
+                    "(several make the report across ranks, in the terminal and with --html)"
                 )
             if opts.view != "tree":
                 raise UsageError("--view applies to one session; the report across ranks has one view")
     elif not program:
         raise UsageError("no program given: expected script.py, -m module or -c code (see --help)")
-    # Checked here, as the renderer would, so a bad value fails before a long run, not after it.
+    check_values(opts)
+    if opts.no_report and opts.output is None and not opts.outputs:
+        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    if opts.open and opts.html is None:
+        raise UsageError("--open opens the HTML report: give --html FILE too")
+    if opts.no_report and opts.report_file is not None:
+        raise UsageError("--no-report prints no report: --report-file would stay empty")
+    others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
+    opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
+    opts.report_ranks = opts.report_ranks or "0"
+    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
+    _check_outputs(opts, program)
+    return opts, program
+
+
+def check_values(opts: argparse.Namespace) -> None:
+    """UsageError for an option value out of its range (the command line's and the notebook
+    magic's options; ``opts.outputs`` collected): checked as the renderer and the profile would,
+    so a bad value fails before a long run, not after it."""
     if not 0.0 <= opts.threshold < 100.0:
         raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
     if opts.depth is not None and opts.depth < 1:
@@ -287,14 +332,6 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--skip-first must be >= 0")
     if opts.active is not None and opts.active < 1:
         raise UsageError("--active must be >= 1")
-    if opts.no_report and opts.output is None and not opts.outputs:
-        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
-    if opts.open and opts.html is None:
-        raise UsageError("--open opens the HTML report: give --html FILE too")
-    if opts.no_report and opts.report_file is not None:
-        raise UsageError("--no-report prints no report: --report-file would stay empty")
-    others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
-    opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
     if opts.step_on is not None:
         parse_spec(opts.step_on)
     if opts.sample_hz is not None and not 0 <= opts.sample_hz <= MAX_SAMPLE_HZ:
@@ -318,10 +355,6 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                 raise UsageError("--export perfetto writes the timeline: give --timeline N (steps to keep)")
     if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
         raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
-    opts.report_ranks = opts.report_ranks or "0"
-    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
-    _check_outputs(opts, program)
-    return opts, program
 
 
 def _check_outputs(opts: argparse.Namespace, program: list[str]) -> None:
@@ -382,9 +415,13 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
         finally:
             _stop_status_line()
         signals.remaining.pop(0)
-        # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish).
+        # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish), and its
+        # summary to rank 0 through torchrun's store when there is one.
         role = role_of(prof.session, opts.report_ranks)
         _prefix[0] = role.prefix
+        store = rank_store.connect() if role.distributed and role.report_ranks != "none" else None
+        if store is not None and role.rank:
+            publish(store, role, prof.session, _say_failures)
         if opts.output is not None:
             shown = role.path(opts.output)
             try:
@@ -398,6 +435,9 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
                 ok = False
             signals.remaining.pop(0)
         for o in opts.outputs:
+            if outputs.rank_page(o, role.distributed):
+                signals.remaining.pop(0)
+                continue  # one page for the job, from rank 0 once it has the others (_report)
             mine = dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
             say = _say if role.chatty and not opts.quiet else _say_failures
             ok = (
@@ -407,11 +447,13 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
                 and ok
             )
             signals.remaining.pop(0)
-    if not opts.no_report and (role.prints_own or role.gathers(bool(saved))):  # else nothing to write
+    across = role.gathers(bool(saved), store is not None)
+    pages = [o for o in opts.outputs if outputs.rank_page(o, role.distributed)] if role.rank == 0 else []
+    if (not opts.no_report and role.prints_own) or across or pages:  # else nothing to write
         target = opts.report.for_path(role.path)
         try:
             with target.open() as where:
-                ok = _report(prof, opts, signals, role, saved, where) and ok
+                ok = _report(prof, opts, signals, role, saved, where, store) and ok
             if target.path is not None and role.chatty:
                 _inform(f"wrote the text report to {target.path}")
         except (OSError, DlptError) as e:
@@ -430,23 +472,41 @@ def _open_html(written: list[outputs.Output]) -> None:
 
 
 def _report(
-    prof: Any, opts: argparse.Namespace, signals: Signals, role: Role, saved: str, where: dict[str, Any]
+    prof: Any,
+    opts: argparse.Namespace,
+    signals: Signals,
+    role: Role,
+    saved: str,
+    where: dict[str, Any],
+    store: rank_store.RankStore | None,
 ) -> bool:
     """Print what this rank prints (to ``where``: the report file or stdout, and the width): its
-    own report, and on rank 0 of a job whose ranks saved their sessions the report across ranks."""
+    own report, and on rank 0 of a job whose ranks send or save their sessions the report
+    across ranks."""
     ok = True
-    across = role.gathers(bool(saved))
+    across = role.gathers(bool(saved), store is not None)
     if role.distributed and role.rank == 0 and not across and role.report_ranks == "0":
         _inform(
-            f"this is rank 0's report only; -o FILE saves each of the {role.world_size} ranks' sessions "
-            "for a report across ranks"
+            f"this is rank 0's report only: torchrun's store cannot be reached, and -o FILE saves each of "
+            f"the {role.world_size} ranks' sessions for a report across ranks"
         )
     if (role.prints_own or across) and not program_output_flushed():
         # The program's own output cannot be written: python reports that at exit (status
         # 120, as without dlpt); dlpt's report would only be lost on top of it.
         _say("not printing the report: stdout cannot take the program's own output")
         return ok
-    if role.prints_own and not (across and role.report_ranks == "0"):
+    pages = [o for o in opts.outputs if outputs.rank_page(o, role.distributed)] if role.rank == 0 else []
+    if pages and not across:  # no other rank to be had: rank 0's own page where the job's was asked
+        say = _say if not opts.quiet else _say_failures
+        ok = (
+            outputs.write_all(
+                prof.session, pages, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
+            )
+            and ok
+        )
+    if opts.no_report and not across:
+        return ok
+    if role.prints_own and not opts.no_report and not (across and role.report_ranks == "0"):
         try:
             # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
             guard = report_output(_say) if where.get("file") is None else contextlib.nullcontext()
@@ -464,16 +524,22 @@ def _report(
     if across:
         try:
             with signals.interruptible(), report_output(_say, "the report across ranks"):
-                cross_rank_report(
-                    opts.output_abs,
+                rs = gather_ranks(
+                    opts.output_abs if saved else None,
                     role,
                     saved,
                     prof.session,
                     opts.rank_timeout,
                     _inform,
-                    render_kwargs(opts),
-                    where,
+                    store,
                 )
+                rep = rank_report(rs, opts.metric, opts.show_all)
+                if not opts.no_report:
+                    cross_rank_report(rep, render_kwargs(opts), where)
+            ok = (
+                outputs.write_rank_pages(rep, pages, _say if not opts.quiet else _say_failures, opts.force)
+                and ok
+            )
         except Interrupted as e:
             _say(f"report across ranks interrupted ({e}); the profile was saved")
         except Exception as e:  # noqa: BLE001 - this rank's session is saved: say it, keep the status
@@ -624,23 +690,15 @@ def _load_ranks(opts: argparse.Namespace) -> int:
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
-    if opts.no_report:
-        return 0
     kw = render_kwargs(opts)
-    return (
-        0
-        if _print_loaded(
-            opts,
-            print_ranks,
-            rs,
-            metric=kw["metric"],
-            threshold=kw["threshold"],
-            depth=kw["depth"],
-            show_all=kw["show_all"],
-            ascii=kw["ascii"],
-        )
-        else EXIT_USAGE
+    rep = rank_report(rs, kw["metric"], kw["show_all"])
+    ok = opts.no_report or _print_loaded(
+        opts, print_ranks, rs, threshold=kw["threshold"], depth=kw["depth"], ascii=kw["ascii"], report=rep
     )
+    ok = outputs.write_rank_pages(rep, opts.outputs, _say_failures if opts.quiet else _say, opts.force) and ok
+    if opts.open:
+        _open_html(opts.outputs)
+    return 0 if ok else EXIT_USAGE
 
 
 def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: Any) -> bool:

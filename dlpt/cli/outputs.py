@@ -16,7 +16,9 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from dlpt.analysis.ranks.report import RankReport
 from dlpt.errors import DlptError, UnsafeFileError, UsageError
+from dlpt.model.rank_paths import RANK_FIELD
 from dlpt.model.safe_files import check_output_path
 from dlpt.model.session import Session
 from dlpt.model.write_target import Target, absolute
@@ -31,6 +33,8 @@ __all__ = [
     "check_writable",
     "what_is_written",
     "write_all",
+    "write_rank_pages",
+    "rank_page",
 ]
 
 
@@ -151,5 +155,31 @@ def write_all(
             ok = False
         except Exception as e:  # noqa: BLE001 - a bug in one output must not lose the others
             say(f"could not write the {o.what} to {o.path}: {type(e).__name__}: {e}")
+            ok = False
+    return ok
+
+
+def rank_page(o: Output, distributed: bool) -> bool:
+    """Whether ``o`` is the one page across ranks that rank 0 writes (an HTML report of a job
+    whose path does not ask for a page per rank with ``{rank}``)."""
+    return distributed and o.kind == "html" and RANK_FIELD not in o.path
+
+
+def write_rank_pages(
+    report: RankReport, pages: list[Output], say: Callable[[str], None], force: bool = False
+) -> bool:
+    """Write the page across ranks to each of ``pages``; True if all worked."""
+    from dlpt.renderers.html.ranks_page import write_ranks_html  # reads its assets
+
+    ok = True
+    for o in pages:
+        try:
+            write_ranks_html(report, o.abspath, force=force)
+            say(f"wrote the HTML report across ranks to {o.path}")
+        except (OSError, DlptError) as e:
+            say(f"could not write the HTML report across ranks to {o.path}: {e}")
+            ok = False
+        except Exception as e:  # noqa: BLE001 - a bug in one output must not lose the others
+            say(f"could not write the HTML report across ranks to {o.path}: {type(e).__name__}: {e}")
             ok = False
     return ok

@@ -5,10 +5,12 @@ Every rank runs the same ``python -m dlpt ...`` under torchrun, so without care 
 would print its full report to one terminal, interleaved, and save to one file. The policy:
 
 - ``-o PATH``, ``--html`` and ``--export`` name one file per rank (:mod:`dlpt.model.rank_paths`).
-- ``--report-ranks 0`` (default): only rank 0 prints. When the ranks saved their sessions
-  (``-o``), rank 0 waits for the others' files (:mod:`dlpt.cli.gather`, at most
-  ``--rank-timeout`` seconds, after its own is saved) and prints the report across ranks,
-  naming the ranks it did not get; without ``-o`` it prints its own report.
+- ``--report-ranks 0`` (default): only rank 0 prints: the report across ranks. Every other rank
+  sends rank 0 a bounded summary of its session through torchrun's rendezvous store
+  (:mod:`dlpt.cli.rank_store`: no shared filesystem needed); rank 0 waits for them at most
+  ``--rank-timeout`` seconds, naming the ranks it did not get. Where there is no such store,
+  rank 0 waits for the others' saved sessions instead (``-o``, :mod:`dlpt.cli.gather`), and
+  without ``-o`` either it prints its own report.
 - ``--report-ranks all``: every rank prints its own report; rank 0 also the one across ranks.
 - ``--report-ranks none``: no rank prints (save with ``-o``, read later with ``--load``).
 
@@ -18,17 +20,30 @@ No rank other than 0 ever waits for anything. Messages of ranks other than 0 say
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dlpt.analysis.ranks.merge import rank_set
+from dlpt.analysis.ranks.lines import RankLines
+from dlpt.analysis.ranks.merge import RankSet, rank_set
+from dlpt.analysis.ranks.report import RankReport
+from dlpt.analysis.ranks.summary import Summary
 from dlpt.cli.gather import gather
+from dlpt.cli.rank_store import RankStore
 from dlpt.model.rank_paths import rank_path, session_rank
 from dlpt.model.session import Session
+from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import print_ranks
 
-__all__ = ["REPORT_RANKS", "DEFAULT_TIMEOUT_S", "Role", "role_of", "cross_rank_report"]
+__all__ = [
+    "REPORT_RANKS",
+    "DEFAULT_TIMEOUT_S",
+    "Role",
+    "role_of",
+    "publish",
+    "cross_rank_report",
+    "gather_ranks",
+]
 
 REPORT_RANKS = ("0", "all", "none")
 DEFAULT_TIMEOUT_S = 60.0
@@ -60,9 +75,10 @@ class Role:
             return False
         return self.report_ranks == "all" or not self.rank
 
-    def gathers(self, saved: bool) -> bool:
-        """Whether this rank waits for the others and prints the report across ranks."""
-        return self.distributed and self.rank == 0 and saved and self.report_ranks != "none"
+    def gathers(self, saved: bool, store: bool = False) -> bool:
+        """Whether this rank waits for the others and prints the report across ranks: rank 0,
+        when the others send their summaries (``store``) or save their sessions (``saved``)."""
+        return self.distributed and self.rank == 0 and (saved or store) and self.report_ranks != "none"
 
     @property
     def chatty(self) -> bool:
@@ -92,28 +108,57 @@ def _started(session: Session) -> float:
         return 0.0
 
 
-def cross_rank_report(
-    template: str,
+def publish(store: RankStore, role: Role, session: Session, say: Callable[[str], None]) -> None:
+    """A rank other than 0: its summary into the store for rank 0 (never raises)."""
+    assert role.rank is not None
+    try:
+        store.publish(role.rank, session, role.world_size)
+    except Exception as e:  # noqa: BLE001 - rank 0 names this rank missing; the program goes on
+        say(f"could not send this rank's summary to rank 0: {type(e).__name__}: {e}")
+
+
+def with_lines(rs: RankSet, summaries: Mapping[int, Summary]) -> None:
+    """Give each rank of ``rs`` that sent a summary the lines it sent (labels read once per
+    distinct list: ranks of the same code share them)."""
+    nodes: dict[bytes, list[Node]] = {}
+    for r in rs.ranks:
+        s = summaries.get(r.rank)
+        if s is None:
+            continue
+        if s.token not in nodes:
+            nodes[s.token] = [Node("frame", name, file, line) for file, name, line in s.labels]
+        r.lines = RankLines(nodes[s.token], s.values, s.token)
+
+
+def gather_ranks(
+    template: str | None,
     role: Role,
     own_path: str,
     session: Session,
     timeout_s: float,
     say: Callable[[str], None],
-    render: dict[str, Any],
-    where: dict[str, Any] | None = None,
-) -> None:
-    """Rank 0: wait for the other ranks' sessions saved from ``template`` (the ``-o`` path),
-    then print the report across ranks (``render``: threshold, depth, metric, ... as for one;
-    ``where``: the report file and width, as for one)."""
-    d = session.meta.get("distributed")
-    run_id = d.get("run_id") if isinstance(d, dict) and isinstance(d.get("run_id"), str) else None
+    store: RankStore | None,
+) -> RankSet:
+    """Rank 0: every rank's session (a summary, through the store) or saved file (``template``,
+    the ``-o`` path), waiting at most ``timeout_s`` for the missing ones."""
     assert role.rank is not None
 
     def waiting(ranks: list[int]) -> None:
         which = ", ".join(map(str, ranks)) if len(ranks) <= 8 else f"{len(ranks)} ranks"
-        say(f"waiting up to {timeout_s:g} s for the sessions of rank{'s' if len(ranks) != 1 else ''} {which}")
+        say(f"waiting up to {timeout_s:g} s for rank{'s' if len(ranks) != 1 else ''} {which}")
 
-    got = gather(
+    if store is not None:
+        others = [r for r in range(role.world_size) if r != role.rank]
+        got = store.collect(others, store.finish_number(role.rank), timeout_s, on_wait=waiting)
+        loaded = [(own_path or f"rank {role.rank}", session)]
+        loaded += [(f"rank {r} (summary)", s.session) for r, s in sorted(got.summaries.items())]
+        rs = rank_set(loaded, got.missing)
+        with_lines(rs, got.summaries)
+        return rs
+    assert template is not None
+    d = session.meta.get("distributed")
+    run_id = d.get("run_id") if isinstance(d, dict) and isinstance(d.get("run_id"), str) else None
+    files = gather(
         template,
         role.world_size,
         (role.rank, own_path, session),
@@ -122,13 +167,21 @@ def cross_rank_report(
         run_id,
         on_wait=waiting,
     )
-    rs = rank_set([got.sessions[r] for r in sorted(got.sessions)], got.missing)
+    return rank_set([files.sessions[r] for r in sorted(files.sessions)], files.missing)
+
+
+def cross_rank_report(
+    report: RankReport,
+    render: dict[str, Any],
+    where: dict[str, Any] | None = None,
+) -> None:
+    """Rank 0: print the report across the ranks gathered (``render``: threshold, depth,
+    metric, ... as for one; ``where``: the report file and width, as for one)."""
     print_ranks(
-        rs,
-        metric=render.get("metric"),
+        report.rs,
         threshold=render.get("threshold", 0.01),
         depth=render.get("depth"),
-        show_all=bool(render.get("show_all")),
         ascii=bool(render.get("ascii")),
+        report=report,
         **(where or {}),
     )

@@ -116,7 +116,7 @@ def check(path: str, force: bool = False, protected: Mapping[str, str] | None = 
 
 def render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
     """The text report's keyword arguments from its options (``--view``, ``--metric``,
-    ``--threshold`` PCT, ``--depth``, ``--all``, ``--ascii``, ``--peak-tflops``): the command
+    ``--threshold`` PCT, ``--depth``, ``--all``, ``--ascii``, ``--peak-tflops``, ``--verbose``): the command
     line's and the notebook magic's, which parse the same names."""
     return dict(
         view=opts.view,
@@ -126,6 +126,7 @@ def render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
         show_all=opts.show_all,
         ascii=opts.ascii,
         peak_tflops=opts.peak_tflops,
+        verbose=opts.verbose,
     )
 
 

@@ -12,10 +12,14 @@ the last draw. Once the program writes (to the terminal or anywhere: the count c
 row is no longer the status line's: it stays untouched until the program has been quiet for
 ``QUIET_S`` seconds, or twice its last interval between writes, whichever is longer, so a
 program that logs every step is never drawn over; the line comes back during long silences
-(start-up, compilation, a slow step). The text is dim (plain with ``NO_COLOR``) and the cursor
-stays after it, so a line the program prints while the status shows follows it on that row,
-whole, instead of mixing into it (the one mark a status line can leave: the system says that the
-process wrote, not when it will).
+(start-up, compilation, a slow step). The text is dim (plain with ``NO_COLOR``).
+
+The program's first line after a silence must not land on the status line's row (issue 33:
+``dlpt 6.4s · warm-up · no step yetlongrun: started``): while the line draws, ``sys.stdout``
+and ``sys.stderr`` are wrapped (:class:`_ClearsFirst`) so that a write through them erases the
+line first. Writes that bypass Python's streams (C code writing to the file descriptor,
+``sys.stdout.buffer``) cannot be seen before they happen; for those the cursor stays after the
+text, so such a line follows it on that row, whole, instead of mixing into it.
 dlpt clears the line (:meth:`StatusLine.clear`) before each line it prints itself and stops it
 (:meth:`StatusLine.stop`) before the report.
 
@@ -33,6 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from dlpt.capture.status import ProfileStatus
 
@@ -76,6 +81,28 @@ def format_status(st: ProfileStatus, ascii: bool = False) -> str:
     return sep.join(("dlpt " + _elapsed(st.elapsed_s), str(st.phase), steps))
 
 
+class _ClearsFirst:
+    """A text stream that erases the status line before each write, then writes to the stream it
+    wraps; every other attribute is the wrapped stream's. [MT] ``write`` may run on any thread:
+    the status line's own lock orders it with the drawing thread."""
+
+    def __init__(self, stream: Any, line: StatusLine) -> None:
+        self._dlpt_stream = stream
+        self._dlpt_line = line
+
+    def write(self, s: str) -> Any:
+        if s:
+            self._dlpt_line.clear()
+        return self._dlpt_stream.write(s)  # as the stream returns it (some return None)
+
+    def writelines(self, lines: Any) -> None:
+        self._dlpt_line.clear()
+        self._dlpt_stream.writelines(lines)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dlpt_stream, name)
+
+
 class StatusLine:
     """The status line of one profile: :meth:`start` it (it decides whether to draw at all),
     :meth:`clear` it before printing a line, :meth:`stop` it before the report."""
@@ -116,7 +143,9 @@ class StatusLine:
         return process_writes() is not None
 
     def start(self) -> StatusLine:
-        """Start drawing (in a daemon thread)."""
+        """Start drawing (in a daemon thread); the program's writes through ``sys.stdout`` and
+        ``sys.stderr`` erase the line first."""
+        self._wrap_streams()
         self._writes = process_writes()
         self._thread = threading.Thread(target=self._run, name="dlpt-status-line", daemon=True)
         self._thread.start()
@@ -168,10 +197,27 @@ class StatusLine:
             self._stop.set()
             self._shown = False
 
+    def _wrap_streams(self) -> None:
+        self._wrapped: list[tuple[str, Any, _ClearsFirst]] = []
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if stream is not None and not isinstance(stream, _ClearsFirst):
+                wrapper = _ClearsFirst(stream, self)
+                setattr(sys, name, wrapper)
+                self._wrapped.append((name, stream, wrapper))
+
+    def _unwrap_streams(self) -> None:
+        """The streams as they were, unless the program has replaced them since."""
+        for name, stream, wrapper in getattr(self, "_wrapped", []):
+            if getattr(sys, name) is wrapper:
+                setattr(sys, name, stream)
+        self._wrapped = []
+
     def clear(self) -> None:
-        """Erase the line if it is showing (before dlpt prints a line of its own); it is drawn
-        again at the next tick."""
-        if os.getpid() != self._pid:
+        """Erase the line if it is showing (before dlpt prints a line of its own, and before the
+        program writes through ``sys.stdout`` or ``sys.stderr``); it is drawn again at the next
+        tick once the program is quiet."""
+        if os.getpid() != self._pid or not self._shown:
             return
         with self._lock:
             if self._shown:
@@ -184,5 +230,6 @@ class StatusLine:
             return
         self._stop.set()
         self.clear()
+        self._unwrap_streams()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=1.0)

@@ -79,6 +79,17 @@ class StepTime:
     max_ns: float
     p10_ns: float
     p90_ns: float
+    # The median's interval (95% from 6 steps on, else min-max); None in sessions saved before it.
+    median_lo_ns: float | None = None
+    median_hi_ns: float | None = None
+
+    def spread(self) -> str:
+        """How wide the median is known, as the text beside it: "9.98-10.4 ms" style is up to
+        the caller; this gives the relative half-width, "+-1.9%", or "" without an interval."""
+        if self.median_lo_ns is None or self.median_hi_ns is None or self.median_ns <= 0:
+            return ""
+        half = max(self.median_ns - self.median_lo_ns, self.median_hi_ns - self.median_ns)
+        return f"\u00b1{100 * half / self.median_ns:.1f}%"
 
 
 def _summary(d: Mapping[str, Any]) -> StepTime | None:
@@ -89,6 +100,9 @@ def _summary(d: Mapping[str, Any]) -> StepTime | None:
     if n <= 0 or len(nums) != len(keys):
         return None
     median, mean, lo, hi, p10, p90 = nums
+    bounds = [d.get(k) for k in ("median_lo_ns", "median_hi_ns")]
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in bounds):
+        return StepTime(n, median, mean, lo, hi, p10, p90, float(bounds[0]), float(bounds[1]))  # type: ignore[arg-type]
     return StepTime(n, median, mean, lo, hi, p10, p90)
 
 

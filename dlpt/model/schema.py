@@ -312,7 +312,11 @@ _TIMELINE = _obj(
     | {"clock": _str},
 )
 
-_GPU_STEP = _obj(required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int))
+_GPU_STEP = _obj(
+    required=dict.fromkeys(("span_ns", "busy_ns", "idle_before_ns", "idle_after_ns"), _int),
+    # Communication inside the step and its exposed part (dlpt 0.2 on: absent without collectives).
+    optional=dict.fromkeys(("comm_ns", "exposed_ns"), _int),
+)
 
 # meta.capture's counters from the native core (csrc/bindings.cpp, stop()).
 _CAPTURE_COUNTERS = (
@@ -343,7 +347,14 @@ _CAPTURE_COUNTERS = (
 
 _STEP_TIMES = _obj(
     required={"n": _int, "median_ns": _int, "mean_ns": _int},
-    optional={"min_ns": _int, "max_ns": _int, "p10_ns": _int, "p90_ns": _int},
+    optional={
+        "min_ns": _int,
+        "max_ns": _int,
+        "p10_ns": _int,
+        "p90_ns": _int,
+        "median_lo_ns": _int,  # the median's interval (docs/numbers.md)
+        "median_hi_ns": _int,
+    },
 )
 
 SCHEMA: dict[str, Check] = {
@@ -370,7 +381,13 @@ SCHEMA: dict[str, Check] = {
             "untraced": _int,
             "held": _int,  # steps PC sampling held: outside steps (dlpt.capture.schedule.hold)
             "warmup": _obj(
-                optional={"steps": _int, "walls_ns": _list_of(_int), "auto": _bool, "reason": _str}
+                optional={
+                    "steps": _int,
+                    "walls_ns": _list_of(_int),
+                    "auto": _bool,
+                    "reason": _str,
+                    "settled": _bool,  # automatic warm-up: False when it ended at its bound
+                }
             ),
             "outside": _obj(optional={"before_ns": _int, "after_ns": _int}),
         }
@@ -386,6 +403,14 @@ SCHEMA: dict[str, Check] = {
             "windows": _list_of(_list_of(_int)),
             "traced": _STEP_TIMES,
             "untraced": _STEP_TIMES,
+            # Each untraced window against its traced neighbours (dlpt's cost, docs/numbers.md).
+            "paired": _list_of(
+                _obj(
+                    required={"untraced_ns": _int, "traced_ns": _int},
+                    optional={"steps": _list_of(_int), "untraced_n": _int, "traced_n": _int},
+                )
+            ),
+            "paired_n": _int,
         }
     ),
     "gpu_busy_outside_ns": _dict_of(_int),

@@ -22,7 +22,9 @@ from dlpt.model.schema import MAX_INT, SchemaError, check_extras, check_int, che
 __all__ = ["Session", "FORMAT", "VERSION", "KINDS", "MAX_FILE_BYTES"]
 
 FORMAT = "dlpt-session"
-VERSION = 2  # 2: meta.sources (saved source text); version 1 files are read as they are
+# 2: meta.sources (saved source text); 3: the nodes' per-step second moments `q` (intervals,
+# docs/numbers.md). Versions 1 and 2 are read as they are (without intervals).
+VERSION = 3
 KINDS = frozenset({"root", "thread", "frame", "scope", "op", "phase", "kernel", "memcpy", "memset", "sync"})
 # The largest session file read: the native tree holds at most 4M nodes, about 500 MB of JSON.
 MAX_FILE_BYTES = 2**30
@@ -211,7 +213,7 @@ def _looks_truncated(text: str) -> bool:
     return in_string or depth > 0
 
 
-_FIELDS = frozenset({"id", "parent", "kind", "name", "file", "line", "m", "o", "x"})
+_FIELDS = frozenset({"id", "parent", "kind", "name", "file", "line", "m", "o", "q", "x"})
 
 
 def _show(v: object) -> str:
@@ -283,6 +285,12 @@ class _NodeChecker:
                 raise self._bad(i, "has an outside-steps metric whose name is not a string")
             self._check_metrics(o, i, "outside-steps metric")
             n["o"] = o
+        if "q" in n:  # per-step second moments (version 3): non-negative numbers
+            q = n["q"]
+            if type(q) is not dict or not all(
+                type(k) is str and type(v) in (int, float) and 0 <= v < 1e300 for k, v in q.items()
+            ):
+                raise self._bad(i, "has second moments 'q' that are not non-negative numbers by metric")
         strings = self.strings
         n["kind"] = strings[kind]
         n["name"] = strings.setdefault(name, name)

@@ -19,7 +19,7 @@ import sysconfig
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["FileKind", "file_kind", "is_library_file", "is_module_call_file"]
+__all__ = ["FileKind", "file_kind", "is_dlpt_file", "is_library_file", "is_module_call_file"]
 
 FileKind = Literal["user", "package", "framework"]
 
@@ -110,6 +110,16 @@ def is_library_file(path: str) -> bool:
     """True for files the user did not write: torch, site-/dist-packages, the Python stdlib,
     ``<frozen ...>`` modules, generated code and dlpt itself."""
     return file_kind(path) != "user"
+
+
+_DLPT_DIRS = _prefixes({str(Path(__file__).resolve().parent.parent)})
+
+
+@functools.lru_cache(maxsize=4096)
+def is_dlpt_file(path: str) -> bool:
+    """True for this dlpt's own files (the profiler's frames: its launcher, hooks, start and stop),
+    which are never the user's time (issue 33)."""
+    return bool(path) and os.path.normcase(os.path.abspath(path)).startswith(_DLPT_DIRS)
 
 
 def is_module_call_file(path: str) -> bool:

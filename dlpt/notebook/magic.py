@@ -27,15 +27,18 @@ from typing import Any
 
 from dlpt.api import finish_session
 from dlpt.capture.cells import cell_labels, cell_number, name_cells
+from dlpt.capture.host import DEFAULT_SAMPLE_HZ
 from dlpt.capture.profiler import Profile
 from dlpt.capture.step_on import instrument_main
+from dlpt.cli import outputs, report_target
+from dlpt.cli.open_report import open_report
 from dlpt.cli.outputs import check_writable
 from dlpt.cli.report_target import render_kwargs
 from dlpt.cli.status_line import StatusLine
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.session import Session
 from dlpt.notebook.inline import inline_report
-from dlpt.notebook.options import parse_cell, parse_line
+from dlpt.notebook.options import HelpShown, parse_cell, parse_line
 
 __all__ = ["fold_frames_above", "run_profiled"]
 
@@ -113,12 +116,19 @@ def _blank_lead(text: str) -> int:
 
 
 def _check_outputs(opts: argparse.Namespace) -> None:
+    """Every file the options name can be written, checked before the code runs (as the command
+    line does): the session (-o), the HTML report and exports, the text report."""
+    force = bool(opts.force)
     if opts.output is not None:
-        check_writable(opts.output, "-o")
-    if opts.html is not None:
-        check_writable(opts.html, "--html")
-        if opts.output is not None and os.path.realpath(opts.html) == os.path.realpath(opts.output):
-            raise UsageError(f"--html {opts.html}: the same file as -o")
+        check_writable(opts.output, "-o", force)
+    for o in opts.outputs:
+        check_writable(o.path, o.flag, force)
+        if opts.output is not None and os.path.realpath(o.path) == os.path.realpath(opts.output):
+            raise UsageError(f"{o.flag} {o.path}: the same file as -o")
+    others = [("-o", opts.output), *((o.flag, o.path) for o in opts.outputs)]
+    opts.report = report_target.from_options(opts, others)
+    if opts.report.path is not None:
+        report_target.check(opts.report.path, force)
 
 
 def run_profiled(
@@ -139,10 +149,15 @@ def run_profiled(
     prof = Profile(
         skip_first=opts.skip_first,
         active=opts.active,
+        calibrate=opts.calibrate == "on",
         gpu=not opts.no_gpu,
         nested_ops=opts.nested_ops,
         step_on=opts.step_on,
+        sources=not opts.no_source,
         flops=opts.flops,
+        memory=opts.memory,
+        sample_hz=DEFAULT_SAMPLE_HZ if opts.sample_hz is None else opts.sample_hz,
+        timeline=opts.timeline or 0,
     )
     line = StatusLine(prof.status).start() if StatusLine.wanted(opts.quiet) else None
     failed: tuple[Any, ...] | None = None
@@ -169,7 +184,17 @@ def run_profiled(
     if not opts.no_report:
         from dlpt.renderers.terminal.report import print_report
 
-        print_report(session, **render_kwargs(opts))
+        try:
+            with opts.report.open() as where:
+                print_report(session, **render_kwargs(opts), **where)
+            if opts.report.path is not None and not opts.quiet:
+                print(f"dlpt: wrote the text report to {opts.report.path}", file=sys.stderr, flush=True)
+        except (OSError, DlptError) as e:
+            print(
+                f"dlpt: could not write the text report to {opts.report.path}: {e}",
+                file=sys.stderr,
+                flush=True,
+            )
     if opts.inline_html:
         from IPython.display import HTML, display
 
@@ -197,23 +222,28 @@ def _drop_outer_source(session: Session, outer: tuple[str, int] | None) -> None:
 
 
 def _outputs(session: Session, opts: argparse.Namespace) -> None:
+    """The session (-o), the HTML report and the exports, as the command line writes them; a
+    file that cannot be written is said, and the cell goes on."""
     say = (lambda _m: None) if opts.quiet else (lambda m: print(f"dlpt: {m}", file=sys.stderr, flush=True))
     if opts.output is not None:
         try:
-            session.save(opts.output)
+            session.save(opts.output, force=bool(opts.force))
             say(f"saved profile to {opts.output}")
         except (OSError, DlptError) as e:
             print(f"dlpt: could not save the profile to {opts.output}: {e}", file=sys.stderr, flush=True)
-    if opts.html is not None:
-        from dlpt.renderers.html import write_html
+    if opts.outputs:
 
-        try:
-            write_html(
-                session, opts.html, metric=opts.metric, show_all=opts.show_all, peak_tflops=opts.peak_tflops
-            )
-            say(f"wrote HTML report to {opts.html}")
-        except (OSError, DlptError) as e:
-            print(f"dlpt: could not write the HTML report to {opts.html}: {e}", file=sys.stderr, flush=True)
+        def tell(m: str) -> None:  # -q keeps failures
+            if not opts.quiet or m.startswith("could not"):
+                print(f"dlpt: {m}", file=sys.stderr, flush=True)
+
+        outputs.write_all(
+            session, opts.outputs, opts.metric, opts.show_all, tell, opts.peak_tflops, bool(opts.force)
+        )
+    if opts.open:
+        for o in opts.outputs:
+            if o.kind == "html" and os.path.isfile(o.abspath):
+                open_report(o.abspath, say)
 
 
 def line_magic(shell: Any, line: str, stack: list[tuple[str, int]]) -> None:
@@ -258,5 +288,7 @@ def magic(shell: Any, line: str, cell: str | None = None) -> None:
             line_magic(shell, line, stack)
         else:
             cell_magic(shell, line, cell, stack)
+    except HelpShown:
+        return
     except UsageError as e:
         _usage(e)

@@ -1,9 +1,15 @@
-"""The options of ``%dlpt`` and ``%%dlpt``: the command line's capture and render options, plus
+"""The options of ``%dlpt`` and ``%%dlpt``: every option of the command line, parsed by the
+command line's own parser (:func:`dlpt.cli.main.build_parser`, so the two never differ), plus
 ``--inline-html``.
 
 ``%dlpt [options] statement``: the options come first; the statement starts at the first word
 that is not an option (or after ``--``) and is kept exactly as typed. ``%%dlpt [options]``: the
 whole line is options and the cell's body is the code.
+
+Two defaults differ from the command line's: ``--skip-first`` is 0 (a cell is often a single
+step: with the automatic warm-up it would count none), and the options about a program's ranks
+(``--report-ranks``, ``--rank-timeout``) and ``--load`` are refused with a clear message (a
+cell is one process that runs its own code).
 """
 
 from __future__ import annotations
@@ -12,54 +18,55 @@ import argparse
 import io
 import shlex
 from collections.abc import Iterator
-from typing import NoReturn
 
+from dlpt.cli import outputs
+from dlpt.cli.main import build_parser as cli_parser
+from dlpt.cli.main import check_values
 from dlpt.errors import UsageError
-from dlpt.model.processors import METRICS
-from dlpt.renderers.terminal.report import VIEWS
 
-__all__ = ["parse_cell", "parse_line"]
+__all__ = ["parse_cell", "parse_line", "HelpShown"]
+
+#: Command-line options a cell has no use for, and why.
+_NOT_HERE = {
+    "--load": "re-renders a saved session: use python -m dlpt --load FILE (or dlpt.Session.load)",
+    "--report-ranks": "applies to a program run under a launcher, one process per rank",
+    "--rank-timeout": "applies to a program run under a launcher, one process per rank",
+}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+class HelpShown(Exception):
+    """``-h`` or ``--version``: printed; nothing to run."""
 
 
-def _parser(prog: str) -> _Parser:
-    p = _Parser(prog=prog, add_help=False, allow_abbrev=False)
-    p.add_argument("--view", choices=VIEWS, default="tree")
-    p.add_argument("--metric", choices=list(METRICS))
-    p.add_argument("--threshold", type=float, default=1.0, metavar="PCT")
-    p.add_argument("--depth", type=int, metavar="N")
-    p.add_argument("--show-all", action="store_true")
-    p.add_argument("--ascii", action="store_true")
-    p.add_argument("--peak-tflops", type=float, metavar="N")
-    p.add_argument("--skip-first", type=int, default=0, metavar="N")
-    p.add_argument("--active", type=int, metavar="M")
-    p.add_argument("--step-on", metavar="NAME")
-    p.add_argument("--no-gpu", action="store_true")
-    p.add_argument("--nested-ops", action="store_true")
-    p.add_argument("--flops", action="store_true")
-    p.add_argument("-o", "--output", metavar="FILE")
-    p.add_argument("--html", metavar="FILE")
-    p.add_argument("--inline-html", action="store_true")
-    p.add_argument("--no-report", action="store_true")
-    p.add_argument("-q", "--quiet", action="store_true")
+def _parser(prog: str) -> argparse.ArgumentParser:
+    p = cli_parser(prog)
+    p.add_argument(
+        "--inline-html", action="store_true", help="show the HTML report in the notebook, below the cell"
+    )
+    p.set_defaults(skip_first=0)
     return p
 
 
-def _checked(opts: argparse.Namespace) -> argparse.Namespace:
-    if not 0.0 <= opts.threshold < 100.0:
-        raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
-    if opts.depth is not None and opts.depth < 1:
-        raise UsageError("--depth must be >= 1")
-    if opts.skip_first < 0:
-        raise UsageError("--skip-first must be >= 0")
-    if opts.active is not None and opts.active < 1:
-        raise UsageError("--active must be >= 1")
-    if opts.peak_tflops is not None and not 0 < opts.peak_tflops < float("inf"):
-        raise UsageError(f"--peak-tflops must be a positive number, got {opts.peak_tflops:g}")
+def _parse(prog: str, words: list[str]) -> argparse.Namespace:
+    parser = _parser(prog)
+    if any(w in ("-h", "--help") for w in words):
+        print(parser.format_help())
+        raise HelpShown
+    if any(w in ("-V", "--version") for w in words):
+        import dlpt
+
+        print(f"dlpt {getattr(dlpt, '__version__', 'unknown')}")
+        raise HelpShown
+    opts = parser.parse_args(words)
+    for flag, why in _NOT_HERE.items():
+        if getattr(opts, flag.lstrip("-").replace("-", "_")) is not None:
+            raise UsageError(f"{flag} {why}; not an option of {prog}")
+    opts.outputs = outputs.collect(opts)
+    check_values(opts)
+    if opts.open and opts.html is None:
+        raise UsageError("--open opens the HTML report: give --html FILE too")
+    if opts.no_report and opts.report_file is not None:
+        raise UsageError("--no-report prints no report: --report-file would stay empty")
     return opts
 
 
@@ -85,17 +92,20 @@ def _words(line: str) -> Iterator[tuple[str | None, int, int]]:
 
 def parse_line(line: str) -> tuple[argparse.Namespace, list[str], str]:
     """``%dlpt``'s line: (options, the option words, the statement as typed). UsageError for a
-    bad option or no statement."""
+    bad option or no statement; HelpShown after ``-h`` or ``-V``."""
     parser = _parser("%dlpt")
-    takes_value = {s for a in parser._actions if a.nargs is None for s in a.option_strings}
+    # How many values each option takes (--export FMT FILE: two).
+    values = {
+        s: (a.nargs if isinstance(a.nargs, int) else 1) for a in parser._actions for s in a.option_strings
+    }
     words: list[str] = []
-    start, value_next = len(line), False
+    start, value_next = len(line), 0
     for word, begin, end in _words(line):
         if word is None and value_next:
             raise UsageError(f"cannot split the value of {words[-1]}: no closing quotation")
         if value_next and word is not None:
             words.append(word)
-            value_next = False
+            value_next -= 1
         elif word == "--":
             start = end
             break
@@ -104,11 +114,12 @@ def parse_line(line: str) -> tuple[argparse.Namespace, list[str], str]:
             break
         else:
             words.append(word)
-            value_next = word in takes_value
+            value_next = 0 if "=" in word else values.get(word, 0)
     statement = line[start:].strip()
+    opts = _parse("%dlpt", words)
     if not statement:
         raise UsageError("no statement to profile: %dlpt [options] statement (or %%dlpt atop a cell)")
-    return _checked(parser.parse_args(words)), words, statement
+    return opts, words, statement
 
 
 def parse_cell(line: str) -> tuple[argparse.Namespace, list[str]]:
@@ -117,4 +128,10 @@ def parse_cell(line: str) -> tuple[argparse.Namespace, list[str]]:
         words = shlex.split(line)
     except ValueError as e:
         raise UsageError(f"cannot split the options: {e}") from None
-    return _checked(_parser("%%dlpt").parse_args(words)), words
+    return _parse("%%dlpt", words), words
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    """The magics' parser (``prog``: ``%dlpt`` or ``%%dlpt``), as :func:`parse_line` and
+    :func:`parse_cell` use it (tools/gen_cli_reference.py documents it)."""
+    return _parser(prog)

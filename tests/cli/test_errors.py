@@ -44,6 +44,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "load truncated": (["--load", "truncated.json"], "truncated.json"),
     "load foreign json": (["--load", "foreign.json"], "foreign.json"),
     "load with program": (["--load", "good.json", "marker.py"], "--load"),
+    "load a script": (  # issue 33: was "expected at least one argument"
+        ["--load", "marker.py"],
+        "--load marker.py: a Python script, not a saved session; to profile it: dlpt marker.py",
+    ),
     "load with --flops": (["--load", "good.json", "--flops"], "--flops"),
     "peak not positive": (["--peak-tflops", "0", "marker.py"], "--peak-tflops"),
     "peak not a number": (["--peak-tflops", "lots", "marker.py"], "--peak-tflops"),

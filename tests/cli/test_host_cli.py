@@ -26,7 +26,7 @@ opt = torch.optim.SGD([torch.nn.Parameter(torch.ones(2))], lr=0.1)
 
 def prepare():
     s = 0
-    for i in range(30000):
+    for i in range(150000):
         s += i  # @prepare
     return s
 
@@ -81,6 +81,7 @@ def test_timeline_export_from_a_run_and_from_load(root: Path) -> None:
                     "1",
                     "--timeline",
                     "2",
+                    "--verbose",
                     "-o",
                     "s.json",
                     "--export",
@@ -91,7 +92,8 @@ def test_timeline_export_from_a_run_and_from_load(root: Path) -> None:
                 root,
             ),
             "off": Job(["--sample-hz", "0", "-o", "off.json", "--no-report", "steps.py"], root),
-            "default": Job(["-o", "default.json", "steps.py"], root),
+            # Five steps: shorter than the automatic warm-up (13 steps at the least), so one skipped.
+            "default": Job(["--verbose", "--skip-first", "1", "-o", "default.json", "steps.py"], root),
         }
     )
     default = results["default"]
@@ -112,6 +114,14 @@ def test_timeline_export_from_a_run_and_from_load(root: Path) -> None:
     assert frames, "the Python line that launches no op shows in the sampled stacks"
     s = Session.load(root / "s.json")
     assert s.meta["timeline"]["steps"] == 2 and s.meta["host"]["sampling"] is True
+    # dlpt's own frames (its launcher, runpy's frames above the program) are in neither the
+    # timeline's stacks nor the host lines (issue 33).
+    tl = s.meta["timeline"]
+    files = {tl["strings"][row[3]] for row in tl["frames"] if row[1] == 0}
+    assert files and not any(f.endswith("runpy>") or "/dlpt/" in f for f in files), files
+    assert any(f.endswith("steps.py") for f in files)
+    host_files = {r["file"] for r in s.meta["host"]["step_thread"]["lines"]}
+    assert host_files and not any("/dlpt/" in f for f in host_files), host_files
     again = run_many(
         {"load": Job(["--load", "s.json", "--export", "perfetto", "t2.json", "--no-report"], root)}
     )["load"]

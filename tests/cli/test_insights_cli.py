@@ -30,7 +30,18 @@ def test_flops_run_saves_work_and_suggestions_and_reloads(tmp_path) -> None:
     write(tmp_path / "mm.py", SCRIPT)
     r = run(
         Job(
-            ["--flops", "--no-gpu", "--skip-first", "0", "-o", "s.json", "--view", "suggestions", "mm.py"],
+            [
+                "--flops",
+                "--no-gpu",
+                "--skip-first",
+                "0",
+                "-o",
+                "s.json",
+                "--view",
+                "suggestions",
+                "--verbose",
+                "mm.py",
+            ],
             tmp_path,
         )
     )
@@ -40,6 +51,6 @@ def test_flops_run_saves_work_and_suggestions_and_reloads(tmp_path) -> None:
     assert isinstance(saved["meta"]["suggestions"], list)
     assert "Work per line" in r.out and "mm.py:6" in r.out and "1.57 MFLOP" in r.out
     assert "MFU: no GPU in this run (give a peak with --peak-tflops)" in flat(r.out)
-    r = run(Job(["--load", "s.json", "--view", "suggestions", "--peak-tflops", "1"], tmp_path))
+    r = run(Job(["--load", "s.json", "--view", "suggestions", "--peak-tflops", "1", "--verbose"], tmp_path))
     assert r.rc == 0, r.err
     assert "MFU " in r.out and "/ 1 TFLOP/s (--peak-tflops)" in flat(r.out)

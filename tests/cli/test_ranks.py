@@ -3,8 +3,11 @@ backend (2 and 3 processes), the API under ``mp.spawn`` (ranks known only from t
 tensor parallelism (DTensor) and ``--load 'run.rank*.json'``.
 
 - every rank writes its own session, saying its rank, host, backend and launch;
-- only rank 0 prints, and what it prints is the report across ranks (it waited for the others);
-- a rank that never saves is named, after the bounded wait, and does not block the others;
+- only rank 0 prints, and what it prints is the report across ranks (it waited for the others'
+  summaries, sent through torchrun's store);
+- two "nodes" (two launchers, each in its own folder: no shared output directory) still give
+  rank 0 the report across ranks, and so does a job without ``-o``;
+- a rank that never finishes is named, after the bounded wait, and does not block the others;
 - an artificial straggler (200 ms sleep on rank 1 before each backward, a CPU FSDP2 step being
   ~150 ms with waits of a few ms between equal ranks) is named, from its collectives;
 - collectives issued from Python on gloo carry their bytes; DDP's, issued by its C++ reducer,
@@ -165,13 +168,74 @@ def test_a_rank_that_never_saves_is_named_after_the_bounded_wait(runs: dict) -> 
     r, where = runs["dies"]
     assert r.rc == 0, r.err
     assert sorted(p.name for p in where.glob("run*.json")) == ["run.rank0.json", "run.rank1.json"]
-    assert "rank 2 missing: no session written at" in r.out and "after 3 s" in r.out
-    # Rank 0 names the ranks not saved when it starts waiting: rank 2, and rank 1 too when rank 1
-    # is still writing then (seen on CI's 2-core machine).
-    assert re.search(r"waiting up to 3 s for the sessions of ranks? (1, )?2\n", r.err), r.err
+    assert "rank 2 missing: no summary arrived in 3 s" in r.out
+    # Rank 0 names the ranks it has no summary of when it starts waiting: rank 2, and rank 1 too
+    # when rank 1 is still finishing then (seen on CI's 2-core machine).
+    assert re.search(r"waiting up to 3 s for ranks? (1, )?2\n", r.err), r.err
     # --report-ranks all: every rank that finished printed its own report, rank 0 also the one across.
     assert "[rank 0/3" in r.out and "[rank 1/3" in r.out and "2 of 3 ranks" in r.out
     assert "Collectives" in r.out and "allreduce" in r.out
+
+
+TWO_NODES = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+w = torch.nn.Parameter(torch.ones(64))
+opt = torch.optim.SGD([w], lr=0.1)
+for _ in range(6):
+    (w * 2).sum().backward()
+    dist.all_reduce(w.grad)
+    opt.step()
+    opt.zero_grad()
+dist.destroy_process_group()
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Path]]:
+    """Two launchers as on two nodes, each in its own working directory (nothing shared but the
+    rendezvous endpoint), and a one-node job without -o."""
+    port = _free_port()
+    jobs = {}
+    for k in (0, 1):
+        where = tmp_path_factory.mktemp(f"node{k}")
+        write(where / "job.py", TWO_NODES)
+        args = ["-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={k}", "--nproc_per_node=1"]
+        args += ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "-m", "dlpt"]
+        jobs[f"node{k}"] = Job([*args, "--rank-timeout", "60", "-o", "run.json", "job.py"], where, dlpt=False)
+    done = run_many(jobs)  # both at once: each launcher waits for the other at the rendezvous
+    out = {k: (done[k], jobs[k].cwd) for k in done}
+    plain = tmp_path_factory.mktemp("no_output")
+    write(plain / "job.py", TWO_NODES)
+    out["no_output"] = (run(Job(torchrun(2, "job.py"), plain, dlpt=False)), plain)
+    return out
+
+
+def test_two_nodes_without_a_shared_directory_are_gathered(two_nodes: dict) -> None:
+    launchers = [two_nodes["node0"], two_nodes["node1"]]
+    assert all(r.rc == 0 for r, _ in launchers), [r.err for r, _ in launchers]
+    # The c10d rendezvous numbers the nodes in the order they join: find rank 0's launcher.
+    (r0, d0), (r1, d1) = sorted(launchers, key=lambda rd: not (rd[1] / "run.rank0.json").exists())
+    # Each node's folder holds its own rank's session only: rank 0 never saw rank 1's file.
+    assert [p.name for p in d0.glob("run*.json")] == ["run.rank0.json"]
+    assert [p.name for p in d1.glob("run*.json")] == ["run.rank1.json"]
+    assert "dlpt  across ranks" in r0.out and "2 of 2 ranks: 0, 1" in r0.out, r0.out[-2000:] + r0.err
+    assert "missing" not in r0.out and "dlpt" not in r1.out  # rank 1 only sent its summary
+
+
+def test_the_report_across_ranks_needs_no_saved_sessions(two_nodes: dict) -> None:
+    r, where = two_nodes["no_output"]
+    assert r.rc == 0, r.err
+    assert "dlpt  across ranks" in r.out and "2 of 2 ranks" in r.out, r.out[-2000:] + r.err
+    assert not list(where.glob("*.json"))
 
 
 def test_the_api_finds_the_rank_from_the_process_group(runs: dict) -> None:

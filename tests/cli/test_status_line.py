@@ -119,6 +119,8 @@ def test_a_printing_program_is_never_drawn_over(runs: dict) -> None:
     assert rc == 0, out[-2000:]
     first, last = out.index("tick 0"), out.index("tick 9")
     assert STATUS.search(out[:first]), "the status line shows while the program is silent"
+    # The program's first line starts a row of its own: the status line was erased first.
+    assert out[:first].endswith(("\r\x1b[K", "\n")), repr(out[first - 80 : first])
     assert not STATUS.search(out[first:last]), repr(out[first:last])
     assert [f"tick {i}" for i in range(10)] == re.findall(r"tick \d", out)
 

@@ -72,3 +72,12 @@ def test_gpt2_generate_kernels_sit_under_modeling_gpt2_lines():
     names = {n.name for n, _ in walk(shown) if n.kind == "frame" and n.file.endswith("modeling_gpt2.py")}
     assert any(name.startswith("GPT2LMHeadModel") for name in names), names
     assert any("Attention" in name for name in names), names
+    # Suggestions sit on this file's generate() line, not on a transformers wrapper (issue 33),
+    # and the source text of the modeling lines is kept (issue 33: "(source not stored)").
+    from dlpt.analysis.inputs import analyze
+    from dlpt.analysis.suggest import findings
+
+    for f in findings(analyze(session)):
+        assert not f.file or f.file == __file__, (f.rule, f.file, f.line)
+    modeling = [f for f in session.meta["sources"] if f.endswith("modeling_gpt2.py")]
+    assert modeling and session.meta["sources"][modeling[0]], "modeling_gpt2.py's lines are stored"

@@ -532,3 +532,38 @@ def test_source_view_shows_a_sampled_kernel_file(open_report: Any, tmp_path: Pat
     assert page.locator("table.code tr[data-line='4'] .heat-bar").count() == 1
     assert "triton_red_fused__log_softmax_nll_loss_1" in page.inner_text(".src-main")
     _save(page.locator(".tabs"), artifacts, "source-sampled.png")
+
+
+def test_the_page_across_ranks_names_the_straggler_and_its_line(
+    open_report: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    from dlpt.analysis.ranks.merge import rank_set
+    from dlpt.analysis.ranks.report import rank_report
+    from dlpt.renderers.html.ranks_page import write_ranks_html
+    from tests import rank_sessions as R
+
+    sessions = [
+        R.ddp_gpu(r, 3, comm_ns=1_000_000, exposed_ns=500_000, sleep_ns=8_000_000)
+        if r == 1
+        else R.ddp_gpu(r, 3, comm_ns=9_000_000, blocked_ns=8_300_000, exposed_ns=8_500_000)
+        for r in range(3)
+    ]
+    rep = rank_report(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)]))
+    path = tmp_path / "ranks.html"
+    write_ranks_html(rep, path)
+    r = open_report(path)
+    page = r.page
+    head = page.inner_text(".header").replace("\n", " ")
+    assert "straggler: rank 1" in head and "waited 8.00ms per step" in head
+    assert "+8.00ms host" in head and "train.py:33" in head and "time.sleep(0.02)" in head
+    rows = page.locator("#rank-table tbody tr")
+    assert rows.count() == 3 and "straggler" in rows.nth(1).inner_text()
+    assert page.locator("#steps .strip").count() == 3
+    assert page.locator("#steps .strip").first.locator(".step").count() == R.STEPS
+    first = page.locator("#lines tbody tr").first
+    assert "model.py:11" in first.inner_text()  # the all-reduce's line costs most on the waiting ranks
+    _save(page, artifacts, "ranks.png", None)
+    page.fill("#search", "time.sleep")
+    page.select_option("#metric", "host")
+    page.wait_for_function("() => document.querySelectorAll('#lines tbody tr').length === 1")
+    assert "r1" in page.locator("#lines tbody tr").first.inner_text()

@@ -109,6 +109,29 @@ def test_every_python_thread_is_sampled_with_its_gil_state() -> None:
     assert prof.session.meta["host"]["max_threads"] >= 3
 
 
+def test_threads_of_library_code_only_count_their_cpu_time_not_their_waiting() -> None:
+    """A thread in the stdlib's code only (a DataLoader's queue feeder, an idle pool worker: here
+    an Event's wait) must not put its waiting on the report's total (issue 33: 234 ms of a
+    20-60 ms step); the program's own waiting thread keeps its wall time (the test above)."""
+    stop = threading.Event()
+    idle = threading.Thread(target=stop.wait, name="idle-library-thread")
+    with dlpt.profile(gpu=False, sample_hz=1000) as prof:
+        idle.start()
+        pause(0.3)
+        stop.set()
+        idle.join()
+    s = prof.session
+    assert s.meta["host"]["max_threads"] >= 2  # the idle thread was sampled
+    paused = host_under(s, line_of("pause", pause))
+    assert paused > 200_000_000
+    outside_user = sum(
+        n["m"].get("host_ns", 0)
+        for n in s.nodes
+        if n["kind"] == "frame" and "threading.py" in n["file"] and n["m"].get("host_ns", 0)
+    )
+    assert outside_user < 0.1 * paused, (outside_user, paused)
+
+
 def short_lived(i: int) -> int:
     return sum(range(1000 * (i % 7 + 1)))  # @short
 
@@ -229,6 +252,21 @@ def test_sampling_off_and_no_samples_outside_recorded_steps() -> None:
             prof.step()
     lines = host_by_line(prof.session)
     assert lines.get(line_of("spin", spin), 0) < 10_000_000, lines  # only the recorded step's
+
+
+def test_the_end_of_the_run_after_the_last_step_is_not_a_step() -> None:
+    # The time between the last step boundary and stop (a program's teardown: destroying its
+    # process group, writing checkpoints) is outside the steps: never divided into them.
+    with dlpt.profile(gpu=False, sample_hz=1000, calibrate=False, skip_first=0) as prof:
+        for _ in range(4):
+            spin(0.01)
+            prof.step()
+        pause(0.3)  # the teardown
+    host = prof.session.meta["host"]
+    assert host["steps"] <= prof.session.meta["steps"]["profiled"] == 4  # the tail is no step
+    lines = host_by_line(prof.session)
+    assert lines.get(line_of("pause", pause), 0) == 0, lines  # not on the steps' nodes
+    assert host["step_thread"]["ns"] < 200_000_000, host["step_thread"]["ns"]  # 4 x 10 ms, not 300 ms more
 
 
 def test_a_forked_child_neither_crashes_nor_inherits_the_sampler() -> None:

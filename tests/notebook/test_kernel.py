@@ -61,6 +61,7 @@ def test_report_is_rich_output_with_cells_named(notebook: tuple[Any, Path]) -> N
     ]
     assert len(shown) == 1, [o["output_type"] for o in outputs]
     text = shown[0]["data"]["text/plain"]
+    assert "\x1b[" not in text, "plain text without the terminal's colour codes (issue 33)"
     assert "Top-down" in text and "In [3]:2" in text and "z = f(3)" in text and "In [2]:5" in text
     assert "ipykernel" not in text and "/tmp/" not in text  # the kernel's made-up cell files
     session = json.loads((root / "run.json").read_text())

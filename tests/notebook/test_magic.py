@@ -153,3 +153,122 @@ def test_a_profile_in_a_cell_names_its_cells_too(shell: Any, capsys: pytest.Capt
     files = {node["file"] for node in session.nodes if node["kind"] == "frame"}
     assert f"In [{n}]" in files and f"In [{_defs_cell(shell)}]" in files
     assert session.meta["sources"][f"In [{n}]"]["3"] == "    f(2)"
+
+
+# -- every option of the command line (issue 33: `%dlpt --memory` was "unrecognized arguments") --
+
+
+def _value(action: Any, tmp: Path) -> list[str]:
+    """Valid values for one command-line option, for the parity test."""
+    if action.nargs == 0:
+        return []
+    if action.choices:
+        return [str(next(iter(action.choices)))]
+    dest = action.dest
+    files = {"output": "s.json", "html": "r.html", "report_file": "r.txt"}
+    if dest in files:
+        return [str(tmp / files[dest])]
+    if dest == "export":
+        return ["speedscope", str(tmp / "e.json")]
+    if dest == "step_on":
+        return ["f"]
+    if dest == "width":
+        return ["80"]
+    return ["1"]
+
+
+def test_the_magic_parses_every_command_line_option_with_the_same_parser(tmp_path: Path) -> None:
+    from dlpt.cli.main import build_parser
+    from dlpt.errors import UsageError
+    from dlpt.notebook.options import HelpShown, parse_cell
+
+    refused = {"--load", "--report-ranks", "--rank-timeout"}
+    checked = 0
+    for action in build_parser()._actions:
+        for flag in action.option_strings:
+            words = [flag, *_value(action, tmp_path)]
+            if flag == "--open":
+                words += ["--html", str(tmp_path / "o.html")]
+            if flag in ("-h", "--help", "-V", "--version"):
+                with pytest.raises(HelpShown):
+                    parse_cell(" ".join(words))
+            elif flag in refused:
+                with pytest.raises(UsageError, match=f"^{flag} .*not an option of %%dlpt"):
+                    parse_cell(" ".join(words))
+            else:
+                parse_cell(" ".join(words))  # no "unrecognized arguments"
+            checked += 1
+    assert checked > 30
+
+
+def test_capture_options_reach_the_profile(
+    shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_file = tmp_path / "capture.json"
+    body = "def step():\n    return x @ x\nfor _ in range(6):\n    step()\n"
+    cell = (
+        f"%%dlpt --step-on step --skip-first 1 --memory --sample-hz 0 --timeline 2 --calibrate off "
+        f"--no-source --active 4 -q -o {out_file}\n{body}"
+    )
+    result, _ = run(shell, capsys, cell)
+    assert result.success, result.error_in_exec
+    meta = json.loads(out_file.read_text())["meta"]
+    assert meta["memory"]["enabled"] is True
+    assert meta["host"]["sampling"] is False and meta["timeline"]["steps"] == 2
+    assert meta["step_time"]["calibrate"] is False and meta["steps"]["profiled"] == 4
+    assert not meta.get("sources")  # --no-source
+
+
+def test_output_options_write_their_files(
+    shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    export, report = tmp_path / "s.speedscope.json", tmp_path / "report.txt"
+    existing = tmp_path / "mine.json"
+    existing.write_text("not dlpt's")
+    result, out = run(
+        shell,
+        capsys,
+        f"%dlpt --export speedscope {export} --report-file {report} --width 90 -o {existing} --force f(2)",
+    )
+    assert result.success, result.error_in_exec
+    assert json.loads(export.read_text())["$schema"].startswith("https://www.speedscope.app")
+    text = report.read_text()
+    assert "Top-down" in text and "Top-down" not in out  # the report went to the file
+    assert max(len(line) for line in text.splitlines()) <= 90
+    assert json.loads(existing.read_text())["meta"]["argv"][0] == "%dlpt"  # --force replaced it
+
+
+def test_render_options_shape_the_report(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    result, out = run(shell, capsys, "%dlpt --verbose --ascii --view flat --threshold 0 f(2)")
+    assert result.success, result.error_in_exec
+    assert "By source line" in out and "python " in out  # --view flat; --verbose: the versions line
+    assert "╭" not in out and "+---" in out  # --ascii
+
+
+def test_options_a_cell_cannot_use_are_refused_clearly(
+    shell: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result, _ = run(shell, capsys, "%dlpt --load s.json f(1)")
+    assert isinstance(result.error_in_exec, IPythonUsageError)
+    assert str(result.error_in_exec).startswith("dlpt: --load re-renders a saved session")
+    result, out = run(shell, capsys, "%dlpt --help")
+    assert result.success and "--sample-hz" in out and "--inline-html" in out
+
+
+def test_cells_are_named_alike_in_the_tree_the_host_lines_and_the_timeline(
+    shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 33: the tree said In [1]:6, the header's host line <ipython-input-1-...>:7."""
+    out_file = tmp_path / "cells.json"
+    n = shell.execution_count
+    body = "def spin():\n    s = 0\n    for i in range(400000):\n        s += i\n    return s\nspin()\n"
+    result, out = run(shell, capsys, f"%%dlpt --verbose --timeline 1 --sample-hz 2000 -o {out_file}\n{body}")
+    assert result.success, result.error_in_exec
+    meta = json.loads(out_file.read_text())["meta"]
+    lines = meta["host"]["step_thread"]["lines"]
+    assert lines, "the sampler caught the loop"
+    files = {r["file"] for r in lines}
+    assert f"In [{n}]" in files and not any("ipython-input" in f for f in files), files
+    assert not any("ipython-input" in s for s in meta["timeline"]["strings"])
+    host = next(line for line in out.splitlines() if "host per step" in line or "host in the run" in line)
+    assert f"In [{n}]:" in host and "ipython-input" not in out

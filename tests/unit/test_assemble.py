@@ -148,10 +148,35 @@ def test_every_output_renders_it(tmp_path: Path) -> None:
     out = io.StringIO()
     console = Console(file=out, width=140, color_system=None)
     for view in VIEWS:
-        console.print(render(session, view=view, threshold=0.0))
+        console.print(render(session, view=view, threshold=0.0, verbose=True))
     console.print(render_diff(diff_sessions(session, session, "a.json", "b.json"), METRICS["gpu"]))
     text = out.getvalue()
     assert "train.py:2 main" in text and "ncclDevKernel" in text
     assert "profiling: dlpt's own callbacks took" in text
     assert '"format":"dlpt-html-model"' in render_html(session)
     assert folded(session).strip() and speedscope(session)["profiles"]
+
+
+def test_a_collective_run_only_outside_the_steps_still_says_what_it_is() -> None:
+    # DDP's initial parameter broadcast runs before the first counted step: its signature comes
+    # from the record of the other epochs, its bytes go on ``o``, nothing on ``m``.
+    from dlpt.capture.native import _NO_METRICS, RawMetrics, node_table
+
+    calls = RawMetrics(1, 5_000, 0, 0, 0, 0, 0, 0, 0)
+    raw: list = [
+        (0, -1, "root", "<root>", "", 0, _NO_METRICS, _NO_METRICS, {}),
+        (1, 0, "op", "c10d::broadcast_", "", 0, _NO_METRICS, calls, {}),
+    ]
+    sig = {
+        "collective": "broadcast",
+        "dtype": "Float",
+        "pg_name": "0",
+        "pg_desc": "default_pg",
+        "world_size": 2,
+        "calls": 1,
+        "in_bytes": 4096,
+        "out_bytes": 4096,
+    }
+    (_, op) = node_table(raw, {}, {1: sig}).nodes  # type: ignore[arg-type]
+    assert op["x"]["collective"] == "broadcast" and op["x"]["dtype"] == "Float"
+    assert op["m"] == {} and op["o"]["comm_in_bytes"] == 4096 and op["o"]["calls"] == 1

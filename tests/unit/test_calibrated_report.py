@@ -51,6 +51,16 @@ def calibrated(h: Any, untraced: bool = True, outside: bool = False) -> Session:
     }
     if untraced:
         d["meta"]["step_time"]["untraced"] = _times(UNTRACED, 5)
+        # Three windows against their traced neighbours agree: dlpt's cost is measured.
+        d["meta"]["step_time"]["paired"] = [
+            {
+                "steps": [10 + 40 * i, 14 + 40 * i],
+                "untraced_ns": UNTRACED,
+                "untraced_n": 5,
+                "traced_ns": TRACED,
+            }
+            for i in range(3)
+        ]
     d["meta"]["steps"].update(
         untraced=6,
         warmup={
@@ -69,13 +79,14 @@ def calibrated(h: Any, untraced: bool = True, outside: bool = False) -> Session:
 
 
 def _text(h: Any, session: Session, **kw: Any) -> str:
-    return " ".join(h.render_text(render(session, threshold=0.0, **kw), width=400).split())
+    return " ".join(h.render_text(render(session, threshold=0.0, verbose=True, **kw), width=400).split())
 
 
 def test_the_header_shows_the_untraced_step_beside_the_traced_one(h: Any) -> None:
     text = _text(h, calibrated(h))
     assert (
-        "step wall 37.00ms untraced (median of 5) · 40.00ms traced (median of 4): 1.08x, dlpt's cost" in text
+        "step wall 37.00ms untraced (median of 5) · 40.00ms traced (median of 4) · "
+        "dlpt's cost 1.08x (1.08\u20131.08, min-max, 3 windows)" in text
     )
     assert "(optimizer steps; 6 seen: 2 warm-up, 6 untraced)" in text
     assert "warm-up: the first 2 steps (9.00s, 60.00ms), until two steps in a row took the same time" in text
@@ -142,10 +153,12 @@ def test_work_outside_steps_is_reported_once_and_kept_out_of_per_step_figures(h:
     text = _text(h, both)
     assert "Outside steps (once: set-up, warm-up and the end of the run; totals, not per step)" in text
     kernels = sum(1 for n in both.nodes if n["kind"] == "kernel")
-    assert f"work outside steps (once): GPU {kernels * 250 / 1000:.2f}s" in text  # not divided by the steps
-    assert "outside steps (once): 9.10s before the first counted step, 300.00ms after the last" in text
+    verbose = " ".join(h.render_text(render(both, view="tree", verbose=True), width=4000).split())
+    assert f"work outside steps: GPU {kernels * 250 / 1000:.2f}s" in verbose  # not divided by the steps
+    assert "outside steps (once): 9.10s before the first counted step, 300.00ms after the last" in verbose
+    assert verbose.count("outside steps (once)") == 1, "one line, not two (issue 33)"
     page = dict(build_model(both)["header"]["facts"])
-    assert page["work outside steps"].startswith(f"GPU {kernels * 250 / 1000:.2f}s")
+    assert f"work outside steps: GPU {kernels * 250 / 1000:.2f}s" in page["outside steps"]
 
 
 def test_dlpt_diff_compares_the_programs_own_step_times(h: Any) -> None:
@@ -162,3 +175,26 @@ def test_dlpt_diff_compares_the_programs_own_step_times(h: Any) -> None:
     text = " ".join(h.render_text(render_diff(diff, METRICS["gpu"]), width=200).split())
     assert "step A 37.00ms untraced B 30.00ms untraced delta -7.00ms" in text
     assert "37.00ms untraced step" in render_diff_html(diff, METRICS["gpu"])
+
+
+def test_step_mfu_and_idle_carry_their_spread(h: Any) -> None:
+    d = calibrated(h).to_dict()
+    d["meta"]["step_time"]["untraced"].update(median_lo_ns=36 * MS, median_hi_ns=38 * MS)
+    d["meta"]["step_time"]["traced"].update(median_lo_ns=39 * MS, median_hi_ns=41 * MS)
+    text = _text(h, Session.from_dict(d))
+    assert "37.00ms (36.00ms\u201338.00ms) untraced (median of 5)" in text
+    assert "40.00ms (39.00ms\u201341.00ms) traced (median of 4)" in text
+    lo, hi = (100 * 2 * 3 * FWD / s / 989.5e12 for s in (38e-3, 36e-3))
+    assert f"({lo:.1f}\u2013{hi:.1f}%) = model FLOPs" in text
+    # Busy 31 ms of a 36-38 ms untraced step: idle 13.9-18.4%.
+    assert f"idle {100 * (1 - 31 / 38):.1f}\u2013{100 * (1 - 31 / 36):.1f}%" in text
+
+
+def test_an_unmeasured_cost_leaves_the_figures_as_traced(h: Any) -> None:
+    d = calibrated(h).to_dict()
+    d["meta"]["step_time"]["paired"] = d["meta"]["step_time"]["paired"][:2]  # 2 windows: too few
+    session = Session.from_dict(d)
+    text = _text(h, session)
+    assert "dlpt's cost not measured well enough: 1.08x" in text and "step figures are as traced" in text
+    m = mfu(analyze(session))
+    assert m is not None and m.step_wall_ns == TRACED  # not the untraced step

@@ -141,7 +141,7 @@ def render_text(s: Session) -> str:
     from rich.console import Console
 
     console = Console(width=300, color_system=None, record=True)
-    console.print(render(s, view="summary"))
+    console.print(render(s, view="summary", verbose=True))
     return console.export_text()
 
 

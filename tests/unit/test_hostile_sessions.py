@@ -112,7 +112,7 @@ def _render_all(session: Session) -> str:
     out = io.StringIO()
     console = Console(file=out, width=140, color_system=None, force_terminal=False)
     for view in VIEWS:
-        console.print(render(session, view=view, threshold=0.0, show_all=True))
+        console.print(render(session, view=view, threshold=0.0, show_all=True, verbose=True))
     return out.getvalue()
 
 
@@ -164,7 +164,7 @@ def test_the_report_across_ranks_escapes_every_string() -> None:
     b = Session.load(FIXTURES / "escapes.json")
     b.meta["distributed"] = dict(b.meta["distributed"], rank=1)
     out = io.StringIO()
-    Console(file=out, width=140, color_system=None, force_terminal=False).print(
+    Console(file=out, width=160, color_system=None, force_terminal=False).print(
         render_ranks(rank_set([("a.json", a), ("b.json", b)]), threshold=0.0, show_all=True)
     )
     text = out.getvalue()

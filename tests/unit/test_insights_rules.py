@@ -363,12 +363,19 @@ def test_malformed_saved_findings_are_dropped(bad: dict[str, Any]) -> None:
     assert Finding.from_dict(d) is None
 
 
-def test_optimizer_loop_is_silent_on_a_cpu_run(h: Any) -> None:
+def test_optimizer_loop_on_a_cpu_run_needs_the_sampled_python_between_the_ops(h: Any) -> None:
+    """On the CPU the ops' time is arithmetic foreach keeps: without host samples no evidence, no
+    finding; with them, the Python between the ops is the gain (issue 33)."""
     b = h.Builder()
     scope = b.add(b.frame(0, TRAIN, 45, "train_step"), "scope", "Optimizer.step#AdamW.step", calls=STEPS)
     for name in ("aten::mul_", "aten::add_", "aten::addcmul_", "aten::addcdiv_"):
         b.op(scope, name, calls=100 * STEPS, cpu_ns=1_000_000 * STEPS)
-    assert optimizer_loop(analyze(b.session(meta(h, gpu={"enabled": False, "reason": "--no-gpu"})))) == []
+    cpu_meta = meta(h, gpu={"enabled": False, "reason": "--no-gpu"})
+    assert optimizer_loop(analyze(b.session(cpu_meta))) == []
+    b.nodes[scope]["m"]["host_ns"] = 10_000_000 * STEPS  # 10 ms sampled, 4 ms of it in the ops
+    f = one(optimizer_loop(analyze(b.session(cpu_meta))), "optimizer_loop")
+    assert f.action == "torch.optim.AdamW(..., foreach=True)"
+    assert f.gain_ns == round(6_000_000 * (1 - 4 / 400)) and (f.file, f.line) == (TRAIN, 45)
 
 
 def test_stop_measures_pinned_copies_only_when_pageable_ones_were_seen(h: Any, monkeypatch: Any) -> None:
@@ -442,3 +449,46 @@ def test_rules_whose_subject_was_never_recorded_build_no_tree(h: Any) -> None:
     a._tree = no_tree
     for rule in (pinned_memory, sync_in_step, attention_unfused, optimizer_loop):
         assert rule(a) == []
+
+
+PKG = "/venv/lib/python3.11/site-packages/transformers/modeling_layers.py"
+MODULE_PY = "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py"
+
+
+def test_suggestions_sit_on_the_users_line_not_a_packages_wrapper(h: Any) -> None:
+    """Issue 33: the launch-bound suggestion sat on modeling_layers.py GradientCheckpointingLayer
+    .__call__ rather than the user's model.generate(...) line."""
+    from dlpt.analysis.inputs import user_line
+    from dlpt.analysis.rules.launch import step_line
+    from dlpt.model.folding import FoldedTable
+
+    b = h.Builder()
+    call = b.frame(b.frame(0, TRAIN, 60, "<module>"), TRAIN, 12, "main")
+    module_call = b.frame(call, MODULE_PY, 1750, "Module._call_impl")  # a package's module runs
+    layer = b.frame(module_call, PKG, 109, "GradientCheckpointingLayer.__call__")
+    op = b.op(layer, "aten::mm", calls=STEPS, cpu_ns=1_000 * STEPS)
+    b.kernel(op, "gemm", 10 * STEPS, 100_000 * STEPS)
+    root = FoldedTable(b.session(meta(h)), False).tree()
+    line = step_line(root)
+    assert line is not None and (line.file, line.line) == (TRAIN, 12)
+    mm = next(n for n in _walk(root) if n.kind == "op")
+    assert mm.parent is not None and mm.parent.file == PKG  # the package's line is kept in the tree
+    found = user_line(mm)
+    assert found is not None and (found.file, found.line) == (TRAIN, 12)
+    # Without a user frame above it, the package's own line.
+    b2 = h.Builder()
+    alone = b2.frame(
+        b2.frame(0, MODULE_PY, 1750, "Module._call_impl"), PKG, 109, "GradientCheckpointingLayer.__call__"
+    )
+    b2.kernel(b2.op(alone, "aten::mm", calls=STEPS), "gemm", 10 * STEPS, 100_000 * STEPS)
+    root2 = FoldedTable(b2.session(meta(h)), False).tree()
+    line2 = step_line(root2)
+    assert line2 is not None and line2.file == PKG
+
+
+def _walk(root: Any) -> Any:
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)

@@ -106,7 +106,7 @@ def test_insights_read_the_same_folded_tree_as_every_other_view(h: Any, monkeypa
 
 
 def test_header_prints_the_mfu_formula_and_the_idle_split(h: Any) -> None:
-    text = h.render_text(render(flops_session(h)), width=160)
+    text = h.render_text(render(flops_session(h), verbose=True), width=160)
     assert (
         "MFU 4.2% = model FLOPs per step / step wall / peak = 1.65 TFLOP / 40.00ms / 989.5 TFLOP/s "
         "(bf16 dense, H100 SXM datasheet)" in text
@@ -116,12 +116,12 @@ def test_header_prints_the_mfu_formula_and_the_idle_split(h: Any) -> None:
         in text
     )
     assert "FLOPs not counted (formula could not take the inputs): aten::convolution_backward x2" in text
-    text = h.render_text(render(flops_session(h), peak_tflops=100.0), width=160)
+    text = h.render_text(render(flops_session(h), peak_tflops=100.0, verbose=True), width=160)
     assert "/ 100 TFLOP/s (--peak-tflops)" in text and "MFU 41.2%" in text
 
 
 def test_default_view_puts_suggestions_after_the_header(h: Any) -> None:
-    text = h.render_text(render(flops_session(h)), width=120)
+    text = h.render_text(render(flops_session(h), verbose=True), width=120)
     header_end, sug, tree = text.index("╰"), text.index("Suggestions"), text.index("Top-down")
     assert header_end < sug < tree
     assert "-1.24ms/step  train.py:40 train_step" in text

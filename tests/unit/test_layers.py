@@ -1,4 +1,5 @@
-"""Imports follow the pipeline (README "Layout"): model <- capture, analysis <- renderers <- api <- cli.
+"""Imports follow the pipeline (docs/development.md, "Layout"): model <- capture, analysis <-
+renderers <- api <- cli.
 
 - ``dlpt.model`` (the session, its tree and the naming knowledge every stage shares) imports
   nothing else of dlpt.

@@ -94,3 +94,24 @@ def test_malformed_timelines_are_format_errors(h: Any, key: str, value: Any) -> 
     d["meta"]["timeline"][key] = value
     with pytest.raises(SessionFormatError, match=r"meta\.timeline"):
         Session.from_dict(d)
+
+
+def test_samples_out_of_order_still_nest(h: Any) -> None:
+    """A sample stamped before the end of the previous one (seen on a loaded 2-core machine:
+    '<module> overlaps its parent') opens its slices after the closed ones, never inside them."""
+    meta = timeline_meta()
+    ms = 1_000_000
+    events = [e for e in meta["events"] if e[0] != 7]
+    # A long sample of step() (the sampler was late to stamp its end), then a short one that
+    # starts inside it, of another stack: the first sample's slices end after the second starts.
+    step, module = meta["strings"].index("step"), meta["strings"].index("<module>")
+    events += [
+        [7, 0, 3 * ms, 1, step, 1, 0, 1],
+        [7, 1 * ms, 500_000, 1, module, 0, 0, 1],
+        [7, 1_600_000, 500_000, 1, step, 1, 0, 0],
+        [7, 3 * ms, 1 * ms, 1, step, 1, 0, 0],
+    ]
+    meta["events"] = events
+    slices = check_trace(json.loads(json.dumps(perfetto(session(h, meta)))))
+    frames = [e for evs in slices.values() for e in evs if e["cat"] == "frame"]
+    assert len(frames) >= 3 and all(e["ts"] >= 0 for e in frames)

@@ -105,6 +105,7 @@ def test_who_prints() -> None:
     assert single.prints_own and not single.gathers(saved=True) and single.path("r.{rank}.json") == "r.0.json"
     r0, r1 = Role(0, 4, "0"), Role(1, 4, "0")
     assert r0.gathers(saved=True) and not r0.gathers(saved=False) and r0.prints_own
+    assert r0.gathers(saved=False, store=True) and not r1.gathers(saved=False, store=True)
     assert not r1.prints_own and not r1.gathers(saved=True) and not r1.chatty
     assert r1.path("run.json") == "run.rank1.json" and r1.prefix == "dlpt[rank 1]"
     assert Role(1, 4, "all").prints_own and not Role(1, 4, "all").gathers(saved=True)

@@ -1,6 +1,7 @@
 """The report across ranks: ranks lined up (missing ones named), totals per step, load imbalance,
-the merged tree's min / median / max, each line's spread, and stragglers named from their
-collectives (GPU: the shortest collective kernel; CPU: the least waiting)."""
+the merged tree's min / median / max, each line's spread, and the straggler: the rank the others
+wait for, from each rank's wait (GPU: its host blocked while its GPU sat idle in communication;
+CPU: host time inside collectives), with its own line."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from dlpt.analysis.ranks.merge import imbalance, line_spread, rank_set, report_trees, spread_tree, totals
-from dlpt.analysis.ranks.stragglers import collective_sites, find_stragglers
+from dlpt.analysis.ranks.lines import line_table, rank_lines
+from dlpt.analysis.ranks.merge import imbalance, rank_set, report_trees, spread_tree, totals
+from dlpt.analysis.ranks.report import rank_report
 from dlpt.errors import UsageError
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session
@@ -63,38 +65,101 @@ def test_merged_tree_holds_every_rank_at_every_node() -> None:
     v = fc2.values(GPU, ranks)
     # fc2's line: its forward GEMM (fc2_ns) + backward 8 ms + the 2 ms all-reduce, per step
     assert v == {0: pytest.approx(16e6), 1: pytest.approx(18e6), 2: pytest.approx(17e6)}
-    lines = {ls.node.line: ls.values(GPU, ranks) for ls in line_spread(rs, trees)}
-    assert lines[11][1] == pytest.approx(18e6)
+    table = line_table({r: rank_lines(trees[r]) for r in ranks}, {r: rank.steps for r, rank in ranks.items()})
+    (fc2_line,) = [i for i, n in enumerate(table.labels) if n.line == 11]
+    assert table.row(fc2_line, GPU) == {
+        0: pytest.approx(16e6),
+        1: pytest.approx(18e6),
+        2: pytest.approx(17e6),
+    }
 
 
-def _straggling(world: int, slow: int, wait_ns: int) -> list[Session]:
-    # The straggler's all-reduce kernel is the pure transfer; the others' spin wait_ns longer.
-    return [R.ddp_gpu(r, world, comm_ns=1_000_000 + (0 if r == slow else wait_ns)) for r in range(world)]
+def _straggling(world: int, slow: int, wait_ns: int, sleep: bool = True) -> list[Session]:
+    """``slow``'s host spends ``wait_ns`` more per step (a ``time.sleep`` line); every other rank
+    waits for it: its host blocked in a sync and its NCCL kernel spinning, exposed."""
+    return [
+        R.ddp_gpu(r, world, comm_ns=1_000_000, exposed_ns=500_000, sleep_ns=wait_ns if sleep else 0)
+        if r == slow
+        else R.ddp_gpu(
+            r, world, comm_ns=1_000_000 + wait_ns, blocked_ns=300_000 + wait_ns, exposed_ns=500_000 + wait_ns
+        )
+        for r in range(world)
+    ]
 
 
-def test_the_rank_with_the_shortest_collective_is_the_straggler() -> None:
-    rs = _ranks(_straggling(4, slow=2, wait_ns=8_000_000))
-    per_rank = {r.rank: totals(r, gpu=True) for r in rs.ranks}
-    sites = collective_sites(rs, spread_tree(rs, report_trees(rs)), gpu=True)
-    assert len(sites) == 1 and sites[0].last == 2
-    found = find_stragglers(rs, sites, per_rank)
-    assert [s.rank for s in found] == [2]
-    assert found[0].waited_ns == pytest.approx(8_000_000)
+def _report(sessions: list[Session]) -> Any:
+    return rank_report(_ranks(sessions))
+
+
+def test_the_rank_the_others_wait_for_is_the_straggler_with_its_line() -> None:
+    rep = _report(_straggling(4, slow=2, wait_ns=8_000_000))
+    assert rep.waits.per_rank[2] == pytest.approx(300_000) and rep.waits.per_rank[0] == pytest.approx(
+        8_300_000
+    )
+    assert [s.rank for s in rep.stragglers] == [2]
+    s = rep.stragglers[0]
+    assert s.waited_ns == pytest.approx(8_000_000)
+    assert [(c.node.line, c.metric.name) for c in s.causes] == [(33, "host")]
+    assert s.causes[0].excess_ns == pytest.approx(8_000_000)
+    assert len(s.sites) == 1 and s.sites[0].waited_for(2) == pytest.approx(8_000_000)
+
+
+def test_a_rank_whose_kernels_spin_while_its_host_is_busy_is_not_waiting() -> None:
+    # Ranks in step with an offset (FSDP2's prefetch): rank 1's all-reduce spins 25 ms on an
+    # otherwise idle GPU, but its host was never blocked: nobody waited, whatever the kernels say.
+    sessions = [
+        R.ddp_gpu(r, 2, comm_ns=1_000_000 + (25_000_000 if r else 0), exposed_ns=25_000_000 if r else 0)
+        for r in (0, 1)
+    ]
+    rep = _report(sessions)
+    assert rep.stragglers == []
+    assert max(rep.waits.per_rank.values()) == pytest.approx(300_000)
+
+
+def test_a_full_launch_queue_blocks_like_a_sync() -> None:
+    # The waiting rank's host blocks inside launches (api time), not in a synchronising call.
+    slow = R.ddp_gpu(1, 2, exposed_ns=500_000, sleep_ns=10_000_000)
+    waiting = R.ddp_gpu(0, 2, comm_ns=11_000_000, exposed_ns=10_500_000)
+    linear = next(n for n in waiting.nodes if n["kind"] == "op" and n["name"] == "aten::linear")
+    linear["m"]["api_ns"] = linear["m"].get("api_ns", 0) + 10_000_000 * R.STEPS
+    rep = _report([waiting, slow])
+    assert [s.rank for s in rep.stragglers] == [1]
+    assert rep.stragglers[0].waited_ns == pytest.approx(10_000_000)
 
 
 def test_equal_ranks_have_no_straggler() -> None:
-    rs = _ranks(_straggling(4, slow=0, wait_ns=50_000))  # 0.1% of a 40 ms step: jitter
-    per_rank = {r.rank: totals(r, gpu=True) for r in rs.ranks}
-    sites = collective_sites(rs, spread_tree(rs, report_trees(rs)), gpu=True)
-    assert find_stragglers(rs, sites, per_rank) == []
+    rep = _report(_straggling(4, slow=0, wait_ns=50_000))  # 0.1% of a 40 ms step: jitter
+    assert rep.stragglers == []
+    text = render_text_of(rep)
+    assert "no straggler: ranks' waits per step within 0.1% of the step" in text
+
+
+def test_a_slower_kernel_names_its_line() -> None:
+    slow = R.ddp_gpu(1, 2, fc2_ns=14_000_000, blocked_ns=20_000_000, exposed_ns=500_000)
+    waiting = R.ddp_gpu(
+        0, 2, fc2_ns=6_000_000, comm_ns=9_000_000, blocked_ns=20_000_000, exposed_ns=8_500_000
+    )
+    rep = _report([waiting, slow])
+    assert [s.rank for s in rep.stragglers] == [1] and rep.stragglers[0].waited_ns == pytest.approx(8_000_000)
+    (cause,) = rep.stragglers[0].causes
+    assert (cause.node.line, cause.metric.name, cause.excess_ns) == (
+        11,
+        "gpu compute",
+        pytest.approx(8_000_000),
+    )
 
 
 def test_cpu_straggler_from_waiting() -> None:
-    rs = _ranks([R.gloo_cpu(0, wait_ns=5_000_000), R.gloo_cpu(1, wait_ns=10_000)])
-    per_rank = {r.rank: totals(r, gpu=False) for r in rs.ranks}
-    sites = collective_sites(rs, spread_tree(rs, report_trees(rs)), gpu=False)
-    found = find_stragglers(rs, sites, per_rank)
-    assert [s.rank for s in found] == [1] and found[0].waited_ns == pytest.approx(4_990_000)
+    rep = _report([R.gloo_cpu(0, wait_ns=5_000_000), R.gloo_cpu(1, wait_ns=10_000)])
+    assert [s.rank for s in rep.stragglers] == [1] and rep.stragglers[0].waited_ns == pytest.approx(4_990_000)
+
+
+def render_text_of(rep: Any) -> str:
+    from rich.console import Console
+
+    console = Console(width=160, record=True, color_system=None, force_terminal=False)
+    console.print(render_ranks(rep.rs, report=rep, threshold=0.0))
+    return console.export_text()
 
 
 def test_report_across_ranks_golden(h: Any) -> None:

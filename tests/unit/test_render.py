@@ -123,7 +123,9 @@ def test_trust_lines_never_hidden(h) -> None:
     gpu = h.render_text(render(h.build_gpu().session(h.gpu_meta())))
     assert "unattributed: 3 records, 30.0µs GPU time per step" in gpu
     assert "dropped" not in gpu  # all zero: nothing to warn about
-    assert "busy 31.00ms of 40.00ms wall (77.5%), idle 22.5%" in gpu
+    assert "GPU 0: busy 77.5%, idle 22.5%" in gpu  # the compact header
+    verbose = h.render_text(render(h.build_gpu().session(h.gpu_meta()), verbose=True))
+    assert "busy 31.00ms of 40.00ms wall (77.5%), idle 22.5%" in verbose
 
 
 def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
@@ -133,7 +135,7 @@ def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
         "inductor_unmapped_frames": 2,
         "inductor_unmapped_kernels": 12,
     }
-    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    text = h.render_text(render(h.build_gpu().session(meta), verbose=True), width=200)
     assert (
         "12 Inductor kernel launches could not be mapped to model lines (from 2 generated lines; "
         "they stay with the compiled call)"
@@ -143,7 +145,7 @@ def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
         "(details: DLPT_LOG=debug)"
     ) in text
     meta["capture"] = {"inductor_unmapped_frames": 2, "inductor_unmapped_kernels": 0}  # CPU: ops only
-    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    text = h.render_text(render(h.build_gpu().session(meta), verbose=True), width=200)
     assert "2 generated lines of Inductor's code could not be mapped to model lines" in text
     assert "attribution incomplete" not in text
     meta["capture"] = {"compile_failures": {}, "inductor_unmapped_frames": 0, "inductor_unmapped_kernels": 0}
@@ -154,7 +156,7 @@ def test_degraded_torch_compile_attribution_is_said_in_the_header(h) -> None:
 def test_the_profilers_own_time_is_said_in_the_header(h) -> None:
     meta = h.gpu_meta(steps=4)  # wall 4 x 40 ms
     meta["capture"] = {"self_ns": 4_000_000}
-    text = h.render_text(render(h.build_gpu().session(meta)), width=200)
+    text = h.render_text(render(h.build_gpu().session(meta), verbose=True), width=200)
     # 4 ms in all (the callbacks also run outside the steps: no per-step figure), 2.5% of the 160 ms
     # recorded wall time.
     assert "profiling: dlpt's own callbacks took 4.00ms in all (2.5% of the 160.00ms wall time)" in text
@@ -184,7 +186,7 @@ def test_long_kernel_names_keep_launch_config(h) -> None:
     b = h.Builder()
     b.kernel(b.op(0, "aten::mm"), "x" * 300, 1, 100, grid=(7, 1, 1), block=(64, 1, 1), regs=99)
     text = h.render_text(render(b.session()))
-    line = next(ln for ln in text.splitlines() if "xxxx" in ln)
+    line = next(ln for ln in text.splitlines() if "xxxx" in ln and "└─" in ln)  # the tree's row
     assert line.rstrip().endswith("<<<7,64>>> regs 99") and "…" in line
     assert len(line) <= 100
 
@@ -279,11 +281,11 @@ def test_cuda_graph_replays_and_fused_kernels_shown(h) -> None:
     b.nodes[k]["x"]["fuses"] = ["aten.relu", "aten.add"]
     meta = h.gpu_meta(steps=4)
     meta["cuda_graphs"] = {"replay_gpu_ns": 4_000, "uncaptured_gpu_ns": 1_000, "nodes_captured": 3}
-    text = h.render_text(render(b.session(meta)), width=160)
+    text = h.render_text(render(b.session(meta), verbose=True), width=160)
     assert "CUDA graph replays: 1.0µs GPU time per step" in text
     assert "250ns per step of it was captured before profiling started" in text
     assert "<cuda graph replay>" in text
-    row = next(ln for ln in text.splitlines() if "triton_poi_fused_relu_0 [0_forward]" in ln)
+    row = next(ln for ln in text.splitlines() if "triton_poi_fused_relu_0 [0_forward]" in ln and "└─" in ln)
     assert "fuses aten.relu+aten.add" in row
     plain = h.render_text(render(h.build_gpu().session(h.gpu_meta())))
     assert "CUDA graph" not in plain

@@ -61,7 +61,7 @@ def _words(s: str) -> str:
 
 
 def _header_of(h: Any, session: Session, opts: dict[str, Any]) -> str:
-    text = h.render_text(render(session, view="tree", threshold=0.0, **opts), width=4000)
+    text = h.render_text(render(session, view="tree", threshold=0.0, verbose=True, **opts), width=4000)
     panel = text.split("╯", 1)[0]  # the header panel is the first block
     return _flat(panel)
 

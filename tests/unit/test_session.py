@@ -135,7 +135,7 @@ def test_truncated(tmp_path: Path, h, cut: int) -> None:
         ([1, 2, 3], "top level is list"),
         ({"nodes": []}, "format is None"),
         ({"format": "chrome-trace", "version": 1, "nodes": []}, "format is 'chrome-trace'"),
-        ({"format": "dlpt-session", "version": 3, "nodes": []}, "newer dlpt"),
+        ({"format": "dlpt-session", "version": 4, "nodes": []}, "newer dlpt"),
         ({"format": "dlpt-session", "version": "1", "nodes": []}, "invalid session version"),
         ({"format": "dlpt-session", "version": 0, "nodes": []}, "invalid session version"),
         ({"format": "dlpt-session", "version": 1, "nodes": {}}, "'nodes' must be a list"),

@@ -10,17 +10,18 @@ compare; a session without steps counts as one.
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlpt.analysis.diff import function_key
+from dlpt.analysis.ranks.lines import RankLines
 from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
-from dlpt.model.meta import int_of, profiled_steps, step_time
-from dlpt.model.processors import Metric, flatten_by_line
+from dlpt.model.meta import int_of, obj, profiled_steps, step_time
+from dlpt.model.processors import Metric
 from dlpt.model.rank_paths import MAX_WORLD_SIZE
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
@@ -35,8 +36,6 @@ __all__ = [
     "SpreadNode",
     "report_trees",
     "spread_tree",
-    "LineSpread",
-    "line_spread",
     "median",
 ]
 
@@ -57,8 +56,10 @@ class Rank:
     rank: int
     path: str
     session: Session
+    # Its lines already flattened (a summary sent through the store), else made from its tree.
+    lines: RankLines | None = None
 
-    @property
+    @functools.cached_property
     def steps(self) -> int:
         return max(1, profiled_steps(self.session.meta))
 
@@ -146,6 +147,8 @@ class RankTotals:
     wait_ns: float
     gpu: bool
     untraced_step_ns: float | None = None  # a step run untraced in the same run, if measured
+    sync_ns: float = 0.0  # host time blocked in synchronising CUDA calls
+    api_ns: float = 0.0  # host time in CUDA API calls (the synchronising ones included)
 
     @property
     def compute_ns(self) -> float:
@@ -157,6 +160,18 @@ class RankTotals:
         return self.comm_ns if self.gpu else self.wait_ns
 
 
+def _exposed_per_step(rank: Rank) -> float:
+    """Exposed communication per counted step: from the steps' own time line where the session
+    has it (dlpt 0.2 on), else the run's total over the profiled steps (older sessions counted
+    warm-up there too)."""
+    meta = rank.session.meta
+    rows = [r for dev in obj(meta.get("gpu_steps")).values() if isinstance(dev, list) for r in dev]
+    if any(isinstance(r, dict) and "exposed_ns" in r for r in rows):
+        return rank.per_step(sum(int_of(r.get("exposed_ns")) for r in rows if isinstance(r, dict)))
+    exposed = meta.get("gpu_comm_exposed_ns")
+    return rank.per_step(sum(int_of(v) for v in exposed.values()) if isinstance(exposed, dict) else 0)
+
+
 def totals(rank: Rank, gpu: bool) -> RankTotals:
     """``rank``'s totals per step; ``gpu``: the job's sessions hold GPU time."""
     sums: dict[str, int] = {}
@@ -164,8 +179,6 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
         for k, v in n["m"].items():
             sums[k] = sums.get(k, 0) + v
     meta = rank.session.meta
-    exposed = meta.get("gpu_comm_exposed_ns")
-    ex = sum(int_of(v) for v in exposed.values()) if isinstance(exposed, dict) else 0
     traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
     wall = traced.median_ns if traced is not None else rank.per_step(int_of(meta.get("wall_ns")))
     return RankTotals(
@@ -175,10 +188,12 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
         untraced_step_ns=untraced.median_ns if untraced is not None else None,
         gpu_ns=rank.per_step(sums.get("gpu_ns", 0) + sums.get("copy_ns", 0) + sums.get("memset_ns", 0)),
         comm_ns=rank.per_step(sums.get("comm_ns", 0)),
-        exposed_ns=rank.per_step(ex),
+        exposed_ns=_exposed_per_step(rank),
         cpu_ns=rank.per_step(sums.get("cpu_ns", 0)),
         wait_ns=rank.per_step(sums.get("comm_wait_ns", 0)),
         gpu=gpu,
+        sync_ns=rank.per_step(sums.get("sync_ns", 0)),
+        api_ns=rank.per_step(sums.get("api_ns", 0)),
     )
 
 
@@ -249,32 +264,3 @@ def spread_tree(rs: RankSet, trees: Mapping[int, Node]) -> SpreadNode:
                     target = into.children[k] = SpreadNode(c)
                 stack.append((c, target))
     return root if root is not None else SpreadNode(Node("root", "<root>"))
-
-
-# -- lines -----------------------------------------------------------------------------------
-
-
-@dataclass
-class LineSpread:
-    """A source line's own cost on every rank (as ``dlpt diff`` counts a line: what it caused
-    itself, deeper lines at their own rows), totals of the profiled window."""
-
-    node: Node  # the first rank's frame, for the label
-    own: dict[int, dict[str, int]] = field(default_factory=dict)
-
-    def values(self, metric: Metric, ranks: Mapping[int, Rank]) -> dict[int, float]:
-        return {r: rank.per_step(metric(self.own[r])) if r in self.own else 0.0 for r, rank in ranks.items()}
-
-
-def line_spread(rs: RankSet, trees: Mapping[int, Node]) -> list[LineSpread]:
-    """Each line of any rank, with every rank's own cost (``trees``: :func:`report_trees`)."""
-    lines: dict[tuple[str, str, int], LineSpread] = {}
-    for rank in rs.ranks:
-        for row in flatten_by_line(trees[rank.rank]):
-            n = row.node
-            k = (os.path.basename(n.file), function_key(n.name), n.line)
-            ls = lines.get(k)
-            if ls is None:
-                ls = lines[k] = LineSpread(n)
-            ls.own[rank.rank] = row.self
-    return list(lines.values())

@@ -1,38 +1,59 @@
-"""Stragglers: the rank the others wait for at their collectives.
+"""Stragglers: the rank the others wait for, how long they wait per step, and what it did then.
 
-A collective completes on every rank only when the last rank has joined it, so the rank that
-arrives last spends the least time in it and every other rank waits there for it. What a rank
-spends inside a collective is measured per collective call site (a node of the merged tree,
-:mod:`dlpt.analysis.ranks.merge`), per step:
+**Wait.** A rank waits for the others when the resource that paces its step sits idle until a
+collective completes. That resource is its host or its GPU, so a rank's wait per step is the
+smaller of the two:
 
-- on a GPU (NCCL): the collective's kernels' time (``comm_ns``): an NCCL kernel starts when its
-  rank launches it and spins until the peers arrive, so the straggler's kernel is the shortest;
-- on a CPU process group (gloo): the host time waiting in the call (``comm_wait_ns``, visible
-  through :mod:`dlpt.capture.ranks.pycomm`).
+- *host blocked*: host time in synchronising CUDA calls, plus CUDA API time beyond the least
+  any rank spent in non-synchronising calls (a full launch queue blocks inside a launch; every
+  rank pays the same launch overhead, so that part cancels);
+- *GPU exposed*: communication kernels running with no other work on the device (the compute
+  stream waiting for a collective), from the steps' own time line.
 
-At each site the rank with the least time is the one the others waited for, by the others'
-median time minus its own. Summed over the sites where it arrived last, that is how long the
-job waited for it per step; a rank is named a straggler when that reaches
-``MIN_STEP_FRACTION`` of the median step time (and ``MIN_WAIT_NS``), and, when several ranks
-would be, ``MIN_OF_WORST`` of the worst one's wait, so the jitter of equal ranks is not named.
-The evidence says where, and whether the straggler's own work (compute per step) is longer
-than the others': when it is not, its delay is outside the recorded work (host-side Python,
-data loading, I/O, a sleep, another process on its CPU or GPU).
+Both must be idle: a rank whose NCCL kernels spin for 25 ms while its host is still issuing the
+step's work (ranks in step with a constant offset, which FSDP2's prefetching makes common) loses
+nothing, and is not waiting. A kernel's duration alone is no measure of waiting: a collective
+issued early spins until its peers arrive, overlapped with compute.
+
+On a CPU process group (gloo) the host waits inside the collective call itself
+(``comm_wait_ns``, visible through :mod:`dlpt.capture.ranks.pycomm`): that is the wait.
+
+**Straggler.** The rank the others wait for waits least itself. A rank is named when the other
+ranks' median wait exceeds its own by ``MIN_STEP_FRACTION`` of the median step time (and
+``MIN_WAIT_NS``); when several are, those within ``MIN_OF_WORST`` of the worst. Ranks doing the
+same work differ by jitter: the report then says how close their waits are.
+
+**Cause.** What the straggler did while the others waited: its source lines whose own cost per
+step (sampled host time, or GPU compute) exceeds the other ranks' median the most: a
+``time.sleep`` or a data-loading line on its host, the line of a slower kernel on its GPU.
+
+**Where.** The collective call sites where the others spent longer than the straggler
+(communication kernels on a GPU, waiting on a CPU): where the wait landed in their code.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import torch
+
 from dlpt.analysis.communication import COMM, WAIT
+from dlpt.analysis.ranks.lines import LineTable, row_median
 from dlpt.analysis.ranks.merge import RankSet, RankTotals, SpreadNode, median
 from dlpt.model.comm_names import is_collective_op
+from dlpt.model.processors import METRICS, Metric
+from dlpt.model.tree import Node
 
 __all__ = [
     "Site",
+    "Cause",
     "Straggler",
+    "Waits",
+    "waits",
     "collective_sites",
     "find_stragglers",
+    "causes",
     "MIN_STEP_FRACTION",
     "MIN_WAIT_NS",
     "MIN_OF_WORST",
@@ -41,6 +62,38 @@ __all__ = [
 MIN_STEP_FRACTION = 0.1
 MIN_WAIT_NS = 100_000.0
 MIN_OF_WORST = 0.25
+CAUSE_SHARE = 0.2  # a line is a cause when its excess is at least this share of the wait
+MAX_CAUSES = 3
+
+# The straggler's own GPU work at a line: kernels, copies and memsets outside communication.
+GPU_COMPUTE = Metric(
+    "gpu compute",
+    "GPU time outside communication kernels",
+    "ns",
+    lambda m: METRICS["gpu"](m) - m.get("comm_ns", 0),
+)
+HOST = METRICS["host"]
+
+
+@dataclass
+class Waits:
+    """Each rank's wait per step (see the module's doc), with its two parts on a GPU job."""
+
+    per_rank: dict[int, float]
+    host_blocked: dict[int, float] = field(default_factory=dict)
+    gpu_exposed: dict[int, float] = field(default_factory=dict)
+    gpu: bool = True
+
+
+def waits(per_rank: Mapping[int, RankTotals]) -> Waits:
+    """Each rank's time per step spent waiting for the others."""
+    gpu = any(t.gpu for t in per_rank.values())
+    if not gpu:
+        return Waits({r: t.wait_ns for r, t in per_rank.items()}, gpu=False)
+    launch_floor = min((max(0.0, t.api_ns - t.sync_ns) for t in per_rank.values()), default=0.0)
+    host = {r: t.sync_ns + max(0.0, t.api_ns - t.sync_ns - launch_floor) for r, t in per_rank.items()}
+    exposed = {r: t.exposed_ns for r, t in per_rank.items()}
+    return Waits({r: min(host[r], exposed[r]) for r in per_rank}, host, exposed)
 
 
 @dataclass
@@ -52,24 +105,32 @@ class Site:
     line: SpreadNode | None
     times: dict[int, float]
 
-    @property
-    def last(self) -> int:
-        """The rank that arrived last (least time inside; the lowest such rank on a tie)."""
-        return min(self.times, key=lambda r: (self.times[r], r))
+    def waited_for(self, rank: int) -> float:
+        """How much longer the other ranks spent here than ``rank`` (their median minus its)."""
+        others = [t for r, t in self.times.items() if r != rank]
+        return max(0.0, median(others) - self.times.get(rank, 0.0)) if others else 0.0
+
+
+@dataclass
+class Cause:
+    """A line where the straggler spent more per step than the others (their median)."""
+
+    node: Node  # the line's label
+    metric: Metric
+    own_ns: float
+    others_ns: float
 
     @property
-    def waited(self) -> float:
-        """How long the others waited for :attr:`last` here: their median minus its time."""
-        last = self.last
-        others = [t for r, t in self.times.items() if r != last]
-        return max(0.0, median(others) - self.times[last])
+    def excess_ns(self) -> float:
+        return self.own_ns - self.others_ns
 
 
 @dataclass
 class Straggler:
     rank: int
-    waited_ns: float  # per step, summed over its sites
-    sites: list[Site] = field(default_factory=list)
+    waited_ns: float  # per step: the other ranks' median wait minus its own
+    sites: list[Site] = field(default_factory=list)  # where the others waited, longest first
+    causes: list[Cause] = field(default_factory=list)  # what it did meanwhile, largest first
     compute_ns: float = 0.0  # its work per step
     others_compute_ns: float = 0.0  # the other ranks' median
 
@@ -84,7 +145,7 @@ def collective_sites(rs: RankSet, root: SpreadNode, gpu: bool) -> list[Site]:
     while stack:
         n, line = stack.pop()
         if n.node.kind == "op" and is_collective_op(n.node.name):
-            # Only the ranks that made this call: a rank without it did not arrive last.
+            # Only the ranks that made this call.
             times = {r: v for r, v in n.values(metric, ranks).items() if r in n.inclusive}
             if len(times) >= 2 and any(times.values()):
                 out.append(Site(n, line, times))
@@ -94,24 +155,44 @@ def collective_sites(rs: RankSet, root: SpreadNode, gpu: bool) -> list[Site]:
     return out
 
 
-def find_stragglers(rs: RankSet, sites: list[Site], totals: dict[int, RankTotals]) -> list[Straggler]:
+def find_stragglers(
+    w: Waits, totals: Mapping[int, RankTotals], sites: list[Site] | None = None
+) -> list[Straggler]:
     """The ranks the others waited for long enough to matter, the longest wait first."""
-    by_rank: dict[int, Straggler] = {}
-    for site in sites:
-        w = site.waited
-        if w <= 0:
-            continue
-        s = by_rank.setdefault(site.last, Straggler(site.last, 0.0))
-        s.waited_ns += w
-        s.sites.append(site)
+    named: list[Straggler] = []
+    for r, own in w.per_rank.items():
+        others = [v for o, v in w.per_rank.items() if o != r]
+        if others:
+            named.append(Straggler(r, max(0.0, median(others) - own)))
     step = median([t.step_wall_ns for t in totals.values() if t.step_wall_ns > 0])
     floor = max(MIN_WAIT_NS, MIN_STEP_FRACTION * step)
-    worst = max((s.waited_ns for s in by_rank.values()), default=0.0)
+    worst = max((s.waited_ns for s in named), default=0.0)
     floor = max(floor, MIN_OF_WORST * worst)
-    named = [s for s in by_rank.values() if s.waited_ns >= floor]
+    named = [s for s in named if s.waited_ns >= floor]
     for s in named:
-        s.sites.sort(key=lambda site: -site.waited)
-        own = totals.get(s.rank)
-        s.compute_ns = own.compute_ns if own is not None else 0.0
+        s.sites = sorted(
+            (x for x in sites or [] if x.waited_for(s.rank) > 0), key=lambda x: -x.waited_for(s.rank)
+        )
+        mine = totals.get(s.rank)
+        s.compute_ns = mine.compute_ns if mine is not None else 0.0
         s.others_compute_ns = median([t.compute_ns for r, t in totals.items() if r != s.rank])
-    return sorted(named, key=lambda s: -s.waited_ns)
+    return sorted(named, key=lambda s: (-s.waited_ns, s.rank))
+
+
+def causes(s: Straggler, lines: LineTable, gpu: bool) -> list[Cause]:
+    """The straggler's lines whose own cost per step exceeds the other ranks' median by at least
+    ``CAUSE_SHARE`` of its wait: sampled host time, and GPU compute on a GPU job."""
+    col = lines.column.get(s.rank)
+    if col is None or len(lines) == 0 or len(lines.order) < 2:
+        return []
+    others = [i for i in range(len(lines.order)) if i != col]
+    found: list[Cause] = []
+    for metric in [HOST, GPU_COMPUTE] if gpu else [HOST, METRICS["cpu"]]:
+        v = lines.values(metric)
+        own = v[:, col]
+        rest = row_median(v[:, others])
+        excess = own - rest
+        for i in torch.nonzero(excess >= max(CAUSE_SHARE * s.waited_ns, 1.0)).flatten().tolist():
+            found.append(Cause(lines.labels[i], metric, float(own[i]), float(rest[i])))
+    found.sort(key=lambda c: -c.excess_ns)
+    return found[:MAX_CAUSES]

@@ -12,7 +12,7 @@ from dlpt.analysis.report.host import host_facts, sampler_facts
 from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
 from dlpt.analysis.report.memory import memory_facts, oom_facts
 from dlpt.analysis.report.model import Fact, Report
-from dlpt.analysis.report.outside import outside_facts, outside_tree
+from dlpt.analysis.report.outside import one_outside_line, outside_facts, outside_tree
 from dlpt.analysis.report.run import (
     once_facts,
     rank_label,
@@ -68,8 +68,7 @@ def build_report(
     header: list[Fact] = [
         *oom_facts(a, units),  # an allocation failure leads: it is what ended the run
         *run_facts(meta, units, sep),
-        *once_facts(meta, units),
-        *outside_facts(outside),
+        *one_outside_line([*once_facts(meta, units), *outside_facts(outside)]),
         *step_notes(meta),
         Fact("totals", f"{per}: {line}" if steps else f"totals: {line}"),
         *capture_facts(meta),

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.analysis.report.model import Fact, Level
-from dlpt.model.meta import int_of, obj, step_time, wall_ns
+from dlpt.model.calibration import calibrated_untraced
+from dlpt.model.meta import StepTime, int_of, obj, step_time, wall_ns
 from dlpt.model.processors import METRICS
 from dlpt.model.units import Units
 
@@ -64,7 +65,7 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
     wall = wall_ns(meta)
     names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
     busy = obj(meta.get("gpu_busy_ns"))
-    traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
+    traced, untraced = step_time(meta, "traced"), calibrated_untraced(meta)
     per_step = units.steps > 0 and traced is not None and bool(obj(meta.get("step_time")))
     out = []
     for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
@@ -72,14 +73,19 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
         name = f"GPU {dev} {d.get('name', '')}".rstrip()
         if d.get("capability"):
             name += f" (sm {d['capability']})"
-        if dev not in busy:
-            out.append(Fact("device", f"{name}: no busy time recorded", "dim", name, "no busy time recorded"))
+        if dev not in busy:  # a GPU the program never used: one short line (issue 33)
+            out.append(Fact("device", f"GPU {dev}: unused", "dim", f"GPU {dev}", "unused"))
             continue
         b = int_of(busy.get(dev))
         if per_step and traced is not None:
             value, frac = _step_busy(
-                units.scale(b), traced.median_ns, untraced.median_ns if untraced else None, units
+                units.scale(b),
+                traced.median_ns,
+                untraced.median_ns if untraced else None,
+                units,
+                _union_share(meta, dev),
             )
+            value += _idle_spread(units.scale(b), untraced or traced)
         else:
             frac = b / wall if wall else 0.0
             value = (
@@ -90,11 +96,39 @@ def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
     return out
 
 
-def _step_busy(busy: float, traced_ns: float, untraced_ns: float | None, units: Units) -> tuple[str, float]:
+def _idle_spread(busy: float, step: StepTime) -> str:
+    """The idle share's 95% interval from the step median's: "; idle 21.0-25.0% (95%)"; "" without
+    one."""
+    lo, hi = step.median_lo_ns, step.median_hi_ns
+    if lo is None or hi is None or lo <= 0 or step.n < 2:
+        return ""
+    idle_lo, idle_hi = 1 - min(1.0, busy / hi), 1 - min(1.0, busy / lo)
+    return f"; idle {100 * idle_lo:.1f}\u2013{100 * idle_hi:.1f}% (the step median's interval)"
+
+
+def _union_share(meta: Mapping[str, Any], dev: str) -> float | None:
+    """The median over the recorded steps of the GPU's busy share of each step (the union of
+    its kernels, copies and memsets inside the step, over the step's span): at most 1 whatever
+    overlaps on several streams, and not a mean of busy times against a median of steps."""
+    rows = obj(meta.get("gpu_steps")).get(dev)
+    if not isinstance(rows, list):
+        return None
+    shares = sorted(
+        min(1.0, int_of(r.get("busy_ns")) / int_of(r.get("span_ns")))
+        for r in rows
+        if isinstance(r, dict) and int_of(r.get("span_ns")) > 0
+    )
+    return shares[len(shares) // 2] if shares else None
+
+
+def _step_busy(
+    busy: float, traced_ns: float, untraced_ns: float | None, units: Units, share: float | None = None
+) -> tuple[str, float]:
     """A GPU's busy time per step against the untraced step (its busy share), and against the
-    traced one beside it."""
+    traced one beside it (``share``: the traced steps' own busy share, when they were recorded
+    one by one)."""
     t = units.time
-    traced_frac = busy / traced_ns if traced_ns > 0 else 0.0
+    traced_frac = share if share is not None else min(1.0, busy / traced_ns if traced_ns > 0 else 0.0)
     if not untraced_ns:
         text = f"busy {t(busy, per_step=False)} of the {t(traced_ns, per_step=False)} traced step "
         return text + f"({100 * traced_frac:.1f}%), idle {100 * (1 - traced_frac):.1f}%", traced_frac

@@ -54,10 +54,17 @@ def mfu_facts(a: Analysis, units: Units) -> list[Fact]:
         traced = (
             f"; {100 * traced_mfu:.1f}% over the {units.time(a.traced_step_ns, per_step=False)} traced step"
         )
+    # The MFU's spread: the step median's interval (an MFU is inversely proportional to it).
+    st = a.untraced_step or a.traced_step
+    spread = ""
+    if m.per_step and st is not None and st.median_lo_ns and st.median_hi_ns and st.n > 1:
+        lo = m.flops_per_step / st.median_hi_ns / 1e3 / m.peak_tflops
+        hi = m.flops_per_step / st.median_lo_ns / 1e3 / m.peak_tflops
+        spread = f" ({100 * lo:.1f}\u2013{100 * hi:.1f}%)"
     return [
         Fact(
             "measure",
-            f"MFU {100 * m.value:.1f}% = model FLOPs {step} / {wall} / peak = {flops} / {t} / "
+            f"MFU {100 * m.value:.1f}%{spread} = model FLOPs {step} / {wall} / peak = {flops} / {t} / "
             f"{m.peak_tflops:g} TFLOP/s ({m.peak_source}){traced}",
         ),
         Fact(

@@ -6,6 +6,7 @@ most of it (the terminal shows its whole tree under "Outside steps")."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from dlpt.analysis.report.model import Fact
 from dlpt.model.folding import FoldedTable
@@ -14,7 +15,7 @@ from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.model.units import PLAIN
 
-__all__ = ["outside_tree", "outside_metric", "outside_facts", "TOP_LINES"]
+__all__ = ["outside_tree", "outside_metric", "outside_facts", "one_outside_line", "TOP_LINES"]
 
 #: Lines named in the header.
 TOP_LINES = 3
@@ -55,3 +56,16 @@ def outside_facts(root: Node | None) -> list[Fact]:
     return [
         Fact("outside_work", f"work outside steps (once): {value}", label="work outside steps", value=value)
     ]
+
+
+def one_outside_line(facts: list[Fact]) -> list[Fact]:
+    """The time outside counted steps (``outside``, :func:`dlpt.analysis.report.run.once_facts`)
+    and the work done there (``outside_work``) as one fact: a report says "outside steps (once)"
+    once (issue 33)."""
+    when = next((f for f in facts if f.kind == "outside"), None)
+    work = next((f for f in facts if f.kind == "outside_work"), None)
+    if when is None or work is None:
+        return facts
+    value = f"{when.value}; {work.label}: {work.value}"
+    merged = replace(when, text=f"outside steps (once): {value}", value=value)
+    return [merged if f is when else f for f in facts if f is not work]

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.analysis.report.model import Fact
-from dlpt.model.meta import int_of, obj, program_argv, step_time, step_walls, wall_ns
+from dlpt.model.calibration import calibration
+from dlpt.model.meta import StepTime, int_of, obj, program_argv, step_time, step_walls, wall_ns
 from dlpt.model.units import Units
 
 __all__ = [
@@ -79,9 +80,19 @@ def _steps_text(steps: Mapping[str, Any], profiled: int) -> str:
     return text + (f" ({'; '.join(why)})" if why else "")
 
 
+def _median_text(st: StepTime, units: Units) -> str:
+    """A step median with its interval: "10.2ms (9.98-10.4ms)"."""
+    t = units.time
+    text = t(st.median_ns, per_step=False)
+    if st.median_lo_ns is not None and st.median_hi_ns is not None and st.n > 1:
+        text += f" ({t(st.median_lo_ns, per_step=False)}\u2013{t(st.median_hi_ns, per_step=False)})"
+    return text
+
+
 def _step_wall(meta: Mapping[str, Any], units: Units, sep: str) -> list[Fact]:
-    """The step's wall time: untraced (the program's own) beside traced (with dlpt's cost), or
-    the traced statistics of a session that measured no untraced step."""
+    """The step's wall time: untraced (the program's own) beside traced, each median with its
+    interval, and dlpt's cost from the paired windows (dlpt.model.calibration): a cost with its
+    spread, "within noise", or "not measured" (then the step figures are as traced)."""
     traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
     t = units.time
     if not obj(meta.get("step_time")):  # saved before dlpt measured untraced steps
@@ -95,20 +106,20 @@ def _step_wall(meta: Mapping[str, Any], units: Units, sep: str) -> list[Fact]:
         return [Fact("step_wall", f"step wall: {value}", label="step wall", value=value)]
     if traced is None:
         return []
-    traced_text = f"{t(traced.median_ns, per_step=False)} traced (median of {traced.n})"
+    traced_text = f"{_median_text(traced, units)} traced (median of {traced.n})"
     if untraced is None:
         calibrate = obj(meta.get("step_time")).get("calibrate")
         why = "--calibrate off" if calibrate is False else "the run ended before an untraced window"
         value = f"{traced_text}; no untraced step measured ({why}): step figures are as traced"
         return [Fact("step_wall", f"step wall {value}", "note", "step wall", value)]
-    ratio = traced.median_ns / untraced.median_ns if untraced.median_ns > 0 else 0.0
+    cal = calibration(meta)
+    cost = f"dlpt's cost {cal.text()}"
+    if not cal.measured:
+        cost += ": step figures are as traced"
     value = sep.join(
-        [
-            f"{t(untraced.median_ns, per_step=False)} untraced (median of {untraced.n})",
-            f"{traced_text}: {ratio:.2f}x, dlpt's cost in this run",
-        ]
+        [f"{_median_text(untraced, units)} untraced (median of {untraced.n})", traced_text, cost]
     )
-    return [Fact("step_wall", f"step wall {value}", label="step wall", value=value)]
+    return [Fact("step_wall", f"step wall {value}", "info" if cal.measured else "note", "step wall", value)]
 
 
 def run_facts(meta: Mapping[str, Any], units: Units, sep: str = " \u00b7 ") -> list[Fact]:
@@ -138,7 +149,8 @@ def once_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
         )
         reason = str(warmup.get("reason") or "")
         value = f"the first {n} step{'s' if n != 1 else ''} ({shown})" + (f", {reason}" if reason else "")
-        out.append(Fact("warmup", f"warm-up: {value}", label="warm-up", value=value))
+        unsettled = warmup.get("settled") is False  # ended at its bound: the steps kept falling
+        out.append(Fact("warmup", f"warm-up: {value}", "warn" if unsettled else "info", "warm-up", value))
     outside = obj(steps.get("outside"))
     before, after = int_of(outside.get("before_ns")), int_of(outside.get("after_ns"))
     if before or after:

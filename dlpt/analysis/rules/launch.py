@@ -19,6 +19,7 @@ from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules.common import CALIBRATED_BASIS, ms, significant, where, with_traced
 from dlpt.model.meta import int_of
 from dlpt.model.processors import METRICS
+from dlpt.model.source_files import file_kind
 from dlpt.model.tree import Node
 
 __all__ = ["launch_bound", "step_line"]
@@ -26,11 +27,15 @@ __all__ = ["launch_bound", "step_line"]
 
 def step_line(root: Node, share: float = 0.8) -> Node | None:
     """The innermost user line that launches at least ``share`` of all kernels: the call of the
-    step (or the loop body) that a CUDA graph would capture."""
+    step (or the loop body) that a CUDA graph would capture. A line of the user's own code, not
+    of an installed package kept as model code below it (``model.generate(...)``, not
+    ``modeling_layers.py GradientCheckpointingLayer.__call__``: issue 33); a package's line
+    only when no user line launches them."""
     total = root.inclusive.get("kernels", 0)
     if not total:
         return None
     best: Node | None = None
+    other: Node | None = None  # the innermost such line of any file
     node = root
     while True:
         nxt = next(
@@ -42,10 +47,13 @@ def step_line(root: Node, share: float = 0.8) -> Node | None:
             None,
         )
         if nxt is None:
-            return best
+            return best or other
         node = nxt
         if node.kind == "frame":
-            best = node
+            if file_kind(node.file) == "user":
+                best = node
+            else:
+                other = node
 
 
 def _replayed(a: Analysis) -> bool:

@@ -7,8 +7,13 @@ the step is bound by the host. Gain per step, from measured numbers: the optimiz
 ``G`` of GPU kernel time. Multi-tensor (foreach) code issues one call per kind instead of one per
 parameter, about ``C x K / N``; the GPU still has to move the same bytes, assumed to take ``G``
 again. The step's optimizer part goes from ``max(C, G)`` to ``max(C x K / N, G)``. Python
-overhead between the calls is not in ``C``, so this is conservative. GPU runs only: on the CPU
-the ops' time is the update's arithmetic, which multi-tensor code does not remove.
+overhead between the calls is not in ``C``, so this is conservative.
+
+On the CPU (no kernels) the ops' time is the update's arithmetic, which multi-tensor code does
+not remove; what it removes is the Python of the per-parameter loop (``_single_tensor_adam``)
+between the ops. The host sampler measures it: the step's thread's time under the optimizer's
+step (``H``) beyond its ops' time (``C``). Gain: ``(H - C) x (1 - K / N)``. Without the sampler
+(``--sample-hz 0``) there is no evidence, and no finding (issue 33: on the CPU no rule fired).
 """
 
 from __future__ import annotations
@@ -42,15 +47,20 @@ def optimizer_loop(a: Analysis) -> list[Finding]:
         kinds = len({o.name for o in top or ops})
         if calls < MIN_CALLS or not kinds:
             continue
-        if not node.inclusive.get("kernels"):
-            continue  # a CPU run: its op time is the update's arithmetic, not per-call overhead
+        cls = node.name[len(_PREFIX) :].split(".")[0]
         cpu = node.inclusive.get("cpu_ns", 0) / a.per
+        if not node.inclusive.get("kernels"):
+            host = node.inclusive.get("host_ns", 0) / a.per
+            python = max(0.0, host - cpu)  # the loop's Python between the ops
+            gain = python * (1 - kinds / calls)
+            if host and significant(a, gain):
+                out.append(_cpu_finding(a, node, cls, calls, kinds, cpu, host, gain))
+            continue
         gpu = node.inclusive.get("gpu_ns", 0) / a.per
         after = max(cpu * kinds / calls, gpu)
         gain = max(cpu, gpu) - after
         if not significant(a, gain):
             continue
-        cls = node.name[len(_PREFIX) :].split(".")[0]
         flag = "fused=True" if cls in _FUSED else "foreach=True"
         out.append(_finding(a, node, cls, flag, calls, kinds, cpu, gpu, after, gain))
     return out
@@ -85,5 +95,29 @@ def _finding(
             "cpu_ns": round(cpu),
             "gpu_ns": round(gpu),
             "after_ns": round(after),
+        },
+    )
+
+
+def _cpu_finding(
+    a: Analysis, node: Node, cls: str, calls: float, kinds: int, cpu: float, host: float, gain: float
+) -> Finding:
+    python = host - cpu
+    return Finding(
+        rule="optimizer_loop",
+        title=f"{cls} steps one parameter at a time (no foreach): Python between its ops",
+        evidence=f"{calls:.0f} op calls of {kinds} kinds per step; the step's thread spent {ms(host)} "
+        f"in the optimizer's step, {ms(cpu)} of it in the ops: {ms(python)} of Python between them",
+        action=f"torch.optim.{cls}(..., foreach=True)",
+        basis=f"sampled host time: the Python between the ops, {ms(python)}, once per kind instead of "
+        f"once per parameter ({kinds}/{calls:.0f} of it); the ops' arithmetic ({ms(cpu)}) is kept",
+        gain_ns=round(gain),
+        per_step=a.steps > 0,
+        **where(user_line(node)),
+        numbers={
+            "calls": calls,
+            "kinds": kinds,
+            "cpu_ns": round(cpu),
+            "host_ns": round(host),
         },
     )

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dlpt.analysis.intervals import LineHalfWidths, line_half_widths
 from dlpt.analysis.report import build_report
 from dlpt.model.folding import report_tree
 from dlpt.model.kernel_names import kernel_config
@@ -152,13 +153,21 @@ def _vector(m: Mapping[str, int]) -> list[int]:
     return [int(m.get(k, 0)) for k in KEYS]
 
 
-def _flat_rows(rows: list[FlatRow], ids: dict[int, int]) -> list[list[Any]]:
-    """[node id of the row's first node, inclusive vector, self vector] per row with any value."""
+def _flat_rows(
+    rows: list[FlatRow], ids: dict[int, int], halves: LineHalfWidths | None = None
+) -> list[list[Any]]:
+    """[node id of the row's first node, inclusive vector, self vector] per row with any value;
+    with ``halves`` (lines of a session with per-step spreads), a fourth: the row's inclusive
+    95% half-width vector (docs/numbers.md)."""
     out = []
     for r in rows:
         inc, own = _vector(r.inclusive), _vector(r.self)
         if any(inc) or any(own):
-            out.append([ids[id(r.node)], inc, own])
+            row: list[Any] = [ids[id(r.node)], inc, own]
+            if halves is not None:
+                half = halves.get((r.node.file, r.node.line))
+                row.append(_vector(half[1]) if half is not None else [0] * len(KEYS))
+            out.append(row)
     return out
 
 
@@ -296,7 +305,10 @@ def build_model(
         "metric": chosen.name,
         "steps": report.steps,
         "show_all": show_all,
-        "flat": {table: _flat_rows(rows, ids) for table, rows in flats.items()},
+        "flat": {
+            table: _flat_rows(rows, ids, line_half_widths(session, show_all) if table == "line" else None)
+            for table, rows in flats.items()
+        },
         "sources": sources,
         "sampled": sampled,
         "has_sources": bool(stored),

@@ -56,12 +56,23 @@ def _cost(c: LineCost | None) -> dict[str, Any] | None:
     }
 
 
+def _step(s: Side) -> str:
+    """ "10.2ms (10.0ms-10.4ms) untraced step": the median with its interval."""
+    if not s.step_ns:
+        return ""
+    st, t = s.step, PLAIN.time
+    spread = ""
+    if st is not None and st.median_lo_ns is not None and st.median_hi_ns is not None and st.n > 1:
+        spread = f" ({t(st.median_lo_ns)}\u2013{t(st.median_hi_ns)})"
+    return f"{t(s.step_ns)}{spread} {s.step_kind} step"
+
+
 def _side(s: Side) -> dict[str, Any]:
     return {
         "label": s.label,
         "program": s.program,
         "steps": s.steps,
-        "step": f"{PLAIN.time(s.step_ns)} {s.step_kind} step" if s.step_ns else "",
+        "step": _step(s),
         "scale": s.scale,
         "has_sources": s.has_sources,
         "total": _vector(s.total),
@@ -71,11 +82,20 @@ def _side(s: Side) -> dict[str, Any]:
 
 def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
     """The JSON-ready model of ``d``; ``metric`` is shown first."""
+    offered = {n: m for n, m in METRICS.items() if m(d.a.total) > 0 or m(d.b.total) > 0}
     metrics = [
         {"name": n, "label": m.label, "unit": m.unit, "keys": list(METRIC_KEYS[n])}
-        for n, m in METRICS.items()
-        if m(d.a.total) > 0 or m(d.b.total) > 0
+        for n, m in offered.items()
     ]
+    # Each row's test per offered metric (absent when the sessions cannot be tested).
+    tests = {n: d.changes(m) for n, m in offered.items()}
+    rows = []
+    for r in d.rows:
+        row: dict[str, Any] = {"a": _cost(r.a), "b": _cost(r.b)}
+        sig = {n: int(c[r.key].significant) for n, c in tests.items() if r.key in c}
+        if sig:
+            row["sig"] = sig
+        rows.append(row)
     return {
         "format": "dlpt-diff-model",
         "version": 1,
@@ -86,7 +106,9 @@ def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
         "match_by": d.match_by,
         "a": _side(d.a),
         "b": _side(d.b),
-        "rows": [{"a": _cost(r.a), "b": _cost(r.b)} for r in d.rows],
+        "tested": d.tested,
+        "step_change": d.step_change(),
+        "rows": rows,
         "units": units_model(),  # what assets/util.js formats numbers with, as the report page
     }
 

@@ -16,7 +16,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from dlpt.analysis.diff import Leaf, LineDiff, SessionDiff
+from dlpt.analysis.diff import Change, Leaf, LineDiff, SessionDiff, Side
 from dlpt.model.processors import Metric
 from dlpt.model.resume_names import display_name
 from dlpt.renderers.terminal.format import Fmt
@@ -85,11 +85,26 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
     out.append(Text(f"  {fmt.clean(d.note)}", "dim"))
     if d.a.step_ns and d.b.step_ns:  # the programs' own step time (untraced when measured)
         step = Text("  step  ")
-        step.append(
-            f"A {fmt.time(d.a.step_ns)} {d.a.step_kind}  B {fmt.time(d.b.step_ns)} {d.b.step_kind}  delta "
-        )
+        step.append(f"A {_step_text(fmt, d.a)}  B {_step_text(fmt, d.b)}  delta ")
         step.append_text(_delta(fmt, _STEP, d.a.step_ns, d.b.step_ns))
+        verdict = d.step_change()
+        if verdict:
+            step.append(f"  {verdict}", "bold" if verdict == "significant" else "dim")
         out.append(step)
+    if d.tested:
+        f = d.run_factor(metric)
+        shared = f" after dividing B by {f:.2f}x, what all lines share" if abs(f - 1) >= 0.005 else ""
+        out.append(
+            Text(
+                f"  change: Welch's t on per-step means{shared}, Holm-corrected over the lines "
+                "compared (5%), at least 10% and 1% of the total: * significant, ~ within noise",
+                "dim",
+            )
+        )
+    else:
+        out.append(
+            Text("  change: not tested (a session without per-step spreads, saved before format 3)", "dim")
+        )
     ta, tb = d.total(metric, "a"), d.total(metric, "b")
     total = Text("  total  ")
     total.append(f"A {_value(fmt, metric, ta)}  B {_value(fmt, metric, tb)}  delta ")
@@ -100,17 +115,35 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
     return out
 
 
-def _shown(d: SessionDiff, metric: Metric, threshold: float) -> tuple[list[LineDiff], int]:
-    """The rows to print (at least ``threshold`` of the larger total, at most ROW_LIMIT) and
-    how many rows with any value that leaves out."""
-    ranked = d.ranked(metric)
+def _step_text(fmt: Fmt, side: Side) -> str:
+    """A side's step: "10.2ms (10.0-10.4ms) untraced"."""
+    text = fmt.time(side.step_ns)
+    st = side.step
+    if st is not None and st.median_lo_ns is not None and st.median_hi_ns is not None and st.n > 1:
+        text += f" ({fmt.time(st.median_lo_ns)}-{fmt.time(st.median_hi_ns)})"
+    return f"{text} {side.step_kind}"
+
+
+def _change(c: Change | None) -> Text:
+    if c is None:
+        return Text("")
+    return Text("*", "bold red") if c.significant else Text("~", "dim")
+
+
+def _shown(
+    d: SessionDiff, metric: Metric, threshold: float, changes: dict[Any, Change] | None = None
+) -> tuple[list[LineDiff], int]:
+    """The rows to print (at least ``threshold`` of the larger total, at most ROW_LIMIT),
+    significant changes first, and how many rows with any value that leaves out."""
+    ranked = d.ranked(metric, changes)
     cut = threshold * max(d.total(metric, "a"), d.total(metric, "b"))
     shown = [r for r in ranked if max(d.value(metric, r, "a"), d.value(metric, r, "b")) >= cut][:ROW_LIMIT]
     return shown, len(ranked) - len(shown)
 
 
 def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list[RenderableType]:
-    shown, hidden = _shown(d, metric, threshold)
+    changes = d.changes(metric)
+    shown, hidden = _shown(d, metric, threshold, changes)
     rows: list[tuple[Any, ...]] = []
     for r in shown:
         a, b = d.value(metric, r, "a"), d.value(metric, r, "b")
@@ -120,6 +153,7 @@ def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> 
                 _value(fmt, metric, b),
                 _delta(fmt, metric, a, b),
                 _ratio(a, b, r),
+                *([_change(changes.get(r.key))] if d.tested else []),
                 _where(r, fmt),
             )
         )
@@ -131,11 +165,17 @@ def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> 
                 _value(fmt, metric, ob),
                 _delta(fmt, metric, oa, ob),
                 _ratio(oa, ob),
+                *([Text("")] if d.tested else []),
                 Text("(not on any user line)", "dim"),
             )
         )
-    t = make_table("Lines, by absolute change", fmt)
-    for i, col in enumerate(("A", "B", "delta", "ratio")):
+    title = (
+        "Lines, significant changes first, then by absolute change"
+        if d.tested
+        else "Lines, by absolute change"
+    )
+    t = make_table(title, fmt)
+    for i, col in enumerate(("A", "B", "delta", "ratio", *(["change"] if d.tested else []))):
         # Numbers keep their full width; the line text is what gets cut.
         t.add_column(
             col,

@@ -126,6 +126,8 @@ def print_to(
             trimmed = not console.is_jupyter
         else:
             trimmed = False
+        if console.is_jupyter and _jupyter_display(renderable, console):
+            return
         # In Jupyter every print is an output cell of its own: one print, the report whole.
         split = pieces is not None and not console.is_jupyter
         for piece in pieces(renderable, console) if split and pieces is not None else (renderable,):
@@ -137,3 +139,19 @@ def print_to(
             console.file.write(trim(captured.get()))
         if trimmed:
             console.file.flush()
+
+
+def _jupyter_display(renderable: RenderableType, console: Console) -> bool:
+    """Show ``renderable`` in Jupyter as one output: rich's HTML, and a ``text/plain`` part
+    without the terminal's colour codes (rich's own display puts ANSI sequences there, which a
+    notebook saved as text, nbconvert's text output or a log then shows raw: issue 33). False
+    when this rich has no such display (then rich shows it its own way)."""
+    try:
+        from IPython.display import display
+        from rich.jupyter import JupyterRenderable, _render_segments
+    except ImportError:
+        return False
+    segments = list(console.render(renderable, console.options))
+    text = "".join(seg.text for seg in segments if not seg.control)
+    display(JupyterRenderable(_render_segments(segments), text))  # type: ignore[no-untyped-call]
+    return True

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import torch
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.analysis.ranks.merge import LineSpread, Rank, SpreadNode, median
+from dlpt.analysis.ranks.lines import LineTable, row_median
+from dlpt.analysis.ranks.merge import Rank, SpreadNode, median
 from dlpt.model.processors import Metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts, truncate
@@ -113,7 +115,7 @@ class LinesView(View):
 
     def __init__(
         self,
-        lines: list[LineSpread],
+        lines: LineTable,
         ranks: Mapping[int, Rank],
         metric: Metric,
         fmt: Fmt,
@@ -127,25 +129,26 @@ class LinesView(View):
         self.threshold, self.total, self.comm, self.limit = threshold, total, comm, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        metric, ranks = self.metric, self.ranks
-        ranked = []
-        for line in self.lines:
-            v = line.values(metric, ranks)
-            top = max(v.values()) if v else 0.0
-            if top > 0 and top >= self.threshold * self.total:
-                ranked.append((top, median(list(v.values())), line, v))
-        ranked.sort(key=lambda r: (-r[0], -r[1]))
-        yield _title("Lines (each line's own cost)", metric, fmt, width, len(ranks))
-        if not ranked:
+        metric, lines = self.metric, self.lines
+        yield _title("Lines (each line's own cost)", metric, fmt, width, len(self.ranks))
+        v = lines.values(metric)
+        top = v.max(dim=1).values if len(lines) and v.shape[1] else torch.zeros(len(lines))
+        keep = torch.nonzero((top > 0) & (top >= self.threshold * self.total)).flatten()
+        if not len(keep):
             yield Text("  (nothing above the threshold)", "dim")
             return
+        mid = row_median(v[keep])
+        # The largest on any rank first, then the largest median (the order of :func:`sorted`
+        # on (-top, -median), done on all lines at once).
+        order = sorted(range(len(keep)), key=lambda i: (-float(top[keep[i]]), -float(mid[i])))
+        comm = lines.values(self.comm) if self.comm is not None else None
         rows = []
-        for _, _, line, v in ranked[: self.limit]:
-            comm = None
-            if self.comm is not None:
-                comm = median(list(line.values(self.comm, ranks).values()))
-            main, detail = label_parts(line.node, fmt)
-            rows.append(GridRow(spread_cells(fmt, metric, v, comm), main, detail))
+        for i in order[: self.limit]:
+            row = int(keep[i])
+            values = lines.row(row, metric, v)
+            c = median(list(lines.row(row, self.comm, comm).values())) if self.comm is not None else None
+            main, detail = label_parts(lines.labels[row], fmt)
+            rows.append(GridRow(spread_cells(fmt, metric, values, c), main, detail))
         yield render_grid(_headers(self.comm), "line", rows, width, fmt.ascii)
-        if len(ranked) > self.limit:
-            yield Text(f"  ... {len(ranked) - self.limit} more lines", "dim")
+        if len(keep) > self.limit:
+            yield Text(f"  ... {len(keep) - self.limit} more lines", "dim")

@@ -19,21 +19,13 @@ from rich.panel import Panel
 from rich.text import Text
 
 from dlpt.analysis.communication import COMM, WAIT
-from dlpt.analysis.ranks.merge import (
-    RankSet,
-    RankTotals,
-    imbalance,
-    line_spread,
-    median,
-    report_trees,
-    spread_tree,
-    totals,
-)
-from dlpt.analysis.ranks.stragglers import Site, Straggler, collective_sites, find_stragglers
+from dlpt.analysis.ranks.lines import one_thread
+from dlpt.analysis.ranks.merge import RankSet, imbalance, median
+from dlpt.analysis.ranks.report import RankReport, rank_report
+from dlpt.analysis.ranks.stragglers import Site, Straggler
 from dlpt.analysis.report.run import rank_label
-from dlpt.model.gc_pause import gc_paused
 from dlpt.model.meta import program_argv
-from dlpt.model.processors import METRICS, Metric, get_metric
+from dlpt.model.processors import Metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts
 from dlpt.renderers.terminal.output import print_to
@@ -67,19 +59,12 @@ class RanksHeader(View):
 
     gap_before = False
 
-    def __init__(
-        self,
-        rs: RankSet,
-        per_rank: dict[int, RankTotals],
-        stragglers: list[Straggler],
-        metric: Metric,
-        fmt: Fmt,
-    ) -> None:
+    def __init__(self, report: RankReport, fmt: Fmt) -> None:
         super().__init__(fmt)
-        self.rs, self.per_rank, self.stragglers, self.metric = rs, per_rank, stragglers, metric
+        self.report = report
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        rs, per_rank = self.rs, self.per_rank
+        rs, per_rank = self.report.rs, self.report.per_rank
         sep = " - " if fmt.ascii else " \u00b7 "
         first = rs.ranks[0].session.meta if rs.ranks else {}
         argv = program_argv(first)
@@ -138,23 +123,31 @@ class RanksHeader(View):
             if imb[0] >= 0.0005:
                 t.append(f", most on rank {imb[1]} ({fmt.time(work[imb[1]])})")
             lines.append(t)
-        for s in self.stragglers:
+        for s in self.report.stragglers:
             t = Text(f"straggler: rank {s.rank}", "bold red")
             t.append(f" - the other ranks waited {fmt.time(s.waited_ns)} per step for it")
+            if s.causes:
+                main, _ = label_parts(s.causes[0].node, fmt)
+                t.append("; its line: ")
+                t.append_text(main)
+                t.append(f" (+{fmt.time(s.causes[0].excess_ns)} {s.causes[0].metric.name})")
             lines.append(t)
+        if not self.report.stragglers and len(per_rank) > 1:
+            lines.append(_no_straggler(self.report, fmt))
         first_versions = [f"{k} {fmt.clean(str(first[k]))}" for k in ("torch", "dlpt") if first.get(k)]
         if first_versions:
             lines.append(Text(sep.join(first_versions), "dim"))
-        lines.append(Text(f"values: {self.metric.label} per step of each rank", "dim"))
+        lines.append(Text(f"values: {self.report.metric.label} per step of each rank", "dim"))
         yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED, expand=True)
 
 
 class RankTable(View):
     """One row per rank: step time, compute and communication per step, exposed communication."""
 
-    def __init__(self, rs: RankSet, per_rank: dict[int, RankTotals], stragglers: set[int], fmt: Fmt) -> None:
+    def __init__(self, report: RankReport, fmt: Fmt) -> None:
         super().__init__(fmt)
-        self.rs, self.per_rank, self.stragglers = rs, per_rank, stragglers
+        self.rs, self.per_rank, self.waits = report.rs, report.per_rank, report.waits.per_rank
+        self.stragglers = {s.rank for s in report.stragglers}
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         gpu = any(t.gpu for t in self.per_rank.values())
@@ -168,6 +161,7 @@ class RankTable(View):
             "compute",
             "comm" if gpu else "wait",
             *(["exposed"] if exposed else []),
+            "waited",
         ]
         for col in cols:
             t.add_column(col, justify="right", no_wrap=True)
@@ -184,6 +178,7 @@ class RankTable(View):
             ]
             if exposed:
                 cells.append(fmt.time(tot.exposed_ns) if tot.exposed_ns else "")
+            cells.append(fmt.time(self.waits.get(r.rank, 0.0)))
             label = Text(fmt.clean(rank_label(r.session.meta) or r.path))
             if r.rank in self.stragglers:
                 label.append("  straggler", "bold red")
@@ -204,63 +199,86 @@ def _site_label(site: Site, fmt: Fmt) -> Text:
     return where
 
 
-class StragglerView(View):
-    """Each straggler's evidence: where the others waited for it, and whether its own work is
-    longer (a slower rank) or not (its delay is outside the recorded work)."""
+def _no_straggler(report: RankReport, fmt: Fmt) -> Text:
+    """The header's line when no rank is named: how close the ranks' waits are."""
+    low, high = report.wait_spread
+    step = report.step_ns
+    t = Text("no straggler: ", "bold green")
+    share = f"{100 * (high - low) / step:.1f}% of the step" if step > 0 else fmt.time(high - low)
+    t.append(f"ranks' waits per step within {share} ({fmt.time(low)} to {fmt.time(high)})")
+    return t
 
-    def __init__(self, stragglers: list[Straggler], sites: list[Site], fmt: Fmt, limit: int = 5) -> None:
+
+class StragglerView(View):
+    """Each straggler: how long the others waited for it, what it did meanwhile (its lines that
+    cost more than on the other ranks) and where the others waited."""
+
+    def __init__(self, report: RankReport, fmt: Fmt, limit: int = 5) -> None:
         super().__init__(fmt)
-        self.stragglers, self.sites, self.limit = stragglers, sites, limit
+        self.report, self.limit = report, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        if not self.sites:
-            return
-        if not self.stragglers:
-            top = max(self.sites, key=lambda s: s.waited)
-            yield Text("Stragglers", "bold")
+        for s in self.report.stragglers:
+            yield Text(f"Straggler: rank {s.rank}", "bold red")
+            yield Text(f"  the other ranks waited for it {fmt.time(s.waited_ns)} per step")
+            yield Text(f"  ({_wait_rule(self.report)})", "dim")
+            yield from self._causes(s, fmt, width)
+            yield from self._sites(s, fmt, width)
+
+    def _causes(self, s: Straggler, fmt: Fmt, width: int) -> Iterable[RenderableType]:
+        if not s.causes:
             yield Text(
-                f"  none: the longest any rank was waited for at a collective is {fmt.time(top.waited)} "
-                f"per step (rank {top.last}), under the threshold",
+                "  no line of its own costs more than on the others: its delay is outside the recorded work "
+                "(another process on its CPU or GPU, a slower device, the network)",
                 "dim",
             )
             return
-        for s in self.stragglers:
-            yield Text(f"Straggler: rank {s.rank}", "bold red")
-            yield Text(
-                f"  the other ranks waited for it {fmt.time(s.waited_ns)} per step, at "
-                f"{len(s.sites)} collective{'s' if len(s.sites) != 1 else ''} where it arrived last:"
-            )
-            t = make_table("", fmt)
-            for col in (f"rank {s.rank}", "others (median)", "waited"):
-                t.add_column(col, justify="right", no_wrap=True)
-            t.add_column("collective", no_wrap=True, overflow="ellipsis")
-            rows = []
-            for site in s.sites[: self.limit]:
-                others = [v for r, v in site.times.items() if r != s.rank]
-                rows.append(
-                    Row(
-                        (fmt.time(site.times[s.rank]), fmt.time(median(others)), fmt.time(site.waited)),
-                        _site_label(site, fmt),
-                    )
+        yield Text(f"  what rank {s.rank} did meanwhile (its own cost per step above the others' median):")
+        t = make_table("", fmt)
+        for col in (f"rank {s.rank}", "others", "more"):
+            t.add_column(col, justify="right", no_wrap=True)
+        t.add_column("line", no_wrap=True, overflow="ellipsis")
+        rows = []
+        for c in s.causes:
+            main, detail = label_parts(c.node, fmt)
+            label = Text("").append_text(main)
+            if detail:
+                label.append("  " + detail, "dim")
+            label.append(f"  ({c.metric.name})", "dim")
+            rows.append(Row((fmt.time(c.own_ns), fmt.time(c.others_ns), fmt.time(c.excess_ns)), label))
+        add_rows(t, rows, width, fmt.ascii)
+        yield t
+
+    def _sites(self, s: Straggler, fmt: Fmt, width: int) -> Iterable[RenderableType]:
+        if not s.sites:
+            return
+        n = len(s.sites)
+        yield Text(f"  where the others waited ({n} collective{'s' if n != 1 else ''}):")
+        t = make_table("", fmt)
+        for col in (f"rank {s.rank}", "others (median)", "longer"):
+            t.add_column(col, justify="right", no_wrap=True)
+        t.add_column("collective", no_wrap=True, overflow="ellipsis")
+        rows = []
+        for site in s.sites[: self.limit]:
+            others = [v for r, v in site.times.items() if r != s.rank]
+            rows.append(
+                Row(
+                    (
+                        fmt.time(site.times.get(s.rank, 0.0)),
+                        fmt.time(median(others)),
+                        fmt.time(site.waited_for(s.rank)),
+                    ),
+                    _site_label(site, fmt),
                 )
-            add_rows(t, rows, width, fmt.ascii)
-            yield t
-            longer = s.compute_ns - s.others_compute_ns
-            work = f"{fmt.time(s.compute_ns)} per step, the others {fmt.time(s.others_compute_ns)} (median)"
-            outside = (
-                "outside the recorded work (host-side Python, data loading, I/O, another process on "
-                "its CPU or GPU)"
             )
-            if s.others_compute_ns > 0 and longer >= 0.5 * s.waited_ns:
-                why = f"  its own work is longer ({work}): it computes more, or slower"
-            elif longer > 0:
-                why = (
-                    f"  its own recorded work ({work}) explains {fmt.time(longer)} of the wait; "
-                    f"the rest of its delay is {outside}"
-                )
-            else:
-                why = f"  its own recorded work is not longer ({work}): its delay is {outside}"
-            yield Text(why, "dim")
+        add_rows(t, rows, width, fmt.ascii)
+        yield t
+
+
+def _wait_rule(report: RankReport) -> str:
+    if report.gpu:
+        return "a rank's wait: its host blocked on the GPU while the GPU sat in communication alone"
+    return "a rank's wait: its host time inside collective calls"
 
 
 def render_ranks(
@@ -270,30 +288,28 @@ def render_ranks(
     depth: int | None = None,
     show_all: bool = False,
     ascii: bool = False,
+    report: RankReport | None = None,
 ) -> RenderableType:
-    """The cross-rank report of ``rs`` as a rich renderable (options as :func:`.report.render`'s)."""
-    with gc_paused():
-        gpu = any(
-            METRICS["gpu"](n["m"]) > 0 for r in rs.ranks for n in r.session.nodes if n["kind"] == "kernel"
-        )
-        m = get_metric(metric) if metric is not None else METRICS["gpu" if gpu else "cpu"]
-        fmt = Fmt(steps=0, ascii=ascii, sources=_sources(rs))
-        per_rank = {r.rank: totals(r, gpu) for r in rs.ranks}
-        trees = report_trees(rs, show_all)
-        root = spread_tree(rs, trees)
-        sites = collective_sites(rs, root, gpu)
-        stragglers = find_stragglers(rs, sites, per_rank)
-        comm = COMM if gpu else WAIT
-        ranks = rs.by_rank()
-        has_comm = any(t.communication_ns for t in per_rank.values())
-        total = median(list(root.values(m, ranks).values()))
-        return Group(
-            RanksHeader(rs, per_rank, stragglers, m, fmt),
-            RankTable(rs, per_rank, {s.rank for s in stragglers}, fmt),
-            StragglerView(stragglers, sites, fmt),
-            LinesView(line_spread(rs, trees), ranks, m, fmt, threshold, total, comm if has_comm else None),
-            SpreadTreeView(root, ranks, m, fmt, threshold, depth, comm if has_comm else None),
-        )
+    """The cross-rank report of ``rs`` as a rich renderable (options as :func:`.report.render`'s);
+    ``report``: the analysis, when the caller made it already (:func:`rank_report`)."""
+    rep = report if report is not None else rank_report(rs, metric, show_all)
+    with one_thread():  # the lines' spread is computed here (torch, dlpt.analysis.ranks.lines)
+        return _render(rep, rs, threshold, depth, ascii)
+
+
+def _render(rep: RankReport, rs: RankSet, threshold: float, depth: int | None, ascii: bool) -> RenderableType:
+    fmt = Fmt(steps=0, ascii=ascii, sources=_sources(rs))
+    comm = COMM if rep.gpu else WAIT
+    ranks = rs.by_rank()
+    has_comm = any(t.communication_ns for t in rep.per_rank.values())
+    total = median(list(rep.root.values(rep.metric, ranks).values()))
+    return Group(
+        RanksHeader(rep, fmt),
+        RankTable(rep, fmt),
+        StragglerView(rep, fmt),
+        LinesView(rep.lines, ranks, rep.metric, fmt, threshold, total, comm if has_comm else None),
+        SpreadTreeView(rep.root, ranks, rep.metric, fmt, threshold, depth, comm if has_comm else None),
+    )
 
 
 def _sources(rs: RankSet) -> dict[str, dict[str, str]]:
@@ -320,8 +336,9 @@ def print_ranks(
     file: IO[str] | None = None,
     width: int | None = None,
     color: bool | None = None,
+    report: RankReport | None = None,
 ) -> None:
     """Print :func:`render_ranks`'s report to ``console``, or else to ``file`` by
     :mod:`dlpt.renderers.terminal.output`'s rules (width, colour), as one session's report."""
-    renderable = render_ranks(rs, metric, threshold, depth, show_all, ascii)
+    renderable = render_ranks(rs, metric, threshold, depth, show_all, ascii, report)
     print_to(renderable, console, file=file, width=width, color=color)

@@ -18,6 +18,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from dlpt.analysis.communication import tree_columns
+from dlpt.analysis.intervals import line_half_widths
 from dlpt.analysis.report import build_report
 from dlpt.analysis.report.outside import outside_metric
 from dlpt.errors import UsageError
@@ -43,7 +44,8 @@ from dlpt.renderers.terminal.communication import CollectivesTable
 from dlpt.renderers.terminal.compile_view import CompileView
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.grid import LazyGrid
-from dlpt.renderers.terminal.header import Header
+from dlpt.renderers.terminal.header import CompactHeader, Header
+from dlpt.renderers.terminal.intervals import intervals_table
 from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.suggestions import SuggestionsView
 from dlpt.renderers.terminal.summary import ApiTable, CopyTable, KernelTable, SyncTable
@@ -55,6 +57,8 @@ __all__ = ["render", "print_report", "VIEWS"]
 VIEWS = ("tree", "bottom-up", "flat", "kernels", "summary", "suggestions", "all")
 #: Suggestions shown in the default tree view (``--view suggestions`` lists them all).
 TREE_SUGGESTIONS = 5
+#: Rows of the work outside steps shown unless ``verbose`` (its hottest path first).
+OUTSIDE_ROWS = 8
 
 
 def _check(view: str, threshold: float, depth: int | None, peak_tflops: float | None = None) -> None:
@@ -81,12 +85,14 @@ def render(
     show_all: bool = False,
     ascii: bool = False,
     peak_tflops: float | None = None,
+    verbose: bool = False,
 ) -> RenderableType:
     """Render ``session`` as a rich renderable.
 
-    view: "tree" (header, the first suggestions, top-down tree and, with GPU data, kernel and
-        copy summaries), "bottom-up", "flat" (by source line, op, kernel), "kernels",
-        "summary", "suggestions" (every suggestion and the work tables) or "all".
+    view: "tree" (header; the work outside steps, folded; with GPU data, kernel and copy
+        summaries; the first suggestions; the top-down tree last, so that a terminal shows its
+        hot lines when the report ends), "bottom-up", "flat" (by source line, op, kernel),
+        "kernels", "summary", "suggestions" (every suggestion and the work tables) or "all".
     metric: a name in ``dlpt.model.processors.METRICS``; default "gpu" if the session has GPU time,
         else "cpu".
     threshold: hide tree nodes / flat rows below this fraction of the total.
@@ -96,11 +102,13 @@ def render(
     ascii: ASCII output even on a UTF-8 console (it is automatic on other encodings).
     peak_tflops: the GPU's dense peak in TFLOP/s for MFU and % of peak, instead of the
         datasheet table's (dlpt.analysis.peaks).
+    verbose: the whole header (every fact: sampler diagnostics, unused GPUs, versions, dlpt's
+        cost) instead of the compact one, and the work outside steps unfolded.
     Raises UsageError on an unknown view or metric or out-of-range option.
     """
     _check(view, threshold, depth, peak_tflops)
     with gc_paused():
-        return _render(session, view, metric, threshold, depth, show_all, ascii, peak_tflops)
+        return _render(session, view, metric, threshold, depth, show_all, ascii, peak_tflops, verbose)
 
 
 def _render(
@@ -112,6 +120,7 @@ def _render(
     show_all: bool,
     ascii: bool,
     peak_tflops: float | None = None,
+    verbose: bool = False,
 ) -> RenderableType:
     folded = FoldedTable(session, show_all)
     markers = compile_markers(session)
@@ -148,10 +157,12 @@ def _render(
         suggestions=shows_suggestions,
         show_all=show_all,
     )
-    parts: list[RenderableType] = [Header(report, fmt, [_note(m, fmt, threshold, depth, show_all)])]
+    note = _note(m, fmt, threshold, depth, show_all)
+    parts: list[RenderableType] = [Header(report, fmt, [note]) if verbose else CompactHeader(report, fmt)]
     comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
-    if shows_suggestions:
-        parts.append(SuggestionsView(report.suggestions, fmt, TREE_SUGGESTIONS if view == "tree" else None))
+    suggestions = SuggestionsView(report.suggestions, fmt, TREE_SUGGESTIONS if view == "tree" else None)
+    if shows_suggestions and view != "tree":
+        parts.append(suggestions)
 
     def tree() -> RenderableType:
         title = "Top-down (callees below their callers)"
@@ -180,7 +191,8 @@ def _render(
         ofmt = Fmt(steps=0, ascii=ascii, sources=fmt.sources)
         title = "Outside steps (once: set-up, warm-up and the end of the run; totals, not per step)"
         tree = limit_depth(mark_lines(prune(root, mo, threshold), markers), depth)
-        return [TreeView(tree, mo, ofmt, title, gpu, max_depth=None if depth else MAX_DEPTH)]
+        rows = None if verbose or view == "all" else OUTSIDE_ROWS
+        return [TreeView(tree, mo, ofmt, title, gpu, max_depth=None if depth else MAX_DEPTH, max_rows=rows)]
 
     def bottom_up() -> RenderableType:
         title = "Bottom-up (callers below)"
@@ -197,6 +209,9 @@ def _render(
         ]
         if gpu:
             out.append(FlatView(flatten_by_kind(root, "kernel"), m, fmt, "By kernel", gpu, total, threshold))
+        halves = line_half_widths(session, show_all)  # per-step spreads saved (format 3)
+        if halves is not None:
+            out.extend(intervals_table(flatten_by_line(root), halves, m, fmt, total, threshold))
         return out
 
     wall = session.meta.get("wall_ns")
@@ -216,10 +231,14 @@ def _render(
     if report.compile is not None and view in ("tree", "summary", "all"):
         parts.append(CompileView(report.compile, fmt))
     if view == "tree":
-        parts.append(tree())
+        # What matters last: a terminal keeps the end of the report on screen when the run ends.
         parts.extend(outside())
         parts.extend([*gpu_tables, syncs] if gpu else [syncs])
         parts.append(collectives)
+        parts.append(suggestions)
+        if not verbose:  # the verbose header says it
+            parts.append(Text(f"\n{note}", "dim"))
+        parts.append(tree())
     elif view == "bottom-up":
         parts.append(bottom_up())
     elif view == "flat":
@@ -293,6 +312,7 @@ def print_report(
     show_all: bool = False,
     ascii: bool = False,
     peak_tflops: float | None = None,
+    verbose: bool = False,
     file: IO[str] | None = None,
     width: int | None = None,
     color: bool | None = None,
@@ -309,6 +329,7 @@ def print_report(
         show_all=show_all,
         ascii=ascii,
         peak_tflops=peak_tflops,
+        verbose=verbose,
     )
     print_to(renderable, console, file=file, width=width, color=color, pieces=_pieces)
 

@@ -61,7 +61,9 @@ class TreeView(View):
 
     Percentages are relative to the root's inclusive total (which counts what was pruned).
     Below ``max_depth`` levels a node's subtree is one row saying how many levels it hides.
-    ``extra``: metrics shown as more columns after ``self``, inclusive (communication time)."""
+    ``extra``: metrics shown as more columns after ``self``, inclusive (communication time).
+    ``max_rows``: the first rows only (the hottest path first), and one row saying how many
+    more ``--verbose`` shows."""
 
     def __init__(
         self,
@@ -72,10 +74,12 @@ class TreeView(View):
         gpu: bool,
         max_depth: int | None = None,
         extra: Sequence[Metric] = (),
+        max_rows: int | None = None,
     ) -> None:
         super().__init__(fmt)
         self.root, self.metric, self.title, self.gpu, self.max_depth = root, metric, title, gpu, max_depth
         self.extra = tuple(extra)
+        self.max_rows = max_rows
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         yield _title(self.title, fmt, self.metric, width)
@@ -101,7 +105,12 @@ class TreeView(View):
         no_label = Text()
         # Iterative pre-order walk; the chain records guide flags without copying per level.
         stack: list[tuple[Node, Chain | None]] = [(self.root, None)]
+        shown = ncells = 0
         while stack:
+            if self.max_rows is not None and shown >= self.max_rows:
+                yield _more_rows(self.root, shown, ncells)
+                return
+            shown += 1
             node, chain = stack.pop()
             main, detail = label_parts(node, fmt) if labels else (no_label, "")
             row = GridRow(
@@ -112,6 +121,7 @@ class TreeView(View):
                 chain=chain,
             )
             yield row
+            ncells = len(row.cells)
             if node.extras:  # PC samples: notes under the kernel or model line
                 yield from pc_rows(node, fmt, chain, len(row.cells), labels)
             depth = 1 if chain is None else chain[2] + 1
@@ -133,6 +143,21 @@ def _height(node: Node) -> int:
         deepest = max(deepest, d)
         stack.extend((c, d + 1) for c in n.children)
     return deepest
+
+
+def _count(node: Node) -> int:
+    """Rows of the subtree at ``node``, itself included."""
+    n, stack = 0, [node]
+    while stack:
+        n += 1
+        stack.extend(stack.pop().children)
+    return n
+
+
+def _more_rows(root: Node, shown: int, ncells: int) -> GridRow:
+    n = _count(root) - shown
+    text = Text(f"... {n:,} more row{'s' if n != 1 else ''}", "bold")
+    return GridRow([""] * ncells, text, "--verbose shows them")
 
 
 def _more_levels(node: Node, chain: Chain, ncells: int) -> GridRow:

@@ -85,6 +85,7 @@
     body.appendChild(this.side);
     panel.appendChild(body);
     main.appendChild(panel);
+    function testOf(r) { var t = r.sig && r.sig[self.metric.name]; return t === undefined ? -1 : t; }
     this.table = new D.TreeTable(box, {
       columns: [
         { label: "|change|", value: function (r) { return Math.abs(self.val(r, "b") - self.val(r, "a")); },
@@ -98,6 +99,12 @@
           cls: function (r, v) { return v > 0 ? "worse" : v < 0 ? "better" : "same"; } },
         { label: "ratio", value: function (r) { var a = self.val(r, "a"), b = self.val(r, "b"); return a && b ? b / a : b ? 1e9 : 0; },
           text: function (r) { return self.ratio(self.val(r, "a"), self.val(r, "b"), r); } },
+        // Welch + Holm per metric (docs/numbers.md): 1 significant, 0 within noise, absent untested.
+        // Sorted on: significant first, then within noise, then untested; each by |change|.
+        { label: "test", value: function (r) { return (testOf(r) + 1) * 1e18 + Math.abs(self.val(r, "b") - self.val(r, "a")); },
+          text: function (r) { var t = testOf(r); return t === 1 ? "significant" : t === 0 ? "within noise" : ""; },
+          cls: function (r) { return testOf(r) === 1 ? "worse" : "same"; },
+          title: "Welch's t on per-step means, Holm-corrected over the lines compared, after dividing out what all lines share, and at least 10%" },
         { label: "line", text: function (r) { var o = r.a || r.b; return where(o) + " " + o.function + " " + (o.text || ""); } }
       ],
       key: function (r) { return String(r.index); },
@@ -114,6 +121,7 @@
       rootLimit: 1000,
       empty: function () { return "No line has any " + self.metric.label + "."; }
     });
+    if (raw.tested) this.table.sortCol = 5;  /* the test column: significant changes first */
     this.refresh();
   };
 
@@ -133,6 +141,9 @@
         D.el("span", { className: "fact-v mono", text: side.label }),
         D.el("span", { className: "muted", text: side.program + (side.steps ? " \u00b7 " + side.steps + " steps" : " \u00b7 no steps detected") + (side.step ? " \u00b7 " + side.step : "") })));
     });
+    if (raw.step_change) {
+      h.appendChild(D.el("div", { className: "muted", text: "step time change: " + raw.step_change + " (the step medians' 95% intervals " + (raw.step_change === "significant" ? "do not overlap)" : "overlap)") }));
+    }
     var ta = this.total("a"), tb = this.total("b");
     h.appendChild(D.el("div", { className: "facts totals" },
       D.el("span", { className: "facts-label", text: "total" }),

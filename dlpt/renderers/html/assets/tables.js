@@ -149,6 +149,13 @@
       function (r) { return m.vecValue(app.metric, r[2]); },
       countOf,
       function (r) { return r[1][ck.kernels]; });
+    // Lines of a session with per-step spreads carry their 95% half-width (docs/numbers.md).
+    var lines = app.raw.flat.line;
+    if (lines.length && lines[0].length > 3) {
+      cols.splice(1, 0, { label: "\u00b195%", value: function (r) { return r.length > 3 ? m.vecValue(app.metric, r[3]) : 0; },
+        text: function (r, x) { return r.length > 3 && x ? "\u00b1" + app.fmt(x) : ""; },
+        title: "95% interval of the total per step (t on the per-step spread; docs/numbers.md)" });
+    }
     cols.push({ label: "name", text: function (r) { return m.label(r[0]); } });
     this.table = new D.TreeTable(box, {
       columns: cols,

@@ -1,0 +1,203 @@
+"""Each source line's own cost on every rank, held as a matrix (lines x ranks, per metric key).
+
+A line is matched across ranks as ``dlpt diff`` matches lines: file name (not directory: ranks
+may run from different checkouts), function, line number. Its cost is its own: what it caused
+itself, deeper lines at their own rows (:func:`dlpt.model.processors.flatten_by_line` over the
+rank's report tree). Values are per profiled step of each rank.
+
+The matrix is what makes a report across a thousand ranks affordable: a rank sends its lines
+already flattened (:mod:`dlpt.analysis.ranks.summary`), rank 0 places each rank's column with one
+indexing operation (ranks running the same code send the same list of lines, which is matched
+once), and the spread of every line (min, median, max, slowest rank) is computed for all lines
+at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from dlpt.analysis.diff import function_key
+from dlpt.model.processors import Metric, flatten_by_line
+from dlpt.model.tree import Node
+
+__all__ = [
+    "LINE_KEYS",
+    "LineKey",
+    "RankLines",
+    "LineTable",
+    "rank_lines",
+    "line_table",
+    "one_thread",
+    "row_median",
+]
+
+#: The metric keys a line carries across ranks: every metric of the cross-rank report is a sum
+#: of these (dlpt.model.processors.METRICS).
+LINE_KEYS = (
+    "gpu_ns",
+    "copy_ns",
+    "memset_ns",
+    "comm_ns",
+    "comm_wait_ns",
+    "cpu_ns",
+    "sync_ns",
+    "api_ns",
+    "host_ns",
+    "host_cpu_ns",
+    "host_gil_ns",
+    "kernels",
+    "calls",
+    "copy_bytes",
+    "mem_peak_bytes",
+    "mem_alloc_bytes",
+    "mem_allocs",
+)
+
+LineKey = tuple[str, str, int]  # (file name, function, line)
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """torch's own ops on one thread while dlpt computes with them. The tables are small (a
+    10,000 x 17 conversion takes 0.06 ms on one thread) and dlpt often runs beside a busy
+    program, where torch's pool of threads waits on cores others hold: the same conversion
+    took 20 ms with two threads on a loaded 2-core machine. torch's setting is the process's:
+    restored at once after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def row_median(v: torch.Tensor) -> torch.Tensor:
+    """Each row's median, as :func:`statistics.median` takes it (the mean of the two middle
+    values of an even count), by selection: linear in the row, where sorting is not."""
+    n = v.shape[1]
+    if n == 0:
+        return torch.zeros(v.shape[0])
+    low = v.kthvalue((n + 1) // 2, dim=1).values
+    return low if n % 2 else (low + v.kthvalue(n // 2 + 1, dim=1).values) / 2
+
+
+def _key(node: Node) -> LineKey:
+    return (os.path.basename(node.file), function_key(node.name), node.line)
+
+
+@dataclass
+class RankLines:
+    """One rank's lines: their labels and their own metrics (run totals), one row of
+    ``LINE_KEYS`` per label. ``token``: equal for equal label lists (matched once)."""
+
+    labels: list[Node]
+    values: torch.Tensor  # [lines, len(LINE_KEYS)], int64
+    token: object = None
+
+
+def rank_lines(tree: Node) -> RankLines:
+    """The lines of one rank's report tree."""
+    rows = flatten_by_line(tree)
+    labels = [r.node for r in rows]
+    data = [[r.self.get(k, 0) for k in LINE_KEYS] for r in rows]
+    values = (
+        torch.tensor(data, dtype=torch.int64) if data else torch.zeros((0, len(LINE_KEYS)), dtype=torch.int64)
+    )
+    return RankLines(labels, values)
+
+
+class LineTable:
+    """Every line of any rank (rows) on every rank (columns, in ``order``), per step."""
+
+    def __init__(self, labels: list[Node], order: list[int], keys: Sequence[str], data: torch.Tensor) -> None:
+        self.labels, self.order, self.keys = labels, order, list(keys)
+        self.column = {r: i for i, r in enumerate(order)}
+        # [ranks, lines, len(keys)], float32, per step: each rank's block contiguous, as it is
+        # filled; ``keys``: the LINE_KEYS some line has on some rank (the others are all 0).
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def values(self, metric: Metric) -> torch.Tensor:
+        """[lines, ranks]: ``metric`` of each line on each rank, per step."""
+        shape = (self.data.shape[1], self.data.shape[0])
+        cols = {k: self.data[:, :, i].T for i, k in enumerate(self.keys)}
+        out: object = metric.fn(_Columns(cols))  # type: ignore[arg-type]  # every metric is a sum of keys
+        if not isinstance(out, torch.Tensor) or out.dim() == 0:
+            return torch.zeros(shape)
+        return out.contiguous()
+
+    def has(self, metric: Metric) -> bool:
+        """Whether any line has any of ``metric`` on any rank."""
+        return bool(len(self)) and bool((self.values(metric) > 0).any())
+
+    def row(self, i: int, metric: Metric, values: torch.Tensor | None = None) -> dict[int, float]:
+        """Line ``i``'s value on each rank."""
+        v = (values if values is not None else self.values(metric))[i].tolist()
+        return dict(zip(self.order, v, strict=True))
+
+
+class _Columns(Mapping[str, torch.Tensor]):
+    """The table's columns by metric key, for a Metric's ``m.get(key, 0)``: a key no line has
+    is a 0 that broadcasts (no lines x ranks of zeros made for it)."""
+
+    _ZERO = torch.zeros(())
+
+    def __init__(self, cols: dict[str, torch.Tensor]) -> None:
+        self.cols = cols
+
+    def __getitem__(self, k: str) -> torch.Tensor:
+        return self.cols[k]
+
+    def get(self, k: str, default: object = None) -> torch.Tensor:
+        return self.cols.get(k, self._ZERO)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.cols)
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+
+def line_table(per_rank: Mapping[int, RankLines], steps: Mapping[int, int]) -> LineTable:
+    """The ranks' lines in one table (``steps``: each rank's profiled steps, to divide by)."""
+    order = sorted(per_rank)
+    index: dict[LineKey, int] = {}
+    labels: list[Node] = []
+    placed: dict[object, torch.Tensor] = {}  # a list of lines -> its rows in the table
+    rows_of: dict[int, torch.Tensor] = {}
+    for r in order:
+        rl = per_rank[r]
+        token = rl.token if rl.token is not None else id(rl.labels)
+        if token not in placed:
+            idx = []
+            for n in rl.labels:
+                k = _key(n)
+                i = index.get(k)
+                if i is None:
+                    i = index[k] = len(labels)
+                    labels.append(n)
+                idx.append(i)
+            placed[token] = torch.tensor(idx, dtype=torch.int64)
+        rows_of[r] = placed[token]
+    used = torch.zeros(len(LINE_KEYS), dtype=torch.bool)
+    for r in order:
+        if len(per_rank[r].values):
+            used |= (per_rank[r].values != 0).any(dim=0)
+    keep = torch.nonzero(used).flatten()
+    keys = [LINE_KEYS[i] for i in keep.tolist()]
+    data = torch.zeros((len(order), len(labels), len(keys)), dtype=torch.float32)
+    for col, r in enumerate(order):
+        v = per_rank[r].values
+        if len(v) and keys:
+            # index_add: a line that occurs twice in one rank's list (two functions of one
+            # name) adds up, as flatten_by_line's rows would.
+            rows = v[:, keep].to(torch.float32)
+            data[col].index_add_(0, rows_of[r], rows, alpha=1.0 / max(1, steps.get(r, 1)))
+    return LineTable(labels, order, keys, data)

@@ -1,0 +1,77 @@
+"""The analysis of a job's ranks, done once: what the terminal and HTML cross-rank reports
+show (they only format it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dlpt.analysis.ranks.lines import LineTable, line_table, one_thread, rank_lines
+from dlpt.analysis.ranks.merge import (
+    RankSet,
+    RankTotals,
+    SpreadNode,
+    median,
+    report_trees,
+    spread_tree,
+    totals,
+)
+from dlpt.analysis.ranks.stragglers import (
+    Site,
+    Straggler,
+    Waits,
+    causes,
+    collective_sites,
+    find_stragglers,
+    waits,
+)
+from dlpt.model.gc_pause import gc_paused
+from dlpt.model.processors import METRICS, Metric, get_metric
+from dlpt.model.tree import Node
+
+__all__ = ["RankReport", "rank_report"]
+
+
+@dataclass
+class RankReport:
+    rs: RankSet
+    gpu: bool  # the job's sessions hold GPU time
+    metric: Metric  # the tree's and the lines' values
+    per_rank: dict[int, RankTotals]
+    trees: dict[int, Node]  # each rank's report tree
+    root: SpreadNode  # the trees merged by path
+    lines: LineTable
+    sites: list[Site]  # collective call sites
+    waits: Waits
+    stragglers: list[Straggler]
+
+    @property
+    def step_ns(self) -> float:
+        """The median over ranks of each rank's (traced) step."""
+        return median([t.step_wall_ns for t in self.per_rank.values() if t.step_wall_ns > 0])
+
+    @property
+    def wait_spread(self) -> tuple[float, float]:
+        """The least and the most any rank waited per step."""
+        w = list(self.waits.per_rank.values())
+        return (min(w), max(w)) if w else (0.0, 0.0)
+
+
+def rank_report(rs: RankSet, metric: str | Metric | None = None, show_all: bool = False) -> RankReport:
+    """Everything the cross-rank reports show about ``rs``."""
+    with gc_paused(), one_thread():
+        # Any node: a rank's summary folds small kernels into the lines above them.
+        gpu = any(METRICS["gpu"](n["m"]) > 0 for r in rs.ranks for n in r.session.nodes)
+        m = get_metric(metric) if metric is not None else METRICS["gpu" if gpu else "cpu"]
+        per_rank = {r.rank: totals(r, gpu) for r in rs.ranks}
+        trees = report_trees(rs, show_all)
+        root = spread_tree(rs, trees)
+        lines = line_table(
+            {r.rank: r.lines if r.lines is not None else rank_lines(trees[r.rank]) for r in rs.ranks},
+            {r.rank: r.steps for r in rs.ranks},
+        )
+        sites = collective_sites(rs, root, gpu)
+        w = waits(per_rank)
+        stragglers = find_stragglers(w, per_rank, sites)
+        for s in stragglers:
+            s.causes = causes(s, lines, gpu)
+        return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, stragglers)

@@ -1,0 +1,87 @@
+"""The warm-up waits for a steady state, end to end on the CPU: a script whose step time falls
+from 40 ms to 4 ms over its first 60 steps is counted only once the fall is over, a script whose
+steps keep falling is counted after the bound and its header says so, and the session keeps what
+the figures' spreads need (paired windows, step medians' intervals, per-node second moments)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .helpers import Job, Result, run_many, write
+
+# Steps end at optimizer steps; each step sleeps for its "compute" (a sleep's time is what the
+# step takes, whatever else the machine runs), falling by FALL ms over the first DECAY steps.
+SCRIPT = """\
+import sys, time
+import torch
+
+steps, decay, fall = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+w = torch.nn.Parameter(torch.ones(8, 8))
+opt = torch.optim.SGD([w], lr=0.0)
+for i in range(steps):
+    (w @ w).sum().backward()  # @work
+    time.sleep((4.0 + fall * max(0.0, 1.0 - i / decay)) / 1000)  # @sleep
+    opt.step()
+    opt.zero_grad()
+print("done", flush=True)
+"""
+
+
+def _flat(out: str) -> str:
+    """The report's text without the header box's borders and line breaks."""
+    return " ".join(out.replace("\u2502", " ").split())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, dict]]:
+    root = tmp_path_factory.mktemp("warmup")
+    write(root / "decay.py", SCRIPT)
+    jobs = {
+        # 40 ms -> 4 ms over 60 steps, then flat: 200 steps (a fall well above a busy host's sleep jitter).
+        "settles": Job(["-o", "settles.json", "decay.py", "200", "60", "36"], root),
+        # Falling by 0.4 ms a step for 125 steps (1.5-7% a step): never settles within 100.
+        "falls": Job(["-o", "falls.json", "decay.py", "130", "125", "50"], root),
+    }
+    out = {}
+    for k, r in run_many(jobs).items():
+        out[k] = (r, json.loads((root / f"{k}.json").read_text()) if r.rc == 0 else {})
+    return out
+
+
+def test_counting_starts_once_the_step_time_stops_falling(runs: dict) -> None:
+    r, s = runs["settles"]
+    assert r.rc == 0, r.err
+    warmup = s["meta"]["steps"]["warmup"]
+    assert warmup["settled"] is True
+    # The fall lasts 60 steps: counting must not start before step 50 (the old rule started at 3).
+    assert 50 <= warmup["steps"] <= 100, warmup
+    assert "stopped falling" in _flat(r.out)
+
+
+def test_a_run_that_never_settles_is_profiled_after_the_bound_and_says_so(runs: dict) -> None:
+    r, s = runs["falls"]
+    assert r.rc == 0, r.err
+    warmup = s["meta"]["steps"]["warmup"]
+    assert warmup["settled"] is False and warmup["steps"] == 100
+    assert s["meta"]["steps"]["profiled"] >= 20  # still profiled
+    assert "had not stopped falling after 100 steps" in _flat(r.out)
+
+
+def test_the_session_keeps_what_the_spreads_need(runs: dict) -> None:
+    _, s = runs["settles"]
+    assert s["version"] == 3
+    st = s["meta"]["step_time"]
+    traced = st["traced"]
+    assert traced["median_lo_ns"] <= traced["median_ns"] <= traced["median_hi_ns"]
+    # Windows every 30 counted steps after the first 10: at least 2 paired in ~100 counted steps.
+    assert len(st["paired"]) >= 2
+    for p in st["paired"]:
+        assert p["untraced_n"] >= 1 and p["traced_n"] >= 2 and p["untraced_ns"] > 0
+    # Per-node second moments: the matmul line's ops carry q (cpu_ns), and q >= m^2 / N.
+    n = s["meta"]["steps"]["profiled"]
+    with_q = [node for node in s["nodes"] if "q" in node and node["m"].get("cpu_ns")]
+    assert with_q
+    for node in with_q:
+        assert node["q"]["cpu_ns"] >= node["m"]["cpu_ns"] ** 2 / n * 0.999

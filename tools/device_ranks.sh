@@ -1,0 +1,70 @@
+#!/bin/bash
+# Multi-GPU checks on the device machine (2 or 4 GPUs). Everything it writes is packed into
+# $OUT/ranks.tar.gz (the device tool brings back at most 8 files), a summary is printed last.
+#   bash tools/device_ranks.sh WHAT[,WHAT...]
+# WHAT: build | tests (tests/gpu/test_multirank.py) | alltests (pytest -m gpu tests/gpu) |
+#       sym (symmetric FSDP2, 5 runs) | inject (DDP and FSDP2, rank 1 sleeping 20 ms before its
+#       backward) | twonode (two torchrun launchers as two nodes, half the GPUs each, each in its
+#       own folder: no shared output directory) | paired (tools/ddp_paired.py, DDP and FSDP2)
+# NPROC (default: every GPU) sets the ranks; DDP_PAIRED_ARGS passes options to ddp_paired.py.
+set -o pipefail
+what=${1:-build,tests}
+has() { case ",$what," in *",$1,"*) return 0;; esac; return 1; }
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/dlpt-out}; mkdir -p "$OUT"
+LOG=/tmp/ranks-out; rm -rf "$LOG"; mkdir -p "$LOG"
+NGPU=$(nvidia-smi -L | wc -l)
+NPROC=${NPROC:-$NGPU}
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+nvidia-smi -L | tee "$LOG/gpu.txt"
+env | grep -E 'NCCL_NVLS|MULTICAST|NVSHMEM_DISABLE' | tee -a "$LOG/gpu.txt"
+pack() { tar -czf "$OUT/ranks.tar.gz" -C /tmp ranks-out; }
+trap pack EXIT
+if has build; then
+  t0=$(date +%s)
+  python3 -m pip install --no-build-isolation --no-deps -e . >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
+  echo "build: $(( $(date +%s) - t0 )) s"
+fi
+# job NAME [dlpt options ...] SCRIPT [args ...]: a torchrun job under dlpt in its own folder.
+job() {
+  local name=$1; shift
+  local dir=$LOG/$name; mkdir -p "$dir"
+  (cd "$dir" && COLUMNS=140 timeout 300 torchrun --standalone --nproc_per_node="$NPROC" -m dlpt "$@") >"$dir/out.txt" 2>&1
+  echo "== $name: exit $?"
+  grep -E "straggler|waited for it|ddp_train: .*ms/step" "$dir/out.txt" | head -4
+}
+EX=$PWD/examples/ddp_train.py
+FSDP="--mode fsdp2 --layers 8 --width 1024 --seq 512 --batch 8"
+if has alltests; then
+  python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/gpu 2>&1 | tee "$LOG/gpu_tests.log" | tail -25
+elif has tests; then
+  python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/gpu/test_multirank.py 2>&1 | tee "$LOG/multirank_tests.log" | tail -20
+fi
+if has sym; then
+  for i in 1 2 3 4 5; do job "fsdp2-sym$i" --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 --log-steps; done
+fi
+if has inject; then
+  job ddp-inject --skip-first 5 -o run.json "$EX" --mode ddp --steps 30 --straggle 1 --straggle-ms 20 --log-steps
+  job fsdp2-inject --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 --straggle 1 --straggle-ms 20 --log-steps
+fi
+if has twonode; then
+  half=$((NGPU / 2)); port=$((29000 + RANDOM % 1000))
+  for k in 0 1; do
+    mkdir -p "$LOG/node$k"
+    devs=$(seq -s, $((k * half)) $((k * half + half - 1)))
+    (cd "$LOG/node$k" && CUDA_VISIBLE_DEVICES=$devs COLUMNS=140 timeout 300 torchrun --nnodes=2 --node_rank=$k \
+      --nproc_per_node=$half --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:$port -m dlpt --skip-first 5 \
+      -o run.json "$EX" --mode ddp --steps 20 --straggle 1 --straggle-ms 20 >out.txt 2>&1; echo "node$k exit $?" >>out.txt) &
+  done
+  wait
+  echo "== twonode:"; for k in 0 1; do ls "$LOG/node$k"; grep -E "across ranks|of [0-9]+ ranks|straggler:|missing|exit" "$LOG/node$k/out.txt"; done
+fi
+if has paired; then
+  for m in "--mode ddp" "$FSDP"; do
+    torchrun --standalone --nproc_per_node="$NPROC" tools/ddp_paired.py $m --out "$LOG" ${DDP_PAIRED_ARGS:-} \
+      2>>"$LOG/ddp_paired.err" | grep -E "^\| [0-9]|paired overhead" | head -12
+  done
+fi
