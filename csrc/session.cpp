@@ -43,11 +43,30 @@ Session::Session(uint64_t gen, const CaptureOptions& o) : generation(gen), opts(
 Session::~Session() = default;
 
 ThreadState* Session::attach_thread(uint64_t os_tid) {
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    if (!idle_.empty()) {
+      ThreadState* ts = idle_.back();
+      idle_.pop_back();
+      ts->recycle(os_tid);  // under the lock: the sampler reads os_tid under it
+      return ts;
+    }
+  }
   auto ts = std::make_unique<ThreadState>(*this, os_tid);
   ThreadState* raw = ts.get();
   std::lock_guard<std::mutex> lock(threads_mu_);
   threads_.push_back(std::move(ts));
   return raw;
+}
+
+void Session::retire_thread(ThreadState* ts) {
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  idle_.push_back(ts);
+}
+
+size_t Session::thread_states() {
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  return threads_.size();
 }
 
 Session* current_session() { return g_current.load(std::memory_order_acquire); }
@@ -71,6 +90,17 @@ Session* begin_session(const CaptureOptions& opts) {
   s->rate.begin();
   g_current.store(s, std::memory_order_release);
   return s;
+}
+
+void retire_thread_state(uint64_t generation, ThreadState* ts) {
+  // Under the park's lock: begin_session cannot free the session meanwhile.
+  std::lock_guard<std::mutex> lock(g_park_mu);
+  for (auto& s : g_park) {
+    if (s->generation == generation) {
+      s->retire_thread(ts);
+      return;
+    }
+  }
 }
 
 Session* end_session() {

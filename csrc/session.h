@@ -83,8 +83,13 @@ class Session {
   /// running epoch for CPU-side costs, the launch's epoch for GPU activity.
   Metrics& metrics(NodeId id, uint32_t epoch) { return tree.node(id).m.at(epoch, epochs); }
 
-  /// [MT] Creates the calling thread's state (see ThreadState::get).
+  /// [MT] The calling thread's state (see ThreadState::get): one a thread that ended left
+  /// (ThreadState::recycle), else a new one.
   ThreadState* attach_thread(uint64_t os_tid);
+  /// [MT] `ts`'s thread ended: the state waits for the next new thread.
+  void retire_thread(ThreadState* ts);
+  /// [MT] How many thread states this session made (bounded by the threads alive at once).
+  size_t thread_states();
   /// [MT] Calls `fn` on every thread state of this session (under the registry lock).
   template <typename Fn>
   void for_each_thread(Fn&& fn) {
@@ -95,6 +100,7 @@ class Session {
  private:
   std::mutex threads_mu_;
   std::vector<std::unique_ptr<ThreadState>> threads_;
+  std::vector<ThreadState*> idle_;  // states of threads that ended, owned by threads_
 };
 
 /// [MT] The running session, or nullptr. Callbacks load it once and use that pointer throughout.
@@ -104,5 +110,8 @@ Session* current_session();
 Session* begin_session(const CaptureOptions& opts);
 /// [GIL] Unpublishes the running session; returns it (still owned by the park).
 Session* end_session();
+/// [MT] A thread that had state `ts` in the session of `generation` ended: hand the state back
+/// if that session is still parked (an older one was freed with its states).
+void retire_thread_state(uint64_t generation, ThreadState* ts);
 
 }  // namespace dlpt

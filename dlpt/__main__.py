@@ -1,8 +1,9 @@
 """``python -m dlpt ...``: see :mod:`dlpt.cli.main`."""
 
-import sys
+from dlpt.cli.own_imports import without_path0
 
-from dlpt.cli.main import main
+with without_path0():  # dlpt's modules, not a same-named file in the working directory
+    from dlpt.cli.main import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

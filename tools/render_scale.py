@@ -5,9 +5,11 @@ usage: python tools/render_scale.py [NODES] [--depth-chain N]
 Generates the session of tests/big_sessions.py (NODES nodes, default 1,000,000: user lines over
 many files, library frames between them, forward and backward kernels, a long tail of tiny
 costs), writes it, then measures in fresh subprocesses: loading it (Session.load), rendering the
-default view of the loaded session (report.render + printing), and the whole ``python -m dlpt
---load FILE``. Memory is the peak resident set size of each subprocess. Run it on a quiet
-machine: on a shared one, time follows the load average (printed with the results).
+default view of the loaded session (report.render + printing), the whole ``python -m dlpt
+--load FILE``, its HTML report (``--html``) and ``dlpt diff FILE FILE`` (what
+dlpt.model.render_limit's bound per node comes from). Memory is the peak resident set size of
+each subprocess. Run it on a quiet machine: on a shared one, time follows the load average
+(printed with the results).
 """
 
 from __future__ import annotations
@@ -62,9 +64,25 @@ def _measure(path: str) -> str:
     )
     cli_s = time.perf_counter() - t
     cli_mb = int(cli.stderr.strip().splitlines()[-1]) / 1024
+    more = []
+    for what, args in (
+        ("--html", ["--load", path, "--no-report", "--html", path + ".html"]),
+        ("diff", ["diff", path, path]),
+    ):
+        t = time.perf_counter()
+        run = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "dlpt", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        mb = int(run.stderr.strip().splitlines()[-1]) / 1024
+        took = time.perf_counter() - t
+        more.append(f"{what}: {took:.2f} s, peak RSS {mb:.0f} MB (status {run.returncode})")
     return (
         f"load {load_s} s (peak RSS {rss_loaded} MB); render default view {render_s} s "
-        f"(peak RSS {rss} MB, {lines} lines); python -m dlpt --load: {cli_s:.2f} s, peak RSS {cli_mb:.0f} MB"
+        f"(peak RSS {rss} MB, {lines} lines); "
+        f"python -m dlpt --load: {cli_s:.2f} s, peak RSS {cli_mb:.0f} MB; " + "; ".join(more)
     )
 
 

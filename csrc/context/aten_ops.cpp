@@ -39,6 +39,8 @@
 // torch.compile region was seen (a compiled backward's extern ops are the model's own ops), or
 // (decided on the Python side) on several ranks or while a torch.distributed process group
 // exists (collectives in backward hooks are c10d ops).
+#include <pthread.h>
+
 #include "aten_ops.h"
 
 #include <ATen/record_function.h>
@@ -83,6 +85,12 @@ void apply_function_state() {
   }
   g_function_on = want;
 }
+
+/// In a forked child: the callbacks above are the parent's (perhaps disabled: the parent was in
+/// an untraced window at fork()). The child's first install removes them and starts afresh.
+/// Set by the atfork child handler: a plain store, nothing else (only that thread runs then).
+bool g_inherited = false;
+void note_fork_in_child() { g_inherited = true; }
 
 /// A torch.compile region ran since install: backward passes keep their FUNCTION records, since
 /// a compiled backward's extern ops (aten::mm, ...) are ops of the model's own.
@@ -401,6 +409,13 @@ at::RecordFunctionCallback callback(at::RecordFunctionCallback::StartCallback st
 }  // namespace
 
 void install_op_callback(bool needs_inputs, bool split_backward) {
+  static const int atfork_registered = pthread_atfork(nullptr, nullptr, note_fork_in_child);
+  (void)atfork_registered;
+  if (g_inherited) {  // a forked child: the parent's callbacks, in whatever state, go
+    g_inherited = false;
+    remove_op_callback();
+    remove_floor_op_callback();
+  }
   if (g_handle != 0) return;
   g_compiled_seen.store(false);
   g_pauses = 0;

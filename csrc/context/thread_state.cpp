@@ -1,5 +1,6 @@
 #include "thread_state.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,6 +19,25 @@ struct TlsSlot {
 };
 thread_local TlsSlot t_slot __attribute__((tls_model("initial-exec"))) = {0, nullptr};
 
+/// [MT: the ending thread] A thread that had a state ends: give the state back to its session
+/// (if that session is still alive: retire_thread_state checks). Static TLS is still readable
+/// while pthread key destructors run.
+void on_thread_exit(void*) {
+  const TlsSlot slot = t_slot;
+  t_slot = TlsSlot{0, nullptr};
+  if (slot.state != nullptr) retire_thread_state(slot.generation, slot.state);
+}
+
+/// The key whose destructor tells dlpt a thread ended (its value only needs to be non-null).
+pthread_key_t exit_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k{};
+    pthread_key_create(&k, on_thread_exit);
+    return k;
+  }();
+  return key;
+}
+
 }  // namespace
 
 ThreadState& ThreadState::get(Session& s) {
@@ -25,6 +45,7 @@ ThreadState& ThreadState::get(Session& s) {
   if (slot.generation == s.generation) return *slot.state;
   ThreadState* ts = s.attach_thread(static_cast<uint64_t>(syscall(SYS_gettid)));
   slot = TlsSlot{s.generation, ts};
+  pthread_setspecific(exit_key(), ts);  // once per thread and session: not on the hot path
   return *ts;
 }
 
@@ -35,6 +56,26 @@ ThreadState* ThreadState::find(const Session& s) {
 
 ThreadState::ThreadState(Session& s, uint64_t tid)
     : session(s), generation(s.generation), os_tid(tid), names_(s.tree.strings) {}
+
+void ThreadState::recycle(uint64_t tid) {
+  os_tid = tid;
+  rf_thread_id = 0;
+  last_backward_anchor = kNoNode;
+  seq_ranges = nullptr;
+  while (!scopes_.empty()) pop_scope();
+  for (size_t i = 0; i < host::ScopeMirror::kMaxScopes * 2; ++i) scope_mirror.pop();  // overflow too
+  api_depth = 0;
+  api_start = 0;
+  api_context = kNoNode;
+  api_submitted = false;
+  api_generation = 0;
+  depth_ = 0;
+  open_ops_ = 0;
+  learner_ = -1;
+  root_path_.invalidate();
+  region_path_.invalidate();
+  thread_node_ = kNoNode;  // the thread node is keyed by the OS thread id
+}
 
 OpEntry& ThreadState::push(EntryKind kind, const void* rf) {
   OpEntry& e = stack_[depth_++];

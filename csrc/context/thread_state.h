@@ -3,8 +3,13 @@
 //
 // Thread contract: a ThreadState belongs to one thread and one session. Only its thread writes
 // it; the session owns it (so it outlives its thread) and stop() reads the fields marked
-// "read at stop" after capture has been switched off. It is reached through an initial-exec
-// thread-local pointer: one %fs-relative load, no __tls_get_addr call, on every callback.
+// "read at stop" after capture has been switched off. When its thread ends (a pthread key's
+// destructor), the state goes back to its session, which hands it to the next new thread
+// (recycle): memory is bounded by the threads alive at once, not by every thread that ever ran
+// an op. The "read at stop" counters keep summing across its threads; the caches of tree and
+// name lookups stay valid (they depend on the session only), the rest is reset. It is reached
+// through an initial-exec thread-local pointer: one %fs-relative load, no __tls_get_addr call,
+// on every callback.
 #pragma once
 
 #include <Python.h>
@@ -87,6 +92,10 @@ class ThreadState {
 
   ThreadState(Session& s, uint64_t os_tid);
 
+  /// [MT: the new owning thread, under the session's thread registry lock] Makes a state whose
+  /// thread ended the state of thread `tid`: per-thread context reset, counters and caches kept.
+  void recycle(uint64_t tid);
+
   // -- the record stack ---------------------------------------------------------------------
   bool full() const { return depth_ == kMaxDepth; }
   bool empty() const { return depth_ == 0; }
@@ -130,7 +139,8 @@ class ThreadState {
 
   Session& session;
   const uint64_t generation;
-  const uint64_t os_tid;
+  uint64_t os_tid;  // written under the session's thread registry lock only
+
   uint64_t rf_thread_id = 0;              // RecordFunction's id of this thread
   NodeId last_backward_anchor = kNoNode;  // last forward op a backward op was grafted under
   SeqRanges* seq_ranges = nullptr;        // this thread's forward ranges (owned by the session)

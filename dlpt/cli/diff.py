@@ -76,13 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"diff: --threshold must be a percentage in [0, 100), got {opts.threshold:g}")
         return EXIT_USAGE
     if opts.html is not None:
+        if os.path.realpath(opts.html) in (os.path.realpath(opts.a), os.path.realpath(opts.b)):
+            _say(f"diff: --html {opts.html}: is one of the sessions compared; it would be overwritten")
+            return EXIT_USAGE
         try:
             check_writable(opts.html, "--html", opts.force)
         except UsageError as e:
             _say(f"diff: {e}")
-            return EXIT_USAGE
-        if os.path.realpath(opts.html) in (os.path.realpath(opts.a), os.path.realpath(opts.b)):
-            _say(f"diff: --html {opts.html}: is one of the sessions compared; it would be overwritten")
             return EXIT_USAGE
     try:
         others = [("A.json", opts.a), ("B.json", opts.b), ("--html", opts.html)]
@@ -97,14 +97,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from dlpt.analysis.diff import default_diff_metric, diff_sessions
     from dlpt.model.processors import get_metric
+    from dlpt.model.render_limit import TooLargeToRender, check_renderable
     from dlpt.model.session import Session
     from dlpt.renderers.terminal.diff import render_diff
     from dlpt.renderers.terminal.output import print_to
 
     try:
         a, b = Session.load(opts.a), Session.load(opts.b)
+        check_renderable(len(a.nodes) + len(b.nodes), "a comparison")  # both: dlpt.model.render_limit
     except DlptError as e:
-        _say(str(e))
+        _say(f"diff: {e}" if isinstance(e, TooLargeToRender) else str(e))
         return EXIT_USAGE
     d = diff_sessions(a, b, opts.a, opts.b)
     metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)

@@ -32,9 +32,8 @@ from dlpt.capture.sources import remember_source
 from dlpt.capture.step_on import instrument_main
 from dlpt.errors import UsageError
 
-__all__ = ["EXIT_SIGINT", "LaunchError", "Program", "resolve", "install", "run_program", "exit_status"]
+__all__ = ["LaunchError", "Program", "resolve", "install", "run_program", "exit_status"]
 
-EXIT_SIGINT = 128 + signal.SIGINT  # what a shell reports for a program killed by Ctrl-C
 
 # Keep the module dlpt itself ran as (python -m dlpt) alive once the program's module replaces it
 # in sys.modules["__main__"]; its globals are still in use by our caller's frame.
@@ -223,16 +222,31 @@ def run_program(prog: Program, hold_sigint: Any) -> BaseException | None:
     return None
 
 
+_DLPT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _is_runner_frame(tb: types.TracebackType) -> bool:
+    """A frame of dlpt's (the command line, its hooks inside torch: backward_records) or runpy's."""
+    name = tb.tb_frame.f_code.co_filename
+    return name.startswith(_DLPT_DIR) or name in (getattr(runpy, "__file__", ""), "<frozen runpy>")
+
+
 def _strip_launcher_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """Drop the leading frames of dlpt's command line and runpy so the traceback starts at the
-    program's code, as python shows it (none at all for a SyntaxError in the script)."""
-    cli = os.path.dirname(run_program.__code__.co_filename) + os.sep
-    ours = {getattr(runpy, "__file__", ""), "<frozen runpy>"}
-    while tb is not None and (
-        tb.tb_frame.f_code.co_filename in ours or tb.tb_frame.f_code.co_filename.startswith(cli)
-    ):
+    """The traceback python would show: the frames of dlpt's command line and runpy before the
+    program's code dropped (none at all for a SyntaxError in the script), and dlpt's frames
+    between the program's (a hook of dlpt's inside torch's backward) too. The innermost frames
+    stay whoever's they are: an error raised in dlpt's own code must show where."""
+    frames: list[types.TracebackType] = []
+    while tb is not None:
+        frames.append(tb)
         tb = tb.tb_next
-    return tb
+    # Innermost frame of anyone else's (-1: none, e.g. the script's SyntaxError: no frame at all).
+    last_other = max((i for i, f in enumerate(frames) if not _is_runner_frame(f)), default=-1)
+    kept = [f for i, f in enumerate(frames) if (i > last_other >= 0) or not _is_runner_frame(f)]
+    out: types.TracebackType | None = None
+    for f in reversed(kept):
+        out = types.TracebackType(out, f.tb_frame, f.tb_lasti, f.tb_lineno)
+    return out
 
 
 def exit_status(outcome: BaseException | None) -> int:
@@ -254,4 +268,5 @@ def exit_status(outcome: BaseException | None) -> int:
     tb = _strip_launcher_frames(outcome.__traceback__)
     outcome.__traceback__ = tb
     sys.excepthook(type(outcome), outcome, tb)  # honour a hook the program installed
-    return EXIT_SIGINT if isinstance(outcome, KeyboardInterrupt) else 1
+    # Python ends by SIGINT itself after an unhandled Ctrl-C (-2: dlpt.cli.signals.end_process).
+    return -signal.SIGINT if isinstance(outcome, KeyboardInterrupt) else 1

@@ -38,6 +38,7 @@ from dlpt.cli.help_text import EXAMPLES
 from dlpt.cli.launch import LaunchError, exit_status, install, resolve, run_program
 from dlpt.cli.loads import check_one_job
 from dlpt.cli.open_report import open_report
+from dlpt.cli.own_imports import preload
 from dlpt.cli.rank_finish import (
     DEFAULT_TIMEOUT_S,
     REPORT_RANKS,
@@ -48,18 +49,19 @@ from dlpt.cli.rank_finish import (
     role_of,
 )
 from dlpt.cli.report_target import render_kwargs
-from dlpt.cli.signals import Interrupted, Signals
+from dlpt.cli.signals import DEFAULT_GRACE_S, GRACE_ENV, Interrupted, Signals, end_process, grace_s
 from dlpt.cli.status_line import StatusLine
 from dlpt.cli.stdout_guard import program_output_flushed, report_output, say_line
 from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.model.processors import METRICS
 from dlpt.model.rank_paths import expand_load, rank_path
+from dlpt.model.render_limit import check_renderable
 from dlpt.model.write_target import absolute, resolve_target
 from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
 )
 
-__all__ = ["main"]
+__all__ = ["main", "run", "entry"]
 
 EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
 
@@ -220,6 +222,12 @@ def build_parser(prog: str = "dlpt") -> _Parser:
         metavar="S",
         help=f"how long rank 0 waits for the other ranks' sessions (default {DEFAULT_TIMEOUT_S:g} s)",
     )
+    p.add_argument(
+        "--signal-grace",
+        metavar="S",
+        help="after SIGTERM, SIGHUP or Ctrl-C, how long dlpt may take to save before the process "
+        f"dies of the signal (default: ${GRACE_ENV} or {DEFAULT_GRACE_S:g} s)",
+    )
     p.add_argument("-V", "--version", action="version", version=f"dlpt {_version()}")
     return p
 
@@ -288,6 +296,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--pc-sampling", opts.pc_sampling or opts.pc_sampling_steps is not None),
             ("--report-ranks", opts.report_ranks is not None),
             ("--rank-timeout", opts.rank_timeout is not None),
+            ("--signal-grace", opts.signal_grace is not None),
         ):
             if bad:
                 raise UsageError(f"{flag} applies when running a program, not with --load")
@@ -312,6 +321,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--no-report prints no report: --report-file would stay empty")
     others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
     opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
+    opts.signal_grace = grace_s(opts.signal_grace) if opts.load is None else None
     opts.report_ranks = opts.report_ranks or "0"
     opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
     _check_outputs(opts, program)
@@ -396,8 +406,9 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
     """Stop, save and show the profile; report dlpt's own failures without hiding the
     program's outcome. Returns whether everything worked.
 
-    Signals are held while stopping and saving (at most a second: dlpt.cli.signals); they cut
-    the report short."""
+    Signals are held while stopping and saving (at most the grace: dlpt.cli.signals); they cut
+    the report short. This may run on dlpt's signal thread while the main thread is stuck in
+    the program (SIGTERM, SIGHUP): then no rank waits for the others."""
     ok = True
     saved = ""
     signals.remaining = [
@@ -508,6 +519,11 @@ def _report(
         return ok
     if role.prints_own and not opts.no_report and not (across and role.report_ranks == "0"):
         try:
+            check_renderable(len(prof.session.nodes), "the text report")  # dlpt.model.render_limit
+        except DlptError as e:
+            _say(f"not printing the report: {e}")
+            return False
+        try:
             # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
             guard = report_output(_say) if where.get("file") is None else contextlib.nullcontext()
             with signals.interruptible(), guard:
@@ -529,7 +545,7 @@ def _report(
                     role,
                     saved,
                     prof.session,
-                    opts.rank_timeout,
+                    0.0 if signals.ending else opts.rank_timeout,  # after SIGTERM: what is there
                     _inform,
                     store,
                 )
@@ -596,6 +612,8 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         return EXIT_USAGE
     except BaseException as e:  # noqa: BLE001 - the program's package failed to import, or a SyntaxError
         return exit_status(e)
+    # Before the program's sys.path[0] and modules take over (a local html.py): dlpt.cli.own_imports.
+    preload(html=any(o.kind == "html" for o in opts.outputs))
     install(prog)
     # joinable: a dlpt.profile() the program starts (@dlpt.profile() on its main) joins this one.
     prof = dlpt.profile(
@@ -624,7 +642,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     except BaseException:
         _stop_status_line()
         raise
-    signals = Signals(_say)
+    signals = Signals(_say, opts.signal_grace)
     signals.terminate_with(lambda: _finish(prof, opts, signals))
     pid = os.getpid()
     # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
@@ -641,7 +659,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     # The interpreter's shutdown (joining the program's non-daemon threads) sees the handlers
     # plain python would: Ctrl-C ends the wait, SIGTERM kills.
     signals.restore(prog.sigint_at_end if holds else signal.getsignal(signal.SIGINT))
-    if signals.status is not None:  # a signal arrived while dlpt finished: end as it asks
+    if signals.status is not None:  # a signal arrived while dlpt finished: die of it (end_process)
         return signals.status
     return status
 
@@ -666,8 +684,14 @@ def _load(opts: argparse.Namespace) -> int:
             _say(str(e))
             return EXIT_USAGE
         return 0
-    if not opts.no_report and not _print_loaded(opts, print_report, session, **render_kwargs(opts)):
-        return EXIT_USAGE
+    if not opts.no_report:
+        try:
+            check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
+        except DlptError as e:
+            _say(f"not printing the report: {e}")
+            return EXIT_USAGE
+        if not _print_loaded(opts, print_report, session, **render_kwargs(opts)):
+            return EXIT_USAGE
     say = _say_failures if opts.quiet else _say
     ok = outputs.write_all(
         session, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
@@ -717,9 +741,22 @@ def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: 
     return True
 
 
+def entry() -> NoReturn:
+    """The ``dlpt`` command and ``python -m dlpt``: the command line, then end as it says (death
+    by a signal where plain python would die of it: dlpt.cli.signals.end_process)."""
+    sys.exit(end_process(run()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``dlpt`` command; returns the exit status (the program's own status
-    when a program was run)."""
+    """The command line as a function: the exit status a shell would show (the program's own
+    status when a program was run; 128 + N where the process would die of signal N)."""
+    status = run(argv)
+    return 128 - status if status < 0 else status
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns the exit status (the program's own status when a program was
+    run), ``-N`` where the process must die of signal N (:func:`dlpt.cli.signals.end_process`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     _quiet[0], _status_line[0] = False, None
     if args[:1] == ["diff"]:  # the subcommand; a script named diff runs as ./diff

@@ -68,8 +68,14 @@ def check_writable(
 
 
 def what_is_written(flag: str) -> str:
-    """What a flag writes, for messages: "sessions", "HTML reports" or "exports"."""
-    return "sessions" if flag == "-o" else "HTML reports" if flag.endswith("--html") else "exports"
+    """What a flag writes (dlpt.model.own_files: it replaces only that kind): "sessions", "HTML
+    reports" or "FMT exports" for ``--export FMT``."""
+    if flag == "-o":
+        return "sessions"
+    if flag.endswith("--html"):
+        return "HTML reports"
+    fmt = flag.split()[-1] if flag.startswith("--export ") else ""
+    return f"{fmt} exports" if fmt in EXPORT_FORMATS else "exports"
 
 
 def add_force(parser: argparse.ArgumentParser) -> None:
@@ -78,7 +84,8 @@ def add_force(parser: argparse.ArgumentParser) -> None:
         "--force",
         action="store_true",
         help="replace an existing output file even if dlpt did not write it (by default only "
-        "new files, empty ones and dlpt's own sessions, reports and exports are replaced)",
+        "new files, empty ones and dlpt's own files of the same kind are replaced: a session by "
+        "-o, an HTML report by --html, ...)",
     )
 
 

@@ -13,18 +13,23 @@ nothing (a session may be called anything), so the content decides, from a bound
   exporter right after the schema, so a long program name cannot push it out of the prefix);
 - a text report (``--report-file``): the report's header box, whose first row starts with
   ``dlpt`` (Unicode or ASCII box), or ``dlpt diff`` as the first word of a comparison;
-- a folded-stacks export: every line ``stack value`` with an integer value, and at least one
-  stack in dlpt's shape (frames joined by ``;``, a ``file.py:LINE function`` frame, or
-  ``<root>``). The format has no room for a marker that flamegraph.pl and inferno would not
-  warn about, so a file of ``word number`` lines is *not* taken for one unless a line looks like
-  a dlpt stack.
+- a perfetto export (Chrome trace JSON): ``"otherData"`` first, its ``"exporter"`` ``dlpt ...``;
+- a folded-stacks export: its first line, :data:`FOLDED_HEADER`, which reads as a comment and is
+  itself a valid folded line of zero samples (flamegraph.pl, inferno and speedscope take it
+  without a warning and draw nothing for it). Folded files of other tools (py-spy, perf) have the
+  same shape as dlpt's, so the shape decides nothing: a folded file without the header (or one
+  dlpt wrote before it had one) is not dlpt's.
+
+An output replaces only a file of the kind it writes (:func:`kind_written`): a session only a
+session, an HTML report an HTML report, a folded export a folded export, so that a typo
+(``--html run.json``) cannot wipe a session.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["PREFIX_BYTES", "written_by_dlpt"]
+__all__ = ["PREFIX_BYTES", "FOLDED_HEADER", "written_by_dlpt", "kind_written", "EXPORT_KINDS"]
 
 PREFIX_BYTES = 64 * 1024
 
@@ -39,14 +44,35 @@ _SPEEDSCOPE = re.compile(
 _TEXT_REPORT = re.compile(
     rb"\A(?:(?:\xe2\x95\xad(?:\xe2\x94\x80)+\xe2\x95\xae|\+-+\+)\r?\n(?:\xe2\x94\x82|\|) dlpt |dlpt diff  )"
 )
-_FOLDED_LINE = re.compile(r"[^\s].* [0-9]+")
-_DLPT_STACK = re.compile(r";|\S:[0-9]+ |\A<root> ")
+_PERFETTO = re.compile(rb'\A\s*\{\s*"otherData"\s*:\s*\{\s*"exporter"\s*:\s*"dlpt ')
+#: The first line of every folded export dlpt writes: dlpt's mark on it.
+FOLDED_HEADER = "# folded stacks written by dlpt 0\n"
+
+#: What each ``what`` (as :func:`dlpt.model.safe_files.check_output_path` names the outputs)
+#: may replace: the kind :func:`written_by_dlpt` names.
+_KIND_OF_WHAT = {
+    "sessions": "session",
+    "HTML reports": "HTML report",
+    "text reports": "text report",
+    "speedscope exports": "speedscope export",
+    "folded exports": "folded export",
+    "perfetto exports": "perfetto export",
+}
+EXPORT_KINDS = ("speedscope export", "folded export", "perfetto export")
+
+
+def kind_written(what: str) -> tuple[str, ...] | None:
+    """The kinds of dlpt file an output named ``what`` replaces ("sessions": a session only;
+    "exports", unspecified: any export); None: any file dlpt wrote."""
+    if what in _KIND_OF_WHAT:
+        return (_KIND_OF_WHAT[what],)
+    return EXPORT_KINDS if what == "exports" else None
 
 
 def written_by_dlpt(prefix: bytes, complete: bool) -> str | None:
     """What dlpt output ``prefix`` starts ("session", "HTML report", "speedscope export", "text
-    report", "folded export"), or None. ``complete``: ``prefix`` is the whole file (otherwise its last
-    line may be cut short)."""
+    report", "perfetto export", "folded export"), or None. ``complete`` is kept for callers (the
+    kinds are all recognised from their first bytes)."""
     if _SESSION.match(prefix):
         return "session"
     if _HTML_HEAD.match(prefix) and _HTML_GENERATOR in prefix[:8192]:
@@ -55,21 +81,6 @@ def written_by_dlpt(prefix: bytes, complete: bool) -> str | None:
         return "speedscope export"
     if _TEXT_REPORT.match(prefix):
         return "text report"
-    return "folded export" if _folded(prefix, complete) else None
-
-
-def _folded(prefix: bytes, complete: bool) -> bool:
-    try:
-        text = prefix.decode("utf-8")
-    except UnicodeDecodeError as e:
-        if complete or e.start < len(prefix) - 4:  # not merely a character cut at the end
-            return False
-        text = prefix[: e.start].decode("utf-8")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line
-    elif not complete and len(lines) > 1:
-        lines.pop()  # cut short by the prefix
-    if not lines or not all(_FOLDED_LINE.fullmatch(line) for line in lines):
-        return False
-    return any(_DLPT_STACK.search(line.rsplit(" ", 1)[0] + " ") for line in lines)
+    if _PERFETTO.match(prefix):
+        return "perfetto export"
+    return "folded export" if prefix.startswith(FOLDED_HEADER.encode()) else None

@@ -11,8 +11,9 @@ symlink, or a file of gigabytes. So:
   (:mod:`dlpt.model.write_target`: no link planted in ``/tmp`` by another user, no dangling
   link, no other user's file, no ``..`` through a missing directory); this process's stdout
   and stderr are written as streams, never replaced;
-- an existing file is replaced only if dlpt wrote it (:mod:`dlpt.model.own_files`), or it is
-  empty (and no Python source), or with ``force``; a temporary file in the target's directory
+- an existing file is replaced only if dlpt wrote it as the kind of file being written (a
+  session by a session, an HTML report by an HTML report: :mod:`dlpt.model.own_files`), or it
+  is empty (and no Python source), or with ``force``; a temporary file in the target's directory
   is written, flushed and renamed over it, so a crash leaves the old file or the new one, never
   a mix; nothing else is created or replaced.
 """
@@ -28,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from typing import IO
 
 from dlpt.errors import UnsafeFileError
-from dlpt.model.own_files import PREFIX_BYTES, written_by_dlpt
+from dlpt.model.own_files import PREFIX_BYTES, kind_written, written_by_dlpt
 from dlpt.model.write_target import Target, resolve_target
 
 __all__ = [
@@ -127,7 +128,7 @@ def check_output_path(
         if not os.access(file, os.W_OK):
             raise UnsafeFileError("the file is not writable")
         if not force:
-            _check_ours(file, st, protected or {})
+            _check_ours(file, st, protected or {}, what)
     directory = os.path.dirname(file)
     if probe:
         # Whether files can be created there (os.access says yes to root on /proc and read-only
@@ -145,12 +146,13 @@ _STREAMS = {1: "stdout", 2: "stderr"}
 _NOT_OURS = "not replaced (--force, or force=True, replaces it)"
 
 
-def _check_ours(file: str, st: os.stat_result, protected: Mapping[str, str]) -> None:
-    """Refuse to replace ``file`` unless dlpt wrote it (dlpt.model.own_files) or it is empty
-    and no Python source; ``protected`` files are refused whatever they hold."""
-    what = protected.get(file)
-    if what is not None:
-        raise UnsafeFileError(f"is {what}; {_NOT_OURS}")
+def _check_ours(file: str, st: os.stat_result, protected: Mapping[str, str], what: str) -> None:
+    """Refuse to replace ``file`` unless dlpt wrote it as the kind of file ``what`` names
+    (dlpt.model.own_files) or it is empty and no Python source; ``protected`` files are
+    refused whatever they hold."""
+    role = protected.get(file)
+    if role is not None:
+        raise UnsafeFileError(f"is {role}; {_NOT_OURS}")
     if st.st_size == 0:
         if file.endswith((".py", ".pyw", ".pyi")):
             raise UnsafeFileError(f"is an empty Python source file; {_NOT_OURS}")
@@ -162,10 +164,14 @@ def _check_ours(file: str, st: os.stat_result, protected: Mapping[str, str]) -> 
             prefix = f.read(PREFIX_BYTES)
     except OSError as e:
         raise UnsafeFileError(f"cannot read it to check that dlpt wrote it ({e.strerror or e})") from None
-    if written_by_dlpt(prefix, complete=len(prefix) < PREFIX_BYTES) is None:
+    kind = written_by_dlpt(prefix, complete=len(prefix) < PREFIX_BYTES)
+    if kind is None:
         raise UnsafeFileError(
             f"exists and is not a file dlpt wrote (a session, an HTML report or an export); {_NOT_OURS}"
         )
+    allowed = kind_written(what)
+    if allowed is not None and kind not in allowed:
+        raise UnsafeFileError(f"is a dlpt {kind} (dlpt replaces it only with another {kind}); {_NOT_OURS}")
 
 
 def _temp_prefix(file: str) -> str:

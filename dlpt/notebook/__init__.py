@@ -10,11 +10,16 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the ``dlpt`` line and cell magic with ``ipython`` (``%load_ext dlpt``)."""
-    from dlpt.notebook.magic import magic
+    from dlpt.notebook.magic import magic, shown_as_the_cells
 
     def dlpt(line: str, cell: str | None = None) -> None:
         __tracebackhide__ = True
-        magic(ipython, line, cell)
+        try:
+            magic(ipython, line, cell)
+        except SyntaxError as e:  # in the user's code: at its line of the cell, no dlpt frames
+            if not shown_as_the_cells(e):
+                raise  # raised by the code as it ran: its traceback as it is
+            raise e.with_traceback(None) from None
 
     dlpt.__doc__ = _HELP
     ipython.register_magic_function(dlpt, magic_kind="line_cell", magic_name="dlpt")

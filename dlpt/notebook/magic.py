@@ -96,7 +96,10 @@ def _compile(
     python = shell.transform_cell(text)
     # IPython drops leading blank lines: the code starts that much further down.
     skipped = _blank_lead(text) - _blank_lead(python)
-    tree = ast.parse(python, file)
+    try:
+        tree = ast.parse(python, file)
+    except SyntaxError as e:
+        raise _at_users_line(e, file, shown, first_line - 1 + skipped, text) from None
     ast.increment_lineno(tree, first_line - 1 + skipped)
     if step_on is not None:
         tree = instrument_main(tree, step_on)  # defs of the cell are found where defined
@@ -104,6 +107,37 @@ def _compile(
     code = shell.compile(tree, file, "exec")
     value = shell.compile(ast.Expression(body=last.value), file, "eval") if last is not None else None
     return file, code, value
+
+
+def _at_users_line(e: SyntaxError, file: str, shown: list[str], shift: int, text: str) -> SyntaxError:
+    """The SyntaxError of compiling the user's code, placed as python would place it in the cell:
+    its line of the cell (``shown``, whose code starts ``shift`` lines down), that line's text as
+    typed (``%dlpt`` and all) and the column on it. Marked for :func:`shown_as_the_cells` (no
+    traceback through dlpt's frames)."""
+    lineno = (e.lineno or 1) + shift
+    typed = shown[lineno - 1] if 0 < lineno <= len(shown) else (e.text or "")
+    own = text.splitlines()[(e.lineno or 1) - 1] if e.lineno and e.lineno <= len(text.splitlines()) else ""
+    lead = len(typed.rstrip("\n")) - len(own) if own and typed.rstrip("\n").endswith(own) else 0
+    fixed = SyntaxError(
+        e.msg,
+        (
+            file,
+            lineno,
+            (e.offset or 0) + lead if e.offset is not None else None,
+            typed,
+            (e.end_lineno or e.lineno or 1) + shift if e.end_lineno is not None else None,
+            (e.end_offset or 0) + lead if e.end_offset is not None else None,
+        ),
+    )
+    fixed.dlpt_cell = True  # type: ignore[attr-defined]
+    return fixed
+
+
+def shown_as_the_cells(e: SyntaxError) -> bool:
+    """Whether ``e`` is the SyntaxError of compiling the user's code (:func:`_at_users_line`),
+    to be raised without dlpt's frames: IPython shows a SyntaxError with every frame of its
+    traceback, which would be dlpt's. One the code raises as it runs keeps its traceback."""
+    return bool(getattr(e, "dlpt_cell", False))
 
 
 def _blank_lead(text: str) -> int:
@@ -292,3 +326,7 @@ def magic(shell: Any, line: str, cell: str | None = None) -> None:
         return
     except UsageError as e:
         _usage(e)
+    except SyntaxError as e:
+        if not shown_as_the_cells(e):
+            raise  # raised by the code as it ran: its traceback as it is
+        raise e.with_traceback(None) from None

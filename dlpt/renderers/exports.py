@@ -31,7 +31,9 @@ from dlpt.analysis.timeline import timeline_view
 from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
 from dlpt.model.meta import program_argv
+from dlpt.model.own_files import FOLDED_HEADER
 from dlpt.model.processors import METRICS, Metric, default_metric, get_metric
+from dlpt.model.render_limit import check_renderable
 from dlpt.model.resume_names import display_name
 from dlpt.model.safe_files import write_text_file
 from dlpt.model.session import Session
@@ -143,7 +145,8 @@ def folded(session: Session, metric: str | Metric | None = None, show_all: bool 
     for path, v in _paths(root, m):
         stack = ";".join(frame_label(n).replace(";", ",") for n in path) if path else "<root>"
         lines[stack] = lines.get(stack, 0) + v
-    return "".join(f"{stack} {v}\n" for stack, v in lines.items())
+    # The header marks the file as dlpt's (dlpt.model.own_files): only it may be replaced.
+    return FOLDED_HEADER + "".join(f"{stack} {v}\n" for stack, v in lines.items())
 
 
 _HOST_PID, _PYTHON_PID, _GPU_PID = 1, 2, 100
@@ -236,8 +239,7 @@ def perfetto(session: Session) -> dict[str, Any]:
             }
         )
     return {
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
+        # First, the exporter first: dlpt knows the file as its own from its start (own_files).
         "otherData": {
             "exporter": f"dlpt {__version__}",
             "program": _program(session),
@@ -245,6 +247,8 @@ def perfetto(session: Session) -> dict[str, Any]:
             "steps_requested": view.steps_requested,
             "events_dropped": view.dropped,
         },
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
     }
 
 
@@ -258,7 +262,10 @@ def write_export(
     force: bool = False,
 ) -> None:
     """Write the ``fmt`` export of ``session`` to ``path`` atomically (an existing file only if
-    dlpt wrote it, or with ``force``: dlpt.model.safe_files)."""
+    dlpt wrote it, or with ``force``: dlpt.model.safe_files). The tree's exports are made of at
+    most dlpt.model.render_limit's nodes."""
+    if fmt in ("speedscope", "folded"):
+        check_renderable(len(session.nodes), f"a {fmt} export")
     if fmt == "speedscope":
         text = (
             json.dumps(speedscope(session, metric, show_all), separators=(",", ":"), ensure_ascii=True) + "\n"
@@ -269,4 +276,4 @@ def write_export(
         text = json.dumps(perfetto(session), separators=(",", ":"), ensure_ascii=True) + "\n"
     else:
         raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    write_text_file(path, text, "exports", force=force)
+    write_text_file(path, text, f"{fmt} exports", force=force)

@@ -121,7 +121,7 @@ def test_html_through_a_symlink_writes_its_target(outputs_env: dict) -> None:
     "name, message",
     [
         ("html device", "--html node.html: is {kind}; dlpt writes HTML reports to regular files only"),
-        ("export dir", "--export folded adir: is a directory; dlpt writes exports to regular files only"),
+        ("export dir", "--export folded adir: is a directory; dlpt writes folded exports to regular files"),
         ("html is -o", "--html ./same.json: the same file as -o"),
         ("load html is load", "--html s.json: the same file as --load"),
         ("diff html is A", "diff: --html s.json: is one of the sessions compared"),

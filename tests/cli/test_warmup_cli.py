@@ -40,9 +40,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, di
     write(root / "decay.py", SCRIPT)
     jobs = {
         # 40 ms -> 4 ms over 60 steps, then flat: 200 steps (a fall well above a busy host's sleep jitter).
-        "settles": Job(["-o", "settles.json", "decay.py", "200", "60", "36"], root),
+        "settles": Job(["--verbose", "-o", "settles.json", "decay.py", "200", "60", "36"], root),
         # Falling by 0.4 ms a step for 125 steps (1.5-7% a step): never settles within 100.
-        "falls": Job(["-o", "falls.json", "decay.py", "130", "125", "50"], root),
+        "falls": Job(["--verbose", "-o", "falls.json", "decay.py", "130", "125", "50"], root),
     }
     out = {}
     for k, r in run_many(jobs).items():

@@ -110,7 +110,8 @@ def test_untraced_and_traced_steps_agree_with_the_scripts_own_timing(tmp_path: P
     outside = sum(n.get("o", {}).get("kernels", 0) for n in session.nodes if n["kind"] == "kernel")
     per_step = kernels / counted
     assert outside >= warm * per_step * 0.9  # the warm-up's kernels are outside, not lost
-    assert kernels + outside < (counted + warm + 1) * per_step * 1.1  # no untraced step's kernels
+    if not compiled:  # a compiled run's outside work also holds Inductor's autotuning launches
+        assert kernels + outside < (counted + warm + 1) * per_step * 1.1  # no untraced step's kernels
     # The report's idle share uses the untraced step.
     a = analyze(session)
     assert a.untraced_step is not None and a.step_wall_ns == st["untraced"]["median_ns"]

@@ -100,7 +100,8 @@ def test_folded_names_cannot_break_the_format() -> None:
     d = S.hostile()
     d["nodes"][3]["name"] = "kernel;with;semicolons\nand a newline"
     text = folded(Session.from_dict(d))
-    lines = _folded_lines(text)
+    header, *lines = _folded_lines(text)
+    assert header == (["# folded stacks written by dlpt"], 0)  # dlpt's mark: a stack of no samples
     assert len(lines) == 1
     stack, value = lines[0]
     assert stack[-1] == "kernel,with,semicolons and a newline"

@@ -38,8 +38,61 @@ def test_everything_dlpt_writes_is_recognised_and_replaced(tmp_path: Path) -> No
         "long.json": "speedscope export",
         "f.txt": "folded export",
     }
-    for p in tmp_path.iterdir():  # each one may be written again
-        check_output_path(str(p))
+    whats = {"session": "sessions", "HTML report": "HTML reports"}
+    for p in tmp_path.iterdir():  # each one may be written again, by an output of its kind
+        kind = kinds[p.name]
+        assert kind is not None
+        check_output_path(str(p), whats.get(kind, kind.replace(" export", " exports")))
+
+
+# Every kind against every output: only the same kind replaces a file (a typo such as
+# `--html run.json` must not wipe a session; an export never replaces a session, ...).
+_WHATS = ["sessions", "HTML reports", "speedscope exports", "folded exports", "text reports"]
+
+
+@pytest.mark.parametrize("what", _WHATS)
+def test_an_output_replaces_only_a_file_of_its_own_kind(tmp_path: Path, what: str) -> None:
+    session = Session.from_dict(S.gpt_eager())
+    made = {
+        "sessions": lambda p: session.save(p),
+        "HTML reports": lambda p: write_html(session, p),
+        "speedscope exports": lambda p: write_export(session, "speedscope", p),
+        "folded exports": lambda p: write_export(session, "folded", p),
+    }
+    for written, make in made.items():
+        path = tmp_path / f"{written}.out"
+        make(path)
+        before = path.read_bytes()
+        if written == what:
+            write_text_file(path, "replaced", what)
+            assert path.read_text() == "replaced"
+            continue
+        with pytest.raises(UnsafeFileError, match=r"is a dlpt .* \(dlpt replaces it only with another"):
+            write_text_file(path, "replaced", what)
+        assert path.read_bytes() == before
+        write_text_file(path, "replaced", what, force=True)
+        assert path.read_text() == "replaced"
+
+
+PY_SPY_FOLDED = (
+    'process 4183:"python train.py";<module> (train.py:12);step (train.py:8) 57\n'
+    'process 4183:"python train.py";<module> (train.py:12);load (data.py:3) 4\n'
+)
+
+
+@pytest.mark.parametrize(
+    "content", [PY_SPY_FOLDED, "apples 3\npears;ripe 5\n", "<root> 5\nmain.py:3 f;aten::mm 7\n"]
+)
+def test_a_folded_file_dlpt_did_not_mark_is_kept(tmp_path: Path, content: str) -> None:
+    """py-spy's and perf's folded files have dlpt's shape; only dlpt's header marks its own."""
+    path = tmp_path / "profile.folded"
+    path.write_text(content)
+    session = Session.from_dict(S.gpt_eager())
+    with pytest.raises(UnsafeFileError, match="not a file dlpt wrote"):
+        write_export(session, "folded", path)
+    assert path.read_text() == content
+    write_export(session, "folded", path, force=True)
+    assert path.read_text().startswith("# folded stacks written by dlpt 0\n")
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from dlpt.model.processors import Metric
+from dlpt.model.render_limit import check_renderable
 from dlpt.model.safe_files import write_text_file
 from dlpt.model.session import Session
 from dlpt.renderers.html.data import build_model
@@ -41,7 +42,9 @@ def render_html(
 ) -> str:
     """The HTML report of ``session``. ``metric`` is the one shown first; ``show_all`` keeps
     library frames (folded into their callers by default, as in the terminal report);
-    ``peak_tflops`` replaces the datasheet peak for MFU."""
+    ``peak_tflops`` replaces the datasheet peak for MFU. A session larger than a report is made
+    of is refused (dlpt.model.render_limit)."""
+    check_renderable(len(session.nodes), "an HTML report")
     model = build_model(session, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
     title = f"dlpt · {model['header']['title']}"
     return document(title, model, REPORT_SCRIPTS, REPORT_STYLES)

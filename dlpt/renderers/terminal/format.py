@@ -18,6 +18,7 @@ from dlpt.model.resume_names import display_name
 from dlpt.model.safe_text import escape_control
 from dlpt.model.tree import Node
 from dlpt.model.units import Units
+from dlpt.renderers.terminal.output import MAX_WIDTH
 
 # A header rule only, like box.SIMPLE_HEAD, but made of ASCII so that it survives a console
 # whose encoding is not UTF-8 (rich would otherwise substitute a fully bordered ASCII box).
@@ -37,6 +38,11 @@ STYLES: dict[str, str] = {
 }
 LOCATION_STYLE = "cyan"
 DETAIL_STYLE = "dim"
+
+#: The most characters of one session string a row processes: twice the widest report
+#: (MAX_WIDTH cells; a character takes at least one cell, zero-width ones aside), so the cut is
+#: never seen except as the ellipsis it ends with.
+MAX_SHOWN_CHARS = 2 * MAX_WIDTH
 
 # The metric key counting a node's own events, shown in the "calls" column.
 COUNT_KEY: dict[str, str] = {
@@ -59,8 +65,12 @@ class Fmt(Units):
     sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
 
     def clean(self, s: str) -> str:
-        """Make ``s``, a string from the session, safe to print: control characters escaped
+        """Make ``s``, a string from the session, safe to print: cut to what a row can show
+        (:data:`MAX_SHOWN_CHARS`, so that the cost of a row does not follow the length of a
+        name: a 100 kB kernel name costs what a 2 kB one does), control characters escaped
         (:mod:`.safe_text`), and only ASCII on an ASCII console."""
+        if len(s) > MAX_SHOWN_CHARS:
+            s = s[:MAX_SHOWN_CHARS] + ("..." if self.ascii else "…")
         s = escape_control(s)
         return s.encode("ascii", "replace").decode("ascii") if self.ascii else s
 
