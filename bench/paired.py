@@ -49,6 +49,16 @@ Modes
                CUPTI attached (Proton's Session::deactivate only flushes), so the unprofiled
                chunks pay CUPTI too and the ratio is Proton's recording alone, not CUPTI's cost
 
+  dlpt_pcs     dlpt.profile(pc_sampling=3) (calibrate=False): the profile starts, its first 3
+               steps are PC-sampled and read back (untimed), then the chunk is timed: what the
+               steps after the sampled window cost. Beside `dlpt` (the same profile without the
+               mode) the two ratios should agree: the mode must leave the other steps as they were
+  dlpt_pcs_window  the same profile, timing the 3 sampled steps themselves (from the end of the
+               first step, where sampling starts, to the end of the third sampled step, whose
+               boundary stops sampling and reads the samples back): what a sampled step costs.
+               The ratio is per step against the unprofiled chunk. Both modes fail the block when
+               PC sampling did not run (a profile without it would flatter the mode)
+
   dlpt_calibrated  not a ratio of chunk times: dlpt's own report of the step time. Each round
                times an unprofiled chunk step by step (median of the intervals between steps), then
                runs a dlpt profile with its default schedule over a chunk long enough for its warm-up
@@ -98,7 +108,10 @@ DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dl
               "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity", "dlpt_suspended",
               "dlpt_suspended_detach")
 PROTON_MODES = ("proton", "proton_active")
-ALL_MODES = DLPT_MODES + ("dlpt_calibrated", "torchprof") + PROTON_MODES
+#: PC sampling (docs/pc-sampling.md): the steps after the sampled window, and the window itself.
+PCS_MODES = ("dlpt_pcs", "dlpt_pcs_window")
+PCS_STEPS = 3
+ALL_MODES = DLPT_MODES + PCS_MODES + ("dlpt_calibrated", "torchprof") + PROTON_MODES
 #: Workloads without an optimizer step: dlpt_calibrated marks their steps with prof.step().
 MANUAL_STEPS = ("decode",)
 DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
@@ -311,13 +324,53 @@ def profiler(mode: str):
     }[mode]()
 
 
-def run_pairs(step, n: int, modes: list[str], rounds: int) -> dict:
+def pcs_chunk(step, n: int, window: bool, manual: bool) -> float:
+    """dlpt_pcs / dlpt_pcs_window (see the module docstring): seconds per step of the steps after
+    the PC-sampled window (``window`` False) or of the sampled steps themselves (True)."""
+    prof = dlpt.profile(pc_sampling=PCS_STEPS, calibrate=False, skip_first=0)
+    prof.start()
+    try:
+        mark = prof.step if manual else None
+
+        def steps(k: int) -> None:
+            for _ in range(k):
+                step()
+                if mark is not None:
+                    mark()
+
+        steps(1)  # its boundary starts sampling (no warm-up: skip_first=0)
+        if window:
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            steps(PCS_STEPS)  # the last boundary stops sampling and reads the samples back
+            torch.cuda.synchronize()
+            per_step = (time.perf_counter() - t) / PCS_STEPS
+        else:
+            steps(PCS_STEPS)  # the sampled window, untimed
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            steps(n)
+            torch.cuda.synchronize()
+            per_step = (time.perf_counter() - t) / n
+    finally:
+        session = prof.stop()
+    pcs = session.meta.get("pc_sampling") or {}
+    if pcs.get("reason") or not pcs.get("total_samples") or pcs.get("last_step") != 1 + PCS_STEPS:
+        raise RuntimeError(f"PC sampling did not run as the mode needs: {pcs.get('reason')!r}, "
+                           f"steps {pcs.get('first_step')}-{pcs.get('last_step')}")
+    return per_step
+
+
+def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False) -> dict:
     out: dict = {m: {"ratios": [], "base_s": [], "prof_s": [], "capture": []} for m in modes}
     for _ in range(rounds):
         for m in modes:
             a = chunk(step, n)
             if m == "aa":
                 b = chunk(step, n)
+                cap = None
+            elif m in PCS_MODES:
+                b = pcs_chunk(step, n, m == "dlpt_pcs_window", manual)
                 cap = None
             else:
                 with profiler(m) as p:
@@ -491,9 +544,9 @@ def main() -> None:
                     f"(`{' '.join(sys.argv)}`)\n\n{md}\n")
         print(md, flush=True)
 
-    def run_block(res: dict, raw: dict, step, n: int, block: list[str]) -> None:
+    def run_block(res: dict, raw: dict, step, n: int, block: list[str], manual: bool = False) -> None:
         try:
-            raw.update(run_pairs(step, n, block, args.rounds))
+            raw.update(run_pairs(step, n, block, args.rounds, manual))
         except Exception as e:  # a tool that cannot run here is a finding, not the end
             res.setdefault("block_errors", {})[",".join(block)] = repr(e)[:300]
             print(traceback.format_exc(), file=sys.stderr)
@@ -518,10 +571,11 @@ def main() -> None:
             torch.cuda.synchronize()
             raw: dict = {}
             # Each Proton mode in a block of its own (proton_active keeps a session across rounds).
-            blocks = [[m] for m in PROTON_MODES if m in args.modes] + [[m for m in args.modes if m in DLPT_MODES]]
+            blocks = [[m] for m in PROTON_MODES if m in args.modes] + [
+                [m for m in args.modes if m in DLPT_MODES or m in PCS_MODES]]
             for block in blocks:
                 if block:
-                    run_block(res, raw, step, n, block)
+                    run_block(res, raw, step, n, block, manual=w in MANUAL_STEPS)
             if "dlpt_calibrated" in args.modes:
                 try:
                     raw["dlpt_calibrated"] = calibration_pairs(step, n, args.rounds, manual=w in MANUAL_STEPS)

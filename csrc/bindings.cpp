@@ -12,6 +12,7 @@
 #include "export/counters.h"
 #include "export/nodes.h"
 #include "host/bindings.h"
+#include "pcsampling/bindings.h"
 #include "testing/seams.h"
 
 namespace py = pybind11;
@@ -232,5 +233,6 @@ PYBIND11_MODULE(_C, m) {
   t.def("kernel_record", &dlpt::testing::kernel_record, py::arg("corr"), py::arg("start"), py::arg("end"),
         py::arg("device"), py::arg("name"));
   dlpt::memory::bind_memory(m, t);
-  dlpt::host::register_bindings(m);  // host sampler, idle blame, timeline (csrc/host/)
+  dlpt::host::register_bindings(m);        // host sampler, idle blame, timeline (csrc/host/)
+  dlpt::pcsampling::register_bindings(m);  // CUPTI PC sampling (csrc/pcsampling/)
 }

@@ -60,6 +60,10 @@ void enable_api_callbacks(bool on) {
 void enable_resource_callbacks() {
   g.api->cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   g.api->cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  // PC sampling's cubins (csrc/pcsampling/modules.cpp), only once it asked: one callback per
+  // module load, nothing per launch.
+  if (g.modules)
+    g.api->cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
 }
 
 /// Activity buffers (at attach), then the kinds in g.kinds; the first failure, or CUPTI_SUCCESS.
@@ -192,6 +196,18 @@ TracerStopReport stop_gpu_tracing() {
 // no longer map to the lines that captured them (resume forgets those contexts; their replays
 // go to the replay's line, counted in graph_unmapped_ns); and no GPU step marks are taken while
 // detached (CUPTI's clock would attach it again), so the step intervals around it merge.
+bool watch_module_loads(std::string* error) {
+  if (!g.attached || g.subscriber == nullptr || g.floor) {
+    if (error) *error = "the tracer holds no CUPTI subscriber";
+    return false;
+  }
+  g.modules = true;
+  const CUptiResult r =
+      g.api->cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+  if (r != CUPTI_SUCCESS && error) *error = g.api->error_string(r);
+  return r == CUPTI_SUCCESS;
+}
+
 void suspend_gpu_tracing(Session& s, SuspendMode mode) {
   if (!g.attached || g.session.load(std::memory_order_acquire) != &s) return;
   // Launches from now on are not mapped; those mapped before are flushed and counted (the caller

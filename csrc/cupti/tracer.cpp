@@ -15,6 +15,7 @@
 #include "../context/child_cache.h"
 #include "../context/thread_state.h"
 #include "../host/host_capture.h"
+#include "../pcsampling/modules.h"
 #include "tracer_state.h"
 
 namespace dlpt {
@@ -129,6 +130,7 @@ void api_exit(Session& s, ThreadState& ts, uint8_t cls, uint32_t cbid, uint32_t 
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (g.floor) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) return pcsampling::on_module_loaded(data);
     if (Session* s = current_session()) on_graph_node(*s, cbid, static_cast<const CUpti_ResourceData*>(data));
     return;
   }

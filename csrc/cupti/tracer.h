@@ -44,6 +44,10 @@ void suspend_gpu_tracing(Session& s, SuspendMode mode);
 /// `error` when CUPTI could not be taken back (another profiler took it meanwhile).
 bool resume_gpu_tracing(Session& s, std::string* error);
 
+/// [GIL] Module loads forwarded to PC sampling (csrc/pcsampling/modules.cpp) through the
+/// tracer's subscriber, also after a resume. False with `error` when the tracer holds none.
+bool watch_module_loads(std::string* error);
+
 /// [MT] CUPTI's clock now (the timestamps of activity records), or 0 when not tracing.
 uint64_t cupti_now();
 

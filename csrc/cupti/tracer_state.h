@@ -32,7 +32,8 @@ struct Tracer {
   // The session activity is delivered to. Separate from current_session(): records keep arriving
   // after stop() unpublishes the session, until the final flush.
   std::atomic<Session*> session{nullptr};
-  bool floor = false;  // floor mode: subscribed, callbacks and records do nothing
+  bool floor = false;    // floor mode: subscribed, callbacks and records do nothing
+  bool modules = false;  // module loads forwarded to PC sampling (watch_module_loads)
   // kBufferSize (pooled), or an experiment's size (BenchSwitches, never pooled).
   size_t buffer_size = kBufferSize;
 
@@ -61,6 +62,7 @@ struct Tracer {
     attached = false;
     kinds.clear();
     floor = bench.floor == Floor::Cupti;
+    modules = false;
     buffer_size = bench.cupti.big_buffers ? (64u << 20) : kBufferSize;
     std::fill(std::begin(cls), std::end(cls), kNone);
     std::fill(std::begin(slot), std::end(slot), 0);

@@ -32,6 +32,8 @@ from dlpt.capture.compile.dynamo import CompileEvents
 from dlpt.capture.flops.annotate import recorded_ops
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, HostCapture, check_options
 from dlpt.capture.memory import MemoryCapture
+from dlpt.capture.pc_annotate import annotate_session
+from dlpt.capture.pc_sampling import PcSampling, pc_sampling_steps
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
 from dlpt.capture.ranks.pycomm import CollectiveHooks
@@ -131,6 +133,10 @@ class Profile:
         timeline: keep the events of this many counted steps, after the warm-up (ops, kernels, copies,
             syncs, host samples) for a timeline: ``meta.timeline``, the HTML report's timeline
             view and ``--export perfetto``. 0 (the default) keeps none.
+        pc_sampling: CUPTI PC sampling for this many counted steps after the warm-up (True: 3):
+            which source line inside each kernel is hot and why it stalls, and a fused Inductor
+            kernel's samples shared among the model lines it fused (``meta.pc_sampling``;
+            docs/pc-sampling.md). Off by default; the other steps run as without it.
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
@@ -157,6 +163,7 @@ class Profile:
         memory: bool = False,
         sample_hz: int = DEFAULT_SAMPLE_HZ,
         timeline: int = 0,
+        pc_sampling: int | bool = False,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=True)
         check_options(sample_hz, timeline)
@@ -175,6 +182,8 @@ class Profile:
         self.joinable = bool(joinable)
         self.sample_hz = sample_hz
         self.timeline = timeline
+        self.pc_sampling = pc_sampling_steps(pc_sampling)
+        self._pcs: PcSampling | None = None
         self._hostcap = HostCapture(sample_hz, timeline)
         self._session: Session | None = None
         self._schedule: StepSchedule | None = None
@@ -309,6 +318,9 @@ class Profile:
             self._hostcap.start(timeline_armed=schedule.warmup.over)
         except Exception as e:  # noqa: BLE001 - the rest of the profile does not need it: said, not raised
             warnings.warn(f"dlpt: host sampling could not start: {e}", RuntimeWarning, stacklevel=3)
+        if self.pc_sampling and self._start_info.get("gpu"):
+            self._pcs = PcSampling(self.pc_sampling, C, native.cupti_candidates(), _synchronize_all)
+            self._pcs.start()
         schedule.start()
         self._clock_started = True
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
@@ -374,6 +386,8 @@ class Profile:
                 self._hostcap.note_threads()
             if self._schedule is not None:
                 self._schedule.on_step(source, began_ns)
+                if self._pcs is not None:
+                    self._pcs.on_step(self._schedule)
                 if self._memory is not None:
                     self._memory.on_step(self._schedule)
 
@@ -437,6 +451,12 @@ class Profile:
             assert schedule is not None
             schedule.close()
             memory = self._stop_memory()
+            if self._pcs is not None:  # before the core's stop: CUPTI is still ours
+                self._pcs.stop()
+                self._meta["pc_sampling"] = self._pcs.meta()
+                self._pcs = None
+            elif self.pc_sampling:
+                self._meta["pc_sampling"] = {"steps": self.pc_sampling, "reason": "GPU capture is off"}
             # The time since the last step boundary is outside steps; a run without steps is one
             # epoch, counted (its figures are per run).
             self._hostcap.stop()  # the sampler is joined before the core exports the tree
@@ -468,6 +488,8 @@ class Profile:
             host=host,
         )
         self._session.meta["capture"]["backward_ops"] = self._backward_ops
+        if self._session.meta.get("pc_sampling"):
+            _annotate_pc_samples(self._session, self.sources)
         # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a
         # forked child (CUDA may be unusable there) or on a GPU that failed to synchronise.
         self.gpu_usable = gpu_usable and not _in_forked_child
@@ -582,3 +604,13 @@ class Profile:
 def running() -> Profile | None:
     """The profile running in this process, if any."""
     return _running
+
+
+def _annotate_pc_samples(session: Session, sources: bool) -> None:
+    """PC samples beside the kernel and model-line nodes (dlpt.capture.pc_annotate); a failure
+    is said in ``meta.pc_sampling.reason``, never raised (the samples stay in the meta block)."""
+    try:
+        annotate_session(session.nodes, session.meta, sources)
+    except Exception as e:  # noqa: BLE001 - the profile stands without the node extras
+        pcs = session.meta["pc_sampling"]
+        pcs["reason"] = pcs.get("reason") or f"PC samples not put on the tree: {type(e).__name__}: {e}"

@@ -177,6 +177,10 @@ class StepSchedule:
         self.first_counted_ns: int | None = None  # when the first counted step began
         self.last_counted_ns: int | None = None  # when the last counted step ended
         self.stop_ns = 0
+        # Steps another measurement holds (PC sampling, :meth:`hold`): run traced, outside steps.
+        self.held_steps = 0
+        self._hold_left = 0
+        self._hold_end: Callable[[], None] | None = None
 
     # -- the program's time -------------------------------------------------------------------
 
@@ -226,6 +230,13 @@ class StepSchedule:
                 self.paired.untraced(wall, self.seen)
             if self._window_left:
                 self._window_left -= 1
+        elif self._hold_left:
+            self._hold_left -= 1
+            self.held_steps += 1
+            if not self._hold_left and self._hold_end is not None:
+                end, self._hold_end = self._hold_end, None
+                end()  # before the epoch ends: its own time (reading back) stays in the held step
+            self._end_epoch(False)
         elif self._warmup_step(wall):
             self._end_epoch(False)
         else:
@@ -242,6 +253,21 @@ class StepSchedule:
         self._in_call = False
         self._switch(self._wants_tracing())
         self._last = self._clock()  # a switch's own time is the next step's, dropped with it
+
+    def hold(self, steps: int, at_end: Callable[[], None]) -> None:
+        """The next ``steps`` steps belong to another measurement (PC sampling: slow kernels,
+        the GPU synchronised at both ends): they run traced but end as outside steps, not
+        counted and not timed, so no per-step figure, step time or suggestion holds them.
+        ``at_end`` runs at the boundary that ends the last of them, before that step's epoch
+        ends: the time it takes stays in the held step, not in the next (counted) one. A profile
+        that stops first leaves ``at_end`` to the caller's stop."""
+        self._hold_left = max(0, int(steps))
+        self._hold_end = at_end if self._hold_left else None
+
+    @property
+    def holding(self) -> bool:
+        """Whether held steps are still to end."""
+        return self._hold_left > 0
 
     def close(self) -> None:
         """End of the profile: the time since the last boundary is outside steps (the caller
@@ -318,6 +344,7 @@ class StepSchedule:
             "active": self.active,
             "source": self.source,
             "untraced": self.untraced_steps,
+            **({"held": self.held_steps} if self.held_steps else {}),
             "warmup": {
                 "steps": w.steps,
                 "walls_ns": list(w.walls),

@@ -33,7 +33,7 @@ from typing import Any
 from dlpt.model.safe_files import read_regular_file
 from dlpt.model.source_files import file_kind, is_dlpt_file
 
-__all__ = ["CONTEXT", "MAX_FILE_BYTES", "LIBRARY_BYTES", "collect_sources", "remember_source"]
+__all__ = ["CONTEXT", "MAX_FILE_BYTES", "LIBRARY_BYTES", "collect_sources", "file_lines", "remember_source"]
 
 CONTEXT = 2  # lines kept before and after each profiled line
 MAX_FILE_BYTES = 8 * 2**20  # larger "source files" are generated data, not code to show
@@ -117,7 +117,9 @@ def _in_memory_lines(file: str) -> list[str] | None:
     return None
 
 
-def _file_lines(file: str) -> list[str] | None:
+def file_lines(file: str) -> list[str] | None:
+    """The lines of ``file`` read as source files are (regular files only, at most
+    MAX_FILE_BYTES, its coding cookie honoured), or None; also for PC-sampled kernel files."""
     try:
         data = read_regular_file(file, MAX_FILE_BYTES)
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
@@ -152,7 +154,7 @@ def collect_sources(nodes: Iterable[dict[str, Any]]) -> dict[str, dict[str, str]
                 break
         lines = _in_memory_lines(file)
         if lines is None:
-            lines = _file_lines(file)
+            lines = file_lines(file)
         if not lines:
             continue
         keep: set[int] = set()

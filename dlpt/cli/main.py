@@ -29,6 +29,8 @@ from typing import Any, NoReturn
 
 from dlpt.analysis.ranks.report import rank_report
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
+from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
+from dlpt.capture.pc_sampling import MAX_STEPS as PC_MAX_STEPS
 from dlpt.capture.ranks.env import env_problem, from_env
 from dlpt.capture.step_on import parse_spec
 from dlpt.cli import outputs, rank_store, report_target
@@ -186,6 +188,23 @@ def build_parser(prog: str = "dlpt") -> _Parser:
         "--export perfetto)",
     )
     p.add_argument(
+        "--pc-sampling",
+        action="store_true",
+        help="CUPTI PC sampling for a few steps after the warm-up: hot lines inside kernels, stall "
+        "reasons, fused kernels split across model lines (docs/pc-sampling.md)",
+    )
+    p.add_argument(
+        "--pc-sampling-steps",
+        type=int,
+        metavar="N",
+        help=f"steps --pc-sampling samples (default {PC_DEFAULT_STEPS})",
+    )
+    p.add_argument(
+        "--kernel-lines",
+        metavar="NAME",
+        help="with --load: the sampled source lines of the kernels named NAME (or containing it)",
+    )
+    p.add_argument(
         "--peak-tflops",
         type=float,
         metavar="N",
@@ -274,6 +293,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--memory", opts.memory),
             ("--sample-hz", opts.sample_hz is not None),
             ("--timeline", opts.timeline is not None),
+            ("--pc-sampling", opts.pc_sampling or opts.pc_sampling_steps is not None),
             ("--report-ranks", opts.report_ranks is not None),
             ("--rank-timeout", opts.rank_timeout is not None),
             ("--signal-grace", opts.signal_grace is not None),
@@ -326,6 +346,15 @@ def check_values(opts: argparse.Namespace) -> None:
         parse_spec(opts.step_on)
     if opts.sample_hz is not None and not 0 <= opts.sample_hz <= MAX_SAMPLE_HZ:
         raise UsageError(f"--sample-hz must be from 0 (off) to {MAX_SAMPLE_HZ}, got {opts.sample_hz}")
+    if opts.kernel_lines is not None and opts.load is None:
+        raise UsageError("--kernel-lines shows a saved session's PC samples: give --load FILE")
+    if opts.pc_sampling_steps is not None:
+        if not opts.pc_sampling:
+            raise UsageError("--pc-sampling-steps applies with --pc-sampling")
+        if not 1 <= opts.pc_sampling_steps <= PC_MAX_STEPS:
+            raise UsageError(
+                f"--pc-sampling-steps must be from 1 to {PC_MAX_STEPS}, got {opts.pc_sampling_steps}"
+            )
     if opts.timeline is not None and not 1 <= opts.timeline <= MAX_TIMELINE_STEPS:
         raise UsageError(
             f"--timeline must be a number of steps from 1 to {MAX_TIMELINE_STEPS}, got {opts.timeline}"
@@ -600,6 +629,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         joinable=True,
         sample_hz=DEFAULT_SAMPLE_HZ if opts.sample_hz is None else opts.sample_hz,
         timeline=opts.timeline or 0,
+        pc_sampling=(opts.pc_sampling_steps or PC_DEFAULT_STEPS) if opts.pc_sampling else False,
     )
     if StatusLine.wanted(opts.quiet):
         _status_line[0] = StatusLine(prof.status).start()
@@ -645,6 +675,15 @@ def _load(opts: argparse.Namespace) -> int:
     except DlptError as e:
         _say(str(e))
         return EXIT_USAGE
+    if opts.kernel_lines is not None:
+        from dlpt.renderers.terminal.kernel_lines import render_kernel_lines
+
+        try:
+            print(render_kernel_lines(session.meta, opts.kernel_lines))
+        except DlptError as e:
+            _say(str(e))
+            return EXIT_USAGE
+        return 0
     if not opts.no_report:
         try:
             check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit

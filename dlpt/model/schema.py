@@ -252,6 +252,55 @@ _HOST = _obj(
 )
 
 # meta.timeline (dlpt.capture.timeline, read by dlpt.model.timeline, which checks the indices).
+# PC sampling (--pc-sampling; dlpt/capture/pc_sampling.py, docs/pc-sampling.md). Optional: sessions
+# without it (every older one) load as before.
+
+
+def _pc_line(v: Any, where: str) -> None:
+    """One sampled source line of a kernel: [file ("" without line info), line, samples, stalls]."""
+    if not isinstance(v, list) or len(v) != 4:
+        raise SchemaError(where, f"must be [file, line, samples, stalls], got {_short(v)}")
+    _str(v[0], f"{where}[0]")
+    _int(v[1], f"{where}[1]")
+    _int(v[2], f"{where}[2]")
+    _dict_of(_int)(v[3], f"{where}[3]")
+
+
+_PC_SAMPLING = _obj(
+    required={"steps": _int},
+    optional={
+        "period_log2": _int,
+        "reason": _optional(_str),
+        "first_step": _int,
+        "last_step": _int,
+        "total_samples": _int,
+        "dropped_samples": _int,
+        "non_user_samples": _int,
+        "pcs": _int,
+        "pcs_resolved": _int,
+        "pcs_without_cubin": _int,
+        "hardware_buffer_full": _bool,
+        "unresolved": _dict_of(_str),
+        "kernels": _list_of(
+            _obj(
+                required={"name": _str, "samples": _int},
+                optional={"stalls": _dict_of(_int), "lines": _list_of(_pc_line)},
+            )
+        ),
+        "model_lines": _list_of(
+            _obj(
+                required={"kernel": _str, "samples": _int},
+                optional={
+                    "unassigned": _int,
+                    "lines": _list_of(
+                        _obj(required={"file": _str, "line": _int, "samples": _int}, optional={"share": _num})
+                    ),
+                },
+            )
+        ),
+    },
+)
+
 _TIMELINE = _obj(
     required={
         "strings": _list_of(_str),
@@ -330,6 +379,7 @@ SCHEMA: dict[str, Check] = {
             "step_on_chosen": _optional(_str),
             "step_on_ignored": _dict_of(_int),
             "untraced": _int,
+            "held": _int,  # steps PC sampling held: outside steps (dlpt.capture.schedule.hold)
             "warmup": _obj(
                 optional={
                     "steps": _int,
@@ -414,6 +464,7 @@ SCHEMA: dict[str, Check] = {
     # The host sampler (--sample-hz) and the timeline window (--timeline N).
     "host": _HOST,
     "timeline": _TIMELINE,
+    "pc_sampling": _PC_SAMPLING,
 }
 
 
@@ -452,6 +503,18 @@ EXTRAS: dict[str, Check] = {
     "algorithm": _str,
     "protocol": _str,
     "backend": _str,
+    # --pc-sampling (dlpt.capture.pc_annotate): a kernel's samples, top stalls and lines; a model
+    # line's sampled share of the fused kernels split onto it.
+    "pc": _obj(
+        required={"samples": _int},
+        optional={"stalls": _dict_of(_int), "lines": _list_of(_pc_line), "unassigned": _int},
+    ),
+    "pc_fused": _list_of(
+        _obj(
+            required={"kernel": _str, "samples": _int},
+            optional={"share": _num, "of": _int, "unassigned": _int},
+        )
+    ),
 }
 
 

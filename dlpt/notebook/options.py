@@ -31,6 +31,7 @@ _NOT_HERE = {
     "--load": "re-renders a saved session: use python -m dlpt --load FILE (or dlpt.Session.load)",
     "--report-ranks": "applies to a program run under a launcher, one process per rank",
     "--rank-timeout": "applies to a program run under a launcher, one process per rank",
+    "--kernel-lines": "shows a saved session's PC samples: use python -m dlpt --load FILE --kernel-lines K",
 }
 
 

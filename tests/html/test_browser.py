@@ -506,6 +506,34 @@ def test_the_timeline_view_draws_a_step_and_names_slices_as_text(
     assert r.js("() => dlpt.app.timeline.items.length") > 0  # the samples of step 2
 
 
+def test_source_view_shows_a_sampled_kernel_file(open_report: Any, tmp_path: Path, artifacts: Path) -> None:
+    """--pc-sampling: the generated kernel's file is listed with its samples, and each sampled
+    line shows its samples, share and top stall reasons beside the code from the session."""
+    from dlpt.capture.pc_annotate import annotate_session
+    from tests.unit.test_pc_tree import KERNEL_SRC, _sampled
+
+    kernel = tmp_path / "torchinductor_me" / "ab" / "cab.py"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text(KERNEL_SRC)
+    d = _sampled(str(kernel))
+    annotate_session(d["nodes"], d["meta"])
+    kernel.unlink()  # the report reads the session only
+    path = tmp_path / "sampled.html"
+    write_html(Session.from_dict(d), path)
+    r = open_report(path)
+    page = r.page
+    page.click("button[data-tab=source]")
+    button = page.locator(".src-files button.file[data-file$='cab.py']")
+    assert "1,000 samples" in button.inner_text()
+    button.click()
+    cells = page.locator("table.code tr[data-line='4'] td").all_inner_texts()
+    assert cells[1:5] == ["700", "70.0%", "4", "long_scoreboard 57%, math_pipe_throttle 43%"]
+    assert cells[5] == "    tmp1 = tl_math.exp(tmp0)"
+    assert page.locator("table.code tr[data-line='4'] .heat-bar").count() == 1
+    assert "triton_red_fused__log_softmax_nll_loss_1" in page.inner_text(".src-main")
+    _save(page.locator(".tabs"), artifacts, "source-sampled.png")
+
+
 def test_the_page_across_ranks_names_the_straggler_and_its_line(
     open_report: Any, tmp_path: Path, artifacts: Path
 ) -> None:

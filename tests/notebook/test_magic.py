@@ -182,13 +182,15 @@ def test_the_magic_parses_every_command_line_option_with_the_same_parser(tmp_pat
     from dlpt.errors import UsageError
     from dlpt.notebook.options import HelpShown, parse_cell
 
-    refused = {"--load", "--report-ranks", "--rank-timeout"}
+    refused = {"--load", "--report-ranks", "--rank-timeout", "--kernel-lines"}
     checked = 0
     for action in build_parser()._actions:
         for flag in action.option_strings:
             words = [flag, *_value(action, tmp_path)]
             if flag == "--open":
                 words += ["--html", str(tmp_path / "o.html")]
+            if flag == "--pc-sampling-steps":
+                words += ["--pc-sampling"]
             if flag in ("-h", "--help", "-V", "--version"):
                 with pytest.raises(HelpShown):
                     parse_cell(" ".join(words))

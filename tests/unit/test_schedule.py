@@ -245,6 +245,35 @@ def test_warmup_reports_its_reason(skip: int | None) -> None:
     assert w.over and w.reason
 
 
+def test_held_steps_are_outside_steps_and_their_end_runs_inside_the_last() -> None:
+    """PC sampling holds steps (StepSchedule.hold): traced, neither counted nor timed; its
+    read-back at the last one's boundary runs before that step's epoch ends, and the first
+    untraced window opens only after FIRST_WINDOW counted steps that follow the hold."""
+    r = Run(skip_first=2)
+    ended_at: list[int] = []
+    for _ in range(2):
+        r.step(10 * MS)
+    assert r.s.warmup.over and r.epochs == [False, False]
+
+    def read_back() -> None:
+        ended_at.append(len(r.epochs))  # epochs ended when it ran: the held step's is not yet
+        r.now += 500 * MS  # the read-back's own time
+
+    r.s.hold(3, read_back)
+    assert r.s.holding
+    for _ in range(3):
+        r.step(200 * MS)  # sampled steps are slow
+    assert ended_at == [4], "the read-back ran after the held step's epoch ended"
+    assert r.epochs == [False] * 5 and not r.s.holding
+    assert r.s.counted == 0 and r.s.held_steps == 3 and r.s.traced.summary() is None
+    for _ in range(FIRST_WINDOW):
+        r.step(10 * MS)
+    assert r.epochs[5:] == [True] * FIRST_WINDOW and r.switches == [False]
+    assert r.s.traced.summary()["median_ns"] == 10 * MS  # the read-back is in no counted step
+    meta = r.s.meta()
+    assert meta["held"] == 3 and meta["profiled"] == FIRST_WINDOW
+
+
 def test_on_warm_is_told_before_the_boundary_that_ends_the_warm_up_reaches_the_core() -> None:
     """The timeline window opens at the boundary after on_warm (issue 33): with --skip-first N,
     the end of the N-th warm-up step; automatically, the end of the first counted step (the

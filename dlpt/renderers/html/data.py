@@ -25,6 +25,8 @@ The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.
 - ``flat``: ``line``/``op``/``kernel`` rows ``[node id, inclusive vector, self vector]``.
 - ``sources``: ``{file string index: [[line, text string index], ...]}`` for the files shown,
   ``has_sources``; ``header``: see :mod:`dlpt.renderers.html.facts`.
+- ``sampled``: PC-sampled kernel files and their lines' samples and stalls (``--pc-sampling``;
+  :mod:`dlpt.renderers.html.pc_model`), ``{}`` without.
 - ``units``: the unit steps and decimals numbers are written with, from the table the terminal
   report uses (:func:`dlpt.model.units.units_model`), so the page cannot format differently.
 - ``timeline``: the session's timeline window, or null: see :mod:`dlpt.renderers.html.timeline`.
@@ -56,6 +58,7 @@ from dlpt.model.tree import Node, walk
 from dlpt.model.units import units_model
 from dlpt.renderers.html.budget import OTHER_KIND, Budget, plan
 from dlpt.renderers.html.facts import header_facts
+from dlpt.renderers.html.pc_model import frame_pc_detail, kernel_pc_detail, sampled_files
 from dlpt.renderers.html.timeline import timeline_model
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
@@ -137,10 +140,12 @@ def _detail(node: Node) -> str:
         fuses = node.extras.get("fuses")
         cfg = kernel_config(node.extras)
         if isinstance(fuses, list) and fuses:
-            return f"fuses {'+'.join(str(f) for f in fuses)}  {cfg}".rstrip()
-        return cfg
+            cfg = f"fuses {'+'.join(str(f) for f in fuses)}  {cfg}".rstrip()
+        return f"{cfg}  {kernel_pc_detail(node.extras)}".strip()
     if node.kind == "memcpy":
         return str(node.extras.get("host_mem") or "")
+    if node.kind == "frame" and node.extras.get("pc_fused"):
+        return frame_pc_detail(node.extras)
     return ""
 
 
@@ -271,6 +276,10 @@ def build_model(
     for node, _ in walk(root):
         if node.kind == "frame" and node.file and id(node) in ids:
             shown.setdefault(node.file, set()).add(node.line)
+    sampled = sampled_files(session.meta, strings)  # kernel files (--pc-sampling): shown whole
+    for f in stored:
+        if str(strings(f)) in sampled:
+            shown.setdefault(f, set()).update(int(n) for n in stored[f])
     sources = {
         str(strings(f)): [
             [n, strings(t)] for n, t in sorted(lines.items()) if budget.kept is None or _near(n, shown[f])
@@ -301,6 +310,7 @@ def build_model(
             for table, rows in flats.items()
         },
         "sources": sources,
+        "sampled": sampled,
         "has_sources": bool(stored),
         "header": header,
         "units": units_model(),

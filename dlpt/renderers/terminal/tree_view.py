@@ -12,6 +12,7 @@ from dlpt.model.tree import Node
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import COUNT_KEY, Fmt, label_parts, truncate
 from dlpt.renderers.terminal.grid import Chain, GridRow, LazyGrid, grid_width, render_grid
+from dlpt.renderers.terminal.pc_rows import pc_rows
 
 # Levels printed below the root unless --depth says otherwise: a runaway recursion 100,000 frames
 # deep would print 100,000 lines; deeper levels are summarised by one "... N more levels" row.
@@ -121,6 +122,8 @@ class TreeView(View):
             )
             yield row
             ncells = len(row.cells)
+            if node.extras:  # PC samples: notes under the kernel or model line
+                yield from pc_rows(node, fmt, chain, len(row.cells), labels)
             depth = 1 if chain is None else chain[2] + 1
             if self.max_depth is not None and depth > self.max_depth and node.children:
                 yield _more_levels(node, (True, chain, depth), len(row.cells))

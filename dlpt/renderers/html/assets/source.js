@@ -48,6 +48,13 @@
       var e = entry(f);
       for (var n in m.sources[f]) e.nums[n] = true;
     }
+    /* PC-sampled kernel files (--pc-sampling; html/pc_model.py): per line [samples, stalls]. */
+    var S = m.S, raw = this.app.raw.sampled || {};
+    for (var fi in raw) {
+      var se = entry(S[+fi]), k = raw[fi];
+      se.sampled = { total: k.samples, lines: {}, kernels: k.kernels.map(function (i) { return S[i]; }) };
+      k.lines.forEach(function (r) { se.sampled.lines[r[0]] = [r[1], S[r[2]]]; se.nums[r[0]] = true; });
+    }
     this.byFile = byFile;
   };
 
@@ -75,7 +82,8 @@
       var b = D.el("button", { className: "file" + (f === self.file ? " on" : ""), title: f,
         on: { click: function () { self.open(f); } } },
         D.el("span", { className: "file-name", text: D.basename(f) || f }),
-        D.el("span", { className: "file-cost", text: it.cost ? self.app.fmt(it.cost) : "" }),
+        D.el("span", { className: "file-cost", text: it.cost ? self.app.fmt(it.cost) :
+          (it.e.sampled ? D.fmtCount(it.e.sampled.total) + " samples" : "") }),
         D.el("span", { className: "file-dir", text: D.dirname(f) }));
       b.dataset.file = f;
       self.files.appendChild(b);
@@ -94,6 +102,7 @@
     });
     D.clear(this.main);
     this.main.appendChild(D.el("div", { className: "pane-title", text: file, title: file }));
+    if (e.sampled) return this._openSampled(e, tblHead());
     var tbl = D.el("table", { className: "code" });
     /* The cost margin (heat, self, total, line number) is pinned: it stays in view while a long
      * line scrolls sideways (report.css, table.code .pin). */
@@ -132,6 +141,45 @@
     this.main.appendChild(tbl);
     if (line !== null && line !== undefined && e.rows[line]) this.select(line);
     else this._detailEmpty();
+  };
+
+  function tblHead() {
+    return D.el("table", { className: "code" }, D.el("tr", null, D.el("th", { className: "heat-h pin pin-0", text: "" }),
+      D.el("th", { className: "num pin pin-1", text: "samples", title: "PC samples on the line (a sampled estimate)" }),
+      D.el("th", { className: "num pin pin-2", text: "%", title: "of the file's samples" }),
+      D.el("th", { className: "num pin pin-3", text: "line" }), D.el("th", { text: "top stall reasons" }), D.el("th", { text: "" })));
+  }
+
+  /* A kernel file: each line's PC samples in the margin, its top stall reasons beside the code. */
+  P._openSampled = function (e, tbl) {
+    var src = this.m.sources[e.file] || {}, smp = e.sampled, max = 0, prev = null;
+    for (var k in smp.lines) max = Math.max(max, smp.lines[k][0]);
+    this.main.appendChild(D.el("div", { className: "muted pad",
+      text: "PC samples of " + smp.kernels.join(", ") + " (the sampled steps; a sampled estimate)" }));
+    Object.keys(e.nums).map(Number).sort(function (a, b) { return a - b; }).forEach(function (n) {
+      if (prev !== null && n > prev + 1) {
+        tbl.appendChild(D.el("tr", { className: "gap" }, D.el("td", { className: "pin pin-0", attrs: { colspan: "4" } }),
+          D.el("td", { attrs: { colspan: "2" }, text: "\u22ef " + (n - prev - 1) + " line" + (n - prev - 1 === 1 ? "" : "s") + " not stored" })));
+      }
+      prev = n;
+      var r = smp.lines[n], heat = D.el("div", { className: r ? "heat" : "heat none" });
+      if (r && max > 0) {
+        var frac = r[0] / max;
+        heat.appendChild(D.el("div", { className: "heat-bar", style: { width: Math.max(2, 100 * frac).toFixed(1) + "%",
+          background: "hsl(" + (48 - 48 * frac).toFixed(0) + ", 90%, " + (62 - 10 * frac).toFixed(0) + "%)" } }));
+      }
+      var text = src[n], tr;
+      tbl.appendChild(tr = D.el("tr", { className: r ? "hot" : "" },
+        D.el("td", { className: "heat-cell pin pin-0" }, heat),
+        D.el("td", { className: "num pin pin-1", text: r ? D.fmtCount(r[0]) : "" }),
+        D.el("td", { className: "num muted pin pin-2", text: r ? D.fmtPct(r[0], smp.total) : "" }),
+        D.el("td", { className: "num lineno pin pin-3", text: String(n) }),
+        D.el("td", { className: "muted", text: r ? r[1] : "" }),
+        D.el("td", { className: "code-text" + (text === undefined ? " missing" : "") }, text === undefined ? "(source not stored)" : text)));
+      tr.dataset.line = String(n);
+    });
+    this.main.appendChild(tbl);
+    this._detailEmpty();
   };
 
   P._detailEmpty = function () {

@@ -1,0 +1,20 @@
+// Module loads, watched only while PC sampling is wanted: the cubins (with their line tables)
+// that PC records point into. Through the tracer's CUPTI subscriber when dlpt traces the GPU
+// (CUPTI allows one subscriber), else through a subscriber of our own (tools/pc_sampling_check.py,
+// gpu=False).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dlpt::pcsampling {
+
+/// [MT] CUPTI's CUPTI_CBID_RESOURCE_MODULE_LOADED callback data (a CUpti_ResourceData): keeps the
+/// cubin when module loads are watched; nothing otherwise.
+void on_module_loaded(const void* resource_data);
+
+/// [GIL] Module loads watched from now on. False with `error` (one line) when CUPTI, its PC
+/// sampling API, or a subscriber is not available. `how` says through which subscriber.
+bool watch_modules(const std::vector<std::string>& candidates, std::string* how, std::string* error);
+
+}  // namespace dlpt::pcsampling
