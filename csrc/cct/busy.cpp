@@ -79,7 +79,7 @@ void BusyTracker::mark_step(uint64_t t, bool recorded, uint32_t epoch) {
   epochs_.push_back(epoch);
 }
 
-void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::*field) {
+void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field) {
   if (marks_.empty()) return;
   if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
   for (Span sp : merged) {

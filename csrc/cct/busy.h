@@ -76,7 +76,7 @@ class BusyTracker {
   /// The interval a time falls in (-1 before the first mark). Under mu_.
   long step_of(uint64_t t) const;
   /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it.
-  void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::*field);
+  void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field);
 
   static constexpr size_t kMaxMarks = 1u << 20;
   std::mutex mu_;
