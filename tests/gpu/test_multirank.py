@@ -172,7 +172,7 @@ def test_rank_0_names_the_straggler_its_wait_and_its_line(job: tuple[str, Path, 
 
 def test_ranks_doing_the_same_work_have_no_straggler(symmetric: tuple[str, Path, str]) -> None:
     _, _, out = symmetric
-    assert "dlpt  across ranks" in out and "straggler: rank" not in out, out[-3000:]
+    assert "dlpt  across ranks" in out and not re.search(r"straggler: rank \d", out), out[-3000:]
     assert "no straggler: ranks' waits per step within" in out, out[-3000:]
 
 
