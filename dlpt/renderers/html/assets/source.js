@@ -102,7 +102,10 @@
     });
     D.clear(this.main);
     this.main.appendChild(D.el("div", { className: "pane-title", text: file, title: file }));
-    if (e.sampled) return this._openSampled(e, tblHead());
+    if (e.sampled) {
+      this._openSampled(e, tblHead());
+      return;
+    }
     var tbl = D.el("table", { className: "code" });
     /* The cost margin (heat, self, total, line number) is pinned: it stays in view while a long
      * line scrolls sideways (report.css, table.code .pin). */
