@@ -131,8 +131,6 @@ class Straggler:
     waited_ns: float  # per step: the other ranks' median wait minus its own
     sites: list[Site] = field(default_factory=list)  # where the others waited, longest first
     causes: list[Cause] = field(default_factory=list)  # what it did meanwhile, largest first
-    compute_ns: float = 0.0  # its work per step
-    others_compute_ns: float = 0.0  # the other ranks' median
 
 
 def collective_sites(rs: RankSet, root: SpreadNode, gpu: bool) -> list[Site]:
@@ -173,9 +171,6 @@ def find_stragglers(
         s.sites = sorted(
             (x for x in sites or [] if x.waited_for(s.rank) > 0), key=lambda x: -x.waited_for(s.rank)
         )
-        mine = totals.get(s.rank)
-        s.compute_ns = mine.compute_ns if mine is not None else 0.0
-        s.others_compute_ns = median([t.compute_ns for r, t in totals.items() if r != s.rank])
     return sorted(named, key=lambda s: (-s.waited_ns, s.rank))
 
 
