@@ -12,6 +12,7 @@ FIFO or a directory; a failure is reported without stopping the other outputs.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -147,23 +148,35 @@ def write_all(
     ``force``: replace files dlpt did not write (``--force``)."""
     ok = True
     for o in outputs:
-        try:
-            if o.kind == "html":
-                from dlpt.renderers.html import write_html  # only when asked for: it reads its assets
+        if o.kind == "html":
+            from dlpt.renderers.html import write_html  # only when asked for: it reads its assets
 
+            def write(o: Output = o) -> None:
                 write_html(
                     session, o.abspath, metric=metric, show_all=show_all, peak_tflops=peak_tflops, force=force
                 )
-            else:
+        else:
+
+            def write(o: Output = o) -> None:
                 write_export(session, o.kind, o.abspath, metric=metric, show_all=show_all, force=force)
-            say(f"wrote {o.what} to {o.path}")
-        except (OSError, DlptError) as e:
-            say(f"could not write the {o.what} to {o.path}: {e}")
-            ok = False
-        except Exception as e:  # noqa: BLE001 - a bug in one output must not lose the others
-            say(f"could not write the {o.what} to {o.path}: {type(e).__name__}: {e}")
-            ok = False
+
+        ok = _write_one(o.what, o.path, write, say) and ok
     return ok
+
+
+def _write_one(what: str, path: str, write: Callable[[], None], say: Callable[[str], None]) -> bool:
+    """Runs ``write`` and says what became of the file; a failure, even a bug, is said and
+    returns False (one output must not lose the others)."""
+    try:
+        write()
+    except (OSError, DlptError) as e:
+        say(f"could not write the {what} to {path}: {e}")
+        return False
+    except Exception as e:  # noqa: BLE001 - a bug in one output must not lose the others
+        say(f"could not write the {what} to {path}: {type(e).__name__}: {e}")
+        return False
+    say(f"wrote {what} to {path}")
+    return True
 
 
 def rank_page(o: Output, distributed: bool) -> bool:
@@ -180,13 +193,6 @@ def write_rank_pages(
 
     ok = True
     for o in pages:
-        try:
-            write_ranks_html(report, o.abspath, force=force)
-            say(f"wrote the HTML report across ranks to {o.path}")
-        except (OSError, DlptError) as e:
-            say(f"could not write the HTML report across ranks to {o.path}: {e}")
-            ok = False
-        except Exception as e:  # noqa: BLE001 - a bug in one output must not lose the others
-            say(f"could not write the HTML report across ranks to {o.path}: {type(e).__name__}: {e}")
-            ok = False
+        write = functools.partial(write_ranks_html, report, o.abspath, force=force)
+        ok = _write_one("HTML report across ranks", o.path, write, say) and ok
     return ok
