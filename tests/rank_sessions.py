@@ -96,11 +96,14 @@ def ddp_gpu(
     blocked_ns: int = 300_000,
     exposed_ns: int | None = None,
     sleep_ns: int = 0,
+    host_pace: float = 0.0,
 ) -> Session:
     """One rank's session: per step 4 ms fc1 forward, ``fc2_ns`` fc2, 8 ms backward, a 25 MiB
     bf16 all-reduce taking ``comm_ns`` (half of it exposed unless ``exposed_ns`` says), 1 ms
     optimizer whose ``.item()``-style sync blocks the host ``blocked_ns``, a ``time.sleep``
-    line of ``sleep_ns`` when given."""
+    line of ``sleep_ns`` when given. ``host_pace`` > 0: sampled host time on the model's lines
+    (10 ms, 12 ms) and the optimizer's (3 ms, its sync added), each times ``host_pace`` (a
+    rank whose CPU is that much slower), per step."""
     t = _Table()
     s = STEPS
     exposed = comm_ns // 2 if exposed_ns is None else exposed_ns
@@ -110,6 +113,8 @@ def ddp_gpu(
         (11, "fc2", fc2_ns, 8_000_000, True),
     ):
         fr = t.add(main, "frame", "forward", MODEL, line)
+        if host_pace:
+            t.nodes[fr]["m"]["host_ns"] = int((10_000_000 + 2_000_000 * (line - 10)) * host_pace) * s
         op = t.add(fr, "op", "aten::linear", calls=s, cpu_ns=30_000 * s)
         t.kernel(t.add(op, "phase", "<forward>"), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", fwd_ns * s)
         bw = t.add(t.add(op, "phase", "<backward>"), "op", "AddmmBackward0", calls=s, cpu_ns=20_000 * s)
@@ -135,6 +140,8 @@ def ddp_gpu(
             t.kernel(ar, ALLREDUCE, comm_ns * s, comm_ns=comm_ns * s)
             t.nodes[-1]["x"].update(collective="allreduce", algorithm="RING", protocol="LL", dtype="bf16")
     step_line = t.add(0, "frame", "main", TRAIN, 32)
+    if host_pace:  # the optimizer's host work, and the time its sync blocked (sampled too)
+        t.nodes[step_line]["m"]["host_ns"] = (int(3_000_000 * host_pace) + blocked_ns) * s
     opt = t.add(step_line, "op", "aten::_fused_adamw_", calls=s, cpu_ns=50_000 * s)
     t.kernel(opt, "multi_tensor_apply_kernel<FusedAdamW>", 1_000_000 * s)
     t.add(step_line, "sync", "cudaStreamSynchronize", sync_ns=blocked_ns * s, api_ns=blocked_ns * s, count=s)

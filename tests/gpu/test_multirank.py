@@ -160,12 +160,21 @@ def _waited_ms(out: str) -> float:
     return float(m.group(1)) * (1000.0 if m.group(2) == "s" else 1.0)
 
 
+def _own_line_ms(out: str) -> float:
+    m = re.search(rf"its line: ddp_train.py:{SLEEP_LINE} main \(\+([\d.]+)(ms|s) host\)", out)
+    assert m, out[-3000:]
+    return float(m.group(1)) * (1000.0 if m.group(2) == "s" else 1.0)
+
+
 def test_rank_0_names_the_straggler_its_wait_and_its_line(job: tuple[str, Path, str]) -> None:
     _, where, out = job
     assert out.count("dlpt  across ranks") == 1, out[-3000:]
     assert "straggler: rank 1" in out and "straggler: rank 0" not in out, out[-3000:]
-    assert abs(_waited_ms(out) - SLEEP_MS) <= 0.1 * SLEEP_MS, out[-3000:]
-    assert f"its line: ddp_train.py:{SLEEP_LINE}" in out, out[-3000:]
+    # Its own line is the sleep, to 10%. The others' wait also holds what their hosts did
+    # meanwhile (a host slower or faster than the straggler's on the shared lines; the report
+    # says by how much): within half the sleep.
+    assert abs(_own_line_ms(out) - SLEEP_MS) <= 0.1 * SLEEP_MS, out[-3000:]
+    assert abs(_waited_ms(out) - SLEEP_MS) <= 0.5 * SLEEP_MS, out[-3000:]
     p = _run(["-m", "dlpt", "--load", str(where / "run.rank*.json")], where)
     assert p.returncode == 0 and "straggler: rank 1" in p.stdout, p.stderr
 
@@ -173,7 +182,9 @@ def test_rank_0_names_the_straggler_its_wait_and_its_line(job: tuple[str, Path, 
 def test_ranks_doing_the_same_work_have_no_straggler(symmetric: tuple[str, Path, str]) -> None:
     _, _, out = symmetric
     assert "dlpt  across ranks" in out and not re.search(r"straggler: rank \d", out), out[-3000:]
-    assert "no straggler: ranks' waits per step within" in out, out[-3000:]
+    # Either the ranks' waits are close, or a rank ran the same lines slower (the machine).
+    close = r"no straggler: ranks' waits per step within|no straggler in the code: rank \d ran"
+    assert re.search(close, out), out[-3000:]
 
 
 def test_one_html_page_for_all_ranks(job: tuple[str, Path, str]) -> None:

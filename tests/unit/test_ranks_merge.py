@@ -127,6 +127,51 @@ def test_a_full_launch_queue_blocks_like_a_sync() -> None:
     assert rep.stragglers[0].waited_ns == pytest.approx(10_000_000)
 
 
+def _paced(world: int, slow: int, pace: float, sleep_ns: int = 0) -> list[Session]:
+    """Every rank does the same host work (25 ms per step on three lines); ``slow``'s CPU runs
+    it ``pace`` times as long, plus a ``time.sleep`` of ``sleep_ns``: the others wait for both."""
+    wait = int(25_000_000 * (pace - 1)) + sleep_ns
+    return [
+        R.ddp_gpu(r, world, comm_ns=1_000_000, exposed_ns=500_000, sleep_ns=sleep_ns, host_pace=pace)
+        if r == slow
+        else R.ddp_gpu(
+            r,
+            world,
+            comm_ns=1_000_000 + wait,
+            blocked_ns=300_000 + wait,
+            exposed_ns=500_000 + wait,
+            host_pace=1.0,
+        )
+        for r in range(world)
+    ]
+
+
+def test_a_rank_running_the_same_lines_slower_is_a_slower_rank_not_a_straggler() -> None:
+    # Ranks doing the same work on an unevenly loaded host: rank 2's CPU takes 1.4x as long on
+    # every line. The others wait 10 ms per step for it, but no line of the program is its own.
+    rep = _report(_paced(4, slow=2, pace=1.4))
+    assert rep.stragglers == [] and [s.rank for s in rep.slower] == [2]
+    (s,) = rep.slower
+    assert s.waited_ns == pytest.approx(10_000_000) and s.own_work_ns == 0
+    assert s.slowdown is not None and s.slowdown.ratio == pytest.approx(1.4)
+    text = render_text_of(rep)
+    assert "no straggler in the code: rank 2 ran the shared lines 1.40x as long on its host" in text
+    assert "straggler: rank" not in text.replace("no straggler in the code", "")
+
+
+def test_a_line_of_its_own_on_a_slower_host_is_named_with_its_pace() -> None:
+    # An 8 ms sleep on a rank whose CPU is also 1.2x slower: the others wait 13 ms per step;
+    # the sleep is its own line (8 ms), the rest its pace.
+    rep = _report(_paced(4, slow=1, pace=1.2, sleep_ns=8_000_000))
+    assert [s.rank for s in rep.stragglers] == [1] and rep.slower == []
+    (s,) = rep.stragglers
+    assert s.waited_ns == pytest.approx(13_000_000)
+    assert s.own_work_ns == pytest.approx(8_000_000)
+    assert [(c.node.line, c.excess_ns) for c in s.causes] == [(33, pytest.approx(8_000_000))]
+    assert s.slowdown is not None and s.slowdown.ratio == pytest.approx(1.2)
+    assert "it also ran the shared lines 1.20x as long on its host" in render_text_of(rep)
+
+
 def test_equal_ranks_have_no_straggler() -> None:
     rep = _report(_straggling(4, slow=0, wait_ns=50_000))  # 0.1% of a 40 ms step: jitter
     assert rep.stragglers == []

@@ -19,7 +19,7 @@ from dlpt.analysis.ranks.stragglers import (
     Site,
     Straggler,
     Waits,
-    causes,
+    classify,
     collective_sites,
     find_stragglers,
     waits,
@@ -42,7 +42,8 @@ class RankReport:
     lines: LineTable
     sites: list[Site]  # collective call sites
     waits: Waits
-    stragglers: list[Straggler]
+    stragglers: list[Straggler]  # named: work of their own made the others wait
+    slower: list[Straggler]  # the others waited for them, but they ran the same lines slower
 
     @property
     def step_ns(self) -> float:
@@ -71,7 +72,10 @@ def rank_report(rs: RankSet, metric: str | Metric | None = None, show_all: bool 
         )
         sites = collective_sites(rs, root, gpu)
         w = waits(per_rank)
-        stragglers = find_stragglers(w, per_rank, sites)
-        for s in stragglers:
-            s.causes = causes(s, lines, gpu)
-        return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, stragglers)
+        candidates = find_stragglers(w, per_rank, sites)
+        step = median([t.step_wall_ns for t in per_rank.values() if t.step_wall_ns > 0])
+        for s in candidates:
+            classify(s, lines, gpu, step)
+        named = [s for s in candidates if not s.slower_only]
+        slower = [s for s in candidates if s.slower_only]
+        return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, named, slower)

@@ -18,14 +18,27 @@ issued early spins until its peers arrive, overlapped with compute.
 On a CPU process group (gloo) the host waits inside the collective call itself
 (``comm_wait_ns``, visible through :mod:`dlpt.capture.ranks.pycomm`): that is the wait.
 
-**Straggler.** The rank the others wait for waits least itself. A rank is named when the other
-ranks' median wait exceeds its own by ``MIN_STEP_FRACTION`` of the median step time (and
-``MIN_WAIT_NS``); when several are, those within ``MIN_OF_WORST`` of the worst. Ranks doing the
-same work differ by jitter: the report then says how close their waits are.
+**Straggler, or a slower rank.** The rank the others wait for waits least itself. It is a
+candidate when the other ranks' median wait exceeds its own by ``MIN_STEP_FRACTION`` of the
+median step time (and ``MIN_WAIT_NS``); when several are, those within ``MIN_OF_WORST`` of the
+worst. What it did meanwhile decides what it is called:
 
-**Cause.** What the straggler did while the others waited: its source lines whose own cost per
-step (sampled host time, or GPU compute) exceeds the other ranks' median the most: a
-``time.sleep`` or a data-loading line on its host, the line of a slower kernel on its GPU.
+- a **straggler** when work of its own explains the others' wait: lines whose cost on it
+  exceeds the others' median by more than its pace explains (a ``time.sleep`` or a
+  data-loading line that only it runs, a kernel on its own data), their excess together at
+  least the same floor. Its *pace* is the weighted median of its per-line cost ratios to the
+  others (:func:`_typical_ratio`);
+- a **slower rank** otherwise: it ran the same lines as the others, each longer by about its
+  pace (a busier or slower CPU, a throttled GPU: the machine, not the program). Ranks that do
+  the same work on an unevenly loaded machine are this: the report says how much slower, and
+  names no straggler in the code.
+
+Ranks within the floor differ by jitter: the report then says how close their waits are.
+
+**Cause.** What the straggler did while the others waited: its lines whose own cost per step
+(sampled host time, or GPU compute) exceeds the other ranks' median, scaled by its pace, by at
+least ``CAUSE_SHARE`` of the wait; beside them, how much slower it ran the lines that every
+rank ran alike (``Slowdown``).
 
 **Where.** The collective call sites where the others spent longer than the straggler
 (communication kernels on a GPU, waiting on a CPU): where the wait landed in their code.
@@ -35,6 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -48,12 +62,15 @@ from dlpt.model.tree import Node
 __all__ = [
     "Site",
     "Cause",
+    "Slowdown",
     "Straggler",
     "Waits",
     "waits",
     "collective_sites",
     "find_stragglers",
     "causes",
+    "explain",
+    "classify",
     "MIN_STEP_FRACTION",
     "MIN_WAIT_NS",
     "MIN_OF_WORST",
@@ -64,6 +81,12 @@ MIN_WAIT_NS = 100_000.0
 MIN_OF_WORST = 0.25
 CAUSE_SHARE = 0.2  # a line is a cause when its excess is at least this share of the wait
 MAX_CAUSES = 3
+# A line is its own when it costs at least this many times the others' median, scaled by the
+# rank's pace on its other lines: a busy CPU stretches a large line a little more than the rest
+# (FSDP2's backward at 1.6x beside 1.3x on a lent H100 host), a line of its own (a sleep, extra
+# data, a larger kernel) is absent elsewhere or a multiple of the others'.
+OWN_LINE_RATIO = 1.5
+NOTICEABLE_PACE = 1.05  # a slowdown on the shared lines below this is not worth a word
 
 # The straggler's own GPU work at a line: kernels, copies and memsets outside communication.
 GPU_COMPUTE = Metric(
@@ -73,6 +96,19 @@ GPU_COMPUTE = Metric(
     lambda m: METRICS["gpu"](m) - m.get("comm_ns", 0),
 )
 HOST = METRICS["host"]
+def _at_least_0(v: Any) -> Any:
+    return v.clamp(min=0) if isinstance(v, torch.Tensor) else max(0, v)
+
+
+# The straggler's own host work at a line: sampled host time outside synchronising CUDA calls
+# (a rank blocked in a sync is waiting, not working: counted as work, the waiting ranks' sync
+# lines would look like lines they run slower, and its pace would read low).
+HOST_WORK = Metric(
+    "host",
+    "sampled host time outside synchronising CUDA calls",
+    "ns",
+    lambda m: _at_least_0(METRICS["host"](m) - m.get("sync_ns", 0)),
+)
 
 
 @dataclass
@@ -126,11 +162,48 @@ class Cause:
 
 
 @dataclass
+class Slowdown:
+    """How much longer a rank ran the lines every rank ran (its causes aside), per step: a
+    busier or slower CPU (host) or GPU (gpu compute)."""
+
+    metric: Metric
+    own_ns: float
+    others_ns: float
+
+    @property
+    def excess_ns(self) -> float:
+        return self.own_ns - self.others_ns
+
+    @property
+    def ratio(self) -> float:
+        return self.own_ns / self.others_ns if self.others_ns > 0 else 1.0
+
+
+@dataclass
 class Straggler:
     rank: int
     waited_ns: float  # per step: the other ranks' median wait minus its own
     sites: list[Site] = field(default_factory=list)  # where the others waited, longest first
     causes: list[Cause] = field(default_factory=list)  # what it did meanwhile, largest first
+    own_work_ns: float = 0.0  # its lines of its own: their excess over the others, per step
+    slowdowns: list[Slowdown] = field(default_factory=list)  # the same lines, slower (host, GPU)
+    slower_only: bool = False  # no work of its own explains the wait: a slower rank, not named
+
+    @property
+    def slowdown(self) -> Slowdown | None:
+        """The larger of its slowdowns, where it ran the shared lines noticeably slower
+        (``NOTICEABLE_PACE``)."""
+        s = max(self.slowdowns, key=lambda d: d.excess_ns, default=None)
+        return s if s is not None and s.ratio >= NOTICEABLE_PACE else None
+
+    def pace_text(self) -> str:
+        """Its slowdown in words ('' when it has none): 'ran the shared lines 1.46x as long on
+        its host (a busier or slower CPU)'."""
+        d = self.slowdown
+        if d is None:
+            return ""
+        what, device = ("host", "CPU") if d.metric.name == "host" else ("GPU", "GPU")
+        return f"ran the shared lines {d.ratio:.2f}x as long on its {what} (a busier or slower {device})"
 
 
 def collective_sites(rs: RankSet, root: SpreadNode, gpu: bool) -> list[Site]:
@@ -174,20 +247,68 @@ def find_stragglers(
     return sorted(named, key=lambda s: (-s.waited_ns, s.rank))
 
 
-def causes(s: Straggler, lines: LineTable, gpu: bool) -> list[Cause]:
-    """The straggler's lines whose own cost per step exceeds the other ranks' median by at least
-    ``CAUSE_SHARE`` of its wait: sampled host time, and GPU compute on a GPU job."""
+def explain(s: Straggler, lines: LineTable, gpu: bool) -> None:
+    """Fill ``s``'s causes (its lines of its own, largest first), ``own_work_ns`` (their excess
+    per step; a line's larger excess of the two metrics) and its slowdowns on the shared lines."""
     col = lines.column.get(s.rank)
     if col is None or len(lines) == 0 or len(lines.order) < 2:
-        return []
+        return
     others = [i for i in range(len(lines.order)) if i != col]
     found: list[Cause] = []
-    for metric in [HOST, GPU_COMPUTE] if gpu else [HOST, METRICS["cpu"]]:
-        v = lines.values(metric)
+    own_work = torch.zeros(len(lines), dtype=torch.float64)
+    for metric in [HOST_WORK, GPU_COMPUTE] if gpu else [HOST_WORK, METRICS["cpu"]]:
+        v = lines.values(metric).to(torch.float64)
         own = v[:, col]
-        rest = row_median(v[:, others])
-        excess = own - rest
-        for i in torch.nonzero(excess >= max(CAUSE_SHARE * s.waited_ns, 1.0)).flatten().tolist():
+        rest = row_median(v[:, others]).to(torch.float64)
+        floor = max(CAUSE_SHARE * s.waited_ns, 1.0)
+        candidate = own - rest >= floor
+        # Its pace from the lines that are not candidates: a line of its own must not set the
+        # pace it is measured against (with few lines, it would hold most of the weight).
+        k = _typical_ratio(own[~candidate], rest[~candidate])
+        beyond = own - k * rest  # what the same lines, run at its pace, do not explain
+        mine = candidate & (beyond >= floor) & (own >= OWN_LINE_RATIO * k * rest)
+        own_work = torch.maximum(own_work, torch.where(mine, beyond, torch.zeros_like(beyond)))
+        for i in torch.nonzero(mine).flatten().tolist():
             found.append(Cause(lines.labels[i], metric, float(own[i]), float(rest[i])))
+        shared = (rest > 0) & ~mine
+        s.slowdowns.append(Slowdown(metric, float(own[shared].sum()), float(rest[shared].sum())))
     found.sort(key=lambda c: -c.excess_ns)
-    return found[:MAX_CAUSES]
+    s.causes = found[:MAX_CAUSES]
+    s.own_work_ns = float(own_work.sum())
+
+
+def _typical_ratio(own: torch.Tensor, rest: torch.Tensor) -> float:
+    """The rank's pace on the lines every rank runs: the median of its per-line cost ratios to
+    the others, each line weighted by the others' cost there (at least 1: a rank faster on the
+    shared lines has none of its wait to explain by pace). A uniformly busier CPU or a throttled
+    GPU stretches every line by about this; a line of its own stands out above it."""
+    both = rest > 0
+    if not bool(both.any()):
+        return 1.0
+    ratio, weight = own[both] / rest[both], rest[both]
+    order = torch.argsort(ratio)
+    cum = torch.cumsum(weight[order], 0)
+    mid = int(torch.searchsorted(cum, cum[-1] / 2))
+    return max(1.0, float(ratio[order][min(mid, len(order) - 1)]))
+
+
+def classify(s: Straggler, lines: LineTable, gpu: bool, step_ns: float) -> None:
+    """Explain ``s`` and decide what it is: a straggler when its own work accounts for the
+    floor (``MIN_STEP_FRACTION`` of the step), a slower rank when it only ran the shared lines
+    slower. With no lines to compare (sessions without them) it stays a straggler, causes unknown."""
+    explain(s, lines, gpu)
+    if s.rank not in lines.column or len(lines) == 0:
+        return
+    floor = max(MIN_WAIT_NS, MIN_STEP_FRACTION * step_ns)
+    d = s.slowdown
+    # Slower, not a straggler: no work of its own reaches the floor and its pace on the shared
+    # lines explains at least half of the others' wait. With neither (its delay is outside the
+    # recorded work: another process, the network) it stays a straggler, cause unknown.
+    s.slower_only = s.own_work_ns < floor and d is not None and d.excess_ns >= 0.5 * s.waited_ns
+
+
+def causes(s: Straggler, lines: LineTable, gpu: bool) -> list[Cause]:
+    """The straggler's lines of its own (see :func:`explain`)."""
+    t = Straggler(s.rank, s.waited_ns)
+    explain(t, lines, gpu)
+    return t.causes

@@ -163,9 +163,12 @@ def _model(rep: RankReport) -> dict[str, Any]:
                 "waited": s.waited_ns,
                 "causes": [_cause(sources, c) for c in s.causes],
                 "sites": [_site(sources, x, s.rank) for x in s.sites[:10]],
+                "own_work": s.own_work_ns,
+                "pace": s.pace_text(),
             }
             for s in rep.stragglers
         ],
+        "slower": [{"rank": s.rank, "waited": s.waited_ns, "pace": s.pace_text()} for s in rep.slower],
         "metric": rep.metric.name,
         "metrics": [{"name": m.name, "label": m.label, "unit": m.unit} for m in metrics],
         "lines": lines,  # v: {metric: [max, median, min, slowest rank]} per step

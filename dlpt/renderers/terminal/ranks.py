@@ -131,9 +131,13 @@ class RanksHeader(View):
                 t.append("; its line: ")
                 t.append_text(main)
                 t.append(f" (+{fmt.time(s.causes[0].excess_ns)} {s.causes[0].metric.name})")
+            if s.pace_text():
+                t.append(f"; it also {s.pace_text()}")
             lines.append(t)
-        if not self.report.stragglers and len(per_rank) > 1:
+        if not self.report.stragglers and not self.report.slower and len(per_rank) > 1:
             lines.append(_no_straggler(self.report, fmt))
+        for s in self.report.slower:
+            lines.append(_slower(s, fmt))
         first_versions = [f"{k} {fmt.clean(str(first[k]))}" for k in ("torch", "dlpt") if first.get(k)]
         if first_versions:
             lines.append(Text(sep.join(first_versions), "dim"))
@@ -148,6 +152,7 @@ class RankTable(View):
         super().__init__(fmt)
         self.rs, self.per_rank, self.waits = report.rs, report.per_rank, report.waits.per_rank
         self.stragglers = {s.rank for s in report.stragglers}
+        self.slower = {s.rank: s.slowdown for s in report.slower}
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         gpu = any(t.gpu for t in self.per_rank.values())
@@ -182,6 +187,10 @@ class RankTable(View):
             label = Text(fmt.clean(rank_label(r.session.meta) or r.path))
             if r.rank in self.stragglers:
                 label.append("  straggler", "bold red")
+            elif r.rank in self.slower:
+                d = self.slower[r.rank]
+                what = "" if d is None else " host" if d.metric.name == "host" else " GPU"
+                label.append("  slower" + what, "yellow")
             rows.append(Row(cells, label))
         add_rows(t, rows, width, fmt.ascii)
         yield t
@@ -209,6 +218,14 @@ def _no_straggler(report: RankReport, fmt: Fmt) -> Text:
     return t
 
 
+def _slower(s: Straggler, fmt: Fmt) -> Text:
+    """A rank the others waited for that ran the same lines as they did, only slower."""
+    t = Text("no straggler in the code: ", "bold yellow")
+    t.append(f"rank {s.rank} {s.pace_text() or 'ran no line of its own'}")
+    t.append(f"; the others waited {fmt.time(s.waited_ns)} per step for it")
+    return t
+
+
 class StragglerView(View):
     """Each straggler: how long the others waited for it, what it did meanwhile (its lines that
     cost more than on the other ranks) and where the others waited."""
@@ -222,6 +239,10 @@ class StragglerView(View):
             yield Text(f"Straggler: rank {s.rank}", "bold red")
             yield Text(f"  the other ranks waited for it {fmt.time(s.waited_ns)} per step")
             yield Text(f"  ({_wait_rule(self.report)})", "dim")
+            if s.causes:
+                own = f"  its lines of their own took {fmt.time(s.own_work_ns)} per step more than on the others"
+                pace = s.pace_text()
+                yield Text(own + (f"; it also {pace}" if pace else ""))
             yield from self._causes(s, fmt, width)
             yield from self._sites(s, fmt, width)
 

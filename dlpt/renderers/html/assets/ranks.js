@@ -88,7 +88,8 @@
     raw.notes.forEach(function (n) { h.appendChild(D.el("div", { className: "warning", text: n })); });
     if (raw.stragglers.length) {
       raw.stragglers.forEach(function (s) {
-        h.appendChild(D.el("div", { className: "verdict bad", text: "straggler: rank " + s.rank + " \u2014 the other ranks waited " + D.fmtTime(s.waited) + " per step for it" }));
+        h.appendChild(D.el("div", { className: "verdict bad", text: "straggler: rank " + s.rank + " \u2014 the other ranks waited " + D.fmtTime(s.waited) + " per step for it" +
+          (s.pace ? "; it also " + s.pace : "") }));
         if (s.causes.length) {
           h.appendChild(D.el("div", { className: "muted", text: "what rank " + s.rank + " did meanwhile (its own cost per step above the others' median):" }));
           s.causes.forEach(function (c) {
@@ -106,18 +107,23 @@
           }).join(", ") }));
         }
       }, this);
-    } else if (raw.ranks.length > 1) {
+    } else if (raw.ranks.length > 1 && !(raw.slower || []).length) {
       var spread = raw.step_ns ? (100 * (raw.waits.high - raw.waits.low) / raw.step_ns).toFixed(1) + "% of the step" : D.fmtTime(raw.waits.high - raw.waits.low);
       h.appendChild(D.el("div", { className: "verdict good", text: "no straggler: ranks' waits per step within " + spread +
         " (" + D.fmtTime(raw.waits.low) + " to " + D.fmtTime(raw.waits.high) + ")" }));
     }
+    (raw.slower || []).forEach(function (s) {
+      h.appendChild(D.el("div", { className: "verdict", text: "no straggler in the code: rank " + s.rank + " " + (s.pace || "ran no line of its own") +
+        "; the others waited " + D.fmtTime(s.waited) + " per step for it" }));
+    });
     h.appendChild(D.el("div", { className: "versions", text: raw.wait_rule }));
     return h;
   };
 
   P.rankTable = function () {
     var raw = this.raw, strag = {};
-    raw.stragglers.forEach(function (s) { strag[s.rank] = true; });
+    raw.stragglers.forEach(function (s) { strag[s.rank] = "straggler"; });
+    (raw.slower || []).forEach(function (s) { strag[s.rank] = "slower"; });
     var cols = [["rank", "rank"], ["step", "step"], ["untraced", "untraced"], ["compute", "compute"],
       [raw.gpu ? "comm" : "wait", "comm"], ["exposed", "exposed"], ["waited", "waited"]];
     var t = D.el("table", { className: "rank-table", attrs: { id: "rank-table" } });
@@ -132,7 +138,7 @@
         var v = r[c[1]];
         tr.appendChild(D.el("td", { text: c[1] === "rank" ? String(v) : v ? D.fmtTime(v) : "" }));
       });
-      tr.appendChild(D.el("td", { className: "where", text: r.where + (strag[r.rank] ? "  straggler" : "") }));
+      tr.appendChild(D.el("td", { className: "where", text: r.where + (strag[r.rank] ? "  " + strag[r.rank] : "") }));
       body.appendChild(tr);
     });
     t.appendChild(body);
