@@ -240,7 +240,7 @@ class StragglerView(View):
             yield Text(f"  the other ranks waited for it {fmt.time(s.waited_ns)} per step")
             yield Text(f"  ({_wait_rule(self.report)})", "dim")
             if s.causes:
-                own = f"  its lines of their own took {fmt.time(s.own_work_ns)} per step more than on the others"
+                own = f"  its lines of their own took {fmt.time(s.own_work_ns)} per step more than on others"
                 pace = s.pace_text()
                 yield Text(own + (f"; it also {pace}" if pace else ""))
             yield from self._causes(s, fmt, width)
