@@ -41,7 +41,7 @@ FSDP="--mode fsdp2 --layers 8 --width 1024 --seq 512 --batch 8"
 if has alltests; then
   python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/gpu 2>&1 | tee "$LOG/gpu_tests.log" | tail -25
 elif has tests; then
-  python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/gpu/test_multirank.py 2>&1 | tee "$LOG/multirank_tests.log" | tail -20
+  python3 -m pytest -m gpu -q -rs -p no:cacheprovider --basetemp="$LOG/pytest" tests/gpu/test_multirank.py 2>&1 | tee "$LOG/multirank_tests.log" | tail -20
 fi
 if has sym; then
   for i in 1 2 3 4 5; do job "fsdp2-sym$i" --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 --log-steps; done
