@@ -58,7 +58,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def _launch(where: Path, mode: str, *extra: str) -> str:
     args = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={RANKS}", "-m", "dlpt"]
     args += ["--skip-first", "5", "-o", str(where / "run.json"), "--html", str(where / "run.html")]
-    args += [EXAMPLE, "--mode", mode, "--steps", "15", *extra]
+    args += [EXAMPLE, "--mode", mode, "--steps", "25", *extra]
     p = _run(args, where)
     assert p.returncode == 0, p.stderr[-4000:]
     return p.stdout
