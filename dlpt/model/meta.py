@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
 from dlpt.model.shape import (
     SchemaError,
@@ -41,6 +41,8 @@ __all__ = [
     "int_of",
     "obj",
     "profiled_steps",
+    "gpu_enabled",
+    "typed_field",
     "program_argv",
     "step_walls",
     "wall_ns",
@@ -588,10 +590,32 @@ def obj(v: object) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+def typed_field(meta: Mapping[str, Any], name: str) -> Any:
+    """One top-level key of a meta mapping, typed as :class:`Meta` types it; None when it is
+    absent or of the wrong shape. For code that holds a mapping, not a session (a session's
+    :attr:`~dlpt.model.session.Session.typed_meta` has them all)."""
+    x = meta.get(name)
+    if x is None:
+        return None
+    try:
+        return builder(_META_TYPES[name])(x, f"meta.{name}")
+    except SchemaError:
+        return None
+
+
+_META_TYPES = get_type_hints(Meta, include_extras=True)
+
+
 def profiled_steps(meta: Mapping[str, Any]) -> int:
     """How many steps the per-step figures are divided by (0: no steps, values per run)."""
-    n = int_of(obj(meta.get("steps")).get("profiled"))
-    return n if n > 0 else 0
+    steps: Steps | None = typed_field(meta, "steps")
+    return steps.profiled if steps is not None else 0
+
+
+def gpu_enabled(meta: Mapping[str, Any]) -> bool | None:
+    """Whether GPU capture ran: True, False, or None when the session does not say."""
+    gpu: Gpu | None = typed_field(meta, "gpu")
+    return gpu.enabled if gpu is not None else None
 
 
 def step_walls(meta: Mapping[str, Any]) -> list[int]:
@@ -620,8 +644,9 @@ def program_argv(meta: Mapping[str, Any]) -> list[str]:
 
 
 def wall_ns(meta: Mapping[str, Any]) -> int:
-    """Wall time of the profiled window (ns)."""
-    return int_of(meta.get("wall_ns"))
+    """Wall time of the profiled window (ns; 0 when the session does not say)."""
+    wall: int | None = typed_field(meta, "wall_ns")
+    return wall or 0
 
 
 @dataclass(frozen=True)
