@@ -113,3 +113,44 @@ def test_the_exported_step_row_is_in_the_lists_order():
         "peak_reserved": 3000,
         "traced_at_peak": 100,
     }
+
+
+# -- every dict the extension returns has the stub's keys ------------------------------------------
+
+
+def keys_of(cls_name: str) -> set[str]:
+    return {name for name, _ in pyi_fields(cls_name)}
+
+
+def test_the_host_results_keys_are_the_stubs():
+    C.start(False, [], False)
+    started = C.host_start(1000, 1, 100)
+    try:
+        C.set_collecting(True)
+        torch.ones(8).add(1)
+        C.mark_step()
+        C.set_collecting(False)
+    finally:
+        C.host_stop()
+        C.stop()
+    raw = C.host_result()
+    assert set(started) == keys_of("HostStart")
+    assert set(raw) == keys_of("HostResult")
+    assert raw["timeline"] is not None and set(raw["timeline"]) == keys_of("HostTimeline")
+    ops = [("mark", 0, 0, 0, 0), ("sample", 5, 9, 5, 0), ("mark", 10, 1, 0, 0)]
+    blame = C._testing.idle_blame(False, ops)
+    assert set(blame) == keys_of("HostBlame")
+
+
+def test_the_memory_exports_keys_are_the_stubs():
+    out = C._testing.memory_events(
+        [
+            ("step_begin", 0, 0, 0, 0, 0, 0, -1),
+            ("alloc", 1, 0, 0x10, 50, 50, 1000, 1),
+            ("oom", 1, 0, 0, 4096, 50, 1000, 1),
+            ("step_end", 0, 0, 0, 1, 0, 0, -1),
+        ]
+    )
+    assert set(out) == keys_of("MemoryExport")
+    assert set(out["devices"][0]) == keys_of("MemoryDevice")
+    assert out["oom"] is not None and set(out["oom"]) == keys_of("MemoryOom")
