@@ -118,3 +118,16 @@ def test_the_mapping_readers_read_through_the_same_types():
     bad = {"steps": {"profiled": -3}, "wall_ns": True, "gpu": {"enabled": 1}}
     assert (profiled_steps(bad), wall_ns(bad), gpu_enabled(bad)) == (0, 0, None)
     assert typed_field({}, "steps") is None and gpu_enabled({}) is None
+
+
+def test_timeline_rows_allow_minus_one_only_where_the_format_does():
+    row = [1, 2, 3, 0, 5, -1, 7, 8]  # [kind, start, dur, track, name, frame (-1: none), corr, flags]
+    tl = {"strings": [], "frames": [[-1, 0, 0, 0, 0]], "tracks": [[0, 0, 0, 0]], "events": [row]}
+    assert check_meta({"timeline": tl}).timeline is not None
+    for i in (0, 4, 7):
+        bad = list(row)
+        bad[i] = -1
+        with pytest.raises(SchemaError, match=rf"^meta\.timeline\.events\[0\]\[{i}\] is out of range: -1$"):
+            check_meta({"timeline": dict(tl, events=[bad])})
+    with pytest.raises(SchemaError, match=r"events\[0\]\[5\] is out of range: -2"):
+        check_meta({"timeline": dict(tl, events=[[1, 2, 3, 0, 5, -2, 7, 8]])})
