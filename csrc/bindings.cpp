@@ -231,6 +231,7 @@ PYBIND11_MODULE(_C, m) {
   t.def("remote_frames", &dlpt::testing::remote_frames, py::arg("chunk_bytes"), py::arg("top"));
   t.def("launch", &dlpt::testing::launch, py::arg("corr"));
   t.def("api_call", &dlpt::testing::api_call, py::arg("corr"), py::arg("enter"));
+  t.def("comm_kernel", &dlpt::testing::comm_kernel, py::arg("name"));
   t.def("kernel_record", &dlpt::testing::kernel_record, py::arg("corr"), py::arg("start"), py::arg("end"),
         py::arg("device"), py::arg("name"));
   dlpt::memory::bind_memory(m, t);

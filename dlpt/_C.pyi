@@ -123,11 +123,25 @@ class HostTimeline(TypedDict):
     events: list[tuple[int, int, int, int, int, int, int, int]]
     api_names: dict[int, str]
 
+class SamplerStats(TypedDict):
+    """The sampler's numbers, defined once in csrc/host/sampler.h (DLPT_SAMPLER_STATS);
+    tests/native/test_native_fields.py holds this class to it, field by field."""
+
+    ticks: int
+    samples: int
+    torn: int
+    missed: int
+    scope_retries: int
+    codes_lost: int
+    max_threads: int
+    sampler_cpu_ns: int
+    sampled_wall_ns: int
+
 class HostResult(TypedDict):
     sampled: bool
     hz: int
     method: str
-    stats: dict[str, int]
+    stats: SamplerStats
     cells: list[tuple[int, int, int, int, int]]  # node id, wall ns, GIL ns, CPU ns, samples (counted steps)
     cells_outside: list[tuple[int, int, int, int, int]]  # the same outside counted steps
     blame: HostBlame | None
@@ -148,13 +162,16 @@ class MemoryStartInfo(TypedDict):
     enabled: bool
     reason: str | None
 
+MemoryStepPeak = tuple[int, int, int, int]
+
 class MemoryDevice(TypedDict):
     type: int  # c10::DeviceType's value (0 CPU, 1 CUDA)
     index: int  # -1 for the CPU
     allocated: int  # the allocator's last totals
     reserved: int
     # per counted step: peak allocated, reserved at that peak, peak reserved, traced at the peak
-    steps: list[tuple[int, int, int, int]]
+    # (csrc/memory/tracker.h, DLPT_MEMORY_STEP_PEAK)
+    steps: list[MemoryStepPeak]
 
 class MemoryOom(TypedDict):
     device: int  # index into MemoryExport.devices

@@ -50,8 +50,7 @@ def finish_session(session: Session, probe: bool = True) -> None:
     was found when it was recorded. Never raises: a failure is logged and leaves the keys out
     (reports then derive the suggestions themselves)."""
     try:
-        gpu = session.meta.get("gpu")
-        enabled = probe and isinstance(gpu, dict) and gpu.get("enabled") is True
+        enabled = probe and session.typed_meta.gpu_enabled is True
         target = _pageable_htod(session) if enabled else None
         if target is not None:
             measured = pinned_htod(target[1], target[0])

@@ -16,6 +16,7 @@
 #include "../context/thread_state.h"
 #include "../host/host_capture.h"
 #include "../pcsampling/modules.h"
+#include "comm_kernels.h"
 #include "tracer_state.h"
 
 namespace dlpt {
@@ -192,7 +193,7 @@ std::pair<uint32_t, bool> kernel_name_id(Tree& tree, const char* name) {
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   const char* readable = status == 0 && demangled ? demangled : name;
   const uint32_t id = tree.strings.intern(readable);
-  const bool comm = std::strstr(readable, "ncclKernel") != nullptr || std::strstr(readable, "ncclDevKernel") != nullptr;
+  const bool comm = is_comm_kernel_name(readable);
   std::free(demangled);
   return g.kernel_names.emplace(name, std::make_pair(id, comm)).first->second;
 }

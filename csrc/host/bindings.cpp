@@ -6,12 +6,14 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../cupti/tracer.h"
 #include "host_capture.h"
 #include "idle_blame.h"
 #include "safe_memory.h"
+#include "sampler.h"
 
 namespace py = pybind11;
 
@@ -37,16 +39,19 @@ py::list sampled_cells(const std::vector<HostCell>& cells) {
 
 py::dict stats_dict(const SamplerStats& s) {
   py::dict d;
-  d["ticks"] = s.ticks;
-  d["samples"] = s.samples;
-  d["torn"] = s.torn;
-  d["missed"] = s.missed;
-  d["scope_retries"] = s.scope_retries;
-  d["codes_lost"] = s.codes_lost;
-  d["max_threads"] = s.max_threads;
-  d["cpu_ns"] = s.cpu_ns;
-  d["sampled_wall_ns"] = s.sampled_wall_ns;
+#define DLPT_EXPORT_STAT(name, doc) d[#name] = s.name;
+  DLPT_SAMPLER_STATS(DLPT_EXPORT_STAT)
+#undef DLPT_EXPORT_STAT
   return d;
+}
+
+/// Test seam: the sampler's stats as (name, doc), in export order (DLPT_SAMPLER_STATS).
+std::vector<std::pair<std::string, std::string>> sampler_stat_fields() {
+  std::vector<std::pair<std::string, std::string>> out;
+#define DLPT_STAT_FIELD(name, doc) out.emplace_back(#name, doc);
+  DLPT_SAMPLER_STATS(DLPT_STAT_FIELD)
+#undef DLPT_STAT_FIELD
+  return out;
 }
 
 py::object blame_dict(const HostResult& r) {
@@ -155,6 +160,7 @@ void register_bindings(py::module_& m) {
   m.def("host_running", &running);
   py::module_ t = m.attr("_testing").cast<py::module_>();
   t.def("idle_blame", &blame_seam);
+  t.def("sampler_stat_fields", &sampler_stat_fields);
   t.def("safe_read_method", [] {
     std::string why;
     return safe_memory::init(&why) ? std::string(safe_memory::method()) : why;

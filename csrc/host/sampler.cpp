@@ -155,7 +155,7 @@ void Sampler::run() {
     }
     lock.lock();
   }
-  stats_.cpu_ns = own_cpu_ns() - cpu0;
+  stats_.sampler_cpu_ns = own_cpu_ns() - cpu0;
 }
 
 void Sampler::file_pending(const Epochs& epochs) {

@@ -55,16 +55,27 @@ struct HostCell {
   uint64_t samples = 0;
 };
 
+// The sampler's numbers (host_result()["stats"], saved as meta.host's keys), defined once as
+// X(name, doc). From this list come SamplerStats, the export (bindings.cpp) and the list
+// tests/native/test_native_fields.py holds dlpt/_C.pyi's `SamplerStats` and
+// dlpt.model.meta.SAMPLER_STATS to. The names are the saved sessions' keys: never rename one.
+// clang-format off
+#define DLPT_SAMPLER_STATS(X)                                                                  \
+  X(ticks, "wake-ups while recording")                                                         \
+  X(samples, "thread stacks recorded")                                                         \
+  X(torn, "stacks dropped: read while they changed")                                           \
+  X(missed, "ticks skipped because the previous one ran late")                                 \
+  X(scope_retries, "scope lists that kept changing while read (sampled without)")              \
+  X(codes_lost, "code objects that failed validation under the GIL")                           \
+  X(max_threads, "most Python threads seen at once")                                           \
+  X(sampler_cpu_ns, "the sampler thread's own CPU time")                                       \
+  X(sampled_wall_ns, "wall time covered by ticks while recording")
+// clang-format on
+
 struct SamplerStats {
-  uint64_t ticks = 0;            // wake-ups while recording
-  uint64_t samples = 0;          // thread stacks recorded
-  uint64_t torn = 0;             // stacks dropped: read while they changed
-  uint64_t missed = 0;           // ticks skipped because the previous one ran late
-  uint64_t scope_retries = 0;    // scope lists that kept changing while read (sampled without)
-  uint64_t codes_lost = 0;       // code objects that failed validation under the GIL
-  uint64_t max_threads = 0;      // most Python threads seen at once
-  uint64_t cpu_ns = 0;           // the sampler thread's own CPU time
-  uint64_t sampled_wall_ns = 0;  // wall time covered by ticks while recording
+#define DLPT_SAMPLER_STAT_FIELD(name, doc) uint64_t name = 0;
+  DLPT_SAMPLER_STATS(DLPT_SAMPLER_STAT_FIELD)
+#undef DLPT_SAMPLER_STAT_FIELD
 };
 
 class Sampler {

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "torch_reporter.h"
@@ -21,8 +22,13 @@ py::dict to_dict(const Export& e) {
   py::list devices;
   for (const DeviceExport& d : e.devices) {
     py::list steps;
-    for (const StepPeak& s : d.steps)
-      steps.append(py::make_tuple(s.peak_allocated, s.reserved_at_peak, s.peak_reserved, s.traced_at_peak));
+    for (const StepPeak& s : d.steps) {
+      py::list row;  // in DLPT_MEMORY_STEP_PEAK's order
+#define DLPT_EXPORT_PEAK(name, doc) row.append(s.name);
+      DLPT_MEMORY_STEP_PEAK(DLPT_EXPORT_PEAK)
+#undef DLPT_EXPORT_PEAK
+      steps.append(py::tuple(row));
+    }
     py::dict dev;
     dev["type"] = d.id.type;
     dev["index"] = d.id.index;
@@ -114,6 +120,13 @@ void bind_memory(py::module_& m, py::module_& testing) {
   m.def("memory_suspend", &suspend_reporting, "Before torch.profiler starts on this thread: step aside.");
   m.def("memory_resume", &resume_reporting, "After torch.profiler stopped on this thread: back.");
   testing.def("memory_events", &events);
+  testing.def("memory_step_fields", [] {
+    std::vector<std::pair<std::string, std::string>> out;  // (name, doc) in export order
+#define DLPT_PEAK_FIELD(name, doc) out.emplace_back(#name, doc);
+    DLPT_MEMORY_STEP_PEAK(DLPT_PEAK_FIELD)
+#undef DLPT_PEAK_FIELD
+    return out;
+  });
 }
 
 }  // namespace dlpt::memory

@@ -44,11 +44,22 @@ struct DeviceId {
 };
 
 /// One counted step's memory on one device.
+// One counted step's peak on a device (memory_stop()'s devices[].steps rows, saved as
+// meta.memory.devices[].steps objects), defined once as X(name, doc): the struct, the export's
+// row order (memory_bindings.cpp) and the list tests/native/test_native_fields.py holds
+// dlpt.model.meta.MEMORY_STEP_PEAK to. The names are the saved sessions' keys: never rename one.
+// clang-format off
+#define DLPT_MEMORY_STEP_PEAK(X)                                                         \
+  X(peak_allocated, "the allocator's allocated bytes at the step's peak")                \
+  X(reserved_at_peak, "its reserved bytes at that moment (CUDA; 0 on the CPU)")          \
+  X(peak_reserved, "the most reserved during the step")                                  \
+  X(traced_at_peak, "bytes at the peak of blocks allocated while collecting")
+// clang-format on
+
 struct StepPeak {
-  uint64_t peak_allocated = 0;    // the allocator's allocated bytes at the step's peak
-  uint64_t reserved_at_peak = 0;  // its reserved bytes at that moment (CUDA; 0 on the CPU)
-  uint64_t peak_reserved = 0;     // the most reserved during the step
-  uint64_t traced_at_peak = 0;    // bytes at the peak of blocks allocated while collecting
+#define DLPT_STEP_PEAK_FIELD(name, doc) uint64_t name = 0;
+  DLPT_MEMORY_STEP_PEAK(DLPT_STEP_PEAK_FIELD)
+#undef DLPT_STEP_PEAK_FIELD
 };
 
 /// What one (node, device) holds and did: sums over counted steps, and the OOM snapshot.

@@ -1,5 +1,8 @@
 #include "seams.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -14,6 +17,7 @@
 #include "../context/child_cache.h"
 #include "../context/code_registry.h"
 #include "../context/op_names.h"
+#include "../cupti/comm_kernels.h"
 #include "../cupti/tracer.h"
 #include "../host/remote_stack.h"
 #include "../host/safe_memory.h"
@@ -211,6 +215,16 @@ bool api_call(uint32_t corr, bool enter) {
   if (s == nullptr) return false;
   testing_api(*s, corr, enter);
   return true;
+}
+
+std::pair<std::string, bool> comm_kernel(const std::string& name) {
+  // Demangled as kernel_name_id (tracer.cpp) does before it classifies.
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string readable = status == 0 && demangled ? demangled : name;
+  std::free(demangled);
+  const bool comm = is_comm_kernel_name(readable.c_str());
+  return {readable, comm};
 }
 
 bool kernel_record(uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const std::string& name) {

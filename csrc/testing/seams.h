@@ -68,6 +68,10 @@ std::vector<uint32_t> op_name_ids(const std::vector<std::pair<int, std::string>>
 /// steps). What stop() costs per frame node, counted rather than timed.
 std::tuple<uint64_t, uint64_t, uint64_t> line_lookup_cost();
 
+/// The tracer's kernel classifier on `name` as CUPTI reports it: (the name the tracer interns,
+/// demangled when it demangles; whether it is a communication kernel).
+std::pair<std::string, bool> comm_kernel(const std::string& name);
+
 /// The running session's launch path: a launch with correlation id `corr` made now on the calling
 /// thread (its context and epoch mapped, as the driver-API callbacks do). False without a session.
 bool launch(uint32_t corr);

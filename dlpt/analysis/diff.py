@@ -271,9 +271,7 @@ def _program(session: Session) -> str:
 
 
 def _steps(session: Session) -> int:
-    steps = session.meta.get("steps")
-    n = steps.get("profiled", 0) if isinstance(steps, dict) else 0
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+    return session.typed_meta.profiled_steps
 
 
 def _line_leaves(root: Node) -> dict[tuple[str, int], dict[tuple[str, str], Leaf]]:

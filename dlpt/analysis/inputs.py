@@ -19,7 +19,7 @@ from typing import Any
 from dlpt.analysis.peaks import DevicePeaks, lookup
 from dlpt.model.calibration import calibrated_untraced
 from dlpt.model.folding import FoldedTable, session_totals
-from dlpt.model.meta import StepTime, int_of, step_time
+from dlpt.model.meta import StepTime, int_of, step_time, wall_ns
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session
 from dlpt.model.source_files import file_kind
@@ -157,7 +157,7 @@ class Analysis:
         traced = self.traced_step
         if traced is not None:
             return traced.median_ns
-        return float(int_of(self.meta.get("wall_ns"))) / self.per
+        return float(wall_ns(self.meta)) / self.per
 
     @property
     def step_wall_ns(self) -> float:
@@ -211,8 +211,7 @@ def analyze(
         tree, totals = (lambda: node), node.inclusive
     else:
         tree = root
-    steps_meta = session.meta.get("steps")
-    steps = int_of(steps_meta.get("profiled")) if isinstance(steps_meta, dict) else 0
+    steps = session.typed_meta.profiled_steps
     name, index = _device(session.meta)
     a = Analysis(session, tree, totals or {}, steps, lookup(name) if name else None, name, index, peak_tflops)
     if totals is None:  # a tree builder without totals: the tree's root holds them

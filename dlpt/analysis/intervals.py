@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-from dlpt.model.meta import profiled_steps
 from dlpt.model.processors import flatten_by_line
 from dlpt.model.session import Session
 from dlpt.model.spread import SpreadTable, has_moments
@@ -25,7 +24,7 @@ def line_half_widths(session: Session, show_all: bool = False) -> LineHalfWidths
     a session without per-step second moments (saved before format 3, or fewer than 2 steps)."""
     if not has_moments(session):
         return None
-    n = profiled_steps(session.meta)
+    n = session.typed_meta.profiled_steps
     factor = t_quantile(1 - (1 - LEVEL) / 2, n - 1) / math.sqrt(n)
     out: LineHalfWidths = {}
     for row in flatten_by_line(SpreadTable(session, show_all).tree()):

@@ -15,24 +15,13 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from dlpt.model.meta import SAMPLER_STATS
 from dlpt.model.source_files import file_kind, is_dlpt_file
 
 __all__ = ["add_host_metrics", "host_meta", "LINES_KEPT"]
 
 #: Lines kept per list in meta.host (the rest is summed in ``other_ns``).
 LINES_KEPT = 20
-
-_STAT_KEYS = (
-    "ticks",
-    "samples",
-    "torn",
-    "missed",
-    "scope_retries",
-    "codes_lost",
-    "max_threads",
-    "cpu_ns",
-    "sampled_wall_ns",
-)
 
 
 def add_host_metrics(
@@ -179,8 +168,8 @@ def host_meta(table: list[dict[str, Any]], raw: dict[str, Any]) -> dict[str, Any
     }
     if start.get("reason"):
         out["off"] = str(start["reason"])
-    for key in _STAT_KEYS:
-        out["sampler_cpu_ns" if key == "cpu_ns" else key] = int(stats.get(key, 0))
+    for key in SAMPLER_STATS:  # the native names are the saved ones
+        out[key] = int(stats.get(key, 0))
     blame = raw.get("blame")
     if blame:
         lines = _Lines(table)

@@ -44,6 +44,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from dlpt.model.meta import MEMORY_STEP_PEAK
+
 if TYPE_CHECKING:
     from dlpt.capture.schedule import StepSchedule
 
@@ -179,10 +181,7 @@ class MemoryCapture:
             label: {
                 "allocated": d["allocated"],
                 "reserved": d["reserved"],
-                "steps": [
-                    {"peak_allocated": p, "reserved_at_peak": r, "peak_reserved": pr, "traced_at_peak": t}
-                    for p, r, pr, t in d["steps"]
-                ],
+                "steps": [dict(zip(MEMORY_STEP_PEAK, row, strict=True)) for row in d["steps"]],
             }
             for label, d in zip(labels, raw["devices"], strict=True)
         }

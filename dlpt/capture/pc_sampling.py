@@ -172,7 +172,7 @@ class PcSampling:
     # -- what the session says ---------------------------------------------------------------
 
     def meta(self) -> dict[str, Any]:
-        """``meta.pc_sampling`` (dlpt/model/schema.py)."""
+        """``meta.pc_sampling`` (dlpt.model.meta.PcSampling)."""
         out: dict[str, Any] = {"steps": self.steps, "period_log2": PERIOD_LOG2, "reason": self.reason}
         if self.first_step is not None:
             out["first_step"] = self.first_step

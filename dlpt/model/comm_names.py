@@ -2,11 +2,13 @@
 and numbers, used when a session is assembled and when it is rendered.
 
 - A **communication kernel** is a collective or point-to-point kernel of NCCL (or RCCL, which
-  keeps the names): ``ncclDevKernel_AllReduce_Sum_bf16_RING_LL`` (NCCL >= 2.19) or
-  ``ncclKernel_AllReduce_RING_LL_Sum_float`` (older). The native core splits exposed from
-  overlapped communication by the same names (csrc/cupti/tracer.cpp), so the header's numbers
-  and the tree's agree. The name also carries the operation, reduction, data type, algorithm
-  (RING, TREE, NVLS, COLLNET, PAT) and protocol (LL, LL128, SIMPLE): :func:`parse_nccl_kernel`.
+  keeps the names): ``ncclDevKernel_AllReduce_Sum_bf16_RING_LL`` (NCCL >= 2.19),
+  ``ncclKernel_AllReduce_RING_LL_Sum_float`` (older) or a symmetric-memory kernel
+  ``ncclSymkDevKernel_AllReduce_AGxLL_R_sum_f32`` (NCCL >= 2.27). The native core splits exposed
+  from overlapped communication by the same names (csrc/cupti/comm_kernels.h), so the header's
+  numbers and the tree's agree: tests/native/test_comm_kernels.py holds the two to NCCL's names.
+  The name also carries the operation, reduction, data type, algorithm (RING, TREE, NVLS,
+  COLLNET, PAT) and protocol (LL, LL128, SIMPLE): :func:`parse_nccl_kernel`.
 - A **collective call** is a torch.distributed op (``c10d::allreduce_``,
   ``_c10d_functional::all_gather_into_tensor``) or the call dlpt wraps around a Python-level
   collective on a CPU process group (:mod:`dlpt.capture.ranks.pycomm`).
@@ -43,7 +45,10 @@ WORK_WAIT = f"{WRAPPER_PREFIX}Work.wait"
 #: Ops whose own time is a rank waiting for a collective to finish.
 WAIT_OPS = frozenset({"_c10d_functional::wait_tensor"})
 
-_KERNEL_MARKS = ("ncclKernel", "ncclDevKernel")
+_KERNEL_MARKS = ("ncclKernel", "ncclDevKernel", "ncclSymkDevKernel")  # as csrc/cupti/comm_kernels.h
+_SYMK_MARK = "ncclSymkDevKernel"
+# The symmetric kernels' reductions (NCCL's src/device/symmetric/generate.py), as NCCL names them.
+_SYMK_REDUCTIONS = {"sum": "Sum", "avg": "SumPostDiv"}
 _ALGORITHMS = ("NVLS_TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "RING", "TREE", "NVLS", "COLLNET", "PAT")
 _PROTOCOLS = frozenset({"LL", "LL128", "SIMPLE"})
 _REDUCTIONS = frozenset({"Sum", "Prod", "Max", "Min", "PreMulSum", "SumPostDiv", "MinMax"})
@@ -71,9 +76,11 @@ class NcclKernel:
 
 
 def parse_nccl_kernel(name: str) -> NcclKernel | None:
-    """The parts of an NCCL kernel name, or None if ``name`` is not one. Reads both layouts:
-    ``ncclDevKernel_<Op>[_<Red>_<type>]_<ALGO>_<PROTO>`` and the older
-    ``ncclKernel_<Op>_<ALGO>_<PROTO>[_<Red>_<type>]``."""
+    """The parts of an NCCL kernel name, or None if ``name`` is not one. Reads the layouts
+    ``ncclDevKernel_<Op>[_<Red>_<type>]_<ALGO>_<PROTO>``, the older
+    ``ncclKernel_<Op>_<ALGO>_<PROTO>[_<Red>_<type>]`` and the symmetric kernels'
+    ``ncclSymkDevKernel_<Op>_<algorithm>[_<red>_<type>]`` (no protocol; the algorithm is NCCL's
+    own name for it, ``AGxLL_R``)."""
     for mark in _KERNEL_MARKS:
         at = name.find(mark + "_")
         if at >= 0:
@@ -85,6 +92,8 @@ def parse_nccl_kernel(name: str) -> NcclKernel | None:
     tokens = [t for t in body.split("_") if t]
     if not tokens:
         return None
+    if mark == _SYMK_MARK:
+        return _symmetric_kernel(tokens)
     op = "" if tokens[0] == "Generic" else tokens[0]
     reduction = dtype = algorithm = protocol = ""
     i = 1
@@ -103,6 +112,14 @@ def parse_nccl_kernel(name: str) -> NcclKernel | None:
             dtype = tok if not dtype else f"{dtype}_{tok}"  # int8_t, __nv_bfloat16 split on "_"
         i += 1
     return NcclKernel(op, reduction, dtype, algorithm, protocol)
+
+
+def _symmetric_kernel(tokens: list[str]) -> NcclKernel:
+    op, rest = tokens[0], tokens[1:]
+    reduction = dtype = ""
+    if len(rest) >= 3 and rest[-2] in _SYMK_REDUCTIONS:
+        reduction, dtype, rest = _SYMK_REDUCTIONS[rest[-2]], rest[-1], rest[:-2]
+    return NcclKernel(op, reduction, dtype, "_".join(rest))
 
 
 _QUALIFIERS = ("coalesced", "intotensor", "tensor", "single", "base", "out", "anysource")

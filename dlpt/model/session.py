@@ -16,6 +16,7 @@ from typing import Any
 
 from dlpt.errors import SessionFormatError, UnsafeFileError
 from dlpt.model.gc_pause import gc_paused
+from dlpt.model.meta import Meta
 from dlpt.model.safe_files import atomic_text_writer, read_regular_file
 from dlpt.model.schema import MAX_INT, SchemaError, check_extras, check_int, check_meta
 
@@ -32,19 +33,48 @@ SAVE_CHUNK_NODES = 4096  # nodes encoded at once when saving
 
 
 class Session:
-    """A profile: ``nodes`` (the flat node table, format v1) and ``meta`` (a dict).
+    """A profile: ``nodes`` (the flat node table, format v1), ``meta`` (the metadata as a dict,
+    what is saved) and :attr:`typed_meta` (the same, typed: what stages read).
 
     Build one with :meth:`from_dict` or :meth:`load` to get validation; the constructor trusts
     its arguments (it is what the capture path uses on data it produced itself).
     """
 
-    def __init__(self, nodes: list[dict[str, Any]] | None = None, meta: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        nodes: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        *,
+        typed_meta: Meta | None = None,
+    ) -> None:
         self.nodes: list[dict[str, Any]] = (
             nodes
             if nodes is not None
             else [{"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}]
         )
-        self.meta: dict[str, Any] = meta if meta is not None else {}
+        self._meta: dict[str, Any] = meta if meta is not None else {}
+        self._typed: Meta | None = typed_meta
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The metadata as it is saved (docs/session-format.md). Read its typed keys through
+        :attr:`typed_meta`; a change to them made in place (``meta["steps"] = ...``) after
+        :attr:`typed_meta` was first read is not seen there: assign ``meta`` instead."""
+        return self._meta
+
+    @meta.setter
+    def meta(self, value: dict[str, Any]) -> None:
+        self._meta = value
+        self._typed = None
+
+    @property
+    def typed_meta(self) -> Meta:
+        """The metadata, typed (dlpt.model.meta.Meta): built once, when the session is loaded
+        (checked then) or at the first read of a session made in memory (where a key of the
+        wrong shape reads as absent)."""
+        if self._typed is None:
+            self._typed = Meta.of(self._meta)
+        return self._typed
 
     def __repr__(self) -> str:
         return f"Session(nodes={len(self.nodes)}, argv={self.meta.get('argv')!r})"
@@ -91,7 +121,7 @@ class Session:
         if not isinstance(meta, Mapping):
             raise SessionFormatError(f"{source}: 'meta' must be an object, got {type(meta).__name__}")
         try:
-            check_meta(meta)
+            typed = check_meta(meta)
         except SchemaError as e:
             raise SessionFormatError(f"{source}: {e}") from None
         nodes = d.get("nodes")
@@ -100,7 +130,7 @@ class Session:
         if not nodes:
             raise SessionFormatError(f"{source}: the node table is empty (no root node)")
         check = _NodeChecker(source, owned)
-        return cls([check(n, i) for i, n in enumerate(nodes)], dict(meta))
+        return cls([check(n, i) for i, n in enumerate(nodes)], dict(meta), typed_meta=typed)
 
     # -- files ----------------------------------------------------------------------------
 

@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.model.folding import FoldedTable
-from dlpt.model.meta import profiled_steps
 from dlpt.model.session import Session
 
 __all__ = ["has_moments", "node_spread", "SpreadTable"]
@@ -31,7 +30,7 @@ __all__ = ["has_moments", "node_spread", "SpreadTable"]
 
 def has_moments(session: Session) -> bool:
     """Whether the session saved per-step second moments (older sessions did not)."""
-    return profiled_steps(session.meta) > 1 and any("q" in n for n in session.nodes)
+    return session.typed_meta.profiled_steps > 1 and any("q" in n for n in session.nodes)
 
 
 def node_spread(m: Mapping[str, Any], q: Mapping[str, Any], steps: int) -> dict[str, int]:
@@ -54,7 +53,7 @@ class SpreadTable(FoldedTable):
     metric divided by the steps is the per-step standard deviation."""
 
     def __init__(self, session: Session, show_all: bool = False, contexts: bool = False) -> None:
-        self._steps = profiled_steps(session.meta)
+        self._steps = session.typed_meta.profiled_steps
         super().__init__(session, show_all, contexts)
 
     def _metrics(self, n: Mapping[str, Any]) -> Mapping[str, int]:

@@ -4,7 +4,7 @@ in docs/session-format.md): its events with their names, tracks and source lines
 A timeline is self-contained: strings, a table of frames (each with its parent, so a slice's
 line and its whole Python path can be named) and tracks (host threads, GPU streams, the steps).
 Events are rows ``[kind, start_ns, dur_ns, track, name, frame, corr, flags]`` with times from the
-window's start. The schema (dlpt.model.schema) checks the types at load; the indices are checked
+window's start. The typed meta (dlpt.model.meta.Timeline) checks the types at load; the indices are checked
 here, where they are followed (a hostile file may point anywhere).
 """
 

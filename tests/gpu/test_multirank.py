@@ -130,6 +130,24 @@ def test_collective_kernels_are_communication_under_c10d_ops_with_bytes(job: tup
         assert want <= seen, seen
 
 
+def test_the_tracer_and_the_session_agree_on_which_kernels_are_nccls(job: tuple[str, Path, str]) -> None:
+    # The native classifier (csrc/cupti/comm_kernels.h) splits exposed from overlapped
+    # communication; dlpt.model.comm_names marks the tree's nodes: on the names this NCCL really
+    # ran (tests/native/test_comm_kernels.py holds them to NCCL's source), they must agree.
+    from dlpt.capture.native import core
+
+    seam = core()._testing
+    _, where, _ = job
+    for rank in range(RANKS):
+        nodes, meta = _nodes(where, rank)
+        names = {n.get("x", {}).get("full_name", n["name"]) for n in nodes if n["kind"] == "kernel"}
+        verdicts = {name: (seam.comm_kernel(name)[1], is_comm_kernel(name)) for name in names}
+        assert any(native for native, _ in verdicts.values()) and sum(meta["gpu_comm_ns"].values()) > 0
+        assert all(native == ours for native, ours in verdicts.values()), {
+            name: v for name, v in verdicts.items() if v[0] != v[1]
+        }
+
+
 def test_exposed_communication_is_at_most_the_communication(job: tuple[str, Path, str]) -> None:
     _, where, _ = job
     for rank in range(RANKS):

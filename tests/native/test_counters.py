@@ -1,9 +1,10 @@
 """The native counters are defined once (csrc/counters.h, DLPT_COUNTERS): the export, the type in
-dlpt/_C.pyi and the session schema must all follow that one list."""
+dlpt/_C.pyi and the typed meta (dlpt.model.meta.Capture) must all follow that one list."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 
 from dlpt.capture.native import core
 from dlpt.model import schema as session_schema
+from dlpt.model.meta import Capture
 from dlpt.model.schema import SchemaError
 
 C = core()
@@ -35,6 +37,8 @@ def test_the_pyi_types_exactly_the_native_counters_in_order():
 
 
 def test_the_session_schema_types_every_native_counter():
+    captured = [f.name for f in dataclasses.fields(Capture)]
+    assert captured[: len(FIELDS)] == [name for name, _, _, _ in FIELDS]  # the typed meta, in order
     good = {"U64": 1, "BOOL": True, "STR": "x"}
     for name, kind, _, _ in FIELDS:
         session_schema.check_meta({"capture": {name: good[kind]}})

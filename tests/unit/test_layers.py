@@ -38,7 +38,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.model": _MODEL,
     # Inside the model, the session format is the bottom: the tree and everything that reads it
     # build on it, never the other way round.
-    "dlpt.model.schema": ("dlpt.model.safe_text",),
+    # The typed meta (dataclasses) is checked by shape; schema names the checks the loader runs.
+    "dlpt.model.shape": ("dlpt.model.safe_text",),
+    "dlpt.model.meta": ("dlpt.model.shape",),
+    "dlpt.model.schema": ("dlpt.model.meta", "dlpt.model.shape"),
     "dlpt.model.safe_text": (),
     "dlpt.model.own_files": (),
     "dlpt.model.write_target": ("dlpt.errors",),
@@ -48,6 +51,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.model.session": (
         "dlpt.errors",
         "dlpt.model.gc_pause",
+        "dlpt.model.meta",
         "dlpt.model.safe_files",
         "dlpt.model.schema",
     ),

@@ -20,7 +20,7 @@ from typing import Any
 from dlpt.analysis.ranks.lines import RankLines
 from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
-from dlpt.model.meta import int_of, obj, profiled_steps, step_time
+from dlpt.model.meta import int_of, obj, step_time, wall_ns
 from dlpt.model.processors import Metric
 from dlpt.model.rank_paths import MAX_WORLD_SIZE
 from dlpt.model.session import Session
@@ -61,7 +61,7 @@ class Rank:
 
     @functools.cached_property
     def steps(self) -> int:
-        return max(1, profiled_steps(self.session.meta))
+        return max(1, self.session.typed_meta.profiled_steps)
 
     @property
     def host(self) -> str:
@@ -180,7 +180,7 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
             sums[k] = sums.get(k, 0) + v
     meta = rank.session.meta
     traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
-    wall = traced.median_ns if traced is not None else rank.per_step(int_of(meta.get("wall_ns")))
+    wall = traced.median_ns if traced is not None else rank.per_step(wall_ns(meta))
     return RankTotals(
         rank=rank.rank,
         steps=rank.steps,

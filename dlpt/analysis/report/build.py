@@ -24,7 +24,6 @@ from dlpt.analysis.report.run import (
 )
 from dlpt.analysis.report.suggestions import suggestion
 from dlpt.analysis.suggest import findings
-from dlpt.model.meta import profiled_steps
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.model.units import Units
@@ -57,7 +56,7 @@ def build_report(
     frames in the tree of the work outside steps (as in the caller's tree)."""
     a: Analysis = analyze(session, tree, peak_tflops, totals=totals_of)
     meta = session.meta
-    steps = profiled_steps(meta)
+    steps = session.typed_meta.profiled_steps
     units = Units(steps=steps, ascii=ascii)
     sep = separator(ascii)
     inc = a.totals

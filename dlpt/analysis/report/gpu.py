@@ -9,7 +9,7 @@ from typing import Any
 
 from dlpt.analysis.report.model import Fact, Level
 from dlpt.model.calibration import calibrated_untraced
-from dlpt.model.meta import StepTime, int_of, obj, step_time, wall_ns
+from dlpt.model.meta import Gpu, StepTime, int_of, obj, step_time, typed_field, wall_ns
 from dlpt.model.processors import METRICS
 from dlpt.model.units import Units
 
@@ -50,11 +50,11 @@ def totals(inc: Mapping[str, int], units: Units) -> list[Fact]:
 
 def capture_facts(meta: Mapping[str, Any]) -> list[Fact]:
     """Whether GPU work was captured, and why not."""
-    gpu = obj(meta.get("gpu"))
-    if gpu.get("enabled") is False:
-        reason = str(gpu.get("reason") or "reason unknown")
+    gpu: Gpu | None = typed_field(meta, "gpu")
+    if gpu is not None and gpu.enabled is False:
+        reason = gpu.reason or "reason unknown"
         return [Fact("capture", f"GPU capture: off - {reason}; CPU-side attribution only", "warn")]
-    if gpu.get("enabled"):
+    if gpu is not None and gpu.enabled:
         return [Fact("capture", "GPU capture: on", "dim")]
     return []
 

@@ -9,7 +9,16 @@ from typing import Any
 
 from dlpt.analysis.report.model import Fact
 from dlpt.model.calibration import calibration
-from dlpt.model.meta import StepTime, int_of, obj, program_argv, step_time, step_walls, wall_ns
+from dlpt.model.meta import (
+    StepTime,
+    int_of,
+    obj,
+    profiled_steps,
+    program_argv,
+    step_time,
+    step_walls,
+    wall_ns,
+)
 from dlpt.model.units import Units
 
 __all__ = [
@@ -128,7 +137,7 @@ def run_facts(meta: Mapping[str, Any], units: Units, sep: str = " \u00b7 ") -> l
     wall = units.time(wall_ns(meta), per_step=False)
     out = [Fact("run", f"wall {wall}", label="wall", value=wall)]
     steps = obj(meta.get("steps"))
-    profiled = int_of(steps.get("profiled"))
+    profiled = profiled_steps(meta)
     if profiled:
         text = _steps_text(steps, profiled)
         out.append(Fact("steps", text, label="steps", value=text))
@@ -174,7 +183,7 @@ def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
     if isinstance(step_on, str) and isinstance(matched, list) and not matched:
         lines.append(f"--step-on {step_on} matched no function")
     skip, seen = int_of(steps.get("skip_first")), int_of(steps.get("seen"))
-    if skip and not int_of(steps.get("profiled")) and seen <= skip:
+    if skip and not profiled_steps(meta) and seen <= skip:
         if not seen:
             what = (
                 f"no call of {step_on} returned"

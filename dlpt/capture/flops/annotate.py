@@ -27,7 +27,7 @@ from dlpt.capture.flops.traffic import bytes_of, bytes_ops
 
 __all__ = ["recorded_ops", "annotate"]
 
-_MAX = 2**64 - 1  # dlpt.model.schema.MAX_INT - 1: the largest count a session holds
+_MAX = 2**64 - 1  # dlpt.model.shape.MAX_INT - 1: the largest count a session holds
 
 
 def recorded_ops() -> list[str]:

@@ -24,7 +24,6 @@ from dlpt.analysis.report.outside import outside_metric
 from dlpt.errors import UsageError
 from dlpt.model.folding import FoldedTable, compile_markers, whole_tree
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.meta import profiled_steps
 from dlpt.model.processors import (
     METRICS,
     Metric,
@@ -132,7 +131,7 @@ def _render(
     shown = folded.tree(m, threshold) if view in ("tree", "all") else None
     sources = session.meta.get("sources")
     fmt = Fmt(
-        steps=profiled_steps(session.meta),
+        steps=session.typed_meta.profiled_steps,
         ascii=ascii,
         sources=sources if isinstance(sources, dict) else {},
     )
@@ -214,12 +213,11 @@ def _render(
             out.extend(intervals_table(flatten_by_line(root), halves, m, fmt, total, threshold))
         return out
 
-    wall = session.meta.get("wall_ns")
     sites = folded.sync_sites()
     for site in sites:  # torch.compile markers on the frames syncs are attributed to
         if site.site is not None and (site.site.file, site.site.line) in markers:
             site.site.extras["marker"] = markers[(site.site.file, site.site.line)]
-    syncs = SyncTable(sites, fmt, wall if isinstance(wall, int) else 0)
+    syncs = SyncTable(sites, fmt, session.typed_meta.wall)
     kernels = KernelTable(
         session, fmt, kernels=folded.leaf_nodes("kernel"), gpu_total=METRICS["gpu"](totals.inclusive)
     )
@@ -280,9 +278,9 @@ def _nothing(m: Metric, title: str, session: Session, outside: bool = False) -> 
         )
     text = Text(f"\n{title}: no {m.label} recorded", "yellow")
     if m.name in ("gpu", "kernel", "copy", "memset", "kernels", "bytes"):
-        gpu = session.meta.get("gpu")
-        reason = gpu.get("reason") if isinstance(gpu, dict) else None
-        text.append(f" ({reason})" if isinstance(reason, str) and reason else "")
+        gpu = session.typed_meta.gpu
+        reason = gpu.reason if gpu is not None else None
+        text.append(f" ({reason})" if reason else "")
         text.append("; --metric cpu ranks by CPU op time")
     return text
 
@@ -296,8 +294,8 @@ def _note(m: Metric, fmt: Fmt, threshold: float, depth: int | None, show_all: bo
 
 
 def _no_gpu(session: Session) -> Text:
-    gpu = session.meta.get("gpu")
-    reason = gpu.get("reason") if isinstance(gpu, dict) else None
+    gpu = session.typed_meta.gpu
+    reason = gpu.reason if gpu is not None else None
     return Text("\nNo GPU activity recorded" + (f" ({reason})." if reason else "."), "yellow")
 
 
