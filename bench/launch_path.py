@@ -19,14 +19,18 @@ Rows, per depth (median over rounds, each round alternating the modes):
                  difference)
   aa             same_site measured twice in a round: the ratio of the two is the noise
 
-`--callgrind same_site|two_sites`: one run per depth, for `valgrind --tool=callgrind
---toggle-collect='*on_api*'` (instructions per launch = Ir / launches, printed; one depth per
-run). tools/launch_callgrind.sh does this for every depth.
+`--callgrind same_site|two_sites [--n N] [--nopy|--nosession]`: one counted run of N launches,
+for instruction counts: `valgrind --tool=callgrind --toggle-collect=map_next python
+bench/launch_path.py --callgrind ...` counts only inside the map() that runs it (the release
+build is stripped; libpython's symbols are not). Per launch = Ir / N; for two_sites subtract the
+`--nosession` run (the Python loop and the seam's call without a session).
+tools/launch_instructions.sh runs the set.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -59,16 +63,16 @@ def at_depth(depth: int, fn):
     return lambda: call(max(0, depth - 3))
 
 
-def same_site() -> float:
-    return T.launch_path_ns(N_SAME)
+def same_site(n: int = N_SAME) -> float:
+    return T.launch_path_ns(n)
 
 
-def two_sites() -> float:
+def two_sites(n: int = N_SITES) -> float:
     t0 = time.perf_counter_ns()
-    for _ in range(N_SITES // 2):
+    for _ in range(n // 2):
         T.launch_path_ns(1)  # one line
         T.launch_path_ns(1)  # another line: the innermost frame's position changes
-    return (time.perf_counter_ns() - t0) / N_SITES
+    return (time.perf_counter_ns() - t0) / n
 
 
 class NoPy:
@@ -98,7 +102,7 @@ def measure(depth: int, rounds: int) -> dict:
         with session(nopy=True):
             run_same()
             nopy.append(run_same())
-    aa = [b / a for a, b in zip(same, same2)]
+    aa = [b / a for a, b in zip(same, same2, strict=True)]
     return {
         "depth": depth,
         "same_site_ns": statistics.median(same),
@@ -113,14 +117,16 @@ def measure(depth: int, rounds: int) -> dict:
 
 def table(results: list[dict]) -> str:
     lines = [
-        "| Python depth | same site ns/launch (min–max) | two sites ns/launch (min–max) | no frames ns/launch | A/A (min–max) |",
+        "| Python depth | same site ns/launch (min-max) | two sites ns/launch (min-max)"
+        " | no frames ns/launch | A/A (min-max) |",
         "|---|---|---|---|---|",
     ]
     for r in results:
+        same, sites, aa = r["same_site_min_max"], r["two_sites_min_max"], r["aa_min_max"]
         lines.append(
-            f"| {r['depth']} | {r['same_site_ns']:.0f} ({r['same_site_min_max'][0]:.0f}–{r['same_site_min_max'][1]:.0f})"
-            f" | {r['two_sites_ns']:.0f} ({r['two_sites_min_max'][0]:.0f}–{r['two_sites_min_max'][1]:.0f})"
-            f" | {r['same_site_nopy_ns']:.0f} | {r['aa_ratio']:.3f}x ({r['aa_min_max'][0]:.2f}–{r['aa_min_max'][1]:.2f}) |"
+            f"| {r['depth']} | {r['same_site_ns']:.0f} ({same[0]:.0f}-{same[1]:.0f})"
+            f" | {r['two_sites_ns']:.0f} ({sites[0]:.0f}-{sites[1]:.0f})"
+            f" | {r['same_site_nopy_ns']:.0f} | {r['aa_ratio']:.3f}x ({aa[0]:.2f}-{aa[1]:.2f}) |"
         )
     return "\n".join(lines)
 
@@ -131,13 +137,20 @@ def main() -> None:
     ap.add_argument("--depths", type=int, nargs="+", default=[5, 25, 50, 100])
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--tag", default="", help="added to the result file names")
-    ap.add_argument("--callgrind", choices=["same_site", "two_sites"], help="one run per depth (under callgrind)")
+    ap.add_argument("--callgrind", choices=["same_site", "two_sites"], help="one run (under callgrind)")
+    ap.add_argument("--n", type=int, default=None, help="launches in the --callgrind run")
+    ap.add_argument("--nopy", action="store_true", help="--callgrind run without Python-frame capture")
+    ap.add_argument("--nosession", action="store_true", help="--callgrind run without a session")
     args = ap.parse_args()
     if args.callgrind:
-        fn, launches = (same_site, N_SAME) if args.callgrind == "same_site" else (two_sites, N_SITES)
+        fn = same_site if args.callgrind == "same_site" else two_sites
+        launches = args.n if args.n is not None else (N_SAME if fn is same_site else N_SITES)
         for d in args.depths:
-            with session():
-                at_depth(d, fn)()
+            ctx = contextlib.nullcontext() if args.nosession else session(nopy=args.nopy)
+            with ctx:
+                at_depth(d, lambda: fn(2))()  # the path's nodes exist before the counted part
+                # Counted: only what runs inside map_next (the harness is outside it).
+                list(map(lambda _: at_depth(d, lambda: fn(launches))(), [0]))
             print(f"depth {d}: {launches} launches ({args.callgrind})")
         return
     results = [measure(d, args.rounds) for d in args.depths]
@@ -152,12 +165,13 @@ def main() -> None:
     }
     text = table(results)
     os.makedirs(args.out, exist_ok=True)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d-%H%M%S")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d-%H%M%S")
     base = os.path.join(args.out, f"launch-path{('-' + args.tag) if args.tag else ''}-{stamp}")
     with open(base + ".json", "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=1)
     with open(base + ".md", "w") as f:
-        f.write(f"# Per-launch path, CPU ({meta['machine']}, {meta['cpus']} CPUs, load {meta['loadavg']})\n\n")
+        where = f"{meta['machine']}, {meta['cpus']} CPUs, load {meta['loadavg']}"
+        f.write(f"# Per-launch path, CPU ({where})\n\n")
         f.write("`python bench/launch_path.py " + " ".join(sys.argv[1:]) + "`\n\n" + text + "\n")
     print(text)
     print(f"wrote {base}.md / .json")
