@@ -10,9 +10,8 @@
 // live frame fixes). A hit costs the raw walk and one compare of 16 bytes per frame; no frame is
 // decoded and no tree lookup is made: frames are read once per distinct Python stack.
 //
-// 2-way set-associative, 256 slots, indexed by the innermost frames' instruction pointers (where
-// sites differ); the compare, not the index, decides a hit. The compare runs during the walk
-// itself (walk()): each frame is read once and compared with the two candidate chains at once. Must be cleared when
+// 2-way set-associative, 256 slots, indexed by the depth and the innermost frames' instruction
+// pointers (where sites differ); the compare, not the index, decides a hit. Must be cleared when
 // the path a chain maps to can change: a scope entered or left (thread_state.cpp).
 // Thread contract: owned by one ThreadState ([MT: owning thread]).
 #pragma once
@@ -28,11 +27,18 @@ namespace dlpt {
 
 class SiteCache {
  public:
-  /// [MT] Walks the calling thread's Python frames into `raw` (as walk_python_frames, no stop
-  /// frame) and compares them, as it goes, with the chains of the set its innermost frames pick:
-  /// one pass over the frames. Returns how many it walked; `hit` tells whether one chain equals the
-  /// whole walk, and then `node` and `usable` are its (site_cache.cpp).
-  size_t walk(RawFrame* raw, size_t max, NodeId* node, uint32_t* usable, bool* hit);
+  /// The node cached for the chain `raw[0..n)` (innermost first, as walked), or false.
+  bool find(const RawFrame* raw, size_t n, NodeId* node, uint32_t* usable) {
+    Set& set = sets_[index(raw, n)];
+    for (Slot& s : set.ways) {
+      if (s.n == n && same(s, raw, n)) {
+        *node = s.node;
+        *usable = s.usable;
+        return true;
+      }
+    }
+    return false;
+  }
 
   /// Remembers `node` (and the usable-frame count) for the chain `raw[0..n)`.
   void put(const RawFrame* raw, size_t n, NodeId node, uint32_t usable) {
@@ -71,17 +77,14 @@ class SiteCache {
     uint8_t next = 0;
   };
 
-  /// The set of a chain: from its innermost kIndexFrames frames only, so that the walk knows it
-  /// before it reaches the outermost frame.
   static size_t index(const RawFrame* raw, size_t n) {
+    uint64_t h = n * 0x9E3779B97F4A7C15ull;
     const size_t k = n < kIndexFrames ? n : kIndexFrames;
-    uint64_t h = k * 0x9E3779B97F4A7C15ull;
     for (size_t i = 0; i < k; ++i) h = (h ^ reinterpret_cast<uint64_t>(raw[i].instr)) * 0xFF51AFD7ED558CCDull;
     return static_cast<size_t>(h >> 57) & (kSets - 1);
   }
 
-  /// Whether the first `n` frames of `s`'s chain are raw[0..n) (s holds at least n).
-  static bool prefix_same(const Slot& s, const RawFrame* raw, size_t n) {
+  static bool same(const Slot& s, const RawFrame* raw, size_t n) {
     const void* const* c = s.chain.data();
     for (size_t i = 0; i < n; ++i) {
       if (c[2 * i + 1] != raw[i].instr || c[2 * i] != raw[i].frame) return false;

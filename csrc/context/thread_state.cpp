@@ -128,12 +128,11 @@ NodeId ThreadState::python_context(size_t* depth) {
   if (depth) *depth = 0;
   if (!session.opts.python_frames) return kNoNode;
   RawFrame raw[kMaxPythonFrames];
+  const size_t n = walk_python_frames(raw, kMaxPythonFrames);
   uint32_t usable = 0;
   NodeId node = kNoNode;
-  bool hit = false;
   // A site seen before: its node without decoding a frame or looking one up (site_cache.h).
-  const size_t n = root_sites_.walk(raw, kMaxPythonFrames, &node, &usable, &hit);
-  if (n && !hit) {
+  if (n && !root_sites_.find(raw, n, &node, &usable)) {
     node = root_path_.build(*this, raw, n, 0, kRootNode, &usable);
     root_sites_.put(raw, n, node, usable);
   }
