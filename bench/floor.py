@@ -7,6 +7,8 @@ round, in one process, and reports the median over rounds of each mode's time pe
 what it adds per RecordFunction record:
 
   plain         no profiler
+  aa            no profiler again: its row is the noise (how quiet the CPU was); a figure for
+                another mode that is not well above it says nothing
   rf_floor      torch's own machinery: a global RecordFunction callback with dlpt's settings
                 (FUNCTION, BACKWARD_FUNCTION, USER_SCOPE; no inputs) that only counts records
   dlpt_nopy     dlpt without Python-frame capture (ops, forward/backward, scopes), no CUPTI
@@ -45,7 +47,7 @@ import torch  # noqa: E402
 
 import dlpt  # noqa: E402
 
-MODES = ("plain", "rf_floor", "dlpt_nopy", "dlpt", "dlpt_nested")
+MODES = ("plain", "aa", "rf_floor", "dlpt_nopy", "dlpt", "dlpt_nested")
 
 
 def native():
@@ -185,7 +187,7 @@ def measure(name: str, rounds: int, target_s: float) -> dict:
     times: dict[str, list[float]] = {m: [] for m in MODES}
     for _ in range(rounds):
         for m in MODES:
-            if m == "plain":
+            if m in ("plain", "aa"):  # aa: a second unprofiled chunk, the noise of the pairing
                 times[m].append(chunk(fn, n))
             else:
                 with profiler(m):

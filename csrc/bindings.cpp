@@ -234,6 +234,7 @@ PYBIND11_MODULE(_C, m) {
   t.def("comm_kernel", &dlpt::testing::comm_kernel, py::arg("name"));
   t.def("kernel_record", &dlpt::testing::kernel_record, py::arg("corr"), py::arg("start"), py::arg("end"),
         py::arg("device"), py::arg("name"));
+  t.def("launch_path_ns", &dlpt::testing::launch_path_ns, py::arg("n"), py::arg("corr0") = 1);
   dlpt::memory::bind_memory(m, t);
   dlpt::host::register_bindings(m);        // host sampler, idle blame, timeline (csrc/host/)
   dlpt::pcsampling::register_bindings(m);  // CUPTI PC sampling (csrc/pcsampling/)

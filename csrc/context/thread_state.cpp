@@ -73,6 +73,7 @@ void ThreadState::recycle(uint64_t tid) {
   open_ops_ = 0;
   learner_ = -1;
   root_path_.invalidate();
+  root_sites_.clear();
   region_path_.invalidate();
   thread_node_ = kNoNode;  // the thread node is keyed by the OS thread id
 }
@@ -129,7 +130,12 @@ NodeId ThreadState::python_context(size_t* depth) {
   RawFrame raw[kMaxPythonFrames];
   const size_t n = walk_python_frames(raw, kMaxPythonFrames);
   uint32_t usable = 0;
-  const NodeId node = n ? root_path_.build(*this, raw, n, 0, kRootNode, &usable) : kNoNode;
+  NodeId node = kNoNode;
+  // A site seen before: its node without decoding a frame or looking one up (site_cache.h).
+  if (n && !root_sites_.find(raw, n, &node, &usable)) {
+    node = root_path_.build(*this, raw, n, 0, kRootNode, &usable);
+    root_sites_.put(raw, n, node, usable);
+  }
   if (depth) *depth = usable;
   return usable ? node : kNoNode;
 }
@@ -158,6 +164,7 @@ void ThreadState::push_scope(const void* entry_frame, uint32_t name_id) {
   scopes_.push_back(ScopeEntry{entry_frame, name_id});
   scope_mirror.push(entry_frame, name_id);
   root_path_.invalidate();
+  root_sites_.clear();
   region_path_.invalidate();
 }
 
@@ -167,6 +174,7 @@ void ThreadState::pop_scope() {
     scope_mirror.pop();
   }
   root_path_.invalidate();
+  root_sites_.clear();
   region_path_.invalidate();
 }
 

@@ -27,6 +27,7 @@
 #include "op_names.h"
 #include "path_cache.h"
 #include "python_stack.h"
+#include "site_cache.h"
 
 namespace dlpt {
 
@@ -176,6 +177,7 @@ class ThreadState {
   int learner_ = -1;
   std::vector<ScopeEntry> scopes_;
   PathCache root_path_;    // the Python path from the root
+  SiteCache root_sites_;   // ... of every launch site seen, by exact frame chain (before root_path_)
   PathCache region_path_;  // frames under the innermost torch.compile region
   NodeId thread_node_ = kNoNode;
   ChildCache children_;

@@ -396,6 +396,27 @@ void testing_api(Session& s, uint32_t corr, bool enter) {
   }
 }
 
+uint64_t testing_api_callbacks(uint32_t corr0, uint64_t n) {
+  constexpr CUpti_CallbackId kCbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+  // Without a GPU nothing classified the launch call (attach.cpp does, at start): classify it as
+  // a launch for the loop only, as attach.cpp would (the real class when CUPTI is attached).
+  const uint8_t saved = g.cls[kCbid];
+  if (saved == kNone) g.cls[kCbid] = kWork;
+  CUpti_CallbackData cb{};
+  cb.functionName = "cuLaunchKernel";
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t i = 0; i < n; ++i) {
+    cb.correlationId = corr0 + static_cast<uint32_t>(i);
+    cb.callbackSite = CUPTI_API_ENTER;
+    on_api(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, kCbid, &cb);
+    cb.callbackSite = CUPTI_API_EXIT;
+    on_api(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, kCbid, &cb);
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  g.cls[kCbid] = saved;
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+}
+
 void testing_kernel_record(Session& s, uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const char* name) {
   std::lock_guard<std::mutex> lock(g.buffer_mu);
   // The activity thread's caches hold one session's node ids (a real session clears them when

@@ -67,4 +67,9 @@ void testing_api(Session& s, uint32_t corr, bool enter);
 /// [GIL] A kernel activity record for `corr`, processed as the activity thread processes one.
 void testing_kernel_record(Session& s, uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const char* name);
 
+/// The per-launch path as CUPTI drives it: `n` cuLaunchKernel enter/exit callback pairs through
+/// on_api itself (synthetic callback records, correlation ids from `corr0`) on the calling
+/// thread. Returns the wall nanoseconds of the loop. For bench/launch_path.py.
+uint64_t testing_api_callbacks(uint32_t corr0, uint64_t n);
+
 }  // namespace dlpt

@@ -239,4 +239,11 @@ bool kernel_record(uint32_t corr, uint64_t start, uint64_t end, uint32_t device,
   return true;
 }
 
+// ---- bench seam (issue 32) ---------------------------------------------------------------
+
+double launch_path_ns(uint64_t n, uint32_t corr0) {
+  if (current_session() == nullptr || n == 0) return -1.0;
+  return static_cast<double>(testing_api_callbacks(corr0, n)) / static_cast<double>(n);
+}
+
 }  // namespace dlpt::testing

@@ -82,4 +82,11 @@ bool api_call(uint32_t corr, bool enter);
 /// The running session's activity path: a kernel record of launch `corr` arriving now.
 bool kernel_record(uint32_t corr, uint64_t start, uint64_t end, uint32_t device, const std::string& name);
 
+// ---- bench seam (issue 32, bench/launch_path.py) -----------------------------------------
+
+/// The per-launch path: `n` launch calls on the calling thread through the very CUPTI driver-API
+/// callback (enter + exit each, synthetic callback records), from the caller's Python stack.
+/// Returns nanoseconds per launch (enter + exit), or -1 without a session.
+double launch_path_ns(uint64_t n, uint32_t corr0);
+
 }  // namespace dlpt::testing

@@ -1,0 +1,98 @@
+// A thread's cache of whole Python paths: the frame chain of a launch site -> its tree node.
+//
+// PathCache keeps one path (the last) and rebuilds what differs from it: between two ops of a
+// deep stack (Hugging Face: ~60 frames) the innermost 3-6 frames differ, and each of those is
+// decoded (its code object read) and looked up in the tree cache, on every op, although the step
+// alternates between a few hundred sites that it has seen before. This cache remembers many
+// paths, keyed by the exact frame chain: the (frame address, instruction pointer) of every frame,
+// innermost first, compared in full, so a hit is the path PathCache would build (same chain ->
+// same nodes: the tree keys frames by code object and offset, which the instruction pointer of a
+// live frame fixes). A hit costs the raw walk and one compare of 16 bytes per frame; no frame is
+// decoded and no tree lookup is made: frames are read once per distinct Python stack.
+//
+// 2-way set-associative, 256 slots, indexed by the depth and the innermost frames' instruction
+// pointers (where sites differ); the compare, not the index, decides a hit. Must be cleared when
+// the path a chain maps to can change: a scope entered or left (thread_state.cpp).
+// Thread contract: owned by one ThreadState ([MT: owning thread]).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "../common.h"
+#include "python_stack.h"
+
+namespace dlpt {
+
+class SiteCache {
+ public:
+  /// The node cached for the chain `raw[0..n)` (innermost first, as walked), or false.
+  bool find(const RawFrame* raw, size_t n, NodeId* node, uint32_t* usable) {
+    Set& set = sets_[index(raw, n)];
+    for (Slot& s : set.ways) {
+      if (s.n == n && same(s, raw, n)) {
+        *node = s.node;
+        *usable = s.usable;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Remembers `node` (and the usable-frame count) for the chain `raw[0..n)`.
+  void put(const RawFrame* raw, size_t n, NodeId node, uint32_t usable) {
+    Set& set = sets_[index(raw, n)];
+    Slot& s = set.ways[set.next];
+    set.next ^= 1;  // round robin between the two ways
+    s.chain.resize(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      s.chain[2 * i] = raw[i].frame;
+      s.chain[2 * i + 1] = raw[i].instr;
+    }
+    s.n = static_cast<uint32_t>(n);
+    s.node = node;
+    s.usable = usable;
+  }
+
+  void clear() {
+    for (Set& set : sets_) {
+      for (Slot& s : set.ways) s.n = kEmpty;
+    }
+  }
+
+ private:
+  static constexpr size_t kSets = 128;
+  static constexpr uint32_t kEmpty = UINT32_MAX;  // no walk has this many frames
+  static constexpr size_t kIndexFrames = 8;       // innermost frames that pick the set
+
+  struct Slot {
+    uint32_t n = kEmpty;  // frames in the chain
+    uint32_t usable = 0;
+    NodeId node = kNoNode;
+    std::vector<const void*> chain;  // frame, instr of each frame, innermost first
+  };
+  struct Set {
+    std::array<Slot, 2> ways;
+    uint8_t next = 0;
+  };
+
+  static size_t index(const RawFrame* raw, size_t n) {
+    uint64_t h = n * 0x9E3779B97F4A7C15ull;
+    const size_t k = n < kIndexFrames ? n : kIndexFrames;
+    for (size_t i = 0; i < k; ++i) h = (h ^ reinterpret_cast<uint64_t>(raw[i].instr)) * 0xFF51AFD7ED558CCDull;
+    return static_cast<size_t>(h >> 57) & (kSets - 1);
+  }
+
+  static bool same(const Slot& s, const RawFrame* raw, size_t n) {
+    const void* const* c = s.chain.data();
+    for (size_t i = 0; i < n; ++i) {
+      if (c[2 * i + 1] != raw[i].instr || c[2 * i] != raw[i].frame) return false;
+    }
+    return true;
+  }
+
+  std::array<Set, kSets> sets_;
+};
+
+}  // namespace dlpt

@@ -1,0 +1,104 @@
+"""The per-thread cache of launch sites (csrc/context/site_cache.h): a bare launch's context comes
+from a cache keyed by its exact Python frame chain. These launches share every inner frame (same
+addresses, same instruction pointers) and differ only in an outer caller's line, the case a key
+made of the inner frames would get wrong; and a scope changes what one chain maps to. GPU records
+through the testing seams (no GPU needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+import dlpt
+from dlpt.capture.native import RawNode, core
+from tests.query import line_of
+
+C = core()
+T = C._testing
+
+
+def inner(corr: int) -> None:
+    T.launch(corr)  # @launch
+
+
+def middle(corr: int) -> None:
+    inner(corr)  # @middle
+
+
+def caller(corr: int, first: bool) -> None:
+    if first:
+        middle(corr)  # @first
+    else:
+        middle(corr)  # @second
+
+
+def nodes(raw) -> list[RawNode]:
+    return [RawNode.of(t) for t in raw["nodes"]]
+
+
+def kernel_ns_by_line(raw, fn, tags: list[str]) -> dict[str, int]:
+    """GPU ns of kernels under the frame of each tagged line of `fn`."""
+    ns = nodes(raw)
+    lines = {line_of(t, fn): t for t in tags}
+    out = dict.fromkeys(tags, 0)
+    for n in ns:
+        if n.kind != "kernel":
+            continue
+        p = n.parent
+        while p >= 0:
+            q = ns[p]
+            if q.kind == "frame" and q.file == __file__ and q.line in lines:
+                out[lines[q.line]] += n.counted.gpu_ns + n.outside.gpu_ns
+                break
+            p = q.parent
+    return out
+
+
+def test_sites_that_differ_only_in_an_outer_frame_keep_their_own_lines():
+    C.start(False, [], True)
+    expected = {"first": 0, "second": 0}
+    for i in range(400):  # alternating: each launch's chain was seen before (a cache hit)
+        first = i % 3 != 0
+        caller(1000 + i, first)
+        T.kernel_record(1000 + i, 0, 10 + i, 0, "k")
+        expected["first" if first else "second"] += 10 + i
+    raw = C.stop()
+    assert kernel_ns_by_line(raw, caller, ["first", "second"]) == expected
+
+
+def scoped_caller(corr: int, scoped: bool) -> None:
+    if scoped:
+        with dlpt.scope("region"):
+            middle(corr)  # @scoped
+    else:
+        middle(corr)  # @plain
+
+
+def test_a_scope_changes_the_path_of_a_chain_seen_before():
+    C.start(False, [], True)
+    plan = [False, False, True, False, True, True, False]
+    for i, scoped in enumerate(plan):
+        scoped_caller(2000 + i, scoped)
+        T.kernel_record(2000 + i, 0, 100, 0, "k")
+    raw = C.stop()
+    ns = nodes(raw)
+    under_scope = 0
+    for n in ns:
+        if n.kind != "kernel":
+            continue
+        p, scoped = n.parent, False
+        while p >= 0:
+            scoped = scoped or (ns[p].kind == "scope" and ns[p].name == "region")
+            p = ns[p].parent
+        under_scope += n.counted.gpu_ns + n.outside.gpu_ns if scoped else 0
+    assert under_scope == 100 * sum(plan)
+    assert kernel_ns_by_line(raw, scoped_caller, ["scoped", "plain"]) == {
+        "scoped": 100 * sum(plan),
+        "plain": 100 * (len(plan) - sum(plan)),
+    }
+
+
+@pytest.fixture(autouse=True)
+def _no_profile_left():
+    yield
+    if C.running():
+        C.stop()

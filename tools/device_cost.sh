@@ -1,0 +1,30 @@
+#!/bin/bash
+# Issue 32's cost check in one device call (< 550 s on an H100): builds dlpt, runs the per-launch
+# seam bench (bench/launch_path.py, CPU side of the launch path) and the paired GPU bench
+# (bench/paired.py), packs everything into $OUT/cost.tar.gz (the device tool brings back at most 8
+# files) and prints the paired table last.
+#   bash tools/device_cost.sh
+# PAIRED_ARGS overrides the paired bench's arguments (default below: four workloads, 8 rounds;
+# add dlpt_memory to --modes for the `--memory` row, at about +60 s).
+set -o pipefail
+export PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+OUT=${OUT:-/tmp/dlpt-out}; mkdir -p "$OUT"
+LOG=/tmp/cost-out; rm -rf "$LOG"; mkdir -p "$LOG"
+trap 'tar -czf "$OUT/cost.tar.gz" -C /tmp cost-out' EXIT
+start=$(date +%s)
+nvidia-smi -L | tee "$LOG/gpu.txt"
+git log --oneline -1 > "$LOG/commit.txt" 2>/dev/null
+python3 -m pip install --no-build-isolation --no-deps -e . >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
+echo "built in $(( $(date +%s) - start )) s"
+# The launch path's CPU cost on this host's CPU (no GPU involved): ns per launch by Python depth.
+timeout 60 python3 bench/launch_path.py --rounds 9 --depths 5 25 50 100 --out "$LOG" >"$LOG/launch_path.txt" 2>&1
+tail -6 "$LOG/launch_path.txt"
+# What is left of the 550 s goes to the paired bench (it stops itself at the deadline).
+left=$(( 540 - ($(date +%s) - start) ))
+timeout "$left" python3 bench/paired.py --out "$LOG" \
+  ${PAIRED_ARGS:---workloads small_gpt small_gpt_compiled decode cnn_loader --modes aa dlpt dlpt_nosampler torchprof cupti_floor --rounds 8} \
+  >"$LOG/paired.txt" 2>"$LOG/paired.err"
+rc=$?
+[ $rc -eq 124 ] && echo "paired bench stopped at the time limit (${left} s): the table has the workloads done"
+echo "== paired ($(( $(date +%s) - start )) s in all)"
+tail -30 "$LOG/paired.txt"
