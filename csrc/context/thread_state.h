@@ -21,12 +21,12 @@
 
 #include "../cct/tree.h"
 #include "../clock.h"
-#include "../host/scope_mirror.h"
+#include "../frames/python_stack.h"
 #include "../session.h"
 #include "child_cache.h"
 #include "op_names.h"
 #include "path_cache.h"
-#include "python_stack.h"
+#include "scope_mirror.h"
 
 namespace dlpt {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "../cupti/tracer.h"
+#include "../frames/safe_memory.h"
 #include "host_capture.h"
 #include "idle_blame.h"
-#include "safe_memory.h"
 
 namespace py = pybind11;
 

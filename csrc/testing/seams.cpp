@@ -12,11 +12,11 @@
 #include "../cct/seq_ranges.h"
 #include "../cct/tree.h"
 #include "../context/child_cache.h"
-#include "../context/code_registry.h"
 #include "../context/op_names.h"
 #include "../cupti/tracer.h"
-#include "../host/remote_stack.h"
-#include "../host/safe_memory.h"
+#include "../frames/code_registry.h"
+#include "../frames/remote_stack.h"
+#include "../frames/safe_memory.h"
 
 namespace dlpt::testing {
 

@@ -1,4 +1,4 @@
-// A tiny extension around the host sampler's frame reader (csrc/host/remote_stack.cpp), built
+// A tiny extension around the host sampler's frame reader (csrc/frames/remote_stack.cpp), built
 // against any CPython 3.11-3.13 without torch: tests/native/test_remote_stack_versions.py runs it
 // under each interpreter it finds, so every mirrored frame layout is read from a real, running
 // interpreter of that version.
@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "host/remote_stack.h"
-#include "host/safe_memory.h"
+#include "frames/remote_stack.h"
+#include "frames/safe_memory.h"
 
 namespace {
 

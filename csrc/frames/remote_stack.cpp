@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "../context/frame_layout.h"
+#include "frame_layout.h"
 #include "safe_memory.h"
 
 namespace dlpt::host {

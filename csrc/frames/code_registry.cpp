@@ -1,6 +1,6 @@
 #include "code_registry.h"
 
-#include "../host/safe_memory.h"
+#include "safe_memory.h"
 
 namespace dlpt {
 
