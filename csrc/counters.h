@@ -7,7 +7,7 @@
 //   doc     what it counts
 // From this list come the fields of Counters (live ones), of CounterValues (all of them), the
 // export (bindings.cpp) and the list tests/native/test_counters.py holds dlpt/_C.pyi's
-// `Counters` TypedDict and dlpt/session_schema.py to. The names are the saved sessions' keys:
+// `Counters` TypedDict and dlpt/model/schema.py to. The names are the saved sessions' keys:
 // never rename one.
 #pragma once
 

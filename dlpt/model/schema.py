@@ -456,7 +456,8 @@ SCHEMA: dict[str, Check] = {
         },
     ),
     "sources": _dict_of(_dict_of(_str, key=_line_number)),
-    # --flops (dlpt.insights): the FLOPs summary, dlpt's pinned-copy measurement, the suggestions.
+    # --flops (dlpt.capture.flops, dlpt.analysis.suggest): the FLOPs summary, dlpt's pinned-copy
+    # measurement, the suggestions.
     "flops": _obj(optional={"ops": _int, "flops": _int, "unevaluated": _dict_of(_int)}),
     "host_link_probe": _obj(required={"device": _str, "bytes": _int, "ns": _int}, optional={"copies": _int}),
     "suggestions": _list_of(_SUGGESTION),
