@@ -55,8 +55,8 @@ class CodeRegistry {
 
  private:
   /// What identifies the object a code pointer was first seen as (its file and name objects,
-  /// first line and length: the fields host::code_still_valid compares).
-  using Snapshot = host::CodeInfo;
+  /// first line and length: the fields code_still_valid compares).
+  using Snapshot = CodeInfo;
   /// [GIL] Whether `code` is still the object `snap` was taken of.
   static bool still_the_same(PyObject* code, const Snapshot& snap);
   enum class State { Pending, Owned, Lost };

@@ -28,7 +28,7 @@
 
 #include "python_stack.h"
 
-namespace dlpt::host {
+namespace dlpt {
 
 /// One Python thread as read at one instant (copied out of its PyThreadState).
 struct RemoteThread {
@@ -90,4 +90,4 @@ bool code_still_valid(PyObject* code, const CodeInfo& snapshot);
 /// where no fault-safe read is available.
 bool code_header_matches(PyObject* code, const void* header, const CodeInfo& snapshot);
 
-}  // namespace dlpt::host
+}  // namespace dlpt
