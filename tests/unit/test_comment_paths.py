@@ -143,6 +143,18 @@ def test_every_dlpt_module_named_exists(path: Path) -> None:
     assert missing == [], f"{_id(path)} names dlpt modules that do not exist"
 
 
+#: A path outside the repository: the machine's workspace, a sibling folder of the checkout.
+OUTSIDE = re.compile(r"(?<![\w.-])(/work/\S*|\.\./shared\S*|shared/(?:bench|ANCHORS|DESIGN)\S*)")
+#: Documentation outside docs/ that test_docs.py does not read.
+OTHER_DOCS = sorted([ROOT / "bench" / "README.md", ROOT / "tests" / "schemas" / "README.md"])
+
+
+@pytest.mark.parametrize("path", FILES + DOCS + OTHER_DOCS, ids=_id)
+def test_nothing_names_a_path_outside_the_repository(path: Path) -> None:
+    text = path.read_text() if path.suffix == ".md" else comments(path)
+    assert OUTSIDE.findall(text) == [], f"{_id(path)} names what a reader of the repository does not have"
+
+
 def test_the_checks_catch_what_is_stale() -> None:
     text = python_comments('"""See dlpt/nowhere.py."""\nx = "dlpt/gone.py"  # and csrc/none.h\n')
     assert sorted(repository_paths(text)) == ["csrc/none.h", "dlpt/nowhere.py"]  # not the string
@@ -154,4 +166,8 @@ def test_the_checks_catch_what_is_stale() -> None:
     assert not dotted_name_exists("dlpt.model.folding.no_such_function")
     assert comments(CSRC / "events.h").startswith(" The events")
     assert CSRC_FILE.findall("(tracer.cpp) and host/sampler.h") == ["tracer.cpp"]
+    assert OUTSIDE.findall("see /work/shared/ANCHORS.md, ../shared/DESIGN.md; dlpt/shared/x") == [
+        "/work/shared/ANCHORS.md,",
+        "../shared/DESIGN.md;",
+    ]
     assert CSRC_PATH.findall("(tracer.cpp) and host/sampler.h") == ["host/sampler.h"]

@@ -1,6 +1,6 @@
 """docs/architecture.md describes the code as it is:
 
-- its "Layers" table is the one generated from test_layers.ALLOWED, and its "Native layers"
+- its "Layers" table is the one generated from test_layers.ALLOWED (and NO_RICH), its "Native layers"
   table the one generated from test_csrc_layers.LAYERS and UPWARD (``DLPT_UPDATE_DOCS=1``
   writes them again after a deliberate change to a table);
 - its "Layout" describes every package folder under dlpt/ and every folder of ALLOWED, and every
@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tests.unit.test_csrc_layers import LAYERS, UPWARD
-from tests.unit.test_layers import ALLOWED, PKG, allowed_for
+from tests.unit.test_layers import ALLOWED, NO_RICH, PKG, allowed_for
 
 ROOT = PKG.parent
 DOC = ROOT / "docs" / "architecture.md"
@@ -36,7 +36,7 @@ def python_layers_table() -> str:
     """ALLOWED as a table: one row per part of dlpt, in the table's own order."""
     rows = ["| Part of dlpt | May import |", "| --- | --- |"]
     rows += [f"| `{part}` | {_codes(list(allowed))} |" for part, allowed in ALLOWED.items()]
-    return "\n".join(rows)
+    return "\n".join(rows) + f"\n\nNever import rich (they never print): {_codes(list(NO_RICH))}."
 
 
 def native_layers_table() -> str:
