@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
         ("common.h", "clock", "counters.h", "options"),
     ),
     ("cct", "the calling-context tree and what hangs on it (epochs, busy time, correlation)", ("cct/",)),
-    ("frames", "Python frames: the calling thread's, another's read safely, code objects", ("frames/",)),
+    ("frames", "Python frames (the caller's; other threads' read fault-safely), code objects", ("frames/",)),
     ("session", "one profile's state: the tree, its threads, its code registry", ("session",)),
     ("events", "the sinks producers call and consumers define", ("events.h",)),
     ("context", "the op path: thread states, paths to nodes, aten op callbacks", ("context/",)),
