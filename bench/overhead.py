@@ -18,8 +18,8 @@ Modes
   dlpt_nogpu        dlpt.profile(gpu=False)   (CPU-only attribution)
   dlpt_long         dlpt.profile(), 10x steps; RSS after a warm-up window vs after the run
 
-Derived from /work/shared/bench/overhead.py (same warm-up and timing), extended with the dlpt
-modes, RSS measurement and CPU-only workloads.
+Derived from the anchor benchmark's overhead.py (same warm-up and timing; not part of this
+repository), extended with the dlpt modes, RSS measurement and CPU-only workloads.
 """
 import gc
 import importlib

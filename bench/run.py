@@ -6,7 +6,7 @@
 
 Each (workload, mode) runs in its own process (bench/overhead.py) so that profilers cannot
 interfere with each other (CUPTI has one subscriber per process) and each RSS is its own. After
-each workload's modes a second `base` run is made, as in shared/bench/run_anchors.sh: how far
+each workload's modes a second `base` run is made, as the anchor benchmark does: how far
 it lands from the first is the noise floor that every ratio must be read against.
 
 `--prime` first runs one unprofiled, untabulated cell per workload: torch.compile workloads

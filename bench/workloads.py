@@ -1,5 +1,5 @@
-# Copied from /work/shared/bench/workloads.py (the peer benchmark that produced the numbers in
-# shared/ANCHORS.md): the device machine does not receive ../shared, so the repo keeps its own
+# Copied from the anchor benchmark's workloads.py (the peer benchmark that produced the anchors'
+# numbers, bench/README.md; not part of this repository), so the repo keeps its own
 # copy. Keep the builders above the `dlpt additions` marker identical to that file so ratios
 # stay comparable with the anchors.
 """Reference training workloads for measuring profilers side by side.
@@ -65,7 +65,7 @@ BUILDERS = {"resnet50": resnet50, "gpt2": gpt2, "small_mlp": small_mlp,
             "gpt2_compiled": lambda: gpt2(compiled=True)}
 
 
-# ---- dlpt additions (not in shared/bench) ----------------------------------------------------
+# ---- dlpt additions (not in the anchor benchmark) --------------------------------------------
 import os as _os
 import sys as _sys
 

@@ -20,8 +20,8 @@
 #include "cct/seq_ranges.h"
 #include "cct/tree.h"
 #include "clock.h"
-#include "context/code_registry.h"
 #include "counters.h"
+#include "frames/code_registry.h"
 #include "options.h"
 
 namespace dlpt {

@@ -5,7 +5,7 @@
 //   size, bytes in and out.
 // - Input signatures of ops with a FLOP formula (only with CaptureOptions::flops): shapes, dtypes
 //   and scalar arguments as JSON text, counted per distinct signature, evaluated by
-//   dlpt/insights at stop with torch's own formulas.
+//   dlpt/capture/flops/ at stop with torch's own formulas.
 //
 // Like node metrics, counts are split by the class of the epoch they were added in (epochs.h):
 // each entry keeps its counted and outside counts and the counts of one pending epoch, folded

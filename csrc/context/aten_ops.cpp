@@ -51,7 +51,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "../host/host_capture.h"
+#include "../events.h"
 #include "../session.h"
 #include "op_details_capture.h"
 #include "thread_state.h"

@@ -15,7 +15,7 @@ namespace dlpt {
 /// JSON text of a record's inputs: tensors as ["T", [dtype, [sizes]]] (["T", null] when undefined),
 /// tensor lists as ["TL", [[dtype, [sizes]], ...]], numbers and booleans as themselves, None as
 /// null, int and bool lists as lists; anything else as "?". Non-finite doubles are written as
-/// nan/inf (not JSON): readers map them to None. What dlpt.insights needs to evaluate torch's FLOP formulas.
+/// nan/inf (not JSON): readers map them to None. What dlpt.capture.flops needs to evaluate torch's FLOP formulas.
 std::string input_signature(const at::RecordFunction& rf) {
   std::string out = "[";
   auto ints = [&](c10::IntArrayRef values) {

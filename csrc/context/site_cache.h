@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "../common.h"
-#include "python_stack.h"
+#include "../frames/python_stack.h"
 
 namespace dlpt {
 

@@ -63,7 +63,7 @@ void ThreadState::recycle(uint64_t tid) {
   last_backward_anchor = kNoNode;
   seq_ranges = nullptr;
   while (!scopes_.empty()) pop_scope();
-  for (size_t i = 0; i < host::ScopeMirror::kMaxScopes * 2; ++i) scope_mirror.pop();  // overflow too
+  for (size_t i = 0; i < ScopeMirror::kMaxScopes * 2; ++i) scope_mirror.pop();  // overflow too
   api_depth = 0;
   api_start = 0;
   api_context = kNoNode;

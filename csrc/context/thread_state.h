@@ -21,12 +21,12 @@
 
 #include "../cct/tree.h"
 #include "../clock.h"
-#include "../host/scope_mirror.h"
+#include "../frames/python_stack.h"
 #include "../session.h"
 #include "child_cache.h"
 #include "op_names.h"
 #include "path_cache.h"
-#include "python_stack.h"
+#include "scope_mirror.h"
 #include "site_cache.h"
 
 namespace dlpt {
@@ -145,7 +145,7 @@ class ThreadState {
   uint64_t rf_thread_id = 0;              // RecordFunction's id of this thread
   NodeId last_backward_anchor = kNoNode;  // last forward op a backward op was grafted under
   SeqRanges* seq_ranges = nullptr;        // this thread's forward ranges (owned by the session)
-  host::ScopeMirror scope_mirror;         // scopes_ as the host sampler reads them (host/sampler.cpp)
+  ScopeMirror scope_mirror;               // scopes_ as the host sampler reads them (host/sampler.cpp)
 
   // -- CUDA API calls (tracer.cpp) -----------------------------------------------------------
   // Driver calls can nest (a driver entry point calling another): only the outermost is timed.

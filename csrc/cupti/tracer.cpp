@@ -14,8 +14,7 @@
 #include "../clock.h"
 #include "../context/child_cache.h"
 #include "../context/thread_state.h"
-#include "../host/host_capture.h"
-#include "../pcsampling/modules.h"
+#include "../events.h"
 #include "comm_kernels.h"
 #include "tracer_state.h"
 

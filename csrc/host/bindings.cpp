@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "../cupti/tracer.h"
+#include "../frames/safe_memory.h"
 #include "host_capture.h"
 #include "idle_blame.h"
-#include "safe_memory.h"
 #include "sampler.h"
 
 namespace py = pybind11;

@@ -10,7 +10,7 @@
 
 #include "../clock.h"
 #include "../cupti/tracer.h"
-#include "safe_memory.h"
+#include "../frames/safe_memory.h"
 
 namespace dlpt::host {
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../events.h"
 #include "../session.h"
 #include "idle_blame.h"
 #include "sampler.h"
@@ -64,15 +65,7 @@ void arm_timeline();
 /// [GIL] Whether host capture is running.
 bool running();
 
-namespace detail {
-extern std::atomic<bool> g_timeline;  // a timeline window is open
-extern std::atomic<bool> g_activity;  // the blame or a timeline wants GPU activity
-}  // namespace detail
-
-/// [MT] Whether op/API events are wanted now (one relaxed load).
-inline bool timeline_on() { return detail::g_timeline.load(std::memory_order_relaxed); }
-/// [MT] Whether GPU activity is wanted (one relaxed load).
-inline bool activity_on() { return detail::g_activity.load(std::memory_order_relaxed); }
+// timeline_on(), activity_on() and the sinks on_op, on_api, on_activity: ../events.h.
 
 /// [MT] The host clock of `s`: CUPTI's with GPU capture (the clock of activity records), else
 /// CLOCK_REALTIME, which CUPTI's timestamps are based on.
@@ -86,13 +79,4 @@ uint64_t clock_ns(const Session& s);
 void on_mark(Session& s, bool recorded, bool ended_counted = true);
 /// [GIL] The step boundary's code-reference drain (controller.cpp).
 void on_drain();
-/// [MT] A recorded op ended on thread `tid` (aten_ops.cpp); times in ticks.
-void on_op(Session& s, uint64_t tid, NodeId op, uint64_t start_ticks, uint64_t end_ticks);
-/// [MT] An outermost watched CUDA API call ended (tracer.cpp): `launch` if it queued GPU work.
-void on_api(Session& s, uint64_t tid, uint32_t cbid, bool launch, uint32_t corr, uint64_t start_ticks,
-            uint64_t end_ticks, NodeId context);
-/// [MT] A kernel, copy or memset record (tracer.cpp): CUPTI times, its leaf node.
-void on_activity(Session& s, EventKind kind, uint32_t device, uint32_t stream, uint32_t corr, uint64_t start,
-                 uint64_t end, NodeId leaf);
-
 }  // namespace dlpt::host

@@ -8,9 +8,9 @@
 #include <chrono>
 
 #include "../context/thread_state.h"
+#include "../frames/safe_memory.h"
 #include "host_capture.h"
 #include "idle_blame.h"
-#include "safe_memory.h"
 #include "timeline.h"
 
 namespace dlpt::host {

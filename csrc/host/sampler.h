@@ -38,9 +38,9 @@
 #include <vector>
 
 #include "../context/child_cache.h"
+#include "../context/scope_mirror.h"
+#include "../frames/remote_stack.h"
 #include "../session.h"
-#include "remote_stack.h"
-#include "scope_mirror.h"
 
 namespace dlpt::host {
 

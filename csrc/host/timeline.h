@@ -29,10 +29,9 @@
 #include <vector>
 
 #include "../common.h"
+#include "../events.h"  // EventKind
 
 namespace dlpt::host {
-
-enum class EventKind : uint8_t { Step = 0, Op = 1, Api = 2, Sync = 3, Kernel = 4, Memcpy = 5, Memset = 6, Sample = 7 };
 
 struct Event {
   uint64_t start = 0, end = 0;  // ticks (Op, Api, Sync) or host clock ns (the others)

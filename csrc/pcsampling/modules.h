@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "../events.h"
+
 namespace dlpt::pcsampling {
 
-/// [MT] CUPTI's CUPTI_CBID_RESOURCE_MODULE_LOADED callback data (a CUpti_ResourceData): keeps the
-/// cubin when module loads are watched; nothing otherwise.
-void on_module_loaded(const void* resource_data);
+// on_module_loaded(), which the tracer calls: ../events.h.
 
 /// [GIL] Module loads watched from now on. False with `error` (one line) when CUPTI, its PC
 /// sampling API, or a subscriber is not available. `how` says through which subscriber.

@@ -15,12 +15,12 @@
 #include "../cct/seq_ranges.h"
 #include "../cct/tree.h"
 #include "../context/child_cache.h"
-#include "../context/code_registry.h"
 #include "../context/op_names.h"
 #include "../cupti/comm_kernels.h"
 #include "../cupti/tracer.h"
-#include "../host/remote_stack.h"
-#include "../host/safe_memory.h"
+#include "../frames/code_registry.h"
+#include "../frames/remote_stack.h"
+#include "../frames/safe_memory.h"
 
 namespace dlpt::testing {
 
@@ -188,18 +188,18 @@ std::tuple<uint64_t, uint64_t, uint64_t> line_lookup_cost() {
 }
 
 std::pair<bool, uint64_t> remote_frames(uint64_t chunk_bytes, uint64_t top) {
-  if (!host::safe_memory::init(nullptr)) throw std::runtime_error("no fault-safe reads here");
+  if (!safe_memory::init(nullptr)) throw std::runtime_error("no fault-safe reads here");
   std::vector<char> chunk(chunk_bytes, 0);
-  host::RemoteThread t;
+  RemoteThread t;
   t.tid = 1;
   t.top = reinterpret_cast<const void*>(top);
   t.chunk = chunk.data();
   t.chunk_end = chunk.data() + chunk.size();
-  host::RemoteStackReader reader;
+  RemoteStackReader reader;
   RawFrame raw[kMaxPythonFrames];
   size_t n = 0;
   std::vector<PyObject*> fresh;
-  const bool torn = reader.frames(t, raw, kMaxPythonFrames, &n, &fresh) == host::Walk::Torn;
+  const bool torn = reader.frames(t, raw, kMaxPythonFrames, &n, &fresh) == Walk::Torn;
   return {torn, n};
 }
 

@@ -34,7 +34,7 @@ __all__ = [
 
 # On by default at 1 kHz. It was off for a while: a Hugging Face generate loop on an H100 crashed
 # in 11 of 26 runs at 5 kHz, mostly from a wrapped bounds check in the frame reader
-# (csrc/host/remote_stack.cpp); fixed, 0 of 23 (issue 22, CHANGELOG "Fixed").
+# (csrc/frames/remote_stack.cpp); fixed, 0 of 23 (issue 22, CHANGELOG "Fixed").
 DEFAULT_SAMPLE_HZ = 1000
 MAX_SAMPLE_HZ = 10_000  # a period of 100 µs: the cost of one tick is tens of µs on slow hosts
 MAX_TIMELINE_STEPS = 1000

@@ -8,7 +8,7 @@ folded node it merges into), the ranking metric is summed per folded node, and t
 built only for what passes the threshold: a few passes over the table, plus what is shown.
 
 The tree is the one ``prune(collapse_lone_forward(collapse_library(build_tree(s))), metric,
-threshold)`` gives (``tests/unit/test_display_tree.py`` holds the two to each other): inclusive
+threshold)`` gives (``tests/unit/test_folding.py`` holds the two to each other): inclusive
 metrics count what was pruned below a node, exclusive ones what landed on it. Every output folds
 through here: the terminal report, and through :func:`report_tree` the HTML report,
 the exports and ``dlpt diff`` (which also want each node's forward/backward/compiled context,

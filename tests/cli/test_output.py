@@ -1,8 +1,9 @@
 """``-o`` writes a session where the user meant it and nowhere else: through a symlink to its
 target (the link stays), atomically over a session an earlier run wrote (its permissions kept),
 never through a dangling link, never over a device node, and without leaving anything else
-behind (tests/cli/test_trust.py: files dlpt did not write, traps). ``--html``, ``--export`` and ``dlpt diff
---html`` follow the same rules, and never overwrite the session being saved or read."""
+behind (tests/cli/test_trust_files.py: files dlpt did not write, traps). ``--html``,
+``--export`` and ``dlpt diff --html`` follow the same rules, and never overwrite the session
+being saved or read."""
 
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ def test_ten_thousand_nodes_stay_small() -> None:
 
 
 def test_header_lists_the_suggestions_as_the_terminal_words_them() -> None:
-    """Suggestions (dlpt.insights) reach the page's header with their line, evidence, action
+    """Suggestions (dlpt.analysis.suggest) reach the page's header with their line, evidence, action
     and basis; one-off (compile time) gains after the per-step ones."""
     insights = build_model(Session.from_dict(S.gpt_compiled()))["header"]["insights"]
     found = insights["suggestions"]

@@ -147,7 +147,7 @@ def test_work_survives_save_and_load(tmp_path):
 
 
 def test_gpt_step_model_flops_on_the_cpu_match_the_analytic_count():
-    """The CPU twin of tests/gpu/test_insights.py's MFU test: examples/gpu_gpt.py's training
+    """The CPU twin of tests/gpu/test_mfu_and_suggestions.py's MFU test: examples/gpu_gpt.py's training
     step. Its matmuls are exactly 6·N·T; attention (the CPU's flash kernel, which shares the CUDA
     flash formula) adds torch's 14·L·B·seq²·width (PaLM's 12, plus the backward's recomputation
     of q·kᵀ), within 10% of the PaLM estimate overall."""

@@ -1,4 +1,4 @@
-"""The host sampler's frame reader (csrc/host/remote_stack.cpp) against real interpreters of every
+"""The host sampler's frame reader (csrc/frames/remote_stack.cpp) against real interpreters of every
 CPython version dlpt supports that this machine has (3.11, 3.12, 3.13; pyenv or PATH): a small
 extension around it is built for each (no torch needed) and reads threads that spin, sit in a
 generator, wait on an Event and start and end all the time. The mirrored frame layouts are
@@ -71,8 +71,8 @@ def test_the_frame_reader_reads_real_threads(version: str, tmp_path: Path) -> No
             "-std=c++17",
             f"-I{include}",
             f"-I{REPO / 'csrc'}",
-            str(REPO / "csrc/host/remote_stack.cpp"),
-            str(REPO / "csrc/host/safe_memory.cpp"),
+            str(REPO / "csrc/frames/remote_stack.cpp"),
+            str(REPO / "csrc/frames/safe_memory.cpp"),
             str(PROBE / "probe.cpp"),
             "-o",
             str(tmp_path / f"_remote_probe{suffix}"),

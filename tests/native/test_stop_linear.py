@@ -1,5 +1,5 @@
 """stop() is linear in the number of nodes: line numbers come from one line table per code
-object, built once and binary-searched (csrc/context/code_registry.cpp). Counted, not timed:
+object, built once and binary-searched (csrc/frames/code_registry.cpp). Counted, not timed:
 the native core counts its lookups, the line-table entries it reads and its search steps."""
 
 from __future__ import annotations

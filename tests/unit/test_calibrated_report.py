@@ -18,7 +18,7 @@ from dlpt.analysis.suggest import bounded, derive
 from dlpt.model.session import Session
 from dlpt.renderers.html.data import build_model
 from dlpt.renderers.terminal.report import render
-from tests.unit.test_insights_view import FWD, STEPS, flops_session
+from tests.unit.test_suggestions_view import FWD, STEPS, flops_session
 
 MS = 1_000_000
 TRACED, UNTRACED = 40 * MS, 37 * MS

@@ -127,7 +127,7 @@ def test_the_path_check_catches_a_missing_path() -> None:
     ]
     assert not _exists("dlpt/nowhere.py", ROOT)
     assert _exists("tools/gen_cli_reference.py", ROOT)
-    assert _exists("tests/unit/test_insights_*.py", ROOT)
+    assert _exists("tests/unit/test_suggestion*.py", ROOT)
     assert (
         _slug("A timeline (--timeline), host time (--sample-hz)")
         == "a-timeline---timeline-host-time---sample-hz"

@@ -52,7 +52,7 @@ REFUSED = {
     "kernel_grid_string.json": "node 1.x.grid must be a list",
     "kernel_fuses_nested.json": "node 1.x.fuses[0] must be a string",
     "version_true.json": "invalid session version True",
-    # What --flops and the suggestions add (dlpt.insights): a saved suggestion is shown as it is.
+    # What --flops and the suggestions add (dlpt.analysis.suggest): a saved suggestion is shown as it is.
     "meta_suggestions_gain_string.json": "meta.suggestions[0].gain_ns must be a non-negative integer",
     "meta_suggestions_title_missing.json": "meta.suggestions[0] lacks the key 'title'",
     "meta_suggestions_evidence_list.json": "meta.suggestions[0].evidence must be a string",

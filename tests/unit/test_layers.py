@@ -1,5 +1,5 @@
-"""Imports follow the pipeline (docs/development.md, "Layout"): model <- capture, analysis <-
-renderers <- api <- cli.
+"""Imports follow the pipeline (docs/architecture.md, "Layers", generated from ALLOWED below and
+held to it by test_layout_doc.py): model <- capture, analysis <- renderers <- api <- cli.
 
 - ``dlpt.model`` (the session, its tree and the naming knowledge every stage shares) imports
   nothing else of dlpt.

@@ -15,7 +15,7 @@ from rich.console import Console
 from dlpt.analysis.diff import diff_sessions
 from dlpt.analysis.inputs import analyze
 from dlpt.analysis.report import build_report
-from dlpt.analysis.rules.memory import activation_checkpointing
+from dlpt.analysis.rules.activation_checkpointing import activation_checkpointing
 from dlpt.errors import SessionFormatError
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session

@@ -19,8 +19,8 @@ from dlpt.renderers.terminal.report import render
 
 def _sessions(h: Any) -> dict[str, tuple[Session, dict[str, Any]]]:
     from tests.unit.test_calibrated_report import calibrated
-    from tests.unit.test_insights_view import flops_session
     from tests.unit.test_render import cpu_session
+    from tests.unit.test_suggestions_view import flops_session
 
     return {
         "gpu": (h.build_gpu().session(h.gpu_meta()), {}),
@@ -145,7 +145,7 @@ def test_suggestions_and_compile_summary_are_worded_the_same(h: Any) -> None:
 
 
 def test_compile_time_never_has_a_part_larger_than_the_whole() -> None:
-    from dlpt.analysis.report.compile import compile_summary
+    from dlpt.analysis.report.compile_summary import compile_summary
 
     def ev(compile_s: float, inductor_s: float) -> dict[str, Any]:
         return {

@@ -6,11 +6,11 @@ from collections.abc import Callable, Mapping
 
 from dlpt.analysis.communication import comm_facts
 from dlpt.analysis.inputs import Analysis, analyze
-from dlpt.analysis.report.compile import attribution_facts, compile_summary
+from dlpt.analysis.report.compile_summary import attribution_facts, compile_summary
 from dlpt.analysis.report.gpu import capture_facts, device_facts, graph_facts, record_facts, self_cost, totals
-from dlpt.analysis.report.host import host_facts, sampler_facts
+from dlpt.analysis.report.host_facts import host_facts, sampler_facts
 from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
-from dlpt.analysis.report.memory import memory_facts, oom_facts
+from dlpt.analysis.report.memory_facts import memory_facts, oom_facts
 from dlpt.analysis.report.model import Fact, Report
 from dlpt.analysis.report.outside import one_outside_line, outside_facts, outside_tree
 from dlpt.analysis.report.run import (

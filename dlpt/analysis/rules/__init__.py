@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
+from dlpt.analysis.rules.activation_checkpointing import activation_checkpointing
 from dlpt.analysis.rules.attention import attention_unfused
 from dlpt.analysis.rules.compile import compile_events
 from dlpt.analysis.rules.dataloader import data_loader_stall
 from dlpt.analysis.rules.launch import launch_bound
-from dlpt.analysis.rules.memory import activation_checkpointing
 from dlpt.analysis.rules.optimizer import optimizer_loop
 from dlpt.analysis.rules.pinned import pinned_memory
 from dlpt.analysis.rules.precision import fp32_matmul

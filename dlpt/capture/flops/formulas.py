@@ -9,7 +9,7 @@ shape (convolution and its backward) get it computed here from the inputs. Formu
 tensor *values* (nested/jagged attention) are not evaluated: such a call counts as
 "no formula for these inputs".
 
-This is the only module of ``dlpt.insights`` that imports torch (at session build time only):
+This is the only module of ``dlpt.capture.flops`` that imports torch (at session build time only):
 a saved session carries its FLOPs, so ``--load`` needs no torch formulas.
 """
 

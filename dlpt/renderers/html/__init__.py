@@ -3,7 +3,7 @@
 :func:`render_html` turns a session into one HTML document (flame graph, top-down, bottom-up
 and flat tables, source view, header facts); :func:`write_html` writes it atomically. The data
 model is built in :mod:`dlpt.renderers.html.data`, the document in :mod:`dlpt.renderers.html.page`, the page's
-JS and CSS live in ``dlpt/html/assets/``.
+JS and CSS live in ``dlpt/renderers/html/assets/``.
 """
 
 from __future__ import annotations

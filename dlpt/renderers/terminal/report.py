@@ -6,7 +6,7 @@ themselves). Every render folds the session afresh (:class:`dlpt.model.folding.F
 rendering twice with different options gives independent results. The other outputs (the HTML
 report, the exports, ``dlpt diff``) start from :func:`report_tree`, the same folding unpruned, so
 they agree with the terminal report on what a row is. The insights (MFU, GPU idle, suggestions,
-work tables: :mod:`dlpt.insights`) read the same folded tree.
+work tables: :mod:`dlpt.analysis`) read the same folded tree.
 """
 
 from __future__ import annotations

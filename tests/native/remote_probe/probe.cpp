@@ -1,4 +1,4 @@
-// A tiny extension around the host sampler's frame reader (csrc/host/remote_stack.cpp), built
+// A tiny extension around the host sampler's frame reader (csrc/frames/remote_stack.cpp), built
 // against any CPython 3.11-3.13 without torch: tests/native/test_remote_stack_versions.py runs it
 // under each interpreter it finds, so every mirrored frame layout is read from a real, running
 // interpreter of that version.
@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "host/remote_stack.h"
-#include "host/safe_memory.h"
+#include "frames/remote_stack.h"
+#include "frames/safe_memory.h"
 
 namespace {
 
@@ -24,26 +24,26 @@ PyObject* walk(PyObject*, PyObject* args) {
   int rounds = 1;
   if (!PyArg_ParseTuple(args, "|i", &rounds)) return nullptr;
   std::string why;
-  if (!dlpt::host::safe_memory::init(&why)) return PyErr_Format(PyExc_RuntimeError, "%s", why.c_str());
+  if (!dlpt::safe_memory::init(&why)) return PyErr_Format(PyExc_RuntimeError, "%s", why.c_str());
   PyInterpreterState* interp = PyInterpreterState_Main();
   std::vector<Read> reads;
   long torn = 0;
   Py_BEGIN_ALLOW_THREADS;
-  dlpt::host::RemoteStackReader reader;
+  dlpt::RemoteStackReader reader;
   std::vector<PyObject*> fresh;
   for (int r = 0; r < rounds; ++r) {
     const void* holder = nullptr;
 #if PY_VERSION_HEX < 0x030C0000
     holder = _PyThreadState_UncheckedGet();
 #endif
-    dlpt::host::RemoteThread threads[64];
+    dlpt::RemoteThread threads[64];
     const size_t n = reader.threads(interp, holder, threads, 64);
     reads.clear();
     for (size_t i = 0; i < n; ++i) {
       Read rd{threads[i].tid, threads[i].holds_gil, false, std::vector<dlpt::RawFrame>(dlpt::kMaxPythonFrames)};
       size_t nf = 0;
       if (threads[i].top != nullptr &&
-          reader.frames(threads[i], rd.frames.data(), rd.frames.size(), &nf, &fresh) == dlpt::host::Walk::Torn) {
+          reader.frames(threads[i], rd.frames.data(), rd.frames.size(), &nf, &fresh) == dlpt::Walk::Torn) {
         ++torn;
         rd.torn = true;
       }
@@ -58,10 +58,10 @@ PyObject* walk(PyObject*, PyObject* args) {
     PyObject* frames = PyList_New(0);
     for (const dlpt::RawFrame& f : rd.frames) {
       bool fresh_code = false;
-      dlpt::host::RemoteStackReader check;
-      const dlpt::host::CodeInfo* info = check.code(f.code, &fresh_code);
+      dlpt::RemoteStackReader check;
+      const dlpt::CodeInfo* info = check.code(f.code, &fresh_code);
       // The test's functions live as long as the module: validated again before use anyway.
-      if (info == nullptr || !dlpt::host::code_still_valid(f.code, *info)) continue;
+      if (info == nullptr || !dlpt::code_still_valid(f.code, *info)) continue;
       auto* co = reinterpret_cast<PyCodeObject*>(f.code);
       PyObject* item = Py_BuildValue("(OOi)", co->co_filename, co->co_name, PyCode_Addr2Line(co, f.lasti));
       PyList_Append(frames, item);

@@ -1,4 +1,4 @@
-/* dlpt diff page: two profiles compared line by line (dlpt/diff.py matches the lines).
+/* dlpt diff page: two profiles compared line by line (dlpt/analysis/diff.py matches the lines).
  * A sortable table of lines (A, B, change, ratio) for any metric, a filter, and for a clicked
  * line its kernels, copies and syncs in A and B side by side. */
 (function (D) {

@@ -1,4 +1,4 @@
-/* dlpt report: the header facts (dlpt/html/facts.py formats them): what ran, steps, per-step
+/* dlpt report: the header facts (dlpt/renderers/html/facts.py formats them): what ran, steps, per-step
  * totals, GPU busy and idle per device, MFU and idle per step, suggestions, torch.compile events
  * and warnings. Graph breaks, recompilations and suggestions link to their line in the source
  * view. */

@@ -1,4 +1,4 @@
-/* dlpt report: the decoded data model (see dlpt/html/data.py for the embedded format).
+/* dlpt report: the decoded data model (see dlpt/renderers/html/data.py for the embedded format).
  *
  * Nodes are indices 0..n-1 in pre-order (a parent before its children). Exclusive metrics are
  * unpacked into one Float64Array (node-major, one slot per key); inclusive metrics are summed

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace dlpt::host::safe_memory {
+namespace dlpt::safe_memory {
 
 namespace {
 
@@ -107,4 +107,4 @@ const char* method() {
   }
 }
 
-}  // namespace dlpt::host::safe_memory
+}  // namespace dlpt::safe_memory

@@ -1,6 +1,6 @@
 // Reading another thread's Python frames while it runs.
 //
-// The op path walks the calling thread's own frames (context/python_stack.cpp): that chain
+// The op path walks the calling thread's own frames (frames/python_stack.cpp): that chain
 // cannot change under it. The sampler reads every Python thread's chain from its own native
 // thread, while those threads keep running, so nothing it reads can be trusted: a frame may be
 // popped and its memory reused, a chunk of the frame stack freed, a thread state deleted. The
@@ -26,9 +26,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../context/python_stack.h"
+#include "python_stack.h"
 
-namespace dlpt::host {
+namespace dlpt {
 
 /// One Python thread as read at one instant (copied out of its PyThreadState).
 struct RemoteThread {
@@ -90,4 +90,4 @@ bool code_still_valid(PyObject* code, const CodeInfo& snapshot);
 /// where no fault-safe read is available.
 bool code_header_matches(PyObject* code, const void* header, const CodeInfo& snapshot);
 
-}  // namespace dlpt::host
+}  // namespace dlpt

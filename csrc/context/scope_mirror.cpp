@@ -1,6 +1,6 @@
 #include "scope_mirror.h"
 
-namespace dlpt::host {
+namespace dlpt {
 
 namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
@@ -52,4 +52,4 @@ int ScopeMirror::read(MirroredScope* out, uint32_t* version) const {
   return -1;
 }
 
-}  // namespace dlpt::host
+}  // namespace dlpt

@@ -3,10 +3,10 @@
 #include <cstddef>
 #include <cstring>
 
-#include "../context/frame_layout.h"
+#include "frame_layout.h"
 #include "safe_memory.h"
 
-namespace dlpt::host {
+namespace dlpt {
 
 namespace {
 
@@ -176,4 +176,4 @@ bool code_header_matches(PyObject* code, const void* header, const CodeInfo& sna
          now.units == snapshot.units;
 }
 
-}  // namespace dlpt::host
+}  // namespace dlpt

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <string>
 
-namespace dlpt::host::safe_memory {
+namespace dlpt::safe_memory {
 
 /// [GIL] Decides how to read (process_vm_readv, else /proc/self/mem); false and why when
 /// neither works (then the sampler stays off).
@@ -35,4 +35,4 @@ bool read(const void* addr, T* out) {
 /// "process_vm_readv", "/proc/self/mem" or "none".
 const char* method();
 
-}  // namespace dlpt::host::safe_memory
+}  // namespace dlpt::safe_memory

@@ -1,6 +1,6 @@
 // The layout of CPython's _PyInterpreterFrame, mirrored per version: what walking a thread's
 // frames needs (the calling thread's own, python_stack.cpp; another thread's through fault-safe
-// reads, host/remote_stack.cpp). One definition for both, so a CPython upgrade is one change.
+// reads, remote_stack.cpp). One definition for both, so a CPython upgrade is one change.
 //
 // CPython keeps _PyInterpreterFrame in its internal headers, which do not compile cleanly as C++
 // on every version. We mirror the few fields we read, per version. Layouts checked against

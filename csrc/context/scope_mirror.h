@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace dlpt::host {
+namespace dlpt {
 
 struct MirroredScope {
   const void* entry_frame;  // the frame that entered the scope
@@ -40,4 +40,4 @@ class ScopeMirror {
   std::atomic<uint32_t> names_[kMaxScopes] = {};
 };
 
-}  // namespace dlpt::host
+}  // namespace dlpt

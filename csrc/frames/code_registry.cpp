@@ -1,6 +1,6 @@
 #include "code_registry.h"
 
-#include "../host/safe_memory.h"
+#include "safe_memory.h"
 
 namespace dlpt {
 
@@ -60,8 +60,8 @@ bool CodeRegistry::still_the_same(PyObject* code, const Snapshot& snap) {
   // Read fault-safely: its memory may have been freed, even handed back to the system. Where
   // no fault-safe read is available (a seccomp filter refusing both ways), the header is read in
   // place, as the object's memory is most likely still mapped, with the same checks.
-  if (!host::safe_memory::init(nullptr)) return host::code_header_matches(code, code, snap);
-  return host::code_still_valid(code, snap);
+  if (!safe_memory::init(nullptr)) return code_header_matches(code, code, snap);
+  return code_still_valid(code, snap);
 }
 
 int CodeRegistry::line_of(PyObject* code, LineTable& t, int lasti) {

@@ -6,7 +6,7 @@
 // step and at stop), after checking it is still the same code object. A code object is only freed
 // when its function or module is deleted, which between two steps is rare; if it happens, its
 // frames show as "<code freed during profiling>" instead of a wrong line. That check reads the
-// object fault-safely and wants a plausible reference count (host/remote_stack.h, as the
+// object fault-safely and wants a plausible reference count (frames/remote_stack.h, as the
 // sampler's): a freed block keeps its type and fields under pymalloc, with the free-list link
 // where the reference count was, so "type is code, refcount > 0" took freed memory for the
 // object and Py_INCREF wrote into the allocator's free list (tests/native/test_freed_code.py).
@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../host/remote_stack.h"
+#include "remote_stack.h"
 
 namespace dlpt {
 
@@ -55,8 +55,8 @@ class CodeRegistry {
 
  private:
   /// What identifies the object a code pointer was first seen as (its file and name objects,
-  /// first line and length: the fields host::code_still_valid compares).
-  using Snapshot = host::CodeInfo;
+  /// first line and length: the fields code_still_valid compares).
+  using Snapshot = CodeInfo;
   /// [GIL] Whether `code` is still the object `snap` was taken of.
   static bool still_the_same(PyObject* code, const Snapshot& snap);
   enum class State { Pending, Owned, Lost };

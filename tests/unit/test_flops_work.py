@@ -1,4 +1,4 @@
-"""Work per op from recorded signatures (dlpt.insights: signature, flops, traffic, annotate) and
+"""Work per op from recorded signatures (dlpt.capture.flops: signature, formulas, traffic, annotate) and
 the datasheet peaks table, without a capture."""
 
 from __future__ import annotations
