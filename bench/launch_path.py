@@ -24,7 +24,6 @@ for instruction counts: `valgrind --tool=callgrind --toggle-collect=map_next pyt
 bench/launch_path.py --callgrind ...` counts only inside the map() that runs it (the release
 build is stripped; libpython's symbols are not). Per launch = Ir / N; for two_sites subtract the
 `--nosession` run (the Python loop and the seam's call without a session).
-tools/launch_instructions.sh runs the set.
 """
 
 from __future__ import annotations
