@@ -21,6 +21,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from dlpt._version import __version__
 from dlpt.capture import native
 from dlpt.capture.compile import failures
 from dlpt.capture.compile.inductor_lines import map_generated_frames
@@ -34,12 +35,6 @@ from dlpt.capture.timeline import timeline_meta
 from dlpt.model.session import Session
 
 __all__ = ["start_meta", "build_session", "threads_running"]
-
-
-def _dlpt_version() -> str:
-    from dlpt import __version__
-
-    return __version__
 
 
 def _cuda_devices() -> list[dict[str, Any]]:
@@ -63,7 +58,7 @@ def start_meta(gpu: bool) -> dict[str, Any]:
         "cwd": os.getcwd(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "dlpt": _dlpt_version(),
+        "dlpt": __version__,
         "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "devices": _cuda_devices() if gpu else [],
     }

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from dlpt._version import __version__
 from dlpt.analysis.ranks.report import rank_report
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
 from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
@@ -228,14 +229,8 @@ def build_parser(prog: str = "dlpt") -> _Parser:
         help="after SIGTERM, SIGHUP or Ctrl-C, how long dlpt may take to save before the process "
         f"dies of the signal (default: ${GRACE_ENV} or {DEFAULT_GRACE_S:g} s)",
     )
-    p.add_argument("-V", "--version", action="version", version=f"dlpt {_version()}")
+    p.add_argument("-V", "--version", action="version", version=f"dlpt {__version__}")
     return p
-
-
-def _version() -> str:
-    import dlpt
-
-    return str(getattr(dlpt, "__version__", "unknown"))
 
 
 def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
@@ -600,7 +595,7 @@ def _say_failures(msg: str) -> None:
 
 
 def _run(opts: argparse.Namespace, program: list[str]) -> int:
-    import dlpt
+    from dlpt.api import profile
 
     try:
         prog = resolve(program, opts.step_on)
@@ -616,7 +611,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     preload(html=any(o.kind == "html" for o in opts.outputs))
     install(prog)
     # joinable: a dlpt.profile() the program starts (@dlpt.profile() on its main) joins this one.
-    prof = dlpt.profile(
+    prof = profile(
         skip_first=opts.skip_first,
         active=opts.active,
         calibrate=opts.calibrate == "on",
