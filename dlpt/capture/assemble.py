@@ -7,7 +7,7 @@ summary (``meta.flops``) are worked out here from the input signatures the core 
 (:mod:`dlpt.capture.flops.annotate`).
 
 The meta keys are documented in docs/session-format.md; this module is their single writer, but
-for the two that :func:`dlpt.api.finish_session` adds to the finished session
+for the two that :func:`dlpt.finish.finish_session` adds to the finished session
 (``meta.suggestions`` and ``meta.host_link_probe``: they need the whole session).
 """
 

@@ -523,7 +523,7 @@ class Profile:
         # A run without step boundaries is one counted step (as the native core counts it).
         return mem, mem.stop(run_as_step=self._schedule.source is None)
 
-    def _save_for_joined(self) -> None:
+    def save_for_joined(self) -> None:
         """Write the files joined profiles asked for; a failure is said, never raised (the
         profile itself is safe in memory, and the CLI saves its own copy)."""
         for path in self._save_at_stop:

@@ -12,8 +12,8 @@ from typing import Any
 from rich.console import Console
 
 from dlpt.analysis.diff import diff_sessions
-from dlpt.api import finish_session
 from dlpt.capture.assemble import build_session, start_meta
+from dlpt.finish import finish_session
 from dlpt.model.processors import METRICS
 from dlpt.model.schema import EXTRAS, SCHEMA
 from dlpt.model.session import Session

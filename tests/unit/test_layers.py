@@ -59,13 +59,24 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The page and the exports format the report model and the folded tree, never the terminal's.
     "dlpt.renderers.html": ("dlpt.renderers.html", "dlpt.analysis", *_MODEL),
     "dlpt.renderers.exports": ("dlpt.analysis", *_MODEL),
-    "dlpt.api": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
-    "dlpt.cli": ("dlpt.cli", "dlpt.api", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    # The one ending of a run, under the API (whose stop it is) and the front ends.
+    "dlpt.finish": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    "dlpt.cli": (
+        "dlpt.cli",
+        "dlpt.api",
+        "dlpt.finish",
+        "dlpt.capture",
+        "dlpt.analysis",
+        "dlpt.renderers",
+        *_MODEL,
+    ),
     # The notebook magic is a front end like the command line (it shares its status line).
     "dlpt.notebook": (
         "dlpt.notebook",
         "dlpt.cli",
         "dlpt.api",
+        "dlpt.finish",
         "dlpt.capture",
         "dlpt.analysis",
         "dlpt.renderers",
