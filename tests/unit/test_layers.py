@@ -1,5 +1,5 @@
 """Imports follow the pipeline (docs/development.md, "Layout"): model <- capture, analysis <-
-renderers <- api <- cli.
+renderers <- finish <- api <- cli.
 
 - ``dlpt.model`` (the session, its tree and the naming knowledge every stage shares) imports
   nothing else of dlpt.
@@ -10,8 +10,10 @@ renderers <- api <- cli.
   imports rich.
 - ``dlpt.renderers`` (terminal, HTML, exports) format the analysis; the HTML report and the
   exports never reach into the terminal renderer.
-- ``dlpt.api`` (``dlpt.profile``) and ``dlpt.cli`` sit on top; ``dlpt.notebook`` (the IPython
-  magic) beside the command line.
+- ``dlpt.finish`` (the one ending of a run) under ``dlpt.api`` (``dlpt.profile``, whose stop it
+  is) and ``dlpt.cli`` on top; ``dlpt.notebook`` (the IPython magic) beside the command line.
+- Nothing imports the package face (``dlpt/__init__.py``, above everything): the version is
+  ``dlpt._version``.
 
 No module imports another's private names. Function-level imports count too.
 """
