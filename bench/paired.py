@@ -184,15 +184,21 @@ class Dlpt:
                  **kw) -> None:
         kw.setdefault("calibrate", False)  # every step of the chunk traced: the cost of a traced step
         self.prof = dlpt.profile(**kw)
-        if backward_kept:
-            self.prof._backward_op_records = lambda: "kept"  # type: ignore[method-assign]
+        self.backward_kept = backward_kept  # backward passes keep their aten-op records
         self.capture: dict = {}
         self.env = dict(env or {})
         if window_min_nested is not None:
             self.env["DLPT_WINDOW_MIN_NESTED"] = str(window_min_nested)
 
     def __enter__(self):
-        with Env(**self.env):
+        import contextlib
+        from unittest import mock
+
+        import dlpt.capture.profiler
+
+        kept = (mock.patch.object(dlpt.capture.profiler, "backward_ops", lambda *_: "kept")
+                if self.backward_kept else contextlib.nullcontext())
+        with Env(**self.env), kept:
             self.prof.start()
         return self
 

@@ -10,9 +10,8 @@ Or from the shell: ``python -m dlpt train.py args…``. See README.md.
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
-
 from dlpt import log  # noqa: F401  (DLPT_LOG takes effect when dlpt is imported)
+from dlpt._version import __version__
 from dlpt.api import profile
 from dlpt.capture.scope import scope
 from dlpt.errors import DlptError, NativeUnavailableError, ProfilerBusyError, SessionFormatError, UsageError

@@ -1,14 +1,17 @@
-"""Assemble a :class:`~dlpt.model.session.Session` from what one profile recorded: the native core's
-node table and counters, the step window, compile events and failures, the saved source text,
-and what the profile knows about the process (versions, devices, threads still running).
+"""Assemble a :class:`~dlpt.model.session.Session` from what one profile recorded
+(:class:`RawCapture`: the native core's node table and counters, the step window, the meta
+known at start) and what its capture sources contribute (:mod:`dlpt.capture.capture_source`:
+memory, host samples and the timeline, communication, compile events and failures, ``step_on``,
+PC samples), with the saved source text and what the profile knows about the process (versions,
+devices, threads still running).
 
 With ``--flops``, the work of each op (``m.flops``, ``m.mem_bytes``, ``x.flop_dtype``) and its
 summary (``meta.flops``) are worked out here from the input signatures the core recorded
 (:mod:`dlpt.capture.flops.annotate`).
 
-The meta keys are documented in docs/session-format.md; this module is their single writer, but
-for the two that :func:`dlpt.api.finish_session` adds to the finished session
-(``meta.suggestions`` and ``meta.host_link_probe``: they need the whole session).
+The meta keys are documented in docs/session-format.md; this module writes them, each capture
+source its own (:mod:`dlpt.capture.profile_sources`), and :func:`dlpt.finish.finish_session`
+the two that need the finished session (``meta.suggestions`` and ``meta.host_link_probe``).
 """
 
 from __future__ import annotations
@@ -19,27 +22,19 @@ import platform
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt._version import __version__
 from dlpt.capture import native
-from dlpt.capture.compile import failures
+from dlpt.capture.capture_source import CaptureSource
 from dlpt.capture.compile.inductor_lines import map_generated_frames
 from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.capture.flops.annotate import annotate
-from dlpt.capture.host_session import add_host_metrics, host_meta
-from dlpt.capture.memory import MemoryCapture, merge_into
-from dlpt.capture.ranks.annotate import annotate_comm
 from dlpt.capture.sources import collect_sources
-from dlpt.capture.timeline import timeline_meta
 from dlpt.model.session import Session
 
-__all__ = ["start_meta", "build_session", "threads_running"]
-
-
-def _dlpt_version() -> str:
-    from dlpt import __version__
-
-    return __version__
+__all__ = ["RawCapture", "start_meta", "build_session", "threads_running"]
 
 
 def _cuda_devices() -> list[dict[str, Any]]:
@@ -63,7 +58,7 @@ def start_meta(gpu: bool) -> dict[str, Any]:
         "cwd": os.getcwd(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "dlpt": _dlpt_version(),
+        "dlpt": __version__,
         "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "devices": _cuda_devices() if gpu else [],
     }
@@ -76,65 +71,46 @@ def threads_running() -> list[str]:
     return [t.name for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
 
 
-def build_session(
-    raw: dict[str, Any],
-    start: dict[str, Any],
-    *,
-    steps: dict[str, Any],
-    step_time: dict[str, Any] | None = None,
-    step_wall_ns: list[int],
-    wall_ns: int,
-    stop_s: float,
-    failures_before: dict[str, int],
-    sources: bool,
-    step_on_matched: list[str] | None,
-    flops: bool = False,
-    comm_signatures: Sequence[dict[str, Any]] = (),
-    distributed: dict[str, Any] | None = None,
-    memory: tuple[MemoryCapture, Any] | None = None,
-    host: dict[str, Any] | None = None,
-) -> Session:
-    """The session of a stopped profile: ``raw`` is what the native core's stop() returned,
-    ``start`` the meta from :func:`start_meta` plus the profile's own keys (gpu, compile),
-    ``failures_before`` the compile-integration failure counts when the profile started,
-    ``flops`` whether the core recorded op input signatures (``raw["op_inputs"]``),
-    ``comm_signatures`` what the wrapped Python collectives moved (dlpt.capture.ranks.pycomm) and
-    ``distributed`` this rank's place in the job (dlpt.capture.ranks.env), if it is one of several,
-    ``memory`` the memory capture and what it recorded (dlpt.capture.memory), when it ran, and
-    ``host`` what the host sampler and the timeline window recorded (dlpt.capture.host)."""
+@dataclass(frozen=True)
+class RawCapture:
+    """What a stopped profile hands to :func:`build_session` besides its capture sources: the
+    native core's ``stop()`` (``raw``), the meta known at start (:func:`start_meta` plus the
+    profile's own keys: gpu), the step window the schedule measured, how long the stop took,
+    and two options: ``keep_source_text`` (save the profiled lines' text) and ``flops`` (the core
+    recorded op input signatures: ``raw["op_inputs"]``)."""
+
+    raw: dict[str, Any]
+    start: dict[str, Any]
+    steps: dict[str, Any]
+    step_wall_ns: list[int]
+    wall_ns: int
+    stop_s: float
+    step_time: dict[str, Any] = field(default_factory=dict)
+    keep_source_text: bool = True
+    flops: bool = False
+
+
+def build_session(capture: RawCapture, sources: Sequence[CaptureSource] = ()) -> Session:
+    """The session of a stopped profile: what the core recorded (``capture``), with what each
+    capture source contributes (:mod:`dlpt.capture.capture_source`: into the core's table, into
+    the nodes after line mapping, into the meta, into the built session)."""
+    raw, flops = capture.raw, capture.flops
     c = raw["counters"]
     table = native.node_table(raw["nodes"], raw.get("collectives"), raw.get("collectives_outside")).nodes
-    if memory is not None:
-        merge_into(table, memory[1])  # by the core's node ids, before line mapping renumbers
-    # Host time and the timeline name the core's node ids: taken in before renumbering.
-    host_info: dict[str, Any] | None = None
-    timeline: dict[str, Any] | None = None
-    if host is not None:
-        add_host_metrics(table, host.get("cells") or [], host.get("cells_outside") or [])
-        host_info = host_meta(table, host)
-        if host.get("timeline"):
-            timeline = timeline_meta(
-                table, host["timeline"], host.get("thread_names") or {}, bool(raw.get("gpu"))
-            )
+    for source in sources:  # by the core's node ids: before line mapping renumbers them
+        source.into_table(table, raw)
     # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids. The work
     # of counted epochs is the summary (meta.flops); that of the others goes on ``o``.
     work = annotate(table, raw.get("op_inputs") or []) if flops else None
     if flops and raw.get("op_inputs_outside"):
         annotate(table, raw["op_inputs_outside"], field="o")
     mapped = map_generated_frames(table)
-    # Communication kernels and collective calls marked (comm_ns, comm_wait_ns, bytes).
-    nodes = annotate_comm(mark_library_exec_frames(mapped.nodes), comm_signatures)
-    meta = dict(start)
+    nodes = mark_library_exec_frames(mapped.nodes)
+    for source in sources:  # communication marked (dlpt.capture.profile_sources.Collectives), ...
+        source.into_nodes(nodes)
+    meta = dict(capture.start)
     if work is not None:
         meta["flops"] = work
-    if distributed is not None:
-        meta["distributed"] = distributed
-    if memory is not None:
-        meta["memory"] = memory[0].meta(memory[1])
-    if host_info is not None:
-        meta["host"] = host_info
-    if timeline is not None:
-        meta["timeline"] = timeline
     if raw.get("gpu_steps"):
         meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
     if any((raw.get("gpu_busy_outside_ns") or {}).values()):
@@ -147,10 +123,10 @@ def build_session(
         meta["gpu_comm_exposed_ns"] = dict(raw["gpu_comm_exposed_ns"])
     meta.update(
         {
-            "wall_ns": wall_ns,
-            "steps": steps,
-            "step_wall_ns": step_wall_ns,
-            "step_time": step_time or {},
+            "wall_ns": capture.wall_ns,
+            "steps": dict(capture.steps),
+            "step_wall_ns": list(capture.step_wall_ns),
+            "step_time": capture.step_time,
             "gpu_busy_ns": dict(raw["gpu_busy_ns"]),
             "api": native.api_table(raw["api"]),
             "dropped": {
@@ -167,16 +143,18 @@ def build_session(
             "capture": dict(
                 c,
                 flush_s=raw["flush_s"],
-                stop_s=stop_s,
+                stop_s=capture.stop_s,
                 pid=os.getpid(),
-                compile_failures=failures.since(failures_before),  # line-map failures included
                 inductor_unmapped_frames=mapped.unmapped_frames,
                 inductor_unmapped_kernels=mapped.unmapped_kernels,
             ),
             "threads_running": threads_running(),
-            "sources": collect_sources(nodes) if sources else {},
+            "sources": collect_sources(nodes) if capture.keep_source_text else {},
         }
     )
-    if step_on_matched is not None:
-        meta["steps"]["step_on_matched"] = list(step_on_matched)
-    return Session(nodes, meta)
+    for source in sources:  # after the assembly's own keys: sources add to meta.capture and meta.steps
+        source.into_meta(meta)
+    session = Session(nodes, meta)
+    for source in sources:
+        source.into_session(session)
+    return session

@@ -32,7 +32,7 @@ def core() -> ModuleType:
         try:
             import torch  # noqa: F401  (loads libtorch_cpu/libc10 that _C needs)
 
-            from dlpt import _C
+            import dlpt._C as _C  # the extension itself, not through the package face
         except ImportError as e:
             raise NativeUnavailableError(
                 f"dlpt's native extension is not built or does not match this torch ({e}).\n"

@@ -10,10 +10,15 @@ A forked child inherits no running profile (the native core stops capturing in t
 child neither stops nor reports its parent's profile, and may start one of its own (which then
 makes no measurement of its own on the GPU at stop: see :mod:`dlpt.api`).
 
+Everything recorded beside the native core is a capture source
+(:mod:`dlpt.capture.capture_source`; the list: :meth:`Profile._make_capture_sources`), driven
+through the same steps in one order: a new source is one class, not an edit to start and stop.
+
 Thread contract: start/stop are called with the GIL held, normally from the program's main
 thread; steps may arrive from any thread (optimizer steps, ``step_on`` calls, ``prof.step()``)
-and are serialised here. Capture itself happens in the native core on every thread (csrc/).
-:meth:`Profile.status` may be called from any thread at any time: it only reads attributes.
+and are serialised here (the step lock: the sources' step callbacks run under it). Capture
+itself happens in the native core on every thread (csrc/). :meth:`Profile.status` may be called
+from any thread at any time: it only reads attributes.
 """
 
 from __future__ import annotations
@@ -25,22 +30,25 @@ import warnings
 from typing import Any
 
 from dlpt.capture import native
-from dlpt.capture.assemble import build_session, start_meta
-from dlpt.capture.backward_records import BackwardRecordsPause
-from dlpt.capture.compile import failures
-from dlpt.capture.compile.dynamo import CompileEvents
+from dlpt.capture.assemble import RawCapture, build_session, start_meta
+from dlpt.capture.capture_source import CaptureSource, StopContext
 from dlpt.capture.flops.annotate import recorded_ops
-from dlpt.capture.host import DEFAULT_SAMPLE_HZ, HostCapture, check_options
-from dlpt.capture.memory import MemoryCapture
-from dlpt.capture.pc_annotate import annotate_session
-from dlpt.capture.pc_sampling import PcSampling, pc_sampling_steps
-from dlpt.capture.ranks.env import current as current_rank
-from dlpt.capture.ranks.env import distributed_meta
-from dlpt.capture.ranks.pycomm import CollectiveHooks
+from dlpt.capture.host import DEFAULT_SAMPLE_HZ, check_options
+from dlpt.capture.pc_sampling import pc_sampling_steps
+from dlpt.capture.profile_sources import (
+    BackwardRecords,
+    Collectives,
+    CompileEvents,
+    HostSamples,
+    Memory,
+    OptimizerSteps,
+    PcSamples,
+    StepCalls,
+    backward_ops,
+)
 from dlpt.capture.schedule import CALL, StepSchedule
 from dlpt.capture.status import ProfileStatus
-from dlpt.capture.step_on import StepOn, parse_spec
-from dlpt.capture.steps import OptimizerHook
+from dlpt.capture.step_on import parse_spec
 from dlpt.errors import DlptError, ProfilerBusyError, UsageError
 from dlpt.model.rank_paths import rank_path, session_rank
 from dlpt.model.safe_text import escape_control
@@ -61,7 +69,7 @@ def _forget_in_child() -> None:
     _running_lock = threading.Lock()
     if parent is not None:
         parent._step_lock = threading.Lock()
-        parent._remove_hooks()
+        parent._unhook()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -183,22 +191,14 @@ class Profile:
         self.sample_hz = sample_hz
         self.timeline = timeline
         self.pc_sampling = pc_sampling_steps(pc_sampling)
-        self._pcs: PcSampling | None = None
-        self._hostcap = HostCapture(sample_hz, timeline)
         self._session: Session | None = None
         self._schedule: StepSchedule | None = None
         self._step_lock = threading.Lock()
-        self._hook: OptimizerHook | None = None
-        self._backward: BackwardRecordsPause | None = None
-        self._backward_ops = "kept"
-        self._step_on: StepOn | None = None
-        self._step_on_matched: list[str] = []  # what the last run's step_on wrapped
-        self._step_on_choice: dict[str, Any] = {}  # which of them made the steps, the others' calls
-        self._comm = CollectiveHooks()  # Python-level collectives on CPU process groups
+        # What this run records besides the native core (dlpt.capture.capture_source), in the
+        # order they are driven; made afresh by each start.
+        self._capture_sources: list[CaptureSource] = []
+        self._compile: CompileEvents | None = None  # one of them, for status()
         self._start_info: dict[str, Any] = {}
-        self._compile_events = CompileEvents()
-        self._memory: MemoryCapture | None = None
-        self._failures_before: dict[str, int] = {}
         self._meta: dict[str, Any] = {}
         self._pid = 0  # the process that started this profile
         self._host: Profile | None = None  # the running profile this one joined, if it did
@@ -282,76 +282,55 @@ class Profile:
             # The timeline's window closes when tracing stops: no untraced window inside it.
             first_window=self.timeline + 1,
         )
+        backward = BackwardRecords(C, backward_ops(self.nested_ops, self.flops))
+        self._capture_sources = self._make_capture_sources(C, schedule, backward)
+        started: list[CaptureSource] = []
         try:
-            self._hook = OptimizerHook(lambda: self._on_step("optimizer"))
-            self._comm = CollectiveHooks()
-            self._comm.install()
-            self._backward_ops = self._backward_op_records()
-            if self._backward_ops == "paused":
-                self._backward = BackwardRecordsPause(C.pause_function_records, C.resume_function_records)
-                self._backward.install()
-            if self.step_on is not None:
-                self._step_on = StepOn(self.step_on, self._on_call_begin, self._on_call_end)
-                self._step_on.start()
-            self._failures_before = failures.snapshot()
-            self._compile_events.start()
+            for source in self._capture_sources:
+                source.start()
+                started.append(source)
             self._start_info = C.start(
                 want_gpu,
                 native.cupti_candidates() if want_gpu else [],
                 True,
                 nested_ops=self.nested_ops,
                 flops_ops=recorded_ops() if self.flops else [],
-                split_backward=self._backward_ops == "paused",
+                split_backward=backward.mode == "paused",
             )
         except BaseException:
-            self._remove_hooks()
-            self._compile_events.stop()
+            for source in started:
+                source.unhook()
+            for source in started:
+                source.ended()
             raise
-        if self.memory:
-            self._memory = MemoryCapture.start(C)
-            if not self._memory.enabled:
-                warnings.warn(
-                    f"dlpt: memory capture is off: {self._memory.reason}", RuntimeWarning, stacklevel=3
-                )
-        self._hostcap = HostCapture(self.sample_hz, self.timeline)
-        try:
-            self._hostcap.start(timeline_armed=schedule.warmup.over)
-        except Exception as e:  # noqa: BLE001 - the rest of the profile does not need it: said, not raised
-            warnings.warn(f"dlpt: host sampling could not start: {e}", RuntimeWarning, stacklevel=3)
-        if self.pc_sampling and self._start_info.get("gpu"):
-            self._pcs = PcSampling(self.pc_sampling, C, native.cupti_candidates(), _synchronize_all)
-            self._pcs.start()
+        for source in self._capture_sources:
+            source.began(bool(self._start_info.get("gpu")))
         schedule.start()
         self._clock_started = True
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
 
-    def _backward_op_records(self) -> str:
-        """Whether backward passes make aten-op records: "paused" (no: backward nodes alone, see
-        dlpt/capture/backward_records.py) or "kept" (nested ops or FLOPs asked for, or one of
-        several ranks: collectives in backward hooks are c10d ops)."""
-        rank = current_rank()
-        if self.nested_ops or self.flops or (rank is not None and rank.distributed):
-            return "kept"
-        return "paused"
+    def _make_capture_sources(
+        self, C: Any, schedule: StepSchedule, backward: BackwardRecords
+    ) -> list[CaptureSource]:
+        """This run's capture sources, in the order they start, step and stop (see
+        dlpt/capture/profile_sources.py: the hooks first, then what runs beside the core)."""
+        self._compile = CompileEvents()
+        sources: list[CaptureSource] = [OptimizerSteps(lambda: self._on_step("optimizer")), Collectives()]
+        sources.append(backward)
+        if self.step_on is not None:
+            sources.append(StepCalls(self.step_on, self._on_call_begin, self._on_call_end))
+        sources.append(self._compile)
+        if self.memory:
+            sources.append(Memory(C))
+        if self.pc_sampling:
+            sources.append(PcSamples(self.pc_sampling, C, _synchronize_all, self.sources))
+        sources.append(HostSamples(self.sample_hz, self.timeline, schedule))
+        return sources
 
-    def _remove_hooks(self) -> None:
-        """Undo the optimizer hook, the backward wrapper and the step_on wrappers (the originals
-        are back)."""
-        if self._backward is not None:
-            self._backward.remove()
-            self._backward = None
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
-        self._comm.remove()
-        if self._step_on is not None:
-            self._step_on.stop()
-            self._step_on_matched = self._step_on.matched
-            self._step_on_choice = {
-                "step_on_chosen": self._step_on.chosen,
-                "step_on_ignored": self._step_on.ignored,
-            }
-            self._step_on = None
+    def _unhook(self) -> None:
+        """Undo every source's hooks into the program (the originals are back)."""
+        for source in self._capture_sources:
+            source.unhook()
 
     def _gpu_meta(self, have_devices: bool) -> dict[str, Any]:
         if not self.gpu:
@@ -382,29 +361,25 @@ class Profile:
     def _on_step(self, source: str, began_ns: int | None = None) -> None:
         native.core().drain_code_refs()
         with self._step_lock:
-            if self.timeline:
-                self._hostcap.note_threads()
+            for s in self._capture_sources:
+                s.before_step()
             if self._schedule is not None:
                 self._schedule.on_step(source, began_ns)
-                if self._pcs is not None:
-                    self._pcs.on_step(self._schedule)
-                if self._memory is not None:
-                    self._memory.on_step(self._schedule)
+                for s in self._capture_sources:
+                    s.on_step(self._schedule)
 
     def _on_call_begin(self) -> None:
         with self._step_lock:
             if self._schedule is not None:
                 self._schedule.begin_call()
-            if self._memory is not None:
-                self._memory.step_begin()
+            for s in self._capture_sources:
+                s.on_call_begin()
 
     def _arm_timeline(self) -> None:
         """The warm-up is over (called by the schedule, step lock held): the timeline keeps the
         counted steps from the next boundary on."""
-        try:
-            self._hostcap.arm_timeline()
-        except Exception as e:  # noqa: BLE001 - a timeline that cannot open must not stop the program
-            warnings.warn(f"dlpt: the timeline could not start: {e}", RuntimeWarning, stacklevel=2)
+        for s in self._capture_sources:
+            s.on_warm()
 
     @staticmethod
     def _set_tracing(on: bool) -> None:
@@ -437,7 +412,7 @@ class Profile:
         gpu_usable = True
         self._stopping = True
         try:
-            self._remove_hooks()
+            self._unhook()
             # Stop recording first: our own synchronisation below is not the program's.
             native.core().set_collecting(False)
             try:
@@ -450,46 +425,29 @@ class Profile:
             schedule = self._schedule
             assert schedule is not None
             schedule.close()
-            memory = self._stop_memory()
-            if self._pcs is not None:  # before the core's stop: CUPTI is still ours
-                self._pcs.stop()
-                self._meta["pc_sampling"] = self._pcs.meta()
-                self._pcs = None
-            elif self.pc_sampling:
-                self._meta["pc_sampling"] = {"steps": self.pc_sampling, "reason": "GPU capture is off"}
+            ctx = StopContext(schedule, bool(self._start_info.get("gpu")))
+            for source in self._capture_sources:  # memory, PC sampling, the sampler: before the core's stop
+                source.stop(ctx)
             # The time since the last step boundary is outside steps; a run without steps is one
             # epoch, counted (its figures are per run).
-            self._hostcap.stop()  # the sampler is joined before the core exports the tree
             raw = native.core().stop(last_counted=schedule.source is None)
-            host = self._hostcap.result()  # after the core's stop: its epochs are all classified
-            self._meta["compile"] = self._compile_events.stop()
+            for source in self._capture_sources:  # the sampler's result, compile events: after it
+                source.ended()
         finally:
             with _running_lock:
                 _running = None
-        steps = schedule.meta()
-        if self.step_on is not None:
-            steps["step_on"] = self.step_on
-            steps.update(self._step_on_choice)
-        self._session = build_session(
+        capture = RawCapture(
             raw,
             self._meta,
-            steps=steps,
+            steps=schedule.meta(),
             step_time=schedule.times(),
             step_wall_ns=list(schedule.traced.first),
             wall_ns=schedule.stop_ns - schedule.start_ns,
             stop_s=time.perf_counter() - t0,
-            failures_before=self._failures_before,
-            sources=self.sources,
-            step_on_matched=self._step_on_matched if self.step_on is not None else None,
+            keep_source_text=self.sources,
             flops=self.flops,
-            comm_signatures=self._comm.table(),
-            distributed=distributed_meta(current_rank() or self._comm.rank, self._comm.backends),
-            memory=memory,
-            host=host,
         )
-        self._session.meta["capture"]["backward_ops"] = self._backward_ops
-        if self._session.meta.get("pc_sampling"):
-            _annotate_pc_samples(self._session, self.sources)
+        self._session = build_session(capture, self._capture_sources)
         # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a
         # forked child (CUDA may be unusable there) or on a GPU that failed to synchronise.
         self.gpu_usable = gpu_usable and not _in_forked_child
@@ -508,22 +466,14 @@ class Profile:
             phase = "stopping"
         elif schedule is None or not self._clock_started:
             phase = "starting"
-        elif self._compile_events.compiling:
+        elif self._compile is not None and self._compile.events.compiling:
             phase = "compiling"
         else:
             phase = schedule.phase
         seen, profiled = (schedule.seen, schedule.counted) if schedule is not None else (0, 0)
         return ProfileStatus(elapsed, seen, profiled, phase)
 
-    def _stop_memory(self) -> tuple[MemoryCapture, Any] | None:
-        """Stop memory capture (before the native session: its last step closes first)."""
-        mem, self._memory = self._memory, None
-        if mem is None or self._schedule is None:
-            return None
-        # A run without step boundaries is one counted step (as the native core counts it).
-        return mem, mem.stop(run_as_step=self._schedule.source is None)
-
-    def _save_for_joined(self) -> None:
+    def save_for_joined(self) -> None:
         """Write the files joined profiles asked for; a failure is said, never raised (the
         profile itself is safe in memory, and the CLI saves its own copy)."""
         for path in self._save_at_stop:
@@ -604,13 +554,3 @@ class Profile:
 def running() -> Profile | None:
     """The profile running in this process, if any."""
     return _running
-
-
-def _annotate_pc_samples(session: Session, sources: bool) -> None:
-    """PC samples beside the kernel and model-line nodes (dlpt.capture.pc_annotate); a failure
-    is said in ``meta.pc_sampling.reason``, never raised (the samples stay in the meta block)."""
-    try:
-        annotate_session(session.nodes, session.meta, sources)
-    except Exception as e:  # noqa: BLE001 - the profile stands without the node extras
-        pcs = session.meta["pc_sampling"]
-        pcs["reason"] = pcs.get("reason") or f"PC samples not put on the tree: {type(e).__name__}: {e}"

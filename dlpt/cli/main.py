@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import shlex
 import signal
@@ -27,7 +26,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from dlpt._version import __version__
 from dlpt.analysis.ranks.report import rank_report
+from dlpt.api import profile
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
 from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
 from dlpt.capture.pc_sampling import MAX_STEPS as PC_MAX_STEPS
@@ -53,9 +54,11 @@ from dlpt.cli.signals import DEFAULT_GRACE_S, GRACE_ENV, Interrupted, Signals, e
 from dlpt.cli.status_line import StatusLine
 from dlpt.cli.stdout_guard import program_output_flushed, report_output, say_line
 from dlpt.errors import DlptError, UnsafeFileError, UsageError
+from dlpt.finish import Ending
 from dlpt.model.processors import METRICS
 from dlpt.model.rank_paths import expand_load, rank_path
 from dlpt.model.render_limit import check_renderable
+from dlpt.model.session import Session
 from dlpt.model.write_target import absolute, resolve_target
 from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
@@ -228,14 +231,8 @@ def build_parser(prog: str = "dlpt") -> _Parser:
         help="after SIGTERM, SIGHUP or Ctrl-C, how long dlpt may take to save before the process "
         f"dies of the signal (default: ${GRACE_ENV} or {DEFAULT_GRACE_S:g} s)",
     )
-    p.add_argument("-V", "--version", action="version", version=f"dlpt {_version()}")
+    p.add_argument("-V", "--version", action="version", version=f"dlpt {__version__}")
     return p
-
-
-def _version() -> str:
-    import dlpt
-
-    return str(getattr(dlpt, "__version__", "unknown"))
 
 
 def _split(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
@@ -402,77 +399,176 @@ def _is_stream(path: str) -> bool:
         return False
 
 
-def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
-    """Stop, save and show the profile; report dlpt's own failures without hiding the
-    program's outcome. Returns whether everything worked.
+def _finish(prof: profile, opts: argparse.Namespace, signals: Signals) -> bool:
+    """Stop, save and show the profile through the run's one ending (:class:`CliEnding`);
+    report dlpt's own failures without hiding the program's outcome. Returns whether everything
+    worked.
 
     Signals are held while stopping and saving (at most the grace: dlpt.cli.signals); they cut
     the report short. This may run on dlpt's signal thread while the main thread is stuck in
     the program (SIGTERM, SIGHUP): then no rank waits for the others."""
-    ok = True
-    saved = ""
     signals.remaining = [
         "stopping the profile",
         *([f"the session ({opts.output})"] if opts.output is not None else []),
         *(f"the {o.what} ({o.path})" for o in opts.outputs),
         *([] if opts.no_report else ["the report"]),
     ]
-    with signals.deferred():
-        try:
-            prof.stop()
-        except Exception as e:  # noqa: BLE001 - shown, then the program's status still follows
-            _say(f"failed to stop the profiler: {e}")
-            return False
-        finally:
-            _stop_status_line()
-        signals.remaining.pop(0)
+    ending = CliEnding(opts, signals)
+    ok = ending.run(prof)
+    role = ending.role
+    if role is not None and opts.open and role.chatty:
+        _open_html([ending.own(o) for o in opts.outputs])
+    return ok
+
+
+class CliEnding(Ending):
+    """The command line's part in the run's one ending (:class:`dlpt.finish.Ending`): signals
+    held while stopping and saving, the status line put away, and one of several ranks' own
+    files, voice, summary to rank 0 and, on rank 0, the report and page across ranks
+    (:mod:`dlpt.cli.rank_finish`)."""
+
+    def __init__(self, opts: argparse.Namespace, signals: Signals) -> None:
+        super().__init__(
+            session_file=opts.output,
+            session_abspath=getattr(opts, "output_abs", None),
+            files=opts.outputs,
+            report=opts.report,
+            render=render_kwargs(opts),
+            force=opts.force,
+            protected=opts.protected,
+            say=_say,
+            inform=_inform,
+        )
+        self.opts, self.signals = opts, signals
+        self.role: Role | None = None
+        self.store: rank_store.RankStore | None = None
+
+    def held(self) -> contextlib.AbstractContextManager[object]:
+        return self.signals.deferred()
+
+    def stopped(self) -> None:
+        _stop_status_line()
+
+    def step_done(self) -> None:
+        self.signals.remaining.pop(0)
+
+    def placed(self, session: Session) -> None:
         # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish), and its
         # summary to rank 0 through torchrun's store when there is one.
-        role = role_of(prof.session, opts.report_ranks)
+        role = self.role = role_of(session, self.opts.report_ranks)
         _prefix[0] = role.prefix
-        store = rank_store.connect() if role.distributed and role.report_ranks != "none" else None
-        if store is not None and role.rank:
-            publish(store, role, prof.session, _say_failures)
-        if opts.output is not None:
-            shown = role.path(opts.output)
-            try:
-                where = role.path(opts.output_abs)
-                prof.session.save(where, force=opts.force, protected=opts.protected)
-                saved = where
-                if role.chatty:
-                    _inform(f"saved profile to {shown}")
-            except (OSError, DlptError) as e:
-                _say(f"could not save the profile to {shown}: {e}")
-                ok = False
-            signals.remaining.pop(0)
-        for o in opts.outputs:
-            if outputs.rank_page(o, role.distributed):
-                signals.remaining.pop(0)
-                continue  # one page for the job, from rank 0 once it has the others (_report)
-            mine = dataclasses.replace(o, path=role.path(o.path), abspath=role.path(o.abspath))
-            say = _say if role.chatty and not opts.quiet else _say_failures
-            ok = (
-                outputs.write_all(
-                    prof.session, [mine], opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
-                )
-                and ok
-            )
-            signals.remaining.pop(0)
-    across = role.gathers(bool(saved), store is not None)
-    pages = [o for o in opts.outputs if outputs.rank_page(o, role.distributed)] if role.rank == 0 else []
-    if (not opts.no_report and role.prints_own) or across or pages:  # else nothing to write
+        if not role.chatty:
+            self.inform = _say_failures  # a quiet rank says only what went wrong
+        self.store = rank_store.connect() if role.distributed and role.report_ranks != "none" else None
+        if self.store is not None and role.rank:
+            publish(self.store, role, session, _say_failures)
+
+    def path_of(self, path: str) -> str:
+        return self.role.path(path) if self.role is not None else path
+
+    def writes_later(self, o: outputs.Output) -> bool:
+        # One page for the job, from rank 0 once it has the others (finish_report).
+        return self.role is not None and outputs.rank_page(o, self.role.distributed)
+
+    def _pages(self) -> list[outputs.Output]:
+        """The pages across ranks this process writes (rank 0's)."""
+        role = self.role
+        assert role is not None
+        return [o for o in self.opts.outputs if self.writes_later(o)] if role.rank == 0 else []
+
+    def finish_report(self, session: Session) -> bool:
+        role, opts = self.role, self.opts
+        assert role is not None
+        across = role.gathers(bool(self.saved), self.store is not None)
+        if not ((not opts.no_report and role.prints_own) or across or self._pages()):
+            return True  # nothing to write
         target = opts.report.for_path(role.path)
         try:
             with target.open() as where:
-                ok = _report(prof, opts, signals, role, saved, where, store) and ok
-            if target.path is not None and role.chatty:
-                _inform(f"wrote the text report to {target.path}")
+                ok = self._report(session, where)
+            if target.path is not None:
+                self.inform(f"wrote the text report to {target.path}")
         except (OSError, DlptError) as e:
             _say(f"could not write the text report to {target.path}: {e}")
             ok = False
-    if opts.open and role.chatty:
-        _open_html([dataclasses.replace(o, abspath=role.path(o.abspath)) for o in opts.outputs])
-    return ok
+        return ok
+
+    def _report(self, session: Session, where: dict[str, Any]) -> bool:
+        """Print what this rank prints (to ``where``: the report file or stdout, and the width):
+        its own report, and on rank 0 of a job whose ranks send or save their sessions the
+        report across ranks."""
+        role, opts, signals, store = self.role, self.opts, self.signals, self.store
+        assert role is not None
+        ok = True
+        across = role.gathers(bool(self.saved), store is not None)
+        if role.distributed and role.rank == 0 and not across and role.report_ranks == "0":
+            _inform(
+                "this is rank 0's report only: torchrun's store cannot be reached, and -o FILE saves "
+                f"each of the {role.world_size} ranks' sessions for a report across ranks"
+            )
+        if (role.prints_own or across) and not program_output_flushed():
+            # The program's own output cannot be written: python reports that at exit (status
+            # 120, as without dlpt); dlpt's report would only be lost on top of it.
+            _say("not printing the report: stdout cannot take the program's own output")
+            return ok
+        pages = self._pages()
+        if pages and not across:  # no other rank to be had: rank 0's own page where the job's was asked
+            say = _say if not opts.quiet else _say_failures
+            ok = (
+                outputs.write_all(
+                    session, pages, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
+                )
+                and ok
+            )
+        if opts.no_report and not across:
+            return ok
+        if role.prints_own and not opts.no_report and not (across and role.report_ranks == "0"):
+            try:
+                check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
+            except DlptError as e:
+                _say(f"not printing the report: {e}")
+                return False
+            try:
+                # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
+                guard = report_output(_say) if where.get("file") is None else contextlib.nullcontext()
+                with signals.interruptible(), guard:
+                    self.render_report(session, where)
+            except Interrupted as e:
+                _say(
+                    f"report interrupted ({e}); the profile was saved"
+                    if opts.output or opts.outputs
+                    else f"report interrupted ({e})"
+                )
+            except Exception as e:  # noqa: BLE001
+                _say(f"could not render the report: {type(e).__name__}: {e}")
+                ok = False
+        if across:
+            try:
+                with signals.interruptible(), report_output(_say, "the report across ranks"):
+                    rs = gather_ranks(
+                        opts.output_abs if self.saved else None,
+                        role,
+                        self.saved,
+                        session,
+                        0.0 if signals.ending else opts.rank_timeout,  # after SIGTERM: what is there
+                        _inform,
+                        store,
+                    )
+                    rep = rank_report(rs, opts.metric, opts.show_all)
+                    if not opts.no_report:
+                        cross_rank_report(rep, render_kwargs(opts), where)
+                ok = (
+                    outputs.write_rank_pages(
+                        rep, pages, _say if not opts.quiet else _say_failures, opts.force
+                    )
+                    and ok
+                )
+            except Interrupted as e:
+                _say(f"report across ranks interrupted ({e}); the profile was saved")
+            except Exception as e:  # noqa: BLE001 - this rank's session is saved: say it, keep the status
+                _say(f"could not render the report across ranks: {type(e).__name__}: {e}")
+                ok = False
+        return ok
 
 
 def _open_html(written: list[outputs.Output]) -> None:
@@ -480,88 +576,6 @@ def _open_html(written: list[outputs.Output]) -> None:
     for o in written:
         if o.kind == "html" and os.path.isfile(o.abspath):
             open_report(o.abspath, _say)
-
-
-def _report(
-    prof: Any,
-    opts: argparse.Namespace,
-    signals: Signals,
-    role: Role,
-    saved: str,
-    where: dict[str, Any],
-    store: rank_store.RankStore | None,
-) -> bool:
-    """Print what this rank prints (to ``where``: the report file or stdout, and the width): its
-    own report, and on rank 0 of a job whose ranks send or save their sessions the report
-    across ranks."""
-    ok = True
-    across = role.gathers(bool(saved), store is not None)
-    if role.distributed and role.rank == 0 and not across and role.report_ranks == "0":
-        _inform(
-            f"this is rank 0's report only: torchrun's store cannot be reached, and -o FILE saves each of "
-            f"the {role.world_size} ranks' sessions for a report across ranks"
-        )
-    if (role.prints_own or across) and not program_output_flushed():
-        # The program's own output cannot be written: python reports that at exit (status
-        # 120, as without dlpt); dlpt's report would only be lost on top of it.
-        _say("not printing the report: stdout cannot take the program's own output")
-        return ok
-    pages = [o for o in opts.outputs if outputs.rank_page(o, role.distributed)] if role.rank == 0 else []
-    if pages and not across:  # no other rank to be had: rank 0's own page where the job's was asked
-        say = _say if not opts.quiet else _say_failures
-        ok = (
-            outputs.write_all(
-                prof.session, pages, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
-            )
-            and ok
-        )
-    if opts.no_report and not across:
-        return ok
-    if role.prints_own and not opts.no_report and not (across and role.report_ranks == "0"):
-        try:
-            check_renderable(len(prof.session.nodes), "the text report")  # dlpt.model.render_limit
-        except DlptError as e:
-            _say(f"not printing the report: {e}")
-            return False
-        try:
-            # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
-            guard = report_output(_say) if where.get("file") is None else contextlib.nullcontext()
-            with signals.interruptible(), guard:
-                prof.print(**render_kwargs(opts), **where)
-        except Interrupted as e:
-            _say(
-                f"report interrupted ({e}); the profile was saved"
-                if opts.output or opts.outputs
-                else f"report interrupted ({e})"
-            )
-        except Exception as e:  # noqa: BLE001
-            _say(f"could not render the report: {type(e).__name__}: {e}")
-            ok = False
-    if across:
-        try:
-            with signals.interruptible(), report_output(_say, "the report across ranks"):
-                rs = gather_ranks(
-                    opts.output_abs if saved else None,
-                    role,
-                    saved,
-                    prof.session,
-                    0.0 if signals.ending else opts.rank_timeout,  # after SIGTERM: what is there
-                    _inform,
-                    store,
-                )
-                rep = rank_report(rs, opts.metric, opts.show_all)
-                if not opts.no_report:
-                    cross_rank_report(rep, render_kwargs(opts), where)
-            ok = (
-                outputs.write_rank_pages(rep, pages, _say if not opts.quiet else _say_failures, opts.force)
-                and ok
-            )
-        except Interrupted as e:
-            _say(f"report across ranks interrupted ({e}); the profile was saved")
-        except Exception as e:  # noqa: BLE001 - this rank's session is saved: say it, keep the status
-            _say(f"could not render the report across ranks: {type(e).__name__}: {e}")
-            ok = False
-    return ok
 
 
 _prefix = ["dlpt"]  # "dlpt[rank 3]" on ranks other than 0 (set once the rank is known)
@@ -600,8 +614,6 @@ def _say_failures(msg: str) -> None:
 
 
 def _run(opts: argparse.Namespace, program: list[str]) -> int:
-    import dlpt
-
     try:
         prog = resolve(program, opts.step_on)
     except LaunchError as e:  # what python says in one line, with python's status
@@ -616,7 +628,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     preload(html=any(o.kind == "html" for o in opts.outputs))
     install(prog)
     # joinable: a dlpt.profile() the program starts (@dlpt.profile() on its main) joins this one.
-    prof = dlpt.profile(
+    prof = profile(
         skip_first=opts.skip_first,
         active=opts.active,
         calibrate=opts.calibrate == "on",

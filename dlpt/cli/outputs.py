@@ -4,9 +4,10 @@ terminal report is still printed unless ``--no-report``.
 
 The CLI collects them while parsing (:func:`collect`), checks that every path can be written
 before the program runs (:func:`check_writable`, the same check as ``-o``'s), and writes them
-once the session exists (:func:`write_all`). Every file is written by :mod:`dlpt.model.safe_files`'
-rules, as sessions are: atomically, through a symlink to its target, never over a device, a
-FIFO or a directory; a failure is reported without stopping the other outputs.
+once the session exists (:func:`dlpt.finish.write_all`, in the run's one ending). Every file is
+written by :mod:`dlpt.model.safe_files`' rules, as sessions are: atomically, through a symlink
+to its target, never over a device, a FIFO or a directory; a failure is reported without
+stopping the other outputs.
 """
 
 from __future__ import annotations
@@ -15,16 +16,14 @@ import argparse
 import functools
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from dlpt.analysis.ranks.report import RankReport
-from dlpt.errors import DlptError, UnsafeFileError, UsageError
+from dlpt.errors import UnsafeFileError, UsageError
+from dlpt.finish import Output, write_all, write_one
 from dlpt.model.rank_paths import RANK_FIELD
 from dlpt.model.safe_files import check_output_path
-from dlpt.model.session import Session
 from dlpt.model.write_target import Target, absolute
 from dlpt.renderers.exports import FORMATS as EXPORT_FORMATS
-from dlpt.renderers.exports import write_export
 
 __all__ = [
     "Output",
@@ -37,23 +36,6 @@ __all__ = [
     "write_rank_pages",
     "rank_page",
 ]
-
-
-@dataclass(frozen=True)
-class Output:
-    """One requested file: ``kind`` is "html" or an export format."""
-
-    kind: str
-    path: str
-    abspath: str  # resolved at parse time: the program may chdir before it is written
-
-    @property
-    def flag(self) -> str:
-        return "--html" if self.kind == "html" else f"--export {self.kind}"
-
-    @property
-    def what(self) -> str:
-        return "HTML report" if self.kind == "html" else f"{self.kind} export"
 
 
 def check_writable(
@@ -134,51 +116,6 @@ def collect(opts: argparse.Namespace) -> list[Output]:
     return out
 
 
-def write_all(
-    session: Session,
-    outputs: list[Output],
-    metric: str | None,
-    show_all: bool,
-    say: Callable[[str], None],
-    peak_tflops: float | None = None,
-    force: bool = False,
-) -> bool:
-    """Write every output; ``say`` reports each file written or failed. True if all worked.
-    ``peak_tflops`` is the report option the HTML report's MFU uses, as the terminal's;
-    ``force``: replace files dlpt did not write (``--force``)."""
-    ok = True
-    for o in outputs:
-        if o.kind == "html":
-            from dlpt.renderers.html import write_html  # only when asked for: it reads its assets
-
-            def write(o: Output = o) -> None:
-                write_html(
-                    session, o.abspath, metric=metric, show_all=show_all, peak_tflops=peak_tflops, force=force
-                )
-        else:
-
-            def write(o: Output = o) -> None:
-                write_export(session, o.kind, o.abspath, metric=metric, show_all=show_all, force=force)
-
-        ok = _write_one(o.what, o.path, write, say) and ok
-    return ok
-
-
-def _write_one(what: str, path: str, write: Callable[[], None], say: Callable[[str], None]) -> bool:
-    """Runs ``write`` and says what became of the file; a failure, even a bug, is said and
-    returns False (one output must not lose the others)."""
-    try:
-        write()
-    except (OSError, DlptError) as e:
-        say(f"could not write the {what} to {path}: {e}")
-        return False
-    except Exception as e:  # noqa: BLE001 - a bug in one output must not lose the others
-        say(f"could not write the {what} to {path}: {type(e).__name__}: {e}")
-        return False
-    say(f"wrote {what} to {path}")
-    return True
-
-
 def rank_page(o: Output, distributed: bool) -> bool:
     """Whether ``o`` is the one page across ranks that rank 0 writes (an HTML report of a job
     whose path does not ask for a page per rank with ``{rank}``)."""
@@ -194,5 +131,5 @@ def write_rank_pages(
     ok = True
     for o in pages:
         write = functools.partial(write_ranks_html, report, o.abspath, force=force)
-        ok = _write_one("HTML report across ranks", o.path, write, say) and ok
+        ok = write_one("HTML report across ranks", o.path, write, say) and ok
     return ok

@@ -38,13 +38,17 @@ _HELP = """Profile a statement or a cell with dlpt and show the report below it.
     %dlpt [options] statement
     %%dlpt [options]        (atop a cell: profiles the cell's body)
 
-Options (as on the command line, python -m dlpt --help):
+Options: every option of the command line (python -m dlpt --help; %dlpt -h lists them), but
+--load, --kernel-lines and the rank options, plus --inline-html. Among them:
     --view tree|bottom-up|flat|kernels|summary|suggestions|all
-    --metric M        --threshold PCT     --depth N      --show-all    --ascii
-    --skip-first N    --active M          --step-on NAME --no-gpu      --nested-ops   --flops
-    --peak-tflops N
+    --metric M        --threshold PCT     --depth N      --show-all    --ascii     --verbose
+    --skip-first N    --active M          --step-on NAME --calibrate on|off        --no-gpu
+    --nested-ops      --flops             --memory       --sample-hz N --timeline N
+    --pc-sampling     --peak-tflops N     --width N      --no-source
     -o FILE           save the session (python -m dlpt --load FILE shows it again)
-    --html FILE       write the HTML report
+    --html FILE       write the HTML report (--open: and open it in a browser)
+    --export FMT FILE speedscope, folded or perfetto
+    --report-file F   the text report to a file
     --inline-html     show the HTML report in the notebook
     --no-report       show no text report
     -q, --quiet       no status line, no "saved ..." lines

@@ -22,21 +22,24 @@ import ast
 import linecache
 import os
 import sys
+from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
-from dlpt.api import finish_session
-from dlpt.capture.cells import cell_labels, cell_number, name_cells
+from dlpt.api import profile
+from dlpt.capture.cells import cell_labels, cell_number
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ
-from dlpt.capture.profiler import Profile
+from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
 from dlpt.capture.step_on import instrument_main
-from dlpt.cli import outputs, report_target
+from dlpt.cli import report_target
 from dlpt.cli.open_report import open_report
 from dlpt.cli.outputs import check_writable
 from dlpt.cli.report_target import render_kwargs
 from dlpt.cli.status_line import StatusLine
 from dlpt.errors import DlptError, UsageError
+from dlpt.finish import Ending
 from dlpt.model.session import Session
+from dlpt.model.write_target import absolute
 from dlpt.notebook.inline import inline_report
 from dlpt.notebook.options import HelpShown, parse_cell, parse_line
 
@@ -175,12 +178,13 @@ def run_profiled(
     stack: list[tuple[str, int]],
 ) -> None:
     """Profile ``text`` as lines ``first_line``... of the cell ``shown`` (``stack``: the frames
-    that called the magic), then show the report."""
+    that called the magic), then finish as every run does (:class:`dlpt.finish.Ending`: the
+    session, the files, the text report) and show what only a notebook shows."""
     __tracebackhide__ = True  # IPython leaves dlpt's frames out of the cell's traceback
     _check_outputs(opts)
     outer = _outer_cell(stack)
     file, code, last = _compile(shell, text, shown, first_line, opts.step_on, _cell_number(shell, outer))
-    prof = Profile(
+    prof = profile(
         skip_first=opts.skip_first,
         active=opts.active,
         calibrate=opts.calibrate == "on",
@@ -192,43 +196,68 @@ def run_profiled(
         memory=opts.memory,
         sample_hz=DEFAULT_SAMPLE_HZ if opts.sample_hz is None else opts.sample_hz,
         timeline=opts.timeline or 0,
+        pc_sampling=(opts.pc_sampling_steps or PC_DEFAULT_STEPS) if opts.pc_sampling else False,
     )
-    line = StatusLine(prof.status).start() if StatusLine.wanted(opts.quiet) else None
+
+    def tidy(session: Session) -> None:  # before the suggestions read it
+        fold_frames_above(session, stack)
+        _drop_outer_source(session, outer)
+        session.meta["argv"] = argv
+
+    ending = CellEnding(
+        session_file=opts.output,
+        session_abspath=absolute(opts.output) if opts.output is not None else None,
+        files=opts.outputs,
+        report=None if opts.no_report else opts.report,
+        render=render_kwargs(opts),
+        force=bool(opts.force),
+        inform=(lambda _m: None) if opts.quiet else _to_stderr,
+        tidy=tidy,
+        prefer=(file,),
+        line=StatusLine(prof.status).start() if StatusLine.wanted(opts.quiet) else None,
+    )
     failed: tuple[Any, ...] | None = None
     value: Any = None
     try:
         prof.start()
-        try:
-            exec(code, shell.user_global_ns, shell.user_ns)
-            if last is not None:  # evaluated in the profile, shown (its repr computed) after it
-                value = eval(last, shell.user_global_ns, shell.user_ns)
-        except BaseException:  # noqa: BLE001 - raised again after the report
-            failed = sys.exc_info()
-        session = prof.stop()
-    finally:
-        if line is not None:
-            line.stop()
-    assert session is not None
-    fold_frames_above(session, stack)
-    _drop_outer_source(session, outer)
-    name_cells(session, prefer=(file,))
-    session.meta["argv"] = argv
-    finish_session(session, probe=prof.gpu_usable)
-    _outputs(session, opts)
-    if not opts.no_report:
-        from dlpt.renderers.terminal.report import print_report
+    except BaseException:
+        ending.stopped()
+        raise
+    try:
+        exec(code, shell.user_global_ns, shell.user_ns)
+        if last is not None:  # evaluated in the profile, shown (its repr computed) after it
+            value = eval(last, shell.user_global_ns, shell.user_ns)
+    except BaseException:  # noqa: BLE001 - raised again after the report
+        failed = sys.exc_info()
+    ending.run(prof)  # what failed there was said; the cell's own outcome follows
+    if ending.session is not None:  # None: the stop failed (said), or it joined a running profile
+        _show(ending.session, opts)
+    if failed is not None:  # the cell fails as it would have (a notebook's "run all" stops)
+        raise failed[1].with_traceback(failed[2])
+    if value is not None:
+        shell.displayhook(value)  # Out[N], as the cell would have shown it
 
-        try:
-            with opts.report.open() as where:
-                print_report(session, **render_kwargs(opts), **where)
-            if opts.report.path is not None and not opts.quiet:
-                print(f"dlpt: wrote the text report to {opts.report.path}", file=sys.stderr, flush=True)
-        except (OSError, DlptError) as e:
-            print(
-                f"dlpt: could not write the text report to {opts.report.path}: {e}",
-                file=sys.stderr,
-                flush=True,
-            )
+
+def _to_stderr(msg: str) -> None:
+    print(f"dlpt: {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class CellEnding(Ending):
+    """The run's one ending (:class:`dlpt.finish.Ending`) with the status line the cell drew
+    while it ran, put away once the profile stopped."""
+
+    line: StatusLine | None = None
+
+    def stopped(self) -> None:
+        if self.line is not None:
+            self.line.stop()
+            self.line = None
+
+
+def _show(session: Session, opts: argparse.Namespace) -> None:
+    """What a notebook adds to the ending: the HTML report in the notebook (``--inline-html``)
+    and in a browser (``--open``)."""
     if opts.inline_html:
         from IPython.display import HTML, display
 
@@ -239,10 +268,10 @@ def run_profiled(
                 )
             )
         )
-    if failed is not None:  # the cell fails as it would have (a notebook's "run all" stops)
-        raise failed[1].with_traceback(failed[2])
-    if value is not None:
-        shell.displayhook(value)  # Out[N], as the cell would have shown it
+    if opts.open:
+        for o in opts.outputs:
+            if o.kind == "html" and os.path.isfile(o.abspath):
+                open_report(o.abspath, _to_stderr if not opts.quiet else (lambda _m: None))
 
 
 def _drop_outer_source(session: Session, outer: tuple[str, int] | None) -> None:
@@ -253,31 +282,6 @@ def _drop_outer_source(session: Session, outer: tuple[str, int] | None) -> None:
     sources = session.meta.get("sources")
     if isinstance(sources, dict) and isinstance(sources.get(outer[0]), dict):
         sources[outer[0]].pop(str(outer[1]), None)
-
-
-def _outputs(session: Session, opts: argparse.Namespace) -> None:
-    """The session (-o), the HTML report and the exports, as the command line writes them; a
-    file that cannot be written is said, and the cell goes on."""
-    say = (lambda _m: None) if opts.quiet else (lambda m: print(f"dlpt: {m}", file=sys.stderr, flush=True))
-    if opts.output is not None:
-        try:
-            session.save(opts.output, force=bool(opts.force))
-            say(f"saved profile to {opts.output}")
-        except (OSError, DlptError) as e:
-            print(f"dlpt: could not save the profile to {opts.output}: {e}", file=sys.stderr, flush=True)
-    if opts.outputs:
-
-        def tell(m: str) -> None:  # -q keeps failures
-            if not opts.quiet or m.startswith("could not"):
-                print(f"dlpt: {m}", file=sys.stderr, flush=True)
-
-        outputs.write_all(
-            session, opts.outputs, opts.metric, opts.show_all, tell, opts.peak_tflops, bool(opts.force)
-        )
-    if opts.open:
-        for o in opts.outputs:
-            if o.kind == "html" and os.path.isfile(o.abspath):
-                open_report(o.abspath, say)
 
 
 def line_magic(shell: Any, line: str, stack: list[tuple[str, int]]) -> None:

@@ -19,6 +19,7 @@ import io
 import shlex
 from collections.abc import Iterator
 
+from dlpt._version import __version__
 from dlpt.cli import outputs
 from dlpt.cli.main import build_parser as cli_parser
 from dlpt.cli.main import check_values
@@ -54,9 +55,7 @@ def _parse(prog: str, words: list[str]) -> argparse.Namespace:
         print(parser.format_help())
         raise HelpShown
     if any(w in ("-V", "--version") for w in words):
-        import dlpt
-
-        print(f"dlpt {getattr(dlpt, '__version__', 'unknown')}")
+        print(f"dlpt {__version__}")
         raise HelpShown
     opts = parser.parse_args(words)
     for flag, why in _NOT_HERE.items():

@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from dlpt import __version__
+from dlpt._version import __version__
 from dlpt.analysis.timeline import frame_label as line_label
 from dlpt.analysis.timeline import timeline_view
 from dlpt.errors import UsageError

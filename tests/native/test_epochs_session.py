@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from rich.console import Console
 
-from dlpt.capture.assemble import build_session, start_meta
+from dlpt.capture.assemble import RawCapture, build_session, start_meta
 from dlpt.capture.native import core
 from dlpt.model.session import Session
 from dlpt.renderers.html import render_html
@@ -42,15 +42,19 @@ def capture() -> dict[str, Any]:
 
 def session_of(raw: dict[str, Any]) -> Session:
     return build_session(
-        raw,
-        {**start_meta(gpu=False), "gpu": {"enabled": False, "reason": "test", "cupti": None}, "compile": []},
-        steps={"profiled": 3, "seen": 3, "skip_first": 0, "active": None, "source": "manual"},
-        step_wall_ns=[1, 1, 1],
-        wall_ns=3,
-        stop_s=0.0,
-        failures_before={},
-        sources=False,
-        step_on_matched=None,
+        RawCapture(
+            raw,
+            {
+                **start_meta(gpu=False),
+                "gpu": {"enabled": False, "reason": "test", "cupti": None},
+                "compile": [],
+            },
+            steps={"profiled": 3, "seen": 3, "skip_first": 0, "active": None, "source": "manual"},
+            step_wall_ns=[1, 1, 1],
+            wall_ns=3,
+            stop_s=0.0,
+            keep_source_text=False,
+        )
     )
 
 

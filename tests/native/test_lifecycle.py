@@ -205,16 +205,16 @@ def test_a_forked_child_leaves_its_parents_profile_alone(tmp_path: Path) -> None
 
 
 def _record_stop_steps(monkeypatch) -> list[bool]:
-    import dlpt.api
+    import dlpt.finish
 
     probes: list[bool] = []
-    real = dlpt.api.finish_session
+    real = dlpt.finish.finish_session
 
     def finish(session: Session, probe: bool = True) -> None:
         probes.append(probe)
         real(session, probe=probe)
 
-    monkeypatch.setattr(dlpt.api, "finish_session", finish)
+    monkeypatch.setattr(dlpt.finish, "finish_session", finish)
     return probes
 
 
@@ -251,7 +251,7 @@ def test_no_probe_after_the_gpu_failed_to_synchronise(monkeypatch) -> None:
 def test_a_forked_childs_own_profile_makes_no_probe(tmp_path: Path) -> None:
     r = _run(
         """
-        import os, torch, dlpt, dlpt.api as P
+        import os, torch, dlpt, dlpt.finish as P
         probes = []
         real = P.finish_session
         def finish(session, probe=True):

@@ -210,12 +210,14 @@ def test_capture_options_reach_the_profile(
     body = "def step():\n    return x @ x\nfor _ in range(6):\n    step()\n"
     cell = (
         f"%%dlpt --step-on step --skip-first 1 --memory --sample-hz 0 --timeline 2 --calibrate off "
-        f"--no-source --active 4 -q -o {out_file}\n{body}"
+        f"--no-source --active 4 --flops --pc-sampling --pc-sampling-steps 2 -q -o {out_file}\n{body}"
     )
     result, _ = run(shell, capsys, cell)
     assert result.success, result.error_in_exec
     meta = json.loads(out_file.read_text())["meta"]
     assert meta["memory"]["enabled"] is True
+    # --pc-sampling reaches the profile (on the CPU: the window it asked for, and why it is off).
+    assert meta["pc_sampling"]["steps"] == 2 and "flops" in meta
     assert meta["host"]["sampling"] is False and meta["timeline"]["steps"] == 2
     assert meta["step_time"]["calibrate"] is False and meta["steps"]["profiled"] == 4
     assert not meta.get("sources")  # --no-source

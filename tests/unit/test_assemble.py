@@ -12,8 +12,9 @@ from typing import Any
 from rich.console import Console
 
 from dlpt.analysis.diff import diff_sessions
-from dlpt.api import finish_session
-from dlpt.capture.assemble import build_session, start_meta
+from dlpt.capture.assemble import RawCapture, build_session, start_meta
+from dlpt.capture.profile_sources import Collectives, CompileEvents
+from dlpt.finish import finish_session
 from dlpt.model.processors import METRICS
 from dlpt.model.schema import EXTRAS, SCHEMA
 from dlpt.model.session import Session
@@ -96,18 +97,18 @@ def _session(tmp_path: Path, flops: bool = True) -> Session:
     script = tmp_path / "train.py"
     script.write_text("import torch\ntorch.distributed.all_reduce(x)\ny = x @ x\n")
     start = {**start_meta(gpu=False), "gpu": {"enabled": True, "reason": None, "cupti": None}, "compile": []}
-    session = build_session(
+    capture = RawCapture(
         _raw(str(script)),
         start,
         steps={"profiled": 1, "seen": 1, "skip_first": 0, "active": None, "source": "optimizer"},
         step_wall_ns=[20_000],
         wall_ns=20_000,
         stop_s=0.02,
-        failures_before={},
-        sources=True,
-        step_on_matched=None,
+        keep_source_text=True,
         flops=flops,
     )
+    # The sources every profile has that contribute without hooking (nothing was wrapped).
+    session = build_session(capture, [Collectives(), CompileEvents()])
     finish_session(session, probe=False)
     return session
 

@@ -1,5 +1,5 @@
 """Imports follow the pipeline (docs/architecture.md, "Layers", generated from ALLOWED below and
-held to it by test_layout_doc.py): model <- capture, analysis <- renderers <- api <- cli.
+held to it by test_layout_doc.py): model <- capture, analysis <- renderers <- finish <- api <- cli.
 
 - ``dlpt.model`` (the session, its tree and the naming knowledge every stage shares) imports
   nothing else of dlpt.
@@ -10,8 +10,10 @@ held to it by test_layout_doc.py): model <- capture, analysis <- renderers <- ap
   imports rich.
 - ``dlpt.renderers`` (terminal, HTML, exports) format the analysis; the HTML report and the
   exports never reach into the terminal renderer.
-- ``dlpt.api`` (``dlpt.profile``) and ``dlpt.cli`` sit on top; ``dlpt.notebook`` (the IPython
-  magic) beside the command line.
+- ``dlpt.finish`` (the one ending of a run) under ``dlpt.api`` (``dlpt.profile``, whose stop it
+  is) and ``dlpt.cli`` on top; ``dlpt.notebook`` (the IPython magic) beside the command line.
+- Nothing imports the package face (``dlpt/__init__.py``, above everything): the version is
+  ``dlpt._version``.
 
 No module imports another's private names. Function-level imports count too.
 """
@@ -27,14 +29,15 @@ import dlpt
 
 PKG = Path(dlpt.__file__).parent
 
-_BASE = ("dlpt.errors", "dlpt.log")
+_BASE = ("dlpt.errors", "dlpt.log", "dlpt._version")
 _MODEL = ("dlpt.model", *_BASE)
 
 # What each part of dlpt may import from dlpt (by module-name prefix; the longest prefix wins).
-# "dlpt" stands for the package itself: its __version__.
+# No part imports the package face ("dlpt"): it sits above everything (test_nothing_imports_the_face).
 ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.errors": (),
     "dlpt.log": (),
+    "dlpt._version": (),
     "dlpt.model": _MODEL,
     # Inside the model, the session format is the bottom: the tree and everything that reads it
     # build on it, never the other way round.
@@ -56,20 +59,30 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.model.schema",
     ),
     "dlpt.model.tree": ("dlpt.model.session",),
-    "dlpt.capture": ("dlpt", "dlpt.capture", "dlpt._C", *_MODEL),
+    "dlpt.capture": ("dlpt.capture", "dlpt._C", *_MODEL),
     "dlpt.analysis": ("dlpt.analysis", *_MODEL),
-    "dlpt.renderers": ("dlpt", "dlpt.renderers", "dlpt.analysis", *_MODEL),
+    "dlpt.renderers": ("dlpt.renderers", "dlpt.analysis", *_MODEL),
     # The page and the exports format the report model and the folded tree, never the terminal's.
     "dlpt.renderers.html": ("dlpt.renderers.html", "dlpt.analysis", *_MODEL),
-    "dlpt.renderers.exports": ("dlpt", "dlpt.analysis", *_MODEL),
-    "dlpt.api": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
-    "dlpt.cli": ("dlpt", "dlpt.cli", "dlpt.api", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    "dlpt.renderers.exports": ("dlpt.analysis", *_MODEL),
+    # The one ending of a run, under the API (whose stop it is) and the front ends.
+    "dlpt.finish": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    "dlpt.cli": (
+        "dlpt.cli",
+        "dlpt.api",
+        "dlpt.finish",
+        "dlpt.capture",
+        "dlpt.analysis",
+        "dlpt.renderers",
+        *_MODEL,
+    ),
     # The notebook magic is a front end like the command line (it shares its status line).
     "dlpt.notebook": (
-        "dlpt",
         "dlpt.notebook",
         "dlpt.cli",
         "dlpt.api",
+        "dlpt.finish",
         "dlpt.capture",
         "dlpt.analysis",
         "dlpt.renderers",
@@ -137,7 +150,8 @@ def test_no_private_names_cross_modules(path: Path) -> None:
     private = [
         f"{t}.{n}" if n else t
         for t, n in dlpt_imports(path)
-        if is_private(n) or is_private(t.rsplit(".", 1)[-1])
+        # dlpt._version: private to the package (not its API), shared by every layer on purpose.
+        if is_private(n) or (is_private(t.rsplit(".", 1)[-1]) and t != "dlpt._version")
     ]
     if (
         module_name(path) == "dlpt.capture.native"
@@ -145,6 +159,17 @@ def test_no_private_names_cross_modules(path: Path) -> None:
         assert private and all(p == "dlpt._C" or p.startswith("dlpt._C.") for p in private)
     else:
         assert private == []
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_nothing_imports_the_face(path: Path) -> None:
+    """The package face (dlpt/__init__.py) imports the API above everything: a module below it
+    importing ``dlpt`` (its ``__version__``, ``dlpt._C`` through it) is an arrow back up."""
+    assert [t for t, _ in dlpt_imports(path) if t == "dlpt"] == []
+
+
+def test_no_layer_may_import_the_face() -> None:
+    assert [k for k, v in ALLOWED.items() if "dlpt" in v] == []
 
 
 def test_the_layer_table_names_real_modules() -> None:

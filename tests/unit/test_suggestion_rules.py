@@ -379,7 +379,7 @@ def test_optimizer_loop_on_a_cpu_run_needs_the_sampled_python_between_the_ops(h:
 
 
 def test_stop_measures_pinned_copies_only_when_pageable_ones_were_seen(h: Any, monkeypatch: Any) -> None:
-    from dlpt import api as stop
+    from dlpt import finish as stop
 
     calls: list[tuple[int, int]] = []
 
