@@ -15,8 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from dlpt.analysis.inputs import analyze
+from dlpt.analysis.inputs import Analysis, analyze
 from dlpt.analysis.suggest import derive, to_meta
+from dlpt.analysis.view import SessionView, ViewOptions, build_view
 from dlpt.capture.cells import name_cells
 from dlpt.capture.pinned_probe import pinned_htod
 from dlpt.capture.profiler import Profile
@@ -43,12 +44,14 @@ def _pageable_htod(session: Session) -> tuple[int, int] | None:
     return (best[1], best[2]) if best is not None else None
 
 
-def finish_session(session: Session, probe: bool = True) -> None:
+def finish_session(session: Session, probe: bool = True, analysis: Analysis | None = None) -> None:
     """What dlpt adds to a session once capture stopped: ``meta.host_link_probe`` (a pinned
     host-to-device copy measured on the GPU, when the run copied from pageable memory and
     ``probe`` allows a measurement) and ``meta.suggestions``, so that a saved session shows what
-    was found when it was recorded. Never raises: a failure is logged and leaves the keys out
-    (reports then derive the suggestions themselves)."""
+    was found when it was recorded. ``analysis`` is the run's (its view's, analysed once for
+    every output: :mod:`dlpt.analysis.view`); None: the session is analysed here. Never raises:
+    a failure is logged and leaves the keys out (reports then derive the suggestions
+    themselves)."""
     try:
         gpu = session.meta.get("gpu")
         enabled = probe and isinstance(gpu, dict) and gpu.get("enabled") is True
@@ -57,7 +60,7 @@ def finish_session(session: Session, probe: bool = True) -> None:
             measured = pinned_htod(target[1], target[0])
             if measured is not None:
                 session.meta["host_link_probe"] = measured
-        session.meta["suggestions"] = to_meta(derive(analyze(session)))
+        session.meta["suggestions"] = to_meta(derive(analysis if analysis is not None else analyze(session)))
     except Exception:  # noqa: BLE001 - suggestions must never cost the profile; logged
         _log.debug("could not derive suggestions at stop", exc_info=True)
 
@@ -70,6 +73,11 @@ class profile(Profile):
 
     """ + (Profile.__doc__ or "").split("Its arguments:", 1)[-1]
 
+    #: What the run's view is made with (the command line sets its ``--all`` and ``--peak-tflops``).
+    view_options: ViewOptions = ViewOptions()
+    #: The session folded and analysed once, for its suggestions and every report (after stop).
+    view: SessionView | None = None
+
     def stop(self) -> Session | None:
         """Stop capture, flush all GPU activity and build the session, with its suggestions.
 
@@ -77,7 +85,8 @@ class profile(Profile):
         session = super().stop()
         if session is not None:
             name_cells(session)  # in IPython or Jupyter: cells as In [N]
-            finish_session(session, probe=self.gpu_usable)
+            self.view = build_view(session, self.view_options)
+            finish_session(session, probe=self.gpu_usable, analysis=self.view.analysis)
             self._save_for_joined()
         return session
 
@@ -110,4 +119,5 @@ class profile(Profile):
                 flush=True,
             )
             return
-        print_report(self.session, view=view, **options)
+        source = self.view if self.view is not None and self.view.session is self.session else self.session
+        print_report(source, view=view, **options)

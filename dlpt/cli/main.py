@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from dlpt.analysis.ranks.report import rank_report
+from dlpt.analysis.view import ViewOptions, build_view
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
 from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
 from dlpt.capture.pc_sampling import MAX_STEPS as PC_MAX_STEPS
@@ -453,7 +454,7 @@ def _finish(prof: Any, opts: argparse.Namespace, signals: Signals) -> bool:
             say = _say if role.chatty and not opts.quiet else _say_failures
             ok = (
                 outputs.write_all(
-                    prof.session, [mine], opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
+                    prof.view, [mine], opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
                 )
                 and ok
             )
@@ -510,9 +511,7 @@ def _report(
     if pages and not across:  # no other rank to be had: rank 0's own page where the job's was asked
         say = _say if not opts.quiet else _say_failures
         ok = (
-            outputs.write_all(
-                prof.session, pages, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
-            )
+            outputs.write_all(prof.view, pages, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force)
             and ok
         )
     if opts.no_report and not across:
@@ -631,6 +630,8 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         timeline=opts.timeline or 0,
         pc_sampling=(opts.pc_sampling_steps or PC_DEFAULT_STEPS) if opts.pc_sampling else False,
     )
+    # The session is folded and analysed once, at stop, for every output (dlpt.analysis.view).
+    prof.view_options = ViewOptions(show_all=opts.show_all, peak_tflops=opts.peak_tflops)
     if StatusLine.wanted(opts.quiet):
         _status_line[0] = StatusLine(prof.status).start()
     try:
@@ -684,18 +685,18 @@ def _load(opts: argparse.Namespace) -> int:
             _say(str(e))
             return EXIT_USAGE
         return 0
+    # Folded and analysed once for the report and every file (dlpt.analysis.view).
+    view = build_view(session, ViewOptions(show_all=opts.show_all, peak_tflops=opts.peak_tflops))
     if not opts.no_report:
         try:
             check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
         except DlptError as e:
             _say(f"not printing the report: {e}")
             return EXIT_USAGE
-        if not _print_loaded(opts, print_report, session, **render_kwargs(opts)):
+        if not _print_loaded(opts, print_report, view, **render_kwargs(opts)):
             return EXIT_USAGE
     say = _say_failures if opts.quiet else _say
-    ok = outputs.write_all(
-        session, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
-    )
+    ok = outputs.write_all(view, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force)
     if opts.open:
         _open_html(opts.outputs)
     return 0 if ok else EXIT_USAGE

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dlpt.analysis.ranks.report import RankReport
+from dlpt.analysis.view import SessionView
 from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.model.rank_paths import RANK_FIELD
 from dlpt.model.safe_files import check_output_path
@@ -135,7 +136,7 @@ def collect(opts: argparse.Namespace) -> list[Output]:
 
 
 def write_all(
-    session: Session,
+    session: Session | SessionView,
     outputs: list[Output],
     metric: str | None,
     show_all: bool,
@@ -143,7 +144,9 @@ def write_all(
     peak_tflops: float | None = None,
     force: bool = False,
 ) -> bool:
-    """Write every output; ``say`` reports each file written or failed. True if all worked.
+    """Write every output of a session, or of the run's view of it (folded and analysed once for
+    all of them: :mod:`dlpt.analysis.view`); ``say`` reports each file written or failed. True if
+    all worked.
     ``peak_tflops`` is the report option the HTML report's MFU uses, as the terminal's;
     ``force``: replace files dlpt did not write (``--force``)."""
     ok = True

@@ -25,6 +25,7 @@ import sys
 from types import CodeType, FrameType
 from typing import Any
 
+from dlpt.analysis.view import SessionView, ViewOptions, build_view
 from dlpt.api import finish_session
 from dlpt.capture.cells import cell_labels, cell_number, name_cells
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ
@@ -213,14 +214,16 @@ def run_profiled(
     _drop_outer_source(session, outer)
     name_cells(session, prefer=(file,))
     session.meta["argv"] = argv
-    finish_session(session, probe=prof.gpu_usable)
-    _outputs(session, opts)
+    # Folded and analysed once for the suggestions, the files and both reports (dlpt.analysis.view).
+    view = build_view(session, ViewOptions(show_all=opts.show_all, peak_tflops=opts.peak_tflops))
+    finish_session(session, probe=prof.gpu_usable, analysis=view.analysis)
+    _outputs(view, opts)
     if not opts.no_report:
         from dlpt.renderers.terminal.report import print_report
 
         try:
             with opts.report.open() as where:
-                print_report(session, **render_kwargs(opts), **where)
+                print_report(view, **render_kwargs(opts), **where)
             if opts.report.path is not None and not opts.quiet:
                 print(f"dlpt: wrote the text report to {opts.report.path}", file=sys.stderr, flush=True)
         except (OSError, DlptError) as e:
@@ -234,9 +237,7 @@ def run_profiled(
 
         display(
             HTML(
-                inline_report(
-                    session, metric=opts.metric, show_all=opts.show_all, peak_tflops=opts.peak_tflops
-                )
+                inline_report(view, metric=opts.metric, show_all=opts.show_all, peak_tflops=opts.peak_tflops)
             )
         )
     if failed is not None:  # the cell fails as it would have (a notebook's "run all" stops)
@@ -255,9 +256,10 @@ def _drop_outer_source(session: Session, outer: tuple[str, int] | None) -> None:
         sources[outer[0]].pop(str(outer[1]), None)
 
 
-def _outputs(session: Session, opts: argparse.Namespace) -> None:
-    """The session (-o), the HTML report and the exports, as the command line writes them; a
-    file that cannot be written is said, and the cell goes on."""
+def _outputs(view: SessionView, opts: argparse.Namespace) -> None:
+    """The session (-o), the HTML report and the exports of the run's view, as the command line
+    writes them; a file that cannot be written is said, and the cell goes on."""
+    session = view.session
     say = (lambda _m: None) if opts.quiet else (lambda m: print(f"dlpt: {m}", file=sys.stderr, flush=True))
     if opts.output is not None:
         try:
@@ -272,7 +274,7 @@ def _outputs(session: Session, opts: argparse.Namespace) -> None:
                 print(f"dlpt: {m}", file=sys.stderr, flush=True)
 
         outputs.write_all(
-            session, opts.outputs, opts.metric, opts.show_all, tell, opts.peak_tflops, bool(opts.force)
+            view, opts.outputs, opts.metric, opts.show_all, tell, opts.peak_tflops, bool(opts.force)
         )
     if opts.open:
         for o in opts.outputs:
