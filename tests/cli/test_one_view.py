@@ -102,11 +102,5 @@ def test_a_run_analyses_and_folds_its_session_once(runs: dict[str, tuple[Result,
         assert (where / f).stat().st_size > 0, f
     counts = json.loads((where / "counts.json").read_text())
     assert counts == {"analyses": 1, "folds": 1}, counts
-
-
-def test_the_run_saved_the_suggestions_of_its_one_analysis(runs: dict[str, tuple[Result, Path]]) -> None:
-    """The suggestions saved at stop come from the view the reports show (no second analysis)."""
-    r, where = runs["run"]
-    meta = json.loads((where / "p.json").read_text())["meta"]
-    assert isinstance(meta.get("suggestions"), list)
-    assert json.loads((where / "s.json").read_text())["profiles"]
+    if name == "run":  # the suggestions saved at stop were derived: from that one analysis
+        assert isinstance(json.loads((where / "p.json").read_text())["meta"].get("suggestions"), list)
