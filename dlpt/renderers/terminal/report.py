@@ -230,7 +230,7 @@ def _render(
     elif view == "suggestions":
         if not report.suggestions:
             parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
-        parts.append(WorkView(report.analysis, fmt))
+        parts.append(WorkView(sv.work, fmt))
     elif view == "summary":
         parts.extend([*gpu_tables(), syncs()] if gpu else [_no_gpu(session), syncs()])
         parts.extend([collectives(), api()])
@@ -245,7 +245,7 @@ def _render(
                 syncs(),
                 collectives(),
                 api(),
-                WorkView(report.analysis, fmt),
+                WorkView(sv.work, fmt),
             ]
         )
     return Group(*parts)
