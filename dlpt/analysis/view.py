@@ -7,8 +7,8 @@ suggestions). :func:`build_view` makes that once, as a :class:`SessionView`: the
 :class:`~dlpt.model.folding.FoldedTable` (the one folding of the run: the work outside steps and
 the per-step spreads reuse it), its whole tree, the :class:`~dlpt.analysis.inputs.Analysis` every
 fact and rule reads, the findings, the summary tables' rows (kernels, copies, CUDA API calls,
-syncs, collectives), the work tables' rows, the flat profiles and the report model in each
-wording asked for (ASCII or not). Renderers take a view and only format it.
+syncs, collectives), the work tables' rows, the timeline's layout, the flat profiles and the
+report model in each wording asked for (ASCII or not). Renderers take a view and only format it.
 
 What changes the numbers is in :class:`ViewOptions`; what only changes how they are shown (the
 metric ranked by, the threshold, the depth, ASCII, the width) is the renderer's.
@@ -30,6 +30,7 @@ from dlpt.analysis.intervals import LineHalfWidths, line_half_widths
 from dlpt.analysis.report import Report, assemble_report
 from dlpt.analysis.suggest import findings
 from dlpt.analysis.summary_tables import ApiRow, CopyRow, KernelRow, api_rows, copy_rows, kernel_rows
+from dlpt.analysis.timeline import TimelineView, timeline_view
 from dlpt.analysis.work_tables import WorkTables, work_tables
 from dlpt.model.folding import FoldedTable, SyncSite, compile_markers, has_outside, session_totals, whole_tree
 from dlpt.model.gc_pause import gc_paused
@@ -160,6 +161,11 @@ class SessionView:
     def work(self) -> WorkTables:
         """Lines and ops with recorded work (``--flops``), ranked, with their roofline bounds."""
         return work_tables(self.analysis)
+
+    @cached_property
+    def timeline(self) -> TimelineView | None:
+        """The timeline window's lanes, slices and flows (``--timeline N``; None: none kept)."""
+        return timeline_view(self.session.meta)
 
     @cached_property
     def flats(self) -> dict[str, list[FlatRow]]:

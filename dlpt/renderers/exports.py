@@ -28,7 +28,6 @@ from typing import Any
 
 from dlpt import __version__
 from dlpt.analysis.timeline import frame_label as line_label
-from dlpt.analysis.timeline import timeline_view
 from dlpt.analysis.view import SessionView, view_of
 from dlpt.errors import UsageError
 from dlpt.model.meta import program_argv
@@ -162,10 +161,11 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def perfetto(session: Session) -> dict[str, Any]:
-    """The Chrome trace (trace-event JSON) of the session's timeline window; UsageError when the
-    session holds none."""
-    view = timeline_view(session.meta)
+def perfetto(source: Session | SessionView) -> dict[str, Any]:
+    """The Chrome trace (trace-event JSON) of the timeline window of a session or of the run's
+    view of it; UsageError when the session holds none."""
+    sv = view_of(source)
+    session, view = sv.session, sv.timeline
     if view is None:
         raise UsageError("the session holds no timeline: profile with --timeline N to keep one")
     pid = (
@@ -280,7 +280,7 @@ def write_export(
     elif fmt == "folded":
         text = folded(source, metric, show_all)
     elif fmt == "perfetto":
-        text = json.dumps(perfetto(session), separators=(",", ":"), ensure_ascii=True) + "\n"
+        text = json.dumps(perfetto(source), separators=(",", ":"), ensure_ascii=True) + "\n"
     else:
         raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     write_text_file(path, text, f"{fmt} exports", force=force)

@@ -1,11 +1,12 @@
 """One view per run: a command line run with a text report, ``--html``, exports and ``-o`` (and
-the same with ``--load``) analyses its session once and folds it once (dlpt.analysis.view).
+the same with ``--load``) analyses its session once, folds it once and lays its timeline out
+once (dlpt.analysis.view).
 
 The counts come from a real run of the command line (:func:`dlpt.cli.main.main`, what ``python
 -m dlpt`` runs), in a subprocess whose driver wraps the constructors of
 :class:`dlpt.analysis.inputs.Analysis` (what ``analyze()`` makes) and
 :class:`dlpt.model.folding.FoldedTable` (a fold of the node table; the per-step spreads' fold is
-one too) before the command line starts.
+one too) and :class:`dlpt.analysis.timeline.TimelineView` before the command line starts.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ for _ in range(5):
 DRIVER = """\
 import json, os, sys
 from dlpt.analysis.inputs import Analysis
+from dlpt.analysis.timeline import TimelineView
 from dlpt.model.folding import FoldedTable
 
-counts = {"analyses": 0, "folds": 0}
+counts = {"analyses": 0, "folds": 0, "timelines": 0}
 where = os.path.abspath("counts.json")  # before the program may change directory
 
 
@@ -52,6 +54,7 @@ def counted(cls, key):
 
 counted(Analysis, "analyses")
 counted(FoldedTable, "folds")
+counted(TimelineView, "timelines")
 from dlpt.cli.main import main
 
 status = main(sys.argv[1:])
@@ -61,6 +64,8 @@ sys.exit(status)
 """
 
 OUTPUTS = ["--html", "r.html", "--export", "speedscope", "s.json", "--export", "folded", "f.txt"]
+# The timeline window (kept by the run named "run"), laid out once for the page and the trace.
+TIMELINE = ["--export", "perfetto", "t.json"]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +79,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
     first = run_many(
         {
             "run": Job(
-                ["drive.py", *OUTPUTS, "-o", "p.json", "--skip-first", "2", "prog.py"],
+                [
+                    "drive.py",
+                    *OUTPUTS,
+                    *TIMELINE,
+                    "--timeline",
+                    "2",
+                    "-o",
+                    "p.json",
+                    "--skip-first",
+                    "2",
+                    "prog.py",
+                ],
                 dirs["run"],
                 dlpt=False,
             ),
@@ -87,7 +103,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
     )
     (dirs["load"] / "p.json").write_bytes((dirs["run"] / "p.json").read_bytes())
     second = run_many(
-        {"load": Job(["drive.py", "--load", "p.json", *OUTPUTS, "--view", "all"], dirs["load"], dlpt=False)}
+        {
+            "load": Job(
+                ["drive.py", "--load", "p.json", *OUTPUTS, *TIMELINE, "--view", "all"],
+                dirs["load"],
+                dlpt=False,
+            )
+        }
     )
     return {k: (r, dirs[k]) for k, r in {**first, **second}.items()}
 
@@ -98,9 +120,10 @@ def test_a_run_analyses_and_folds_its_session_once(runs: dict[str, tuple[Result,
     assert r.rc == 0, r.err
     # Every output was made, from the one view.
     assert "By source line" in r.out or name == "run"
-    for f in ("r.html", "s.json", "f.txt"):
+    timeline = name != "all"
+    for f in ("r.html", "s.json", "f.txt", *(["t.json"] if timeline else [])):
         assert (where / f).stat().st_size > 0, f
     counts = json.loads((where / "counts.json").read_text())
-    assert counts == {"analyses": 1, "folds": 1}, counts
+    assert counts == {"analyses": 1, "folds": 1, "timelines": int(timeline)}, counts
     if name == "run":  # the suggestions saved at stop were derived: from that one analysis
         assert isinstance(json.loads((where / "p.json").read_text())["meta"].get("suggestions"), list)

@@ -307,7 +307,7 @@ def build_model(
         "has_sources": bool(stored),
         "header": header,
         "units": units_model(),
-        "timeline": timeline_model(session.meta, strings),
+        "timeline": timeline_model(sv.timeline, strings),
     }
 
 
