@@ -73,7 +73,7 @@ class profile(Profile):
 
     """ + (Profile.__doc__ or "").split("Its arguments:", 1)[-1]
 
-    #: What the run's view is made with (the command line sets its ``--all`` and ``--peak-tflops``).
+    #: What the run's view is made with (the command line sets its ``--show-all`` and ``--peak-tflops``).
     view_options: ViewOptions = ViewOptions()
     #: The session folded and analysed once, for its suggestions and every report (after stop).
     view: SessionView | None = None
