@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from dlpt import finish
+from dlpt.analysis.view import SessionView, ViewOptions
 from dlpt.capture.profiler import Profile
 from dlpt.model.session import Session
 
@@ -33,11 +34,17 @@ class profile(Profile):
 
     """ + (Profile.__doc__ or "").split("Its arguments:", 1)[-1]
 
+    #: What the run's view is made with (the command line sets its ``--show-all`` and ``--peak-tflops``).
+    view_options: ViewOptions = ViewOptions()
+    #: The session folded and analysed once, for its suggestions and every report (after stop).
+    view: SessionView | None = None
+
     def stop(self) -> Session | None:
         """Stop capture, flush all GPU activity and build the session, with its suggestions.
 
         A profile that joined a running one only leaves it and returns None."""
-        return finish.stop(self)
+        self.view = finish.stop_viewed(self, options=self.view_options)
+        return self.view.session if self.view is not None else None
 
     def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         """``@dlpt.profile(...)``: profile each call of ``fn`` and print the report after it."""
@@ -68,4 +75,5 @@ class profile(Profile):
                 flush=True,
             )
             return
-        print_report(self.session, view=view, **options)
+        source = self.view if self.view is not None and self.view.session is self.session else self.session
+        print_report(source, view=view, **options)

@@ -27,8 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dlpt.analysis.inputs import analyze
+from dlpt.analysis.inputs import Analysis, analyze
 from dlpt.analysis.suggest import derive, to_meta
+from dlpt.analysis.view import SessionView, ViewOptions, build_view
 from dlpt.capture.cells import name_cells
 from dlpt.capture.pinned_probe import pinned_htod
 from dlpt.capture.profiler import Profile
@@ -36,7 +37,16 @@ from dlpt.errors import DlptError
 from dlpt.model.session import Session
 from dlpt.renderers.exports import write_export
 
-__all__ = ["Ending", "Output", "ReportDestination", "finish_session", "stop", "write_all", "write_one"]
+__all__ = [
+    "Ending",
+    "Output",
+    "ReportDestination",
+    "finish_session",
+    "stop",
+    "stop_viewed",
+    "write_all",
+    "write_one",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -57,12 +67,14 @@ def _pageable_htod(session: Session) -> tuple[int, int] | None:
     return (best[1], best[2]) if best is not None else None
 
 
-def finish_session(session: Session, probe: bool = True) -> None:
+def finish_session(session: Session, probe: bool = True, analysis: Analysis | None = None) -> None:
     """What dlpt adds to a session once capture stopped: ``meta.host_link_probe`` (a pinned
     host-to-device copy measured on the GPU, when the run copied from pageable memory and
     ``probe`` allows a measurement) and ``meta.suggestions``, so that a saved session shows what
-    was found when it was recorded. Never raises: a failure is logged and leaves the keys out
-    (reports then derive the suggestions themselves)."""
+    was found when it was recorded. ``analysis`` is the run's (its view's, analysed once for
+    every output: :mod:`dlpt.analysis.view`); None: the session is analysed here. Never raises:
+    a failure is logged and leaves the keys out (reports then derive the suggestions
+    themselves)."""
     try:
         enabled = probe and session.typed_meta.gpu_enabled is True
         target = _pageable_htod(session) if enabled else None
@@ -70,26 +82,44 @@ def finish_session(session: Session, probe: bool = True) -> None:
             measured = pinned_htod(target[1], target[0])
             if measured is not None:
                 session.meta["host_link_probe"] = measured
-        session.meta["suggestions"] = to_meta(derive(analyze(session)))
+        session.meta["suggestions"] = to_meta(derive(analysis if analysis is not None else analyze(session)))
     except Exception:  # noqa: BLE001 - suggestions must never cost the profile; logged
         _log.debug("could not derive suggestions at stop", exc_info=True)
 
 
+def stop_viewed(
+    prof: Profile,
+    tidy: Callable[[Session], None] | None = None,
+    prefer: Sequence[str] = (),
+    options: ViewOptions | None = None,
+) -> SessionView | None:
+    """Stop ``prof``'s capture and complete its session, viewed once (folded and analysed with
+    ``options``: :mod:`dlpt.analysis.view`) for its suggestions and every output of the run;
+    None for a profile that joined a running one (it only leaves it). ``tidy`` changes the
+    session first, before anything reads it (the notebook marks the frames above the magic as
+    library code); ``prefer``: the files whose text wins where several files are one IPython
+    cell."""
+    session = Profile.stop(prof)  # the capture's own stop (dlpt.profile.stop ends here)
+    if session is None:
+        return None
+    if tidy is not None:
+        tidy(session)
+    name_cells(session, prefer=prefer)  # in IPython or Jupyter: cells as In [N]
+    view = build_view(session, options or ViewOptions())
+    finish_session(session, probe=prof.gpu_usable, analysis=view.analysis)
+    prof.save_for_joined()
+    return view
+
+
 def stop(
-    prof: Profile, tidy: Callable[[Session], None] | None = None, prefer: Sequence[str] = ()
+    prof: Profile,
+    tidy: Callable[[Session], None] | None = None,
+    prefer: Sequence[str] = (),
+    options: ViewOptions | None = None,
 ) -> Session | None:
-    """Stop ``prof``'s capture and complete its session; None for a profile that joined a running
-    one (it only leaves it). ``tidy`` changes the session first, before anything reads it (the
-    notebook marks the frames above the magic as library code); ``prefer``: the files whose text
-    wins where several files are one IPython cell."""
-    session = Profile.stop(prof)  # the capture's own stop (dlpt.profile.stop is this function)
-    if session is not None:
-        if tidy is not None:
-            tidy(session)
-        name_cells(session, prefer=prefer)  # in IPython or Jupyter: cells as In [N]
-        finish_session(session, probe=prof.gpu_usable)
-        prof.save_for_joined()
-    return session
+    """:func:`stop_viewed`'s session."""
+    view = stop_viewed(prof, tidy, prefer, options)
+    return view.session if view is not None else None
 
 
 # -- the files ------------------------------------------------------------------------------------
@@ -113,7 +143,7 @@ class Output:
 
 
 def write_all(
-    session: Session,
+    session: Session | SessionView,
     outputs: Sequence[Output],
     metric: str | None,
     show_all: bool,
@@ -121,7 +151,9 @@ def write_all(
     peak_tflops: float | None = None,
     force: bool = False,
 ) -> bool:
-    """Write every output; ``say`` reports each file written or failed. True if all worked.
+    """Write every output of a session, or of the run's view of it (folded and analysed once for
+    all of them: :mod:`dlpt.analysis.view`); ``say`` reports each file written or failed. True if
+    all worked.
     ``peak_tflops`` is the report option the HTML report's MFU uses, as the terminal's;
     ``force``: replace files dlpt did not write (``--force``)."""
     ok = True
@@ -200,6 +232,7 @@ class Ending:
     tidy: Callable[[Session], None] | None = None
     prefer: Sequence[str] = ()
     session: Session | None = None  # once stopped: the finished session
+    view: SessionView | None = None  # once stopped: the session folded and analysed once
     saved: str = ""  # where the session was saved, once it was
 
     def run(self, prof: Profile) -> bool:
@@ -208,16 +241,17 @@ class Ending:
         ok = True
         with self.held():
             try:
-                session = stop(prof, self.tidy, self.prefer)
+                view = stop_viewed(prof, self.tidy, self.prefer, self.view_options())
             except Exception as e:  # noqa: BLE001 - said; the program's own outcome still follows
                 self.say(f"failed to stop the profiler: {e}")
                 return False
             finally:
                 self.stopped()
             self.step_done()
-            if session is None:  # joined a running profile: that one's ending writes and reports
+            if view is None:  # joined a running profile: that one's ending writes and reports
                 return True
-            self.session = session
+            self.view, self.session = view, view.session
+            session = view.session
             self.placed(session)
             if self.session_file is not None:
                 ok = self.save(session) and ok
@@ -227,11 +261,20 @@ class Ending:
                 if not self.writes_later(o):
                     mine = [self.own(o)]
                     metric, show_all, peak = r.get("metric"), bool(r.get("show_all")), r.get("peak_tflops")
-                    ok = write_all(session, mine, metric, show_all, self.file_say, peak, self.force) and ok
+                    ok = write_all(view, mine, metric, show_all, self.file_say, peak, self.force) and ok
                 self.step_done()
         return self.finish_report(session) and ok
 
     # -- the steps a front door may refine -----------------------------------------------------
+
+    def view_options(self) -> ViewOptions:
+        """What the run's view is made with: the report's ``show_all`` and ``peak_tflops``."""
+        r = self.render
+        return ViewOptions(show_all=bool(r.get("show_all")), peak_tflops=r.get("peak_tflops"))
+
+    def viewed(self, session: Session) -> Session | SessionView:
+        """``session``'s view when it is this run's (every output formats the one view)."""
+        return self.view if self.view is not None and self.view.session is session else session
 
     def held(self) -> contextlib.AbstractContextManager[object]:
         """Around stopping, saving and the files (the command line holds signals there)."""
@@ -294,4 +337,4 @@ class Ending:
         width and colour): the one place a run's report is rendered."""
         from dlpt.renderers.terminal.report import print_report
 
-        print_report(session, **self.render, **where)
+        print_report(self.viewed(session), **self.render, **where)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from dlpt.model.folding import FoldedTable
 from dlpt.model.processors import flatten_by_line
 from dlpt.model.session import Session
 from dlpt.model.spread import SpreadTable, has_moments
@@ -19,15 +20,19 @@ __all__ = ["LineHalfWidths", "line_half_widths"]
 LineHalfWidths = dict[tuple[str, int], tuple[dict[str, int], dict[str, int]]]
 
 
-def line_half_widths(session: Session, show_all: bool = False) -> LineHalfWidths | None:
-    """Each line's 95% half-widths (folded as the report folds, ``show_all`` as there); None for
-    a session without per-step second moments (saved before format 3, or fewer than 2 steps)."""
+def line_half_widths(
+    session: Session, show_all: bool = False, folded: FoldedTable | None = None
+) -> LineHalfWidths | None:
+    """Each line's 95% half-widths (folded as the report folds, ``show_all`` as there, or as
+    ``folded``, the report's own folding, without folding again); None for a session without
+    per-step second moments (saved before format 3, or fewer than 2 steps)."""
     if not has_moments(session):
         return None
     n = session.typed_meta.profiled_steps
     factor = t_quantile(1 - (1 - LEVEL) / 2, n - 1) / math.sqrt(n)
+    spreads = SpreadTable(session, show_all) if folded is None else SpreadTable.sharing(folded, n)
     out: LineHalfWidths = {}
-    for row in flatten_by_line(SpreadTable(session, show_all).tree()):
+    for row in flatten_by_line(spreads.tree()):
         key = (row.node.file, row.node.line)
         own = {k: round(math.sqrt(v) * factor) for k, v in row.self.items()}
         inc = {k: round(math.sqrt(v) * factor) for k, v in row.inclusive.items()}

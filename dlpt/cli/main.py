@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 
 from dlpt._version import __version__
 from dlpt.analysis.ranks.report import rank_report
+from dlpt.analysis.view import ViewOptions, build_view
 from dlpt.api import profile
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
 from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
@@ -516,7 +517,7 @@ class CliEnding(Ending):
             say = _say if not opts.quiet else _say_failures
             ok = (
                 outputs.write_all(
-                    session, pages, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
+                    self.viewed(session), pages, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
                 )
                 and ok
             )
@@ -696,18 +697,18 @@ def _load(opts: argparse.Namespace) -> int:
             _say(str(e))
             return EXIT_USAGE
         return 0
+    # Folded and analysed once for the report and every file (dlpt.analysis.view).
+    view = build_view(session, ViewOptions(show_all=opts.show_all, peak_tflops=opts.peak_tflops))
     if not opts.no_report:
         try:
             check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
         except DlptError as e:
             _say(f"not printing the report: {e}")
             return EXIT_USAGE
-        if not _print_loaded(opts, print_report, session, **render_kwargs(opts)):
+        if not _print_loaded(opts, print_report, view, **render_kwargs(opts)):
             return EXIT_USAGE
     say = _say_failures if opts.quiet else _say
-    ok = outputs.write_all(
-        session, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force
-    )
+    ok = outputs.write_all(view, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force)
     if opts.open:
         _open_html(opts.outputs)
     return 0 if ok else EXIT_USAGE

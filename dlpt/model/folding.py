@@ -17,6 +17,7 @@ the exports and ``dlpt diff`` (which also want each node's forward/backward/comp
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -117,6 +118,13 @@ class FoldedTable:
                     if self.ctx[d] < 0:
                         self.ctx[d] = ctx[c]
         self._totals: dict[str, int] | None = None
+
+    def with_field(self, field: str) -> FoldedTable:
+        """The same folding over another node field (``"o"``: the work outside steps), without
+        folding the table again: the folds depend on the nodes, not on their metrics."""
+        other = copy.copy(self)
+        other.field, other._totals = field, None
+        return other
 
     def leaf_nodes(self, *kinds: str) -> list[dict[str, Any]]:
         """The recorded nodes of these leaf kinds ("kernel", "memcpy", "memset", "sync")."""

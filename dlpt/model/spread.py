@@ -56,6 +56,15 @@ class SpreadTable(FoldedTable):
         self._steps = session.typed_meta.profiled_steps
         super().__init__(session, show_all, contexts)
 
+    @classmethod
+    def sharing(cls, folded: FoldedTable, steps: int) -> SpreadTable:
+        """``folded``'s folding with the spreads as its metrics: the table is not folded again
+        (the folds depend on the nodes, not on their metrics)."""
+        spread = cls.__new__(cls)
+        spread.__dict__.update(folded.__dict__)
+        spread._steps, spread._totals = steps, None
+        return spread
+
     def _metrics(self, n: Mapping[str, Any]) -> Mapping[str, int]:
         q = n.get("q")
         if not q:

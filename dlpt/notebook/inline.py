@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 
+from dlpt.analysis.view import SessionView
 from dlpt.model.processors import Metric
 from dlpt.model.session import Session
 from dlpt.renderers.html import render_html
@@ -21,13 +22,14 @@ HEIGHT_PX = 760
 
 
 def inline_report(
-    session: Session,
+    session: Session | SessionView,
     metric: str | Metric | None = None,
-    show_all: bool = False,
+    show_all: bool | None = None,
     peak_tflops: float | None = None,
 ) -> str:
-    """An ``<iframe>`` holding the HTML report of ``session``, for ``IPython.display.HTML`` (in a
-    ``<div>``: IPython warns about HTML that starts with an iframe)."""
+    """An ``<iframe>`` holding the HTML report of ``session`` (or the run's view of it), for
+    ``IPython.display.HTML`` (in a ``<div>``: IPython warns about HTML that starts with an
+    iframe)."""
     page = render_html(session, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
     return (
         '<div class="dlpt-inline">'

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
+from dlpt.analysis.view import SessionView
 from dlpt.api import profile
 from dlpt.capture.cells import cell_labels, cell_number
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ
@@ -230,8 +231,8 @@ def run_profiled(
     except BaseException:  # noqa: BLE001 - raised again after the report
         failed = sys.exc_info()
     ending.run(prof)  # what failed there was said; the cell's own outcome follows
-    if ending.session is not None:  # None: the stop failed (said), or it joined a running profile
-        _show(ending.session, opts)
+    if ending.view is not None:  # None: the stop failed (said), or it joined a running profile
+        _show(ending.view, opts)
     if failed is not None:  # the cell fails as it would have (a notebook's "run all" stops)
         raise failed[1].with_traceback(failed[2])
     if value is not None:
@@ -255,7 +256,7 @@ class CellEnding(Ending):
             self.line = None
 
 
-def _show(session: Session, opts: argparse.Namespace) -> None:
+def _show(view: SessionView, opts: argparse.Namespace) -> None:
     """What a notebook adds to the ending: the HTML report in the notebook (``--inline-html``)
     and in a browser (``--open``)."""
     if opts.inline_html:
@@ -263,9 +264,7 @@ def _show(session: Session, opts: argparse.Namespace) -> None:
 
         display(
             HTML(
-                inline_report(
-                    session, metric=opts.metric, show_all=opts.show_all, peak_tflops=opts.peak_tflops
-                )
+                inline_report(view, metric=opts.metric, show_all=opts.show_all, peak_tflops=opts.peak_tflops)
             )
         )
     if opts.open:

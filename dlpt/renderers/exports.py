@@ -14,8 +14,9 @@
   queued. Each slice names its source line in its args.
 
 Both hold raw totals over the profiled window (not per step), from the same tree the terminal
-report shows (library frames folded unless ``show_all``), so the weights of all samples, or the
-values of all folded lines, sum to the session's total of the metric.
+report shows (the run's :class:`~dlpt.analysis.view.SessionView`'s whole tree: library frames
+folded unless ``show_all``), so the weights of all samples, or the values of all folded lines, sum
+to the session's total of the metric.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from typing import Any
 
 from dlpt._version import __version__
 from dlpt.analysis.timeline import frame_label as line_label
-from dlpt.analysis.timeline import timeline_view
+from dlpt.analysis.view import SessionView, view_of
 from dlpt.errors import UsageError
-from dlpt.model.folding import report_tree
 from dlpt.model.meta import program_argv
 from dlpt.model.own_files import FOLDED_HEADER
 from dlpt.model.processors import METRICS, Metric, default_metric, get_metric
@@ -80,11 +80,13 @@ def _program(session: Session) -> str:
 
 
 def speedscope(
-    session: Session, metric: str | Metric | None = None, show_all: bool = False
+    source: Session | SessionView, metric: str | Metric | None = None, show_all: bool | None = None
 ) -> dict[str, Any]:
-    """The speedscope file of ``session``: one profile per metric with a non-zero total;
-    ``metric`` (default: GPU time if any, else CPU op time) is the one speedscope opens."""
-    root = report_tree(session, show_all)
+    """The speedscope file of a session or of the run's view of it (``show_all`` None: as the
+    view is): one profile per metric with a non-zero total; ``metric`` (default: GPU time if
+    any, else CPU op time) is the one speedscope opens."""
+    sv = view_of(source, show_all)
+    session, root = sv.session, sv.whole
     first = get_metric(metric) if metric is not None else default_metric(root)
     frames: list[dict[str, Any]] = []
     index: dict[tuple[str, str, int], int] = {}
@@ -136,10 +138,13 @@ def speedscope(
     }
 
 
-def folded(session: Session, metric: str | Metric | None = None, show_all: bool = False) -> str:
-    """Folded stacks of ``session`` for one metric: ``a;b;c value`` per distinct stack (in tree
-    order), integer values. Semicolons inside names would split frames, so they become commas."""
-    root = report_tree(session, show_all)
+def folded(
+    source: Session | SessionView, metric: str | Metric | None = None, show_all: bool | None = None
+) -> str:
+    """Folded stacks of a session or of the run's view of it for one metric: ``a;b;c value`` per
+    distinct stack (in tree order), integer values. Semicolons inside names would split frames,
+    so they become commas."""
+    root = view_of(source, show_all).whole
     m = get_metric(metric) if metric is not None else default_metric(root)
     lines: dict[str, int] = {}
     for path, v in _paths(root, m):
@@ -156,10 +161,11 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def perfetto(session: Session) -> dict[str, Any]:
-    """The Chrome trace (trace-event JSON) of the session's timeline window; UsageError when the
-    session holds none."""
-    view = timeline_view(session.meta)
+def perfetto(source: Session | SessionView) -> dict[str, Any]:
+    """The Chrome trace (trace-event JSON) of the timeline window of a session or of the run's
+    view of it; UsageError when the session holds none."""
+    sv = view_of(source)
+    session, view = sv.session, sv.timeline
     if view is None:
         raise UsageError("the session holds no timeline: profile with --timeline N to keep one")
     pid = (
@@ -253,27 +259,28 @@ def perfetto(session: Session) -> dict[str, Any]:
 
 
 def write_export(
-    session: Session,
+    source: Session | SessionView,
     fmt: str,
     path: str | os.PathLike[str],
     metric: str | Metric | None = None,
-    show_all: bool = False,
+    show_all: bool | None = None,
     *,
     force: bool = False,
 ) -> None:
-    """Write the ``fmt`` export of ``session`` to ``path`` atomically (an existing file only if
-    dlpt wrote it, or with ``force``: dlpt.model.safe_files). The tree's exports are made of at
-    most dlpt.model.render_limit's nodes."""
+    """Write the ``fmt`` export of a session or of the run's view of it to ``path`` atomically
+    (an existing file only if dlpt wrote it, or with ``force``: dlpt.model.safe_files). The
+    tree's exports are made of at most dlpt.model.render_limit's nodes."""
+    session = source.session if isinstance(source, SessionView) else source
     if fmt in ("speedscope", "folded"):
         check_renderable(len(session.nodes), f"a {fmt} export")
     if fmt == "speedscope":
         text = (
-            json.dumps(speedscope(session, metric, show_all), separators=(",", ":"), ensure_ascii=True) + "\n"
+            json.dumps(speedscope(source, metric, show_all), separators=(",", ":"), ensure_ascii=True) + "\n"
         )
     elif fmt == "folded":
-        text = folded(session, metric, show_all)
+        text = folded(source, metric, show_all)
     elif fmt == "perfetto":
-        text = json.dumps(perfetto(session), separators=(",", ":"), ensure_ascii=True) + "\n"
+        text = json.dumps(perfetto(source), separators=(",", ":"), ensure_ascii=True) + "\n"
     else:
         raise UsageError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     write_text_file(path, text, f"{fmt} exports", force=force)

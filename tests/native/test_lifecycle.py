@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -210,9 +211,9 @@ def _record_stop_steps(monkeypatch) -> list[bool]:
     probes: list[bool] = []
     real = dlpt.finish.finish_session
 
-    def finish(session: Session, probe: bool = True) -> None:
+    def finish(session: Session, probe: bool = True, analysis: Any = None) -> None:
         probes.append(probe)
-        real(session, probe=probe)
+        real(session, probe=probe, analysis=analysis)
 
     monkeypatch.setattr(dlpt.finish, "finish_session", finish)
     return probes
@@ -254,9 +255,9 @@ def test_a_forked_childs_own_profile_makes_no_probe(tmp_path: Path) -> None:
         import os, torch, dlpt, dlpt.finish as P
         probes = []
         real = P.finish_session
-        def finish(session, probe=True):
+        def finish(session, probe=True, analysis=None):
             probes.append(probe)
-            real(session, probe=probe)
+            real(session, probe=probe, analysis=analysis)
         P.finish_session = finish
         pid = os.fork()
         if pid:

@@ -1,5 +1,5 @@
 """The three front doors (``dlpt.profile``, the command line, the notebook magic) finish a run
-through one path, :mod:`dlpt.finish`: each reaches :func:`dlpt.finish.stop` exactly once per run
+through one path, :mod:`dlpt.finish`: each reaches :func:`dlpt.finish.stop_viewed` exactly once per run
 (the session completed: cells named, suggestions), and the command line and the magic run the
 whole ending (:meth:`dlpt.finish.Ending.run`: save, every file, the text report) exactly once.
 A door that finished by hand (stopping the capture itself, writing its own files) would not
@@ -26,7 +26,7 @@ from tests.cli.helpers import env
 def reached(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often each door reached the finisher's stop and its whole ending."""
     counts = {"stop": 0, "ending": 0}
-    real_stop, real_run = dlpt.finish.stop, dlpt.finish.Ending.run
+    real_stop, real_run = dlpt.finish.stop_viewed, dlpt.finish.Ending.run
 
     def stop(*args: Any, **kwargs: Any) -> Any:
         counts["stop"] += 1
@@ -36,7 +36,7 @@ def reached(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["ending"] += 1
         return real_run(self, prof)
 
-    monkeypatch.setattr(dlpt.finish, "stop", stop)
+    monkeypatch.setattr(dlpt.finish, "stop_viewed", stop)
     monkeypatch.setattr(dlpt.finish.Ending, "run", run)
     return counts
 
@@ -64,14 +64,14 @@ def test_the_api_stops_through_the_finisher(reached: dict[str, int]) -> None:
 _CLI = """
 import sys, dlpt.finish as F
 counts = {"stop": 0, "ending": 0}
-real_stop, real_run = F.stop, F.Ending.run
+real_stop, real_run = F.stop_viewed, F.Ending.run
 def stop(*a, **k):
     counts["stop"] += 1
     return real_stop(*a, **k)
 def run(self, prof):
     counts["ending"] += 1
     return real_run(self, prof)
-F.stop, F.Ending.run = stop, run
+F.stop_viewed, F.Ending.run = stop, run
 from dlpt.cli.main import main
 status = main(sys.argv[1:])
 import json

@@ -10,6 +10,7 @@ import pytest
 
 from dlpt.analysis.inputs import analyze
 from dlpt.analysis.mfu import mfu
+from dlpt.analysis.view import build_view
 from dlpt.analysis.work import line_work
 from dlpt.errors import UsageError
 from dlpt.model.folding import report_tree
@@ -74,7 +75,7 @@ def _shape(root: Any) -> list[tuple[Any, ...]]:
     return [(d, n.kind, n.name, n.file, n.line, n.inclusive) for n, d in walk(root)]
 
 
-def test_insights_read_the_same_folded_tree_as_every_other_view(h: Any, monkeypatch: Any) -> None:
+def test_insights_read_the_same_folded_tree_as_every_other_view(h: Any) -> None:
     """The analysis' tree is report_tree's (FoldedTable: library frames folded, lone <forward>
     phases dropped), so a line's kernel time in the work table is its self time in the flat
     view's "By source line" and its FLOPs the tree's."""
@@ -89,20 +90,11 @@ def test_insights_read_the_same_folded_tree_as_every_other_view(h: Any, monkeypa
         row = flat[(lw.line.file, lw.line.line)]
         assert lw.kernel_ns == row.self.get("gpu_ns", 0)
         assert lw.flops == row.self.get("flops", 0)  # forward on the line, backward grafted under it
-    # The report hands the analysis its own tree (built once, when something walks it).
-    import dlpt.renderers.terminal.report as report
-
-    seen: list[Any] = []
-    real = report.build_report
-
-    def spy(*args: Any, **kw: Any) -> Any:
-        seen.append(real(*args, **kw))
-        return seen[-1]
-
-    monkeypatch.setattr(report, "build_report", spy)
-    h.render_text(render(session, view="all", threshold=0.0))
-    (used,) = seen
-    assert _shape(used.analysis.root) == _shape(whole)
+    # The report's analysis walks the run's view's own tree (built once, when something walks it).
+    sv = build_view(session)
+    h.render_text(render(sv, view="all", threshold=0.0))
+    assert sv.report().analysis is sv.analysis and sv.analysis.root is sv.whole
+    assert _shape(sv.whole) == _shape(whole)
 
 
 def test_header_prints_the_mfu_formula_and_the_idle_split(h: Any) -> None:

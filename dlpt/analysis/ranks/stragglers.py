@@ -96,6 +96,8 @@ GPU_COMPUTE = Metric(
     lambda m: METRICS["gpu"](m) - m.get("comm_ns", 0),
 )
 HOST = METRICS["host"]
+
+
 def _at_least_0(v: Any) -> Any:
     return v.clamp(min=0) if isinstance(v, torch.Tensor) else max(0, v)
 

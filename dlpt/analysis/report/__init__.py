@@ -1,8 +1,10 @@
 """The report model: everything a report says about a session, computed once.
 
-:func:`build_report` turns a session (and every option that changes what is said: the peak for
-MFU, ASCII-only text) into a :class:`Report`: the header's facts in the order the terminal prints
-them (each with its text, its short label and value for the HTML page, and how much it matters),
+:func:`assemble_report` turns a session's analysis (:mod:`dlpt.analysis.view` makes it once per
+run; :func:`build_report` on its own for one session) and every option that changes what is said
+(the peak for MFU, ASCII-only text) into a :class:`Report`: the header's facts in the order the
+terminal prints them (each with its text, its short label and value for the HTML page, and how
+much it matters),
 the per-step totals, the torch.compile summary and the suggestions with their wording. The
 terminal report, the HTML report and the cross-rank report format it; none of them computes a
 fact of its own (``tests/unit/test_report_parity.py`` holds the terminal and the page to the same
@@ -19,7 +21,16 @@ cost, dropped and unattributed records), :mod:`.measures` (MFU, idle per step, F
 :func:`dlpt.analysis.communication.comm_facts`.
 """
 
-from dlpt.analysis.report.build import build_report
+from dlpt.analysis.report.build import assemble_report, build_report
 from dlpt.analysis.report.model import CompileSummary, Fact, Level, Located, Report, Suggestion
 
-__all__ = ["build_report", "Report", "Fact", "Level", "CompileSummary", "Located", "Suggestion"]
+__all__ = [
+    "build_report",
+    "assemble_report",
+    "Report",
+    "Fact",
+    "Level",
+    "CompileSummary",
+    "Located",
+    "Suggestion",
+]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Sequence
 
 from dlpt.analysis.communication import comm_facts
+from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis, analyze
 from dlpt.analysis.report.compile_summary import attribution_facts, compile_summary
 from dlpt.analysis.report.gpu import capture_facts, device_facts, graph_facts, record_facts, self_cost, totals
@@ -28,7 +29,7 @@ from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.model.units import Units
 
-__all__ = ["build_report", "separator"]
+__all__ = ["build_report", "assemble_report", "separator"]
 
 
 def separator(ascii: bool) -> str:
@@ -39,22 +40,33 @@ def separator(ascii: bool) -> str:
 def build_report(
     session: Session,
     *,
-    tree: Node | Callable[[], Node] | None = None,
-    totals_of: Mapping[str, int] | None = None,
     peak_tflops: float | None = None,
     ascii: bool = False,
     suggestions: bool = True,
     show_all: bool = False,
 ) -> Report:
-    """The report of ``session``.
+    """The report of ``session`` on its own, analysed and folded here (a run's reports come from
+    its :class:`~dlpt.analysis.view.SessionView`, analysed once for all of them).
 
-    ``tree`` is the caller's whole folded tree, or a function that builds it when a fact first
-    needs it (the suggestion rules, MFU), with ``totals_of`` its root's inclusive metrics so the
-    header needs no tree (None: folded here the default way). ``peak_tflops`` replaces the
-    datasheet peak for MFU; ``ascii`` keeps every text ASCII (``us``, `` - ``); ``suggestions``
-    False skips them (views that do not show them need not derive them); ``show_all`` keeps library
-    frames in the tree of the work outside steps (as in the caller's tree)."""
-    a: Analysis = analyze(session, tree, peak_tflops, totals=totals_of)
+    ``peak_tflops`` replaces the datasheet peak for MFU; ``ascii`` keeps every text ASCII (``us``,
+    `` - ``); ``suggestions`` False skips them; ``show_all`` keeps library frames in the tree of
+    the work outside steps."""
+    a = analyze(session, None, peak_tflops)
+    found = findings(a) if suggestions else None
+    return assemble_report(session, a, outside_tree(session, show_all), found, ascii=ascii)
+
+
+def assemble_report(
+    session: Session,
+    a: Analysis,
+    outside: Node | None,
+    found: Sequence[Finding] | None,
+    *,
+    ascii: bool = False,
+) -> Report:
+    """The report of ``session`` from its analysis ``a``, the folded tree of its work outside
+    counted steps (None: there was none) and its findings (None: no suggestions asked for);
+    ``ascii`` keeps every text ASCII. Nothing here folds or analyses: it words what was found."""
     meta = session.meta
     steps = session.typed_meta.profiled_steps
     units = Units(steps=steps, ascii=ascii)
@@ -63,7 +75,6 @@ def build_report(
     total_facts = totals(inc, units)
     per = f"per step (/{steps})" if steps else "totals"
     line = sep.join(f.text for f in total_facts) if total_facts else "nothing recorded"
-    outside = outside_tree(session, show_all)
     header: list[Fact] = [
         *oom_facts(a, units),  # an allocation failure leads: it is what ended the run
         *run_facts(meta, units, sep),
@@ -97,7 +108,7 @@ def build_report(
         totals_label=per,
         totals=tuple(total_facts),
         compile=compile_summary(meta),
-        suggestions=tuple(suggestion(f, units) for f in findings(a)) if suggestions else (),
+        suggestions=tuple(suggestion(f, units) for f in found) if found is not None else (),
         analysis=a,
         outside=outside,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from dlpt.analysis.view import SessionView
 from dlpt.model.processors import Metric
 from dlpt.model.render_limit import check_renderable
 from dlpt.model.safe_files import write_text_file
@@ -35,31 +36,33 @@ REPORT_SCRIPTS = (
 
 
 def render_html(
-    session: Session,
+    source: Session | SessionView,
     metric: str | Metric | None = None,
-    show_all: bool = False,
+    show_all: bool | None = None,
     peak_tflops: float | None = None,
 ) -> str:
-    """The HTML report of ``session``. ``metric`` is the one shown first; ``show_all`` keeps
-    library frames (folded into their callers by default, as in the terminal report);
-    ``peak_tflops`` replaces the datasheet peak for MFU. A session larger than a report is made
-    of is refused (dlpt.model.render_limit)."""
+    """The HTML report of a session, or of the run's view of it (:mod:`dlpt.analysis.view`).
+    ``metric`` is the one shown first; ``show_all`` keeps library frames (folded into their
+    callers by default, as in the terminal report); ``peak_tflops`` replaces the datasheet peak
+    for MFU (None: as the view given does). A session larger than a report is made of is refused
+    (dlpt.model.render_limit)."""
+    session = source.session if isinstance(source, SessionView) else source
     check_renderable(len(session.nodes), "an HTML report")
-    model = build_model(session, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
+    model = build_model(source, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
     title = f"dlpt · {model['header']['title']}"
     return document(title, model, REPORT_SCRIPTS, REPORT_STYLES)
 
 
 def write_html(
-    session: Session,
+    source: Session | SessionView,
     path: str | os.PathLike[str],
     metric: str | Metric | None = None,
-    show_all: bool = False,
+    show_all: bool | None = None,
     peak_tflops: float | None = None,
     *,
     force: bool = False,
 ) -> None:
     """Write :func:`render_html`'s document to ``path`` atomically, by dlpt.model.safe_files' rules
     (an existing file only if dlpt wrote it, or with ``force``)."""
-    html = render_html(session, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
+    html = render_html(source, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
     write_text_file(path, html, "HTML reports", force=force)

@@ -8,8 +8,10 @@ non-zero values), which keeps a 10,000-node report around a megabyte. The page c
 inclusive values, bottom-up trees and per-line details from these arrays itself, so switching
 metrics needs no second copy of anything.
 
-Flat profiles (by line, op, kernel) come from :mod:`dlpt.model.processors` so that the page and the
-terminal agree on what a line's total and self cost are, including under recursion.
+Everything comes from the run's :class:`~dlpt.analysis.view.SessionView`, folded and analysed once
+for the terminal report, the page and the exports: the whole tree, the flat profiles (by line, op,
+kernel: the page and the terminal agree on what a line's total and self cost are, including
+under recursion) and the report model. Nothing here folds or analyses.
 
 The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.js``:
 
@@ -37,9 +39,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlpt.analysis.intervals import LineHalfWidths, line_half_widths
-from dlpt.analysis.report import build_report
-from dlpt.model.folding import report_tree
+from dlpt.analysis.intervals import LineHalfWidths
+from dlpt.analysis.view import SessionView, view_of
 from dlpt.model.kernel_names import kernel_config
 from dlpt.model.node_contexts import CTX, context_of
 from dlpt.model.processors import (
@@ -47,8 +48,6 @@ from dlpt.model.processors import (
     FlatRow,
     Metric,
     default_metric,
-    flatten_by_kind,
-    flatten_by_line,
     get_metric,
 )
 from dlpt.model.resume_names import display_name
@@ -244,29 +243,23 @@ def _node_table(root: Node, strings: _Strings, budget: Budget) -> tuple[dict[str
 
 
 def build_model(
-    session: Session,
+    source: Session | SessionView,
     metric: str | Metric | None = None,
-    show_all: bool = False,
+    show_all: bool | None = None,
     peak_tflops: float | None = None,
 ) -> dict[str, Any]:
-    """The JSON-ready model of ``session`` for the HTML page.
+    """The JSON-ready model for the HTML page of a session or of the run's view of it.
 
     ``metric`` is the one shown first (default: GPU time if there is any, else CPU op time);
     ``show_all`` keeps library frames instead of folding them into their callers;
-    ``peak_tflops`` replaces the datasheet peak for MFU (as the terminal report's option).
+    ``peak_tflops`` replaces the datasheet peak for MFU (as the terminal report's option); None:
+    as the view given does (:func:`dlpt.analysis.view.view_of`).
     """
-    root = report_tree(session, show_all, contexts=True)
+    sv = view_of(source, show_all, peak_tflops)
+    session, root = sv.session, sv.whole
     chosen = get_metric(metric) if metric is not None else default_metric(root)
     offered = _metric_defs(root)
-    budget, flats = plan(
-        root,
-        [METRICS[d["name"]] for d in offered],
-        {
-            "line": flatten_by_line(root),
-            "op": flatten_by_kind(root, "op"),
-            "kernel": flatten_by_kind(root, "kernel"),
-        },
-    )
+    budget, flats = plan(root, [METRICS[d["name"]] for d in offered], sv.flats)
     strings = _Strings()
     tree, ids = _node_table(root, strings, budget)
     stored = session_sources(session.meta)
@@ -288,7 +281,7 @@ def build_model(
         if f in shown
     }
 
-    report = build_report(session, tree=root, peak_tflops=peak_tflops, show_all=show_all)
+    report = sv.report()
     header = header_facts(report)
     note = budget.note()
     if note is not None:
@@ -304,9 +297,9 @@ def build_model(
         "metrics": offered,
         "metric": chosen.name,
         "steps": report.steps,
-        "show_all": show_all,
+        "show_all": sv.options.show_all,
         "flat": {
-            table: _flat_rows(rows, ids, line_half_widths(session, show_all) if table == "line" else None)
+            table: _flat_rows(rows, ids, sv.line_halves if table == "line" else None)
             for table, rows in flats.items()
         },
         "sources": sources,
@@ -314,7 +307,7 @@ def build_model(
         "has_sources": bool(stored),
         "header": header,
         "units": units_model(),
-        "timeline": timeline_model(session.meta, strings),
+        "timeline": timeline_model(sv.timeline, strings),
     }
 
 

@@ -12,10 +12,10 @@ last whole step that fits (``steps_shown`` says how many).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from dlpt.analysis.timeline import frame_label, timeline_view
+from dlpt.analysis.timeline import TimelineView, frame_label
 
 __all__ = ["MAX_SLICES", "KINDS", "timeline_model"]
 
@@ -23,9 +23,9 @@ MAX_SLICES = 150_000
 KINDS = ("step", "op", "api", "sync", "kernel", "memcpy", "memset", "frame", "scope")
 
 
-def timeline_model(meta: Mapping[str, Any], strings: Callable[[str], int]) -> dict[str, Any] | None:
-    """The page's timeline, or None when the session holds none."""
-    view = timeline_view(meta)
+def timeline_model(view: TimelineView | None, strings: Callable[[str], int]) -> dict[str, Any] | None:
+    """The page's timeline of the run's laid-out timeline (its view's), or None when the session
+    holds none."""
     if view is None or not view.slices:
         return None
     steps = view.steps or [(0, view.duration_ns)]

@@ -1,5 +1,6 @@
 """One rank's collectives in its terminal report: the table of :mod:`dlpt.analysis.communication`'s
-rows (the header's communication facts are the report model's).
+rows, computed once per run by the run's :class:`~dlpt.analysis.view.SessionView` (the header's
+communication facts are the report model's).
 
 The numbers come from what :mod:`dlpt.capture.ranks.annotate` marked (``comm_ns`` on NCCL kernels,
 ``comm_wait_ns`` on waits, bytes on collective calls) and from the native core's per-device union
@@ -10,13 +11,12 @@ so their reports are unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.analysis.communication import CollectiveRow, collective_rows
-from dlpt.model.session import Session
+from dlpt.analysis.communication import CollectiveRow
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
@@ -34,9 +34,9 @@ class CollectivesTable(View):
     """Collectives by operation, data type and process group: calls, bytes, time, average,
     waiting (CPU process groups), algorithm and NCCL's bus bandwidth."""
 
-    def __init__(self, session: Session, fmt: Fmt, rows: Iterable[CollectiveRow] | None = None) -> None:
+    def __init__(self, rows: Sequence[CollectiveRow], fmt: Fmt) -> None:
         super().__init__(fmt)
-        self.rows = list(collective_rows(session.nodes) if rows is None else rows)
+        self.rows = rows
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         rows = self.rows

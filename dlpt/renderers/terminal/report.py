@@ -2,11 +2,11 @@
 prints it. This is the stable name the API, the CLI and users import.
 
 A report is assembled here from the views in :mod:`dlpt.renderers.terminal` (which never print by
-themselves). Every render folds the session afresh (:class:`dlpt.model.folding.FoldedTable`), so
-rendering twice with different options gives independent results. The other outputs (the HTML
-report, the exports, ``dlpt diff``) start from :func:`report_tree`, the same folding unpruned, so
-they agree with the terminal report on what a row is. The insights (MFU, GPU idle, suggestions,
-work tables: :mod:`dlpt.analysis`) read the same folded tree.
+themselves). It formats a :class:`~dlpt.analysis.view.SessionView`: the session folded and
+analysed once per run, which the HTML report and the exports of the same run format too, so they
+agree on what a row is, and nothing is folded or analysed twice. Given a session, :func:`render`
+views it first (with its ``show_all`` and ``peak_tflops``); given a view made with other options
+than those asked for, it views the view's session afresh.
 """
 
 from __future__ import annotations
@@ -18,18 +18,14 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from dlpt.analysis.communication import tree_columns
-from dlpt.analysis.intervals import line_half_widths
-from dlpt.analysis.report import build_report
 from dlpt.analysis.report.outside import outside_metric
+from dlpt.analysis.view import SessionView, view_of
 from dlpt.errors import UsageError
-from dlpt.model.folding import FoldedTable, compile_markers, whole_tree
 from dlpt.model.gc_pause import gc_paused
 from dlpt.model.processors import (
     METRICS,
     Metric,
     default_metric,
-    flatten_by_kind,
-    flatten_by_line,
     get_metric,
     invert,
     limit_depth,
@@ -76,17 +72,17 @@ def _check(view: str, threshold: float, depth: int | None, peak_tflops: float | 
 
 
 def render(
-    session: Session,
+    session: Session | SessionView,
     view: str = "tree",
     metric: str | Metric | None = None,
     threshold: float = 0.01,
     depth: int | None = None,
-    show_all: bool = False,
+    show_all: bool | None = None,
     ascii: bool = False,
     peak_tflops: float | None = None,
     verbose: bool = False,
 ) -> RenderableType:
-    """Render ``session`` as a rich renderable.
+    """Render ``session`` (or the run's view of it: :mod:`dlpt.analysis.view`) as a rich renderable.
 
     view: "tree" (header; the work outside steps, folded; with GPU data, kernel and copy
         summaries; the first suggestions; the top-down tree last, so that a terminal shows its
@@ -97,38 +93,37 @@ def render(
     threshold: hide tree nodes / flat rows below this fraction of the total.
     depth: show at most this many levels below the root.
     show_all: keep library frames (torch, site-packages, stdlib, dlpt) instead of folding them
-        into their callers.
+        into their callers (None: as the view given does; a session's are folded).
     ascii: ASCII output even on a UTF-8 console (it is automatic on other encodings).
     peak_tflops: the GPU's dense peak in TFLOP/s for MFU and % of peak, instead of the
-        datasheet table's (dlpt.analysis.peaks).
+        datasheet table's (dlpt.analysis.peaks); None: the view's, or the datasheet's.
     verbose: the whole header (every fact: sampler diagnostics, unused GPUs, versions, dlpt's
         cost) instead of the compact one, and the work outside steps unfolded.
     Raises UsageError on an unknown view or metric or out-of-range option.
     """
     _check(view, threshold, depth, peak_tflops)
     with gc_paused():
-        return _render(session, view, metric, threshold, depth, show_all, ascii, peak_tflops, verbose)
+        return _render(
+            view_of(session, show_all, peak_tflops), view, metric, threshold, depth, ascii, verbose
+        )
 
 
 def _render(
-    session: Session,
+    sv: SessionView,
     view: str,
     metric: str | Metric | None,
     threshold: float,
     depth: int | None,
-    show_all: bool,
     ascii: bool,
-    peak_tflops: float | None = None,
     verbose: bool = False,
 ) -> RenderableType:
-    folded = FoldedTable(session, show_all)
-    markers = compile_markers(session)
+    session, show_all, markers = sv.session, sv.options.show_all, sv.markers
     totals = Node("root", "<root>")  # the whole session's totals, for the header
-    totals.inclusive = folded.totals()
+    totals.inclusive = sv.totals
     # The totals pick the default metric (GPU time if there is any, else CPU op time) before
     # the tree view's tree is built: pruned by a metric with no total, it would keep every node.
     m = get_metric(metric) if metric is not None else default_metric(totals)
-    shown = folded.tree(m, threshold) if view in ("tree", "all") else None
+    shown = sv.shown_tree(m, threshold) if view in ("tree", "all") else None
     sources = session.meta.get("sources")
     fmt = Fmt(
         steps=session.typed_meta.profiled_steps,
@@ -137,25 +132,9 @@ def _render(
     )
     gpu = METRICS["gpu"](totals.inclusive) > 0 or totals.inclusive.get("kernels", 0) > 0
     total = m(totals.inclusive)
-    full: list[Node] = []  # the unpruned folded tree, built once if a view needs it
-
-    def whole() -> Node:
-        if not full:
-            full.append(whole_tree(folded, markers))
-        return full[0]
-
-    # The report's facts read the same whole tree as the other views, built only if one walks it;
-    # suggestions are looked up (or derived) only for the views that show them.
+    # Suggestions are looked up (or derived) only for the views that show them.
     shows_suggestions = view in ("tree", "suggestions", "all")
-    report = build_report(
-        session,
-        tree=whole,
-        totals_of=totals.inclusive,
-        peak_tflops=peak_tflops,
-        ascii=ascii,
-        suggestions=shows_suggestions,
-        show_all=show_all,
-    )
+    report = sv.report(ascii, suggestions=shows_suggestions)
     note = _note(m, fmt, threshold, depth, show_all)
     parts: list[RenderableType] = [Header(report, fmt, [note]) if verbose else CompactHeader(report, fmt)]
     comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
@@ -197,42 +176,45 @@ def _render(
         title = "Bottom-up (callers below)"
         if total == 0:
             return _nothing(m, title, session)
-        inv = invert(whole(), m)
+        inv = invert(sv.whole, m)
         return TreeView(limit_depth(prune(inv, m, threshold), depth), m, fmt, title, gpu)
 
     def flat() -> list[RenderableType]:
-        root = whole()
+        flats = sv.flats
         out: list[RenderableType] = [
-            FlatView(flatten_by_line(root), m, fmt, "By source line", gpu, total, threshold),
-            FlatView(flatten_by_kind(root, "op"), m, fmt, "By op", gpu, total, threshold),
+            FlatView(flats["line"], m, fmt, "By source line", gpu, total, threshold),
+            FlatView(flats["op"], m, fmt, "By op", gpu, total, threshold),
         ]
         if gpu:
-            out.append(FlatView(flatten_by_kind(root, "kernel"), m, fmt, "By kernel", gpu, total, threshold))
-        halves = line_half_widths(session, show_all)  # per-step spreads saved (format 3)
+            out.append(FlatView(flats["kernel"], m, fmt, "By kernel", gpu, total, threshold))
+        halves = sv.line_halves  # per-step spreads saved (format 3)
         if halves is not None:
-            out.extend(intervals_table(flatten_by_line(root), halves, m, fmt, total, threshold))
+            out.extend(intervals_table(flats["line"], halves, m, fmt, total, threshold))
         return out
 
-    sites = folded.sync_sites()
-    for site in sites:  # torch.compile markers on the frames syncs are attributed to
-        if site.site is not None and (site.site.file, site.site.line) in markers:
-            site.site.extras["marker"] = markers[(site.site.file, site.site.line)]
-    syncs = SyncTable(sites, fmt, session.typed_meta.wall)
-    kernels = KernelTable(
-        session, fmt, kernels=folded.leaf_nodes("kernel"), gpu_total=METRICS["gpu"](totals.inclusive)
-    )
-    gpu_tables: list[RenderableType] = [
-        kernels,
-        CopyTable(session, fmt, folded.leaf_nodes("memcpy", "memset")),
-    ]
-    collectives = CollectivesTable(session, fmt)
+    # Only the tables a view shows read their rows from the view (each computed once per run).
+    def syncs() -> RenderableType:
+        return SyncTable(sv.syncs, fmt, session.typed_meta.wall)
+
+    def kernels() -> RenderableType:
+        return KernelTable(sv.kernels, fmt, sv.gpu_total)
+
+    def gpu_tables() -> list[RenderableType]:
+        return [kernels(), CopyTable(sv.copies, fmt)]
+
+    def collectives() -> RenderableType:
+        return CollectivesTable(sv.collectives, fmt)
+
+    def api() -> RenderableType:
+        return ApiTable(sv.api, fmt)
+
     if report.compile is not None and view in ("tree", "summary", "all"):
         parts.append(CompileView(report.compile, fmt))
     if view == "tree":
         # What matters last: a terminal keeps the end of the report on screen when the run ends.
         parts.extend(outside())
-        parts.extend([*gpu_tables, syncs] if gpu else [syncs])
-        parts.append(collectives)
+        parts.extend([*gpu_tables(), syncs()] if gpu else [syncs()])
+        parts.append(collectives())
         parts.append(suggestions)
         if not verbose:  # the verbose header says it
             parts.append(Text(f"\n{note}", "dim"))
@@ -242,14 +224,14 @@ def _render(
     elif view == "flat":
         parts.extend(flat())
     elif view == "kernels":
-        parts.append(kernels if gpu else _no_gpu(session))
+        parts.append(kernels() if gpu else _no_gpu(session))
     elif view == "suggestions":
         if not report.suggestions:
             parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
-        parts.append(WorkView(report.analysis, fmt))
+        parts.append(WorkView(sv.work, fmt))
     elif view == "summary":
-        parts.extend([*gpu_tables, syncs] if gpu else [_no_gpu(session), syncs])
-        parts.extend([collectives, ApiTable(session, fmt)])
+        parts.extend([*gpu_tables(), syncs()] if gpu else [_no_gpu(session), syncs()])
+        parts.extend([collectives(), api()])
     else:  # all
         parts.extend(
             [
@@ -257,11 +239,11 @@ def _render(
                 *outside(),
                 bottom_up(),
                 *flat(),
-                *gpu_tables,
-                syncs,
-                collectives,
-                ApiTable(session, fmt),
-                WorkView(report.analysis, fmt),
+                *gpu_tables(),
+                syncs(),
+                collectives(),
+                api(),
+                WorkView(sv.work, fmt),
             ]
         )
     return Group(*parts)
@@ -300,14 +282,14 @@ def _no_gpu(session: Session) -> Text:
 
 
 def print_report(
-    session: Session,
+    session: Session | SessionView,
     console: Console | None = None,
     *,
     view: str = "tree",
     metric: str | Metric | None = None,
     threshold: float = 0.01,
     depth: int | None = None,
-    show_all: bool = False,
+    show_all: bool | None = None,
     ascii: bool = False,
     peak_tflops: float | None = None,
     verbose: bool = False,

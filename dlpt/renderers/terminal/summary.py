@@ -1,49 +1,21 @@
-"""Summary tables: GPU kernels, copies (and memsets), CUDA API calls.
+"""Summary tables: GPU kernels, copies (and memsets), CUDA API calls, host waits on the GPU.
 
-They read the session's node table directly rather than the tree: merging in the tree keeps the
-extras of the first node only, while copies must be told apart by host memory kind and kernels
-need their true min/max.
+They format rows computed once per run (:mod:`dlpt.analysis.summary_tables`, kept by the run's
+:class:`~dlpt.analysis.view.SessionView`): nothing here reads the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
+from dlpt.analysis.summary_tables import ApiRow, CopyRow, KernelRow
 from dlpt.model.folding import SyncSite
-from dlpt.model.kernel_names import kernel_config
-from dlpt.model.session import Session
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import STYLES, Fmt, label_parts
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
-
-
-@dataclass
-class _Agg:
-    count: int = 0
-    total: int = 0
-    bytes: int = 0
-    min: int | None = None
-    max: int = 0
-    config: str = ""  # kernels: the launch configuration of the first launch seen
-
-    def add(self, count: int, total: int, nbytes: int, mn: int | None, mx: int) -> None:
-        self.count += count
-        self.total += total
-        self.bytes += nbytes
-        if mn is not None and count:
-            self.min = mn if self.min is None else min(self.min, mn)
-        self.max = max(self.max, mx)
-
-
-def _gpu_total(session: Session) -> int:
-    return sum(
-        n["m"].get("gpu_ns", 0) + n["m"].get("copy_ns", 0) + n["m"].get("memset_ns", 0) for n in session.nodes
-    )
 
 
 def _per_step(fmt: Fmt) -> str:
@@ -59,42 +31,24 @@ def _bandwidth(nbytes: int, ns: int) -> str:
 
 
 class KernelTable(View):
-    """Kernels by name: calls, total, avg, min, max and % of all GPU time.
+    """Kernels by name (ranked, the most GPU time first): calls, total, avg, min, max and % of
+    ``gpu_total``, all GPU time."""
 
-    ``kernels`` (the session's kernel nodes) and ``gpu_total`` save a pass over a large node
-    table when the caller already has them."""
-
-    def __init__(
-        self,
-        session: Session,
-        fmt: Fmt,
-        limit: int = 25,
-        kernels: list[dict[str, Any]] | None = None,
-        gpu_total: int | None = None,
-    ) -> None:
+    def __init__(self, rows: Sequence[KernelRow], fmt: Fmt, gpu_total: int, limit: int = 25) -> None:
         super().__init__(fmt)
-        self.session, self.limit = session, limit
-        self.kernels, self.gpu_total = kernels, gpu_total
+        self.rows, self.gpu_total, self.limit = rows, gpu_total, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        aggs: dict[str, _Agg] = {}
-        for n in self.session.nodes if self.kernels is None else self.kernels:
-            if n["kind"] == "kernel":
-                m = n["m"]
-                agg = aggs.get(n["name"])
-                if agg is None:  # the first launch config seen stands for the name
-                    agg = aggs[n["name"]] = _Agg(config=kernel_config(n.get("x", {})))
-                agg.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"), m.get("max_ns", 0))
-        if not aggs:
+        ranked = self.rows
+        if not ranked:
             return
-        gpu_total = _gpu_total(self.session) if self.gpu_total is None else self.gpu_total
+        gpu_total = self.gpu_total
         t = make_table("GPU kernels", fmt, _per_step(fmt))
         for col in ("calls", "total", "avg", "min", "max", "%"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("kernel", no_wrap=True, overflow="ellipsis", style=STYLES["kernel"])
-        ranked = sorted(aggs.items(), key=lambda kv: (-kv[1].total, kv[0]))
         rows: list[Row] = []
-        for name, a in ranked[: self.limit]:
+        for a in ranked[: self.limit]:
             avg = a.total / a.count if a.count else 0
             rows.append(
                 Row(
@@ -106,7 +60,7 @@ class KernelTable(View):
                         fmt.time(a.max, per_step=False),
                         Fmt.pct(a.total, gpu_total),
                     ),
-                    (Text(fmt.clean(name), STYLES["kernel"]), fmt.clean(a.config)),
+                    (Text(fmt.clean(a.name), STYLES["kernel"]), fmt.clean(a.config)),
                 )
             )
         rest = ranked[self.limit :]
@@ -114,12 +68,12 @@ class KernelTable(View):
             rows.append(
                 Row(
                     (
-                        fmt.count(sum(a.count for _, a in rest)),
-                        fmt.time(sum(a.total for _, a in rest)),
+                        fmt.count(sum(a.count for a in rest)),
+                        fmt.time(sum(a.total for a in rest)),
                         "",
                         "",
                         "",
-                        Fmt.pct(sum(a.total for _, a in rest), gpu_total),
+                        Fmt.pct(sum(a.total for a in rest), gpu_total),
                     ),
                     Text(f"... {len(rest)} more kernels", "dim"),
                 )
@@ -129,28 +83,15 @@ class KernelTable(View):
 
 
 class CopyTable(View):
-    """Copies by direction and host memory kind (and memsets): count, bytes, time, bandwidth.
+    """Copies by direction and host memory kind (and memsets), the most time first: count,
+    bytes, time, bandwidth."""
 
-    ``copies``: the session's memcpy and memset nodes, if the caller already has them."""
-
-    def __init__(self, session: Session, fmt: Fmt, copies: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, rows: Sequence[CopyRow], fmt: Fmt) -> None:
         super().__init__(fmt)
-        self.session, self.copies = session, copies
+        self.rows = rows
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        aggs: dict[tuple[str, str], _Agg] = {}
-        for n in self.session.nodes if self.copies is None else self.copies:
-            m, x = n["m"], n.get("x", {})
-            if n["kind"] == "memcpy":
-                key = (str(x.get("direction") or n["name"]), str(x.get("host_mem") or ""))
-                aggs.setdefault(key, _Agg()).add(
-                    m.get("copies", 0), m.get("copy_ns", 0), m.get("copy_bytes", 0), None, 0
-                )
-            elif n["kind"] == "memset":
-                aggs.setdefault(("memset", ""), _Agg()).add(
-                    m.get("memsets", 0), m.get("memset_ns", 0), 0, None, 0
-                )
-        if not aggs:
+        if not self.rows:
             return
         t = make_table("GPU copies and memsets", fmt, _per_step(fmt))
         columns: tuple[tuple[str, JustifyMethod], ...] = (
@@ -163,7 +104,8 @@ class CopyTable(View):
         )
         for col, just in columns:
             t.add_column(col, justify=just, no_wrap=True)
-        for (direction, host), a in sorted(aggs.items(), key=lambda kv: -kv[1].total):
+        for a in self.rows:
+            direction, host = a.direction, a.host_mem
             is_memset = direction == "memset"
             bw = _bandwidth(a.bytes, a.total)
             t.add_row(
@@ -178,34 +120,32 @@ class CopyTable(View):
 
 
 class ApiTable(View):
-    """CUDA API functions from ``meta.api``: calls, total, avg, min, max."""
+    """CUDA API functions (``meta.api``, the most host time first): calls, total, avg, min, max."""
 
-    def __init__(self, session: Session, fmt: Fmt, limit: int = 20) -> None:
+    def __init__(self, rows: Sequence[ApiRow], fmt: Fmt, limit: int = 20) -> None:
         super().__init__(fmt)
-        self.session, self.limit = session, limit
+        self.rows, self.limit = rows, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        api = [a for a in self.session.meta.get("api") or [] if isinstance(a, dict)]
-        if not api:
+        ranked = self.rows
+        if not ranked:
             return
         t = make_table("CUDA API calls (host time)", fmt, _per_step(fmt))
         for col in ("calls", "total", "avg", "min", "max"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("function", no_wrap=True, overflow="ellipsis")
-        ranked = sorted(api, key=lambda a: (-int(a.get("total_ns", 0)), str(a.get("name"))))
         rows: list[Row] = []
         for a in ranked[: self.limit]:
-            calls, total = int(a.get("calls", 0)), int(a.get("total_ns", 0))
             rows.append(
                 Row(
                     (
-                        fmt.count(calls),
-                        fmt.time(total),
-                        fmt.time(total / calls if calls else 0, per_step=False),
-                        fmt.time(int(a.get("min_ns", 0)), per_step=False),
-                        fmt.time(int(a.get("max_ns", 0)), per_step=False),
+                        fmt.count(a.calls),
+                        fmt.time(a.total),
+                        fmt.time(a.total / a.calls if a.calls else 0, per_step=False),
+                        fmt.time(a.min, per_step=False),
+                        fmt.time(a.max, per_step=False),
                     ),
-                    fmt.clean(str(a.get("name", "?"))),
+                    fmt.clean(a.name),
                 )
             )
         if len(ranked) > self.limit:
@@ -219,7 +159,7 @@ class SyncTable(View):
     folded tree (:meth:`dlpt.model.folding.FoldedTable.sync_sites`), so each row names a line the
     user can change."""
 
-    def __init__(self, sites: list[SyncSite], fmt: Fmt, wall_ns: int, limit: int = 15) -> None:
+    def __init__(self, sites: Sequence[SyncSite], fmt: Fmt, wall_ns: int, limit: int = 15) -> None:
         super().__init__(fmt)
         self.sites, self.wall_ns, self.limit = sites, wall_ns, limit
 

@@ -4,6 +4,8 @@ the device's peaks, and the roofline bound (:mod:`dlpt.analysis.roofline`).
 
 Values are per step; TFLOP/s, GB/s and percentages are rates and do not depend on it. Bytes are
 the compulsory traffic estimated from tensor sizes, which the column headers say ("GB/s est").
+The rows, ranked and bounded, are the run's view's (:mod:`dlpt.analysis.work_tables`): this
+only formats them.
 """
 
 from __future__ import annotations
@@ -13,10 +15,9 @@ from collections.abc import Iterable
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.report.measures import flops_text
 from dlpt.analysis.roofline import Bound
-from dlpt.analysis.work import line_work, op_work
+from dlpt.analysis.work_tables import WorkTables
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import STYLES, Fmt, label_parts
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
@@ -42,43 +43,33 @@ _RATE_COLUMNS = ("TFLOP/s", "% peak", "GB/s est", "% BW", "bound")
 class WorkView(View):
     """Lines and ops with recorded work (``--flops``), busiest first; ``limit`` rows each."""
 
-    def __init__(self, a: Analysis, fmt: Fmt, limit: int = 20) -> None:
+    def __init__(self, tables: WorkTables, fmt: Fmt, limit: int = 20) -> None:
         super().__init__(fmt)
-        self.a, self.limit = a, limit
+        self.tables, self.limit = tables, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        a = self.a
-        ops = op_work(a.root)
-        if not ops:
+        w = self.tables
+        if not w.recorded:
             yield Text(
                 "No FLOPs or bytes recorded: run with --flops (dlpt.profile(flops=True)) for work per line, "
                 "TFLOP/s, % of peak and the roofline bound.",
                 "dim",
             )
             return
-        bw = a.device.mem_gbs if a.device is not None else None
+        bw = w.mem_gbs
         per = f"  per step (/{fmt.steps})" if fmt.steps else ""
-        peaks = (
-            ""
-            if a.device is not None or a.peak_override
-            else f"; no datasheet peaks for '{fmt.clean(a.device_name)}'"
-        )
-        # Without GPU time (a CPU run) only the FLOPs mean anything: rank by them.
-        gpu = a.gpu
+        peaks = "" if w.datasheet else f"; no datasheet peaks for '{fmt.clean(w.device_name)}'"
+        # Without GPU time (a CPU run) only the FLOPs mean anything: the rows rank by them.
+        gpu = w.gpu
         if not gpu:
-            ops = [w for w in ops if w.flops]
             peaks = "; no GPU time recorded: FLOPs only"
-        lines = sorted(
-            (lw for lw in line_work(a.root) if (lw.flops or lw.nbytes) and (gpu or lw.flops)),
-            key=lambda lw: (-lw.kernel_ns, -lw.flops),
-        )
         t = make_table("Work per line", fmt, f"{per}; bytes estimated from tensor sizes{peaks}")
         for col in ("GPU", "FLOPs", "fwd+bwd", *_RATE_COLUMNS):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("line", no_wrap=True, overflow="ellipsis")
         rows: list[Row] = []
-        for lw in lines[: self.limit]:
-            b = lw.bound(a)
+        for line_row in w.lines[: self.limit]:
+            lw = line_row.work
             split = (
                 f"{flops_text(fmt.scale(lw.flops_forward))}+{flops_text(fmt.scale(lw.flops_backward))}"
                 if lw.flops_backward
@@ -86,34 +77,38 @@ class WorkView(View):
             )
             work = flops_text(fmt.scale(lw.flops)) if lw.flops else "-"
             cells: list[str | Text] = [fmt.time(lw.kernel_ns) if gpu else "-", work, split]
-            rows.append(Row([*cells, *_rate_cells(b, a.peak_tflops(lw.key), bw)], label_parts(lw.line, fmt)))
+            rows.append(
+                Row(
+                    [*cells, *_rate_cells(line_row.bound, line_row.peak_tflops, bw)],
+                    label_parts(lw.line, fmt),
+                )
+            )
         add_rows(t, rows, width, fmt.ascii)
         yield t
         yield Text("")
 
-        ranked = sorted((w for w in ops if w.kernel_ns or not gpu), key=lambda w: (-w.kernel_ns, -w.flops))
         t = make_table("Work per op and its kernels", fmt, f"{per}; bytes estimated from tensor sizes")
         for col in ("GPU", "kernels", "FLOPs", "dtype", *_RATE_COLUMNS):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("op  <-  line  kernel", no_wrap=True, overflow="ellipsis")
         rows = []
-        for w in ranked[: self.limit]:
-            b = w.bound(a)
-            label = Text(fmt.clean(w.node.name), STYLES["op"])
-            if w.backward:
+        for op_row in w.ops[: self.limit]:
+            op = op_row.work
+            label = Text(fmt.clean(op.node.name), STYLES["op"])
+            if op.backward:
                 label.append(" (backward)", "dim")
-            if w.line is not None:
-                main, _ = label_parts(w.line, fmt)
+            if op.line is not None:
+                main, _ = label_parts(op.line, fmt)
                 label.append("  <-  ")
                 label.append_text(main)
-            if w.kernel:
-                label.append("  " + fmt.clean(w.kernel), STYLES["kernel"])
+            if op.kernel:
+                label.append("  " + fmt.clean(op.kernel), STYLES["kernel"])
             cells = [
-                fmt.time(w.kernel_ns) if gpu else "-",
-                fmt.count(w.launches) if gpu else "-",
-                flops_text(fmt.scale(w.flops)) if w.flops else "-",
-                w.key or "-",
+                fmt.time(op.kernel_ns) if gpu else "-",
+                fmt.count(op.launches) if gpu else "-",
+                flops_text(fmt.scale(op.flops)) if op.flops else "-",
+                op.key or "-",
             ]
-            rows.append(Row([*cells, *_rate_cells(b, a.peak_tflops(w.key), bw)], label))
+            rows.append(Row([*cells, *_rate_cells(op_row.bound, op_row.peak_tflops, bw)], label))
         add_rows(t, rows, width, fmt.ascii)
         yield t
