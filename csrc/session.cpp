@@ -10,8 +10,20 @@ namespace dlpt {
 
 namespace {
 std::atomic<Session*> g_current{nullptr};
-std::mutex g_park_mu;
-std::vector<std::unique_ptr<Session>> g_park;  // the running and the last finished session
+// The park (the running and the last finished session) and its lock are never destroyed: a
+// thread that ends after the extension's static destructors ran still gives its state back
+// through them (retire_thread_state, from a pthread key destructor). torch's autograd engine
+// ends its device threads from its own static destructor, at exit, after ours: with a destroyed
+// mutex and vector there, every program that ran a backward under dlpt.profile() died of
+// SIGSEGV at exit (status 139 instead of its own). The process is ending: nothing leaks.
+std::mutex& park_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::vector<std::unique_ptr<Session>>& park() {
+  static auto* sessions = new std::vector<std::unique_ptr<Session>>;
+  return *sessions;
+}
 uint64_t g_generation = 0;
 }  // namespace
 
@@ -81,12 +93,13 @@ void stop_capture_in_child() { g_current.store(nullptr, std::memory_order_relaxe
 Session* begin_session(const CaptureOptions& opts) {
   static const int atfork_registered = pthread_atfork(nullptr, nullptr, stop_capture_in_child);
   (void)atfork_registered;
-  std::lock_guard<std::mutex> lock(g_park_mu);
+  std::lock_guard<std::mutex> lock(park_mu());
   // Keep only the last finished session parked: a callback that raced with its stop() could
   // still hold it, but nothing can still hold the one before it (a whole session has passed).
-  if (g_park.size() > 1) g_park.erase(g_park.begin(), g_park.end() - 1);
-  g_park.push_back(std::make_unique<Session>(++g_generation, opts));
-  Session* s = g_park.back().get();
+  std::vector<std::unique_ptr<Session>>& parked = park();
+  if (parked.size() > 1) parked.erase(parked.begin(), parked.end() - 1);
+  parked.push_back(std::make_unique<Session>(++g_generation, opts));
+  Session* s = parked.back().get();
   s->rate.begin();
   g_current.store(s, std::memory_order_release);
   return s;
@@ -94,8 +107,8 @@ Session* begin_session(const CaptureOptions& opts) {
 
 void retire_thread_state(uint64_t generation, ThreadState* ts) {
   // Under the park's lock: begin_session cannot free the session meanwhile.
-  std::lock_guard<std::mutex> lock(g_park_mu);
-  for (auto& s : g_park) {
+  std::lock_guard<std::mutex> lock(park_mu());
+  for (auto& s : park()) {
     if (s->generation == generation) {
       s->retire_thread(ts);
       return;
