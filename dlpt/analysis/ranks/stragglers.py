@@ -150,10 +150,9 @@ class Site:
 
 
 @dataclass
-class Cause:
-    """A line where the straggler spent more per step than the others (their median)."""
+class Excess:
+    """A rank's cost per step against the other ranks' median, in one metric."""
 
-    node: Node  # the line's label
     metric: Metric
     own_ns: float
     others_ns: float
@@ -164,17 +163,16 @@ class Cause:
 
 
 @dataclass
-class Slowdown:
+class Cause(Excess):
+    """A line where the straggler spent more per step than the others (their median)."""
+
+    node: Node = field(kw_only=True)  # the line's label
+
+
+@dataclass
+class Slowdown(Excess):
     """How much longer a rank ran the lines every rank ran (its causes aside), per step: a
     busier or slower CPU (host) or GPU (gpu compute)."""
-
-    metric: Metric
-    own_ns: float
-    others_ns: float
-
-    @property
-    def excess_ns(self) -> float:
-        return self.own_ns - self.others_ns
 
     @property
     def ratio(self) -> float:
@@ -271,7 +269,7 @@ def explain(s: Straggler, lines: LineTable, gpu: bool) -> None:
         mine = candidate & (beyond >= floor) & (own >= OWN_LINE_RATIO * k * rest)
         own_work = torch.maximum(own_work, torch.where(mine, beyond, torch.zeros_like(beyond)))
         for i in torch.nonzero(mine).flatten().tolist():
-            found.append(Cause(lines.labels[i], metric, float(own[i]), float(rest[i])))
+            found.append(Cause(metric, float(own[i]), float(rest[i]), node=lines.labels[i]))
         shared = (rest > 0) & ~mine
         s.slowdowns.append(Slowdown(metric, float(own[shared].sum()), float(rest[shared].sum())))
     found.sort(key=lambda c: -c.excess_ns)
