@@ -116,6 +116,11 @@ def test_the_notebook_magic_finishes_through_the_one_ending(
         result = shell.run_cell(cell, store_history=True)
         assert result.success, result.error_in_exec
     finally:
+        # IPython's history thread outlives the shell: stopped, it does not wait on into the
+        # later tests' profiles (its wait is a package's frame: wall time there, by design).
+        saver = getattr(shell.history_manager, "save_thread", None)
+        if saver is not None:
+            saver.stop()
         InteractiveShell.clear_instance()
     assert reached == {"stop": 1, "ending": 1}
     assert "Top-down" in capsys.readouterr().out
