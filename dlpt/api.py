@@ -1,9 +1,10 @@
 """``dlpt.profile``: the public API of a profile, as a context manager, a decorator or by hand.
 
 Capture itself is :class:`dlpt.capture.profiler.Profile`; its stop is the one ending every front
-door shares (:func:`dlpt.finish.stop`: cells named, the suggestions saved with the session and
-the pinned-copy measurement they may need, the files joined profiles asked for); this adds the
-report (:meth:`profile.print`) and the decorator that prints it after each call. Thread
+door shares (:func:`dlpt.finish.stop_viewed`: cells named, the session viewed once, the
+suggestions saved with it and the pinned-copy measurement they may need, the files joined
+profiles asked for); this keeps the view (``profile.view``) and adds the report
+(:meth:`profile.print`, from that view) and the decorator that prints it after each call. Thread
 contract: as the capture's (start and stop with the GIL held, normally on the program's main
 thread).
 """

@@ -1,15 +1,17 @@
 """The one ending of a profiled run, for every front door: ``dlpt.profile`` (:mod:`dlpt.api`), the
 command line (:mod:`dlpt.cli.main`) and the notebook magic (:mod:`dlpt.notebook.magic`).
 
-- :func:`stop`: stop capture and complete the session: IPython cells named ``In [N]``, the
-  suggestions and the pinned-copy measurement saved with it (:func:`finish_session`), the files
-  joined profiles asked for. ``dlpt.profile.stop()`` is this function.
+- :func:`stop_viewed`: stop capture and complete the session: IPython cells named ``In [N]``,
+  the session viewed once (folded and analysed: :mod:`dlpt.analysis.view`), the suggestions
+  derived from that analysis and the pinned-copy measurement saved with it
+  (:func:`finish_session`), the files joined profiles asked for. ``dlpt.profile.stop()`` ends
+  here; :func:`stop` is the same for a caller that wants the session alone.
 - :class:`Ending`: what a front door asks for once capture stops (the session file, the HTML
   report and exports, the text report) and :meth:`Ending.run`, the one sequence that does it:
-  :func:`stop`, save, every output file (:func:`write_all`), the text report
-  (:meth:`Ending.render_report`, the one place the report is rendered). The command line plugs
-  its signals and ranks into it (:class:`dlpt.cli.main.CliEnding`), the notebook the frames above
-  the magic (``tidy``); neither assembles the ending by hand.
+  :func:`stop_viewed`, save, every output file (:func:`write_all`), the text report
+  (:meth:`Ending.render_report`, the one place the report is rendered), all from the one view.
+  The command line plugs its signals and ranks into it (:class:`dlpt.cli.main.CliEnding`), the
+  notebook the frames above the magic (``tidy``); neither assembles the ending by hand.
 
 Nothing here raises to the user's program: a file that cannot be written, a report that cannot
 be rendered is said (``say``) and the others still come; :meth:`Ending.run` returns whether all
