@@ -96,8 +96,9 @@ def main() -> None:
     for r in range(a.ranks):
         t_, labels = templates["straggler" if r == slow else "waiting"]
         t_.session.meta["distributed"]["rank"] = r
-        jitter = torch.randint(0, 5_000, t_.values.shape, generator=gen) * (t_.values > 0)
-        blobs.append(rank_summary.pack(t_.session, labels, t_.values + jitter))
+        full = t_.full_values()
+        jitter = torch.randint(0, 5_000, full.shape, generator=gen) * (full > 0)
+        blobs.append(rank_summary.pack(t_.session, labels, full + jitter))
     made = time.perf_counter() - t
     sizes = sorted(len(b) for b in blobs)
     base = rss_mb()

@@ -127,7 +127,7 @@ def with_lines(rs: RankSet, summaries: Mapping[int, Summary]) -> None:
             continue
         if s.token not in nodes:
             nodes[s.token] = [Node("frame", name, file, line) for file, name, line in s.labels]
-        r.lines = RankLines(nodes[s.token], s.values, s.token)
+        r.lines = RankLines(nodes[s.token], s.values, s.token, s.columns)
 
 
 def gather_ranks(

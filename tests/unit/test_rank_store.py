@@ -62,7 +62,7 @@ def test_a_summary_keeps_the_totals_and_is_bounded() -> None:
     sent = rank_summary.decode(rank_summary.encode(s, max_nodes=500), "test")
     assert len(sent.session.nodes) <= 500 and _totals(sent.session) == _totals(s)
     # Every line travels with its own cost, the small ones too (the tree folds, the lines do not).
-    assert len(sent.labels) == 3000 + 4 and int(sent.values[:, 0].sum()) == sum(
+    assert len(sent.labels) == 3000 + 4 and int(sent.full_values()[:, 0].sum()) == sum(
         n["m"].get("gpu_ns", 0) for n in s.nodes
     )
 
@@ -129,3 +129,26 @@ def test_no_agent_store_no_connection() -> None:
     t0 = time.monotonic()
     assert connect(env, timeout_s=1.0) is None
     assert time.monotonic() - t0 < 10
+
+
+def test_lines_sent_in_their_used_columns_merge_as_whole_rows() -> None:
+    # Each rank sends only the LINE_KEYS some line of its has: here the sleeping rank has host
+    # time, the other a sync; rank 0's table must hold the same values as from the sessions.
+    from dlpt.analysis.ranks.lines import line_table, rank_lines
+    from dlpt.analysis.ranks.merge import rank_set
+    from dlpt.cli.rank_finish import with_lines
+    from dlpt.model.folding import report_tree
+    from dlpt.model.processors import METRICS
+
+    sessions = [R.ddp_gpu(0, 2, blocked_ns=9_000_000), R.ddp_gpu(1, 2, sleep_ns=8_000_000, blocked_ns=0)]
+    summaries = {r: rank_summary.decode(rank_summary.encode(s), f"rank {r}") for r, s in enumerate(sessions)}
+    assert summaries[0].columns.tolist() != summaries[1].columns.tolist()
+    assert all(int(s.values.shape[1]) == len(s.columns) for s in summaries.values())
+    rs = rank_set([(f"rank {r}", s.session) for r, s in summaries.items()])
+    with_lines(rs, summaries)
+    steps = {r.rank: r.steps for r in rs.ranks}
+    sent = line_table({r.rank: r.lines for r in rs.ranks if r.lines is not None}, steps)
+    whole = line_table({r: rank_lines(report_tree(s, False)) for r, s in enumerate(sessions)}, steps)
+    assert [n.line for n in sent.labels] == [n.line for n in whole.labels] and sent.keys == whole.keys
+    for name in ("gpu", "host", "sync", "api", "kernels", "calls"):
+        assert sent.values(METRICS[name]).tolist() == whole.values(METRICS[name]).tolist(), name

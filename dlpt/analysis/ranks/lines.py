@@ -96,8 +96,12 @@ class RankLines:
     ``LINE_KEYS`` per label. ``token``: equal for equal label lists (matched once)."""
 
     labels: list[Node]
-    values: torch.Tensor  # [lines, len(LINE_KEYS)], int64
+    values: torch.Tensor  # [lines, len(columns)], int64
     token: object = None
+    columns: torch.Tensor | None = None  # which LINE_KEYS values holds (None: all, in order)
+
+    def column_indices(self) -> torch.Tensor:
+        return self.columns if self.columns is not None else torch.arange(len(LINE_KEYS))
 
 
 def rank_lines(tree: Node) -> RankLines:
@@ -120,6 +124,7 @@ class LineTable:
         # [ranks, lines, len(keys)], float32, per step: each rank's block contiguous, as it is
         # filled; ``keys``: the LINE_KEYS some line has on some rank (the others are all 0).
         self.data = data
+        self._key_used: dict[str, int] | None = None  # has(): 1 for each key some line has
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -134,8 +139,15 @@ class LineTable:
         return out.contiguous()
 
     def has(self, metric: Metric) -> bool:
-        """Whether any line has any of ``metric`` on any rank."""
-        return bool(len(self)) and bool((self.values(metric) > 0).any())
+        """Whether any line has any of ``metric`` on any rank: the metric of 1 for each key some
+        line has (every value is >= 0 and a metric adds keys up, so it is > 0 exactly when some
+        line's is), without computing it line by line."""
+        if not len(self):
+            return False
+        if self._key_used is None:
+            used = (self.data > 0).flatten(0, 1).any(dim=0).tolist()
+            self._key_used = {k: int(u) for k, u in zip(self.keys, used, strict=True)}
+        return bool(metric.fn(self._key_used) > 0)
 
     def row(self, i: int, metric: Metric, values: torch.Tensor | None = None) -> dict[int, float]:
         """Line ``i``'s value on each rank."""
@@ -189,15 +201,32 @@ def line_table(per_rank: Mapping[int, RankLines], steps: Mapping[int, int]) -> L
     used = torch.zeros(len(LINE_KEYS), dtype=torch.bool)
     for r in order:
         if len(per_rank[r].values):
-            used |= (per_rank[r].values != 0).any(dim=0)
+            cols = per_rank[r].column_indices()
+            used[cols] = used[cols] | (per_rank[r].values != 0).any(dim=0)
     keep = torch.nonzero(used).flatten()
     keys = [LINE_KEYS[i] for i in keep.tolist()]
     data = torch.zeros((len(order), len(labels), len(keys)), dtype=torch.float32)
+    picks: dict[tuple[int, ...], tuple[torch.Tensor, bool]] = {}  # a rank's columns -> which to take
     for col, r in enumerate(order):
         v = per_rank[r].values
         if len(v) and keys:
+            cols = per_rank[r].column_indices()
+            signature = tuple(cols.tolist())
+            if signature not in picks:
+                # This rank's column of each kept key (-1: it has none of that key): once per
+                # distinct set of columns (ranks of one job mostly share one).
+                at = torch.full((len(LINE_KEYS),), -1, dtype=torch.int64)
+                at[cols] = torch.arange(len(cols))
+                sel = at[keep]
+                picks[signature] = (sel, bool((sel >= 0).all()))
+            sel, whole = picks[signature]
+            if whole:
+                rows = v[:, sel].to(torch.float32)
+            else:
+                rows = torch.zeros((len(v), len(keys)), dtype=torch.float32)
+                has = sel >= 0
+                rows[:, has] = v[:, sel[has]].to(torch.float32)
             # index_add: a line that occurs twice in one rank's list (two functions of one
             # name) adds up, as flatten_by_line's rows would.
-            rows = v[:, keep].to(torch.float32)
             data[col].index_add_(0, rows_of[r], rows, alpha=1.0 / max(1, steps.get(r, 1)))
     return LineTable(labels, order, keys, data)

@@ -132,12 +132,25 @@ def tree_budget(world_size: int) -> int:
 
 
 class Summary:
-    """What :func:`decode` gives: the (folded) session, and the rank's lines."""
+    """What :func:`decode` gives: the (folded) session, and the rank's lines: ``values`` holds
+    only the ``columns`` of ``LINE_KEYS`` some line of this rank has (most ranks use half of
+    them: kept whole, 1,024 ranks of 10,000 lines held 1.4 GB of zeros and counts)."""
 
     def __init__(
-        self, session: Session, labels: list[tuple[str, str, int]], token: bytes, values: Any
+        self, session: Session, labels: list[tuple[str, str, int]], token: bytes, values: Any, columns: Any
     ) -> None:
-        self.session, self.labels, self.token, self.values = session, labels, token, values
+        self.session, self.labels, self.token = session, labels, token
+        self.values, self.columns = values, columns
+
+    def full_values(self) -> Any:
+        """[lines, len(LINE_KEYS)], int64: the values as they were sent."""
+        import torch
+
+        from dlpt.analysis.ranks.lines import LINE_KEYS
+
+        out = torch.zeros((len(self.values), len(LINE_KEYS)), dtype=torch.int64)
+        out[:, self.columns] = self.values
+        return out
 
 
 def encode(session: Session, max_nodes: int = MAX_NODES) -> bytes:
@@ -206,11 +219,13 @@ def decode(
         values = flat.reshape(count, len(LINE_KEYS))
         if count and int(values.min()) < 0:
             raise ValueError("negative line values")
+        columns = torch.nonzero((values != 0).any(dim=0)).flatten()
+        values = values[:, columns].clone()  # the used columns only; the received buffer goes
     except SessionFormatError:
         raise
     except (zlib.error, ValueError, TypeError, RecursionError, struct.error) as e:
         raise SessionFormatError(f"{source}: not a rank summary ({e})") from None
-    return Summary(session, seen[token], token, values)
+    return Summary(session, seen[token], token, values, columns)
 
 
 def _is_label(x: object) -> bool:
