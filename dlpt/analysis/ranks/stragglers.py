@@ -62,13 +62,13 @@ from dlpt.model.tree import Node
 __all__ = [
     "Site",
     "Cause",
+    "Excess",
     "Slowdown",
     "Straggler",
     "Waits",
     "waits",
     "collective_sites",
     "find_stragglers",
-    "causes",
     "explain",
     "classify",
     "MIN_STEP_FRACTION",
@@ -305,10 +305,3 @@ def classify(s: Straggler, lines: LineTable, gpu: bool, step_ns: float) -> None:
     # lines explains at least half of the others' wait. With neither (its delay is outside the
     # recorded work: another process, the network) it stays a straggler, cause unknown.
     s.slower_only = s.own_work_ns < floor and d is not None and d.excess_ns >= 0.5 * s.waited_ns
-
-
-def causes(s: Straggler, lines: LineTable, gpu: bool) -> list[Cause]:
-    """The straggler's lines of its own (see :func:`explain`)."""
-    t = Straggler(s.rank, s.waited_ns)
-    explain(t, lines, gpu)
-    return t.causes
