@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+from typing import Any
 
 import pytest
 import torch
@@ -48,6 +49,23 @@ def pyi_alias(name: str) -> str:
 # -- the sampler's stats -------------------------------------------------------------------------
 
 
+def _sampled_step(ops: int, size: int, *host_args: int) -> tuple[Any, Any]:
+    """One counted step of ``ops`` small ops under the core and the host sampler (started with
+    ``host_args``): what host_start and host_result returned."""
+    C.start(False, [], False)
+    started = C.host_start(*host_args)
+    try:
+        C.set_collecting(True)
+        for _ in range(ops):
+            torch.ones(size).add(1)
+        C.mark_step()
+        C.set_collecting(False)
+    finally:
+        C.host_stop()
+        C.stop()
+    return started, C.host_result()
+
+
 def test_the_sampler_stats_are_one_list_in_the_core_the_stub_and_the_saved_names():
     assert len(STATS) == len(C._testing.sampler_stat_fields())  # every field documented
     assert pyi_fields("SamplerStats") == [(name, "int") for name in STATS]
@@ -57,18 +75,7 @@ def test_the_sampler_stats_are_one_list_in_the_core_the_stub_and_the_saved_names
 
 
 def test_the_host_result_exports_every_stat_of_the_list_and_meta_host_saves_each():
-    C.start(False, [], False)
-    C.host_start(1000)
-    try:
-        C.set_collecting(True)
-        for _ in range(50):
-            torch.ones(64).add(1)
-        C.mark_step()
-        C.set_collecting(False)
-    finally:
-        C.host_stop()
-        C.stop()
-    raw = C.host_result()
+    _, raw = _sampled_step(50, 64, 1000)
     stats = raw["stats"]
     assert list(stats) == STATS
     assert all(type(v) is int for v in stats.values())
@@ -123,17 +130,7 @@ def keys_of(cls_name: str) -> set[str]:
 
 
 def test_the_host_results_keys_are_the_stubs():
-    C.start(False, [], False)
-    started = C.host_start(1000, 1, 100)
-    try:
-        C.set_collecting(True)
-        torch.ones(8).add(1)
-        C.mark_step()
-        C.set_collecting(False)
-    finally:
-        C.host_stop()
-        C.stop()
-    raw = C.host_result()
+    started, raw = _sampled_step(1, 8, 1000, 1, 100)
     assert set(started) == keys_of("HostStart")
     assert set(raw) == keys_of("HostResult")
     assert raw["timeline"] is not None and set(raw["timeline"]) == keys_of("HostTimeline")
