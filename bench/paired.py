@@ -205,6 +205,9 @@ class Dlpt:
     def __exit__(self, *exc) -> None:
         session = self.prof.stop()
         self.capture = dict(session.meta.get("capture", {}))
+        host = session.meta.get("host") or {}
+        # The host sampler's own numbers: how many thread stacks it read and its CPU time.
+        self.capture.update({f"host_{k}": host.get(k) for k in ("samples", "ticks", "max_threads", "sampler_cpu_ns")})
         if self.prof.gpu and not session.meta["gpu"]["enabled"]:  # a CPU-only run would flatter dlpt
             raise RuntimeError(f"dlpt ran without GPU capture: {session.meta['gpu']['reason']}")
         memory = session.meta.get("memory")
@@ -367,6 +370,11 @@ def pcs_chunk(step, n: int, window: bool, manual: bool) -> float:
     return per_step
 
 
+#: What each profiled chunk's session says of dlpt's own work, per step in the table's JSON.
+CAPTURE_KEYS = ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns",
+                "tracing_switch_ns", "host_samples", "host_ticks", "host_max_threads", "host_sampler_cpu_ns")
+
+
 def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False) -> dict:
     out: dict = {m: {"ratios": [], "base_s": [], "prof_s": [], "capture": []} for m in modes}
     for _ in range(rounds):
@@ -387,9 +395,7 @@ def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False)
             r["base_s"].append(a)
             r["prof_s"].append(b)
             if cap:
-                r["capture"].append({k: cap.get(k) for k in ("op_records", "api_callbacks", "self_ns", "rf_windows",
-                                                             "self_python_ns", "self_window_ns",
-                                                             "tracing_switch_ns")})
+                r["capture"].append({k: cap.get(k) for k in CAPTURE_KEYS})
     return out
 
 
@@ -465,10 +471,11 @@ def summarise(raw: dict, steps: int) -> dict:
              "rounds": len(r["ratios"])}
         if r["capture"]:
             c = r["capture"]
-            for k in ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns",
-                      "tracing_switch_ns"):
+            for k in CAPTURE_KEYS:
                 vals = [x[k] for x in c if x.get(k) is not None]
-                if vals:
+                if vals and k == "host_max_threads":  # a count of threads, not per step
+                    s[k] = statistics.median(vals)
+                elif vals:
                     s[k + "_per_step"] = statistics.median(vals) / steps
         out[m] = s
     return out

@@ -21,7 +21,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 nvidia-smi -L | tee "$LOG/gpu.txt"
 env | grep -E 'NCCL_NVLS|MULTICAST|NVSHMEM_DISABLE' | tee -a "$LOG/gpu.txt"
-pack() { tar -czf "$OUT/ranks.tar.gz" -C /tmp ranks-out; }
+# The tests' folders keep their sessions and reports; files over 4 MB (a model's checkpoint, a
+# long timeline) stay behind: the device tool brings back 16 MB per file.
+pack() { find "$LOG" -type f -size +4M -delete; tar -czf "$OUT/ranks.tar.gz" -C /tmp ranks-out; }
 trap pack EXIT
 if has build; then
   t0=$(date +%s)
@@ -39,7 +41,7 @@ job() {
 EX=$PWD/examples/ddp_train.py
 FSDP="--mode fsdp2 --layers 8 --width 1024 --seq 512 --batch 8"
 if has alltests; then
-  python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/gpu 2>&1 | tee "$LOG/gpu_tests.log" | tail -25
+  python3 -m pytest -m gpu -q -rs -p no:cacheprovider --basetemp="$LOG/pytest" tests/gpu 2>&1 | tee "$LOG/gpu_tests.log" | tail -25
 elif has tests; then
   python3 -m pytest -m gpu -q -rs -p no:cacheprovider --basetemp="$LOG/pytest" tests/gpu/test_multirank.py 2>&1 | tee "$LOG/multirank_tests.log" | tail -20
 fi

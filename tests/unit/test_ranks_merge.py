@@ -194,9 +194,27 @@ def test_a_slower_kernel_names_its_line() -> None:
     )
 
 
-def test_cpu_straggler_from_waiting() -> None:
+def test_cpu_ranks_wait_inside_the_collective() -> None:
+    # On gloo the wait is the host's time inside the collective call: rank 0 waited 5 ms per
+    # step for rank 1, which ran every line as long as rank 0 did.
     rep = _report([R.gloo_cpu(0, wait_ns=5_000_000), R.gloo_cpu(1, wait_ns=10_000)])
-    assert [s.rank for s in rep.stragglers] == [1] and rep.stragglers[0].waited_ns == pytest.approx(4_990_000)
+    assert rep.waits.per_rank == {0: pytest.approx(5_000_000), 1: pytest.approx(10_000)}
+    assert rep.stragglers == [] and [s.rank for s in rep.slower] == [1]
+    assert rep.slower[0].waited_ns == pytest.approx(4_990_000)
+
+
+def test_a_rank_waited_for_with_no_line_of_its_own_is_not_named() -> None:
+    # Rank 1 is 8 ms late every step, but nothing it ran took longer than on the others (a
+    # delay outside the program: another process, the network): the others' wait is reported,
+    # no line of the program is blamed.
+    rep = _report(_straggling(2, slow=1, wait_ns=8_000_000, sleep=False))
+    assert rep.stragglers == [] and [s.rank for s in rep.slower] == [1]
+    (s,) = rep.slower
+    assert s.waited_ns == pytest.approx(8_000_000) and s.causes == [] and s.slowdown is None
+    text = " ".join(render_text_of(rep).replace("│", " ").split())  # the header's lines wrap
+    assert "no straggler in the code: rank 1 ran no line longer than the others" in text
+    assert "the others waited 8.00ms per step for it" in text
+    assert "straggler: rank" not in text.replace("no straggler in the code", "")
 
 
 def render_text_of(rep: Any) -> str:

@@ -43,7 +43,7 @@ class RankReport:
     sites: list[Site]  # collective call sites
     waits: Waits
     stragglers: list[Straggler]  # named: work of their own made the others wait
-    slower: list[Straggler]  # the others waited for them, but they ran the same lines slower
+    slower: list[Straggler]  # the others waited for them, but no line of their own explains it
 
     @property
     def step_ns(self) -> float:

@@ -31,7 +31,9 @@ worst. What it did meanwhile decides what it is called:
 - a **slower rank** otherwise: it ran the same lines as the others, each longer by about its
   pace (a busier or slower CPU, a throttled GPU: the machine, not the program). Ranks that do
   the same work on an unevenly loaded machine are this: the report says how much slower, and
-  names no straggler in the code.
+  names no straggler in the code. With no noticeable pace either, the delay is outside the
+  recorded work (another process, the network): the report says the others waited for it and
+  that no line of its own explains it.
 
 Ranks within the floor differ by jitter: the report then says how close their waits are.
 
@@ -187,7 +189,7 @@ class Straggler:
     causes: list[Cause] = field(default_factory=list)  # what it did meanwhile, largest first
     own_work_ns: float = 0.0  # its lines of its own: their excess over the others, per step
     slowdowns: list[Slowdown] = field(default_factory=list)  # the same lines, slower (host, GPU)
-    slower_only: bool = False  # no work of its own explains the wait: a slower rank, not named
+    slower_only: bool = False  # no work of its own explains the wait (slower, or outside the code): not named
 
     @property
     def slowdown(self) -> Slowdown | None:
@@ -204,6 +206,14 @@ class Straggler:
             return ""
         what, device = ("host", "CPU") if d.metric.name == "host" else ("GPU", "GPU")
         return f"ran the shared lines {d.ratio:.2f}x as long on its {what} (a busier or slower {device})"
+
+    def why_waited_for(self) -> str:
+        """Why the others waited for it, when no line of its own explains it: its pace, or
+        that nothing it ran was slower."""
+        return self.pace_text() or (
+            "ran no line longer than the others (its delay is outside the recorded work: "
+            "another process, the network)"
+        )
 
 
 def collective_sites(rs: RankSet, root: SpreadNode, gpu: bool) -> list[Site]:
@@ -294,14 +304,15 @@ def _typical_ratio(own: torch.Tensor, rest: torch.Tensor) -> float:
 
 def classify(s: Straggler, lines: LineTable, gpu: bool, step_ns: float) -> None:
     """Explain ``s`` and decide what it is: a straggler when its own work accounts for the
-    floor (``MIN_STEP_FRACTION`` of the step), a slower rank when it only ran the shared lines
-    slower. With no lines to compare (sessions without them) it stays a straggler, causes unknown."""
+    floor (``MIN_STEP_FRACTION`` of the step); otherwise not named (``slower_only``): it ran
+    the shared lines slower (its pace says how much), or its delay is outside the recorded work
+    (another process, the network) and no line of the program is to blame. With no lines to
+    compare (sessions without them) it stays a straggler, causes unknown."""
     explain(s, lines, gpu)
     if s.rank not in lines.column or len(lines) == 0:
         return
     floor = max(MIN_WAIT_NS, MIN_STEP_FRACTION * step_ns)
-    d = s.slowdown
-    # Slower, not a straggler: no work of its own reaches the floor and its pace on the shared
-    # lines explains at least half of the others' wait. With neither (its delay is outside the
-    # recorded work: another process, the network) it stays a straggler, cause unknown.
-    s.slower_only = s.own_work_ns < floor and d is not None and d.excess_ns >= 0.5 * s.waited_ns
+    # Ranks doing the same work differ by a few lines' worth of jitter, which can put one of
+    # them a tenth of a step behind the others now and then with nothing of its own to show:
+    # naming it would send its user looking for a line that is not there.
+    s.slower_only = s.own_work_ns < floor

@@ -219,11 +219,13 @@ def _no_straggler(report: RankReport, fmt: Fmt) -> Text:
 
 
 def _slower(s: Straggler, fmt: Fmt) -> Text:
-    """A rank the others waited for that ran the same lines as they did, only slower."""
+    """A rank the others waited for with no line of its own to blame: it ran the same lines as
+    they did, only slower, or its delay is outside the recorded work."""
     t = Text("no straggler in the code: ", "bold yellow")
-    t.append(f"rank {s.rank} {s.pace_text() or 'ran no line of its own'}")
+    t.append(f"rank {s.rank} {s.why_waited_for()}")
     t.append(f"; the others waited {fmt.time(s.waited_ns)} per step for it")
     return t
+
 
 
 class StragglerView(View):

@@ -113,7 +113,7 @@
         " (" + D.fmtTime(raw.waits.low) + " to " + D.fmtTime(raw.waits.high) + ")" }));
     }
     (raw.slower || []).forEach(function (s) {
-      h.appendChild(D.el("div", { className: "verdict", text: "no straggler in the code: rank " + s.rank + " " + (s.pace || "ran no line of its own") +
+      h.appendChild(D.el("div", { className: "verdict", text: "no straggler in the code: rank " + s.rank + " " + s.why +
         "; the others waited " + D.fmtTime(s.waited) + " per step for it" }));
     });
     h.appendChild(D.el("div", { className: "versions", text: raw.wait_rule }));
