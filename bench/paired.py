@@ -372,7 +372,7 @@ def pcs_chunk(step, n: int, window: bool, manual: bool) -> float:
 
 #: What each profiled chunk's session says of dlpt's own work, per step in the table's JSON.
 CAPTURE_KEYS = ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns",
-                "tracing_switch_ns", "host_samples", "host_ticks", "host_max_threads", "host_sampler_cpu_ns")
+                "self_api_ns", "tracing_switch_ns", "host_samples", "host_ticks", "host_max_threads", "host_sampler_cpu_ns")
 
 
 def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False) -> dict:

@@ -151,10 +151,12 @@ StopResult stop_capture(bool last_counted) {
     res.self.api_callbacks += ts.api_callbacks.get();
     res.self.self_ns += ts.self_ticks.get();
     res.self.python_ns += ts.python_ticks.get();
+    res.self.api_ns += ts.api_self_ticks.get();
     res.self.window_ns += ts.window_ticks.get();
   });
   res.self.self_ns = s->rate.to_ns(res.self.self_ns);
   res.self.python_ns = s->rate.to_ns(res.self.python_ns);
+  res.self.api_ns = s->rate.to_ns(res.self.api_ns);
   res.self.window_ns = s->rate.to_ns(res.self.window_ns);
   res.session = s;
   return res;

@@ -56,6 +56,7 @@ struct SelfCost {
   uint64_t api_callbacks = 0;  // CUPTI API enter callbacks run
   uint64_t self_ns = 0;        // sampled time inside dlpt's callbacks, scaled to all calls
   uint64_t python_ns = 0;      // ... of which walking Python frames
+  uint64_t api_ns = 0;         // ... of which in CUDA API callbacks
   uint64_t window_ns = 0;      // ... of which switching RecordFunction off and on
 };
 

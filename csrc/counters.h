@@ -38,6 +38,7 @@
   X(self_ns, U64, stop, "sampled time inside dlpt's callbacks, scaled to all calls")                             \
   X(self_python_ns, U64, stop, "... of which walking Python frames")                                             \
   X(self_window_ns, U64, stop, "... of which switching RecordFunction off and on")                               \
+  X(self_api_ns, U64, stop, "... of which in CUDA API callbacks (the rest: op and memory callbacks)")           \
   X(tracing_switches, U64, live, "set_tracing calls that switched tracing off or on")                           \
   X(tracing_switch_ns, U64, live, "time those switches took, in all (flushing CUPTI's records included)")        \
   X(tsc, BOOL, stop, "host ticks are TSC cycles (else steady_clock nanoseconds)")                                \

@@ -51,6 +51,7 @@ class Counters(TypedDict):
     self_ns: int  # sampled time inside dlpt's callbacks, scaled to all calls
     self_python_ns: int  # ... of which walking Python frames
     self_window_ns: int  # ... of which switching RecordFunction off and on
+    self_api_ns: int  # ... of which in CUDA API callbacks (the rest: op and memory callbacks)
     tracing_switches: int  # set_tracing calls that switched tracing off or on
     tracing_switch_ns: int  # time those switches took, in all (flushing CUPTI's records included)
     tsc: bool  # host ticks are TSC cycles (else steady_clock nanoseconds)

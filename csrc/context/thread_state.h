@@ -161,6 +161,7 @@ class ThreadState {
   OwnedCounter api_callbacks;  // CUPTI API callbacks run (enter and exit count once)
   OwnedCounter self_ticks;     // sampled time inside dlpt's callbacks, scaled to all calls
   OwnedCounter python_ticks;   // ... of which walking Python frames (sampled the same way)
+  OwnedCounter api_self_ticks;  // ... of which in CUDA API callbacks (the rest: op and memory ones)
   OwnedCounter window_ticks;   // time switching RecordFunction off and on (every switch)
   std::array<ApiCounter, kMaxWatchedApis> apis;
 
@@ -188,7 +189,8 @@ class ThreadState {
 /// scaled by kSelfSample: an estimate of what dlpt's own callback code costs, for the report.
 class SelfTimer {
  public:
-  explicit SelfTimer(ThreadState& ts) : ts_(ts) {
+  /// `part`: a counter that also takes this callback's time (which kind of callback it was).
+  explicit SelfTimer(ThreadState& ts, OwnedCounter* part = nullptr) : ts_(ts), part_(part) {
     if (--ts.self_countdown == 0) {
       ts.self_countdown = ThreadState::kSelfSample;
       start_ = ticks();
@@ -196,8 +198,11 @@ class SelfTimer {
   }
   ~SelfTimer() {
     // Only time spent while recording counts: it is compared with the recorded window's wall.
-    if (start_ && ts_.session.collecting.load(std::memory_order_relaxed))
-      ts_.self_ticks.add((ticks() - start_) * ThreadState::kSelfSample);
+    if (start_ && ts_.session.collecting.load(std::memory_order_relaxed)) {
+      const uint64_t t = (ticks() - start_) * ThreadState::kSelfSample;
+      ts_.self_ticks.add(t);
+      if (part_ != nullptr) part_->add(t);
+    }
   }
   /// Whether this callback is one of the sampled ones (sub-timings are taken only then).
   bool sampled() const { return start_ != 0; }
@@ -206,6 +211,7 @@ class SelfTimer {
 
  private:
   ThreadState& ts_;
+  OwnedCounter* part_;
   uint64_t start_ = 0;
 };
 

@@ -141,7 +141,7 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   const uint8_t cls = g.cls[cbid];
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = ThreadState::get(*s);
-  SelfTimer timer(ts);
+  SelfTimer timer(ts, &ts.api_self_ticks);
   if (cb->callbackSite == CUPTI_API_ENTER) {
     api_enter(*s, ts, cls, cb->correlationId);
   } else {

@@ -19,6 +19,7 @@ CounterValues counter_values(const Session& s, const StopResult& r) {
   v.self_ns = r.self.self_ns;
   v.self_python_ns = r.self.python_ns;
   v.self_window_ns = r.self.window_ns;
+  v.self_api_ns = r.self.api_ns;
   v.tsc = s.rate.tsc();
   v.cupti_unsubscribe_error = r.tracer.unsubscribe_error;
   v.tracing_error = s.tracing_error;

@@ -246,6 +246,7 @@ class Capture:
     self_ns: int | None = None
     self_python_ns: int | None = None
     self_window_ns: int | None = None
+    self_api_ns: int | None = None
     tracing_switches: int | None = None
     tracing_switch_ns: int | None = None
     tsc: bool | None = None

@@ -47,6 +47,7 @@ COUNTERS: dict[str, Any] = {
     "self_ns": 40_000,
     "self_python_ns": 10_000,
     "self_window_ns": 5_000,
+    "self_api_ns": 20_000,
     "tsc": True,
     "cupti_unsubscribe_error": "CUPTI_ERROR_NOT_INITIALIZED",
 }
