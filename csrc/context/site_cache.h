@@ -13,6 +13,10 @@
 // 2-way set-associative, 256 slots, indexed by the depth and the innermost frames' instruction
 // pointers (where sites differ); the compare, not the index, decides a hit. Must be cleared when
 // the path a chain maps to can change: a scope entered or left (thread_state.cpp).
+// Two per thread: paths from the root (python_context) and paths under a compiled region's node
+// (python_subpath: Inductor's generated code launches each kernel from its own line of `call`,
+// so consecutive launches differ in the outer of the few frames walked, and PathCache rebuilt
+// and decoded all of them on every launch). The key includes the node the path hangs under.
 // Thread contract: owned by one ThreadState ([MT: owning thread]).
 #pragma once
 
@@ -27,11 +31,12 @@ namespace dlpt {
 
 class SiteCache {
  public:
-  /// The node cached for the chain `raw[0..n)` (innermost first, as walked), or false.
-  bool find(const RawFrame* raw, size_t n, NodeId* node, uint32_t* usable) {
-    Set& set = sets_[index(raw, n)];
+  /// The node cached for the chain `raw[0..n)` (innermost first, as walked) as a path under
+  /// `base`, or false.
+  bool find(const RawFrame* raw, size_t n, NodeId base, NodeId* node, uint32_t* usable) {
+    Set& set = sets_[index(raw, n, base)];
     for (Slot& s : set.ways) {
-      if (s.n == n && same(s, raw, n)) {
+      if (s.n == n && s.base == base && same(s, raw, n)) {
         *node = s.node;
         *usable = s.usable;
         return true;
@@ -40,9 +45,9 @@ class SiteCache {
     return false;
   }
 
-  /// Remembers `node` (and the usable-frame count) for the chain `raw[0..n)`.
-  void put(const RawFrame* raw, size_t n, NodeId node, uint32_t usable) {
-    Set& set = sets_[index(raw, n)];
+  /// Remembers `node` (and the usable-frame count) for the chain `raw[0..n)` under `base`.
+  void put(const RawFrame* raw, size_t n, NodeId base, NodeId node, uint32_t usable) {
+    Set& set = sets_[index(raw, n, base)];
     Slot& s = set.ways[set.next];
     set.next ^= 1;  // round robin between the two ways
     s.chain.resize(2 * n);
@@ -51,6 +56,7 @@ class SiteCache {
       s.chain[2 * i + 1] = raw[i].instr;
     }
     s.n = static_cast<uint32_t>(n);
+    s.base = base;
     s.node = node;
     s.usable = usable;
   }
@@ -69,6 +75,7 @@ class SiteCache {
   struct Slot {
     uint32_t n = kEmpty;  // frames in the chain
     uint32_t usable = 0;
+    NodeId base = kNoNode;  // the node the path hangs under (the root, or a compiled region's)
     NodeId node = kNoNode;
     std::vector<const void*> chain;  // frame, instr of each frame, innermost first
   };
@@ -77,8 +84,8 @@ class SiteCache {
     uint8_t next = 0;
   };
 
-  static size_t index(const RawFrame* raw, size_t n) {
-    uint64_t h = n * 0x9E3779B97F4A7C15ull;
+  static size_t index(const RawFrame* raw, size_t n, NodeId base) {
+    uint64_t h = (n ^ (static_cast<uint64_t>(base) << 20)) * 0x9E3779B97F4A7C15ull;
     const size_t k = n < kIndexFrames ? n : kIndexFrames;
     for (size_t i = 0; i < k; ++i) h = (h ^ reinterpret_cast<uint64_t>(raw[i].instr)) * 0xFF51AFD7ED558CCDull;
     return static_cast<size_t>(h >> 57) & (kSets - 1);

@@ -75,6 +75,7 @@ void ThreadState::recycle(uint64_t tid) {
   root_path_.invalidate();
   root_sites_.clear();
   region_path_.invalidate();
+  region_sites_.clear();
   thread_node_ = kNoNode;  // the thread node is keyed by the OS thread id
 }
 
@@ -132,9 +133,9 @@ NodeId ThreadState::python_context(size_t* depth) {
   uint32_t usable = 0;
   NodeId node = kNoNode;
   // A site seen before: its node without decoding a frame or looking one up (site_cache.h).
-  if (n && !root_sites_.find(raw, n, &node, &usable)) {
+  if (n && !root_sites_.find(raw, n, kRootNode, &node, &usable)) {
     node = root_path_.build(*this, raw, n, 0, kRootNode, &usable);
-    root_sites_.put(raw, n, node, usable);
+    root_sites_.put(raw, n, kRootNode, node, usable);
   }
   if (depth) *depth = usable;
   return usable ? node : kNoNode;
@@ -146,7 +147,15 @@ NodeId ThreadState::python_subpath(NodeId base, const void* since) {
   // walks a handful of frames, not the whole stack.
   RawFrame raw[kMaxPythonFrames];
   const size_t n = walk_python_frames(raw, kMaxPythonFrames, since);
-  return n ? region_path_.build(*this, raw, n, 0, base, nullptr) : base;
+  if (n == 0) return base;
+  NodeId node = kNoNode;
+  uint32_t usable = 0;
+  // A launch site of this region seen before: no frame decoded (site_cache.h).
+  if (!region_sites_.find(raw, n, base, &node, &usable)) {
+    node = region_path_.build(*this, raw, n, 0, base, nullptr);
+    region_sites_.put(raw, n, base, node, 0);
+  }
+  return node;
 }
 
 NodeId ThreadState::launch_context() {
@@ -166,6 +175,7 @@ void ThreadState::push_scope(const void* entry_frame, uint32_t name_id) {
   root_path_.invalidate();
   root_sites_.clear();
   region_path_.invalidate();
+  region_sites_.clear();
 }
 
 void ThreadState::pop_scope() {
@@ -176,6 +186,7 @@ void ThreadState::pop_scope() {
   root_path_.invalidate();
   root_sites_.clear();
   region_path_.invalidate();
+  region_sites_.clear();
 }
 
 namespace {

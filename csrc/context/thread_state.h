@@ -180,6 +180,7 @@ class ThreadState {
   PathCache root_path_;    // the Python path from the root
   SiteCache root_sites_;   // ... of every launch site seen, by exact frame chain (before root_path_)
   PathCache region_path_;  // frames under the innermost torch.compile region
+  SiteCache region_sites_; // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;
   ChildCache children_;
   OpNames names_;

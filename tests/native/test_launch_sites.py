@@ -7,6 +7,7 @@ through the testing seams (no GPU needed)."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 import dlpt
 from dlpt.capture.native import RawNode, core
@@ -102,3 +103,48 @@ def _no_profile_left():
     yield
     if C.running():
         C.stop()
+
+
+class CompiledFunction(torch.autograd.Function):
+    """Named as AOTAutograd's function is: its forward is a compiled region to dlpt, whose
+    launches are placed by the frames newer than the region's start (thread_state.cpp)."""
+
+    @staticmethod
+    def forward(ctx, x, corr):  # noqa: ANN001, ANN205
+        if corr % 2:
+            middle(corr)  # @odd
+        else:
+            middle(corr)  # @even
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):  # noqa: ANN001, ANN205
+        return g, None
+
+
+def region_at_a(x: torch.Tensor, corr: int) -> None:
+    CompiledFunction.apply(x, corr)  # @region_a
+
+
+def region_at_b(x: torch.Tensor, corr: int) -> None:
+    CompiledFunction.apply(x, corr)  # @region_b
+
+
+def test_launch_sites_inside_compiled_regions_keep_their_region_and_line():
+    # The same inner chain (forward -> middle -> inner, same frames, same lines) under two
+    # regions opened from two lines: a site cached under one region must not answer for the
+    # other. And within a region, launches alternate between two lines of its code.
+    x = torch.ones(4)
+    C.start(False, [], True)
+    expected = {"region_a": 0, "region_b": 0}
+    by_line = {"odd": 0, "even": 0}
+    for i in range(300):
+        corr, at_a = 3000 + i, i % 4 < 2
+        (region_at_a if at_a else region_at_b)(x, corr)
+        T.kernel_record(corr, 0, 10 + i, 0, "k")
+        expected["region_a" if at_a else "region_b"] += 10 + i
+        by_line["odd" if corr % 2 else "even"] += 10 + i
+    raw = C.stop()
+    assert kernel_ns_by_line(raw, region_at_a, ["region_a"]) == {"region_a": expected["region_a"]}
+    assert kernel_ns_by_line(raw, region_at_b, ["region_b"]) == {"region_b": expected["region_b"]}
+    assert kernel_ns_by_line(raw, CompiledFunction.forward, ["odd", "even"]) == by_line
