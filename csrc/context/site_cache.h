@@ -10,9 +10,10 @@
 // live frame fixes). A hit costs the raw walk and one compare of 16 bytes per frame; no frame is
 // decoded and no tree lookup is made: frames are read once per distinct Python stack.
 //
-// 2-way set-associative, 256 slots, indexed by the depth and the innermost frames' instruction
-// pointers (where sites differ); the compare, not the index, decides a hit. Must be cleared when
-// the path a chain maps to can change: a scope entered or left (thread_state.cpp).
+// 2-way set-associative with LRU replacement, indexed by the depth, the base node and the
+// innermost frames' instruction pointers (where sites differ); the compare, not the index,
+// decides a hit. Must be cleared when the path a chain maps to can change: a scope entered or
+// left (thread_state.cpp).
 // Two per thread: paths from the root (python_context) and paths under a compiled region's node
 // (python_subpath: Inductor's generated code launches each kernel from its own line of `call`,
 // so consecutive launches differ in the outer of the few frames walked, and PathCache rebuilt
@@ -29,16 +30,20 @@
 
 namespace dlpt {
 
+/// `Sets`: sets of two ways (a power of two). Sizes: thread_state.h.
+template <size_t Sets>
 class SiteCache {
  public:
   /// The node cached for the chain `raw[0..n)` (innermost first, as walked) as a path under
   /// `base`, or false.
   bool find(const RawFrame* raw, size_t n, NodeId base, NodeId* node, uint32_t* usable) {
     Set& set = sets_[index(raw, n, base)];
-    for (Slot& s : set.ways) {
+    for (uint8_t way = 0; way < 2; ++way) {
+      const Slot& s = set.ways[way];
       if (s.n == n && s.base == base && same(s, raw, n)) {
         *node = s.node;
         *usable = s.usable;
+        set.next = way ^ 1;  // the other way is now the least recently used: the next to go
         return true;
       }
     }
@@ -49,7 +54,7 @@ class SiteCache {
   void put(const RawFrame* raw, size_t n, NodeId base, NodeId node, uint32_t usable) {
     Set& set = sets_[index(raw, n, base)];
     Slot& s = set.ways[set.next];
-    set.next ^= 1;  // round robin between the two ways
+    set.next ^= 1;  // the way just filled is the most recently used
     s.chain.resize(2 * n);
     for (size_t i = 0; i < n; ++i) {
       s.chain[2 * i] = raw[i].frame;
@@ -68,7 +73,9 @@ class SiteCache {
   }
 
  private:
-  static constexpr size_t kSets = 128;
+  static constexpr size_t kSets = Sets;
+  static_assert(kSets >= 2 && (kSets & (kSets - 1)) == 0, "a power of two: the index is the hash's top bits");
+  static constexpr int kSetBits = __builtin_ctzll(kSets);
   static constexpr uint32_t kEmpty = UINT32_MAX;  // no walk has this many frames
   static constexpr size_t kIndexFrames = 8;       // innermost frames that pick the set
 
@@ -88,7 +95,7 @@ class SiteCache {
     uint64_t h = (n ^ (static_cast<uint64_t>(base) << 20)) * 0x9E3779B97F4A7C15ull;
     const size_t k = n < kIndexFrames ? n : kIndexFrames;
     for (size_t i = 0; i < k; ++i) h = (h ^ reinterpret_cast<uint64_t>(raw[i].instr)) * 0xFF51AFD7ED558CCDull;
-    return static_cast<size_t>(h >> 57) & (kSets - 1);
+    return static_cast<size_t>(h >> (64 - kSetBits));  // the best-mixed bits of the product
   }
 
   static bool same(const Slot& s, const RawFrame* raw, size_t n) {

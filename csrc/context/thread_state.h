@@ -178,9 +178,12 @@ class ThreadState {
   int learner_ = -1;
   std::vector<ScopeEntry> scopes_;
   PathCache root_path_;    // the Python path from the root
-  SiteCache root_sites_;   // ... of every launch site seen, by exact frame chain (before root_path_)
+  // Sizes: a compiled step launches each of its few hundred kernels from its own line of the
+  // generated code (a compiled GPT's forward and backward: ~400 sites); 256 slots for those
+  // evicted sites every step. Memory: 16 bytes per frame of each slot's chain.
+  SiteCache<256> root_sites_;    // ... of every launch site seen, by exact frame chain (before root_path_)
   PathCache region_path_;  // frames under the innermost torch.compile region
-  SiteCache region_sites_; // ... of every launch site seen under a region's node (before region_path_)
+  SiteCache<512> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;
   ChildCache children_;
   OpNames names_;

@@ -148,3 +148,29 @@ def test_launch_sites_inside_compiled_regions_keep_their_region_and_line():
     assert kernel_ns_by_line(raw, region_at_a, ["region_a"]) == {"region_a": expected["region_a"]}
     assert kernel_ns_by_line(raw, region_at_b, ["region_b"]) == {"region_b": expected["region_b"]}
     assert kernel_ns_by_line(raw, CompiledFunction.forward, ["odd", "even"]) == by_line
+
+
+def test_more_sites_than_the_cache_holds_each_keep_their_line():
+    # 700 launch sites (one line each of a generated function), three passes: the caches hold
+    # 512 (root) and 1,024 (region) chains, so sites are evicted and seen again; each line must
+    # keep exactly its own kernels' time whether its chain was cached, evicted or new.
+    lines = 700
+    src = "def many(launch, base):\n" + "".join(f"    launch(base + {k})\n" for k in range(lines))
+    scope: dict = {}
+    exec(compile(src, "<many_sites>", "exec"), scope)  # noqa: S102 - the test's own code
+    C.start(False, [], True)
+    for p in range(3):
+        base = 10_000 + p * lines
+        scope["many"](T.launch, base)
+        for k in range(lines):
+            T.kernel_record(base + k, 0, 1 + k, 0, "k")
+    raw = C.stop()
+    got: dict[int, int] = {}
+    ns = nodes(raw)
+    for n in ns:
+        if n.kind == "kernel":
+            q = ns[n.parent]
+            while q.kind != "frame" or q.file != "<many_sites>":
+                q = ns[q.parent]
+            got[q.line] = got.get(q.line, 0) + n.counted.gpu_ns + n.outside.gpu_ns
+    assert got == {2 + k: 3 * (1 + k) for k in range(lines)}
