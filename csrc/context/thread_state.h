@@ -156,13 +156,13 @@ class ThreadState {
   uint32_t api_generation = 0;  // Session::tracing_generation when the outermost call entered
 
   // -- read at stop ---------------------------------------------------------------------------
-  OwnedCounter submitted;      // launches mapped and awaiting activity
-  OwnedCounter op_records;     // RecordFunction callbacks run (start and end count once)
-  OwnedCounter api_callbacks;  // CUPTI API callbacks run (enter and exit count once)
-  OwnedCounter self_ticks;     // sampled time inside dlpt's callbacks, scaled to all calls
-  OwnedCounter python_ticks;   // ... of which walking Python frames (sampled the same way)
+  OwnedCounter submitted;       // launches mapped and awaiting activity
+  OwnedCounter op_records;      // RecordFunction callbacks run (start and end count once)
+  OwnedCounter api_callbacks;   // CUPTI API callbacks run (enter and exit count once)
+  OwnedCounter self_ticks;      // sampled time inside dlpt's callbacks, scaled to all calls
+  OwnedCounter python_ticks;    // ... of which walking Python frames (sampled the same way)
   OwnedCounter api_self_ticks;  // ... of which in CUDA API callbacks (the rest: op and memory ones)
-  OwnedCounter window_ticks;   // time switching RecordFunction off and on (every switch)
+  OwnedCounter window_ticks;    // time switching RecordFunction off and on (every switch)
   std::array<ApiCounter, kMaxWatchedApis> apis;
 
   /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).
@@ -177,12 +177,13 @@ class ThreadState {
   int open_ops_ = 0;
   int learner_ = -1;
   std::vector<ScopeEntry> scopes_;
-  PathCache root_path_;    // the Python path from the root
-  // Sizes: a compiled step launches each of its few hundred kernels from its own line of the
-  // generated code (a compiled GPT's forward and backward: ~400 sites); 256 slots for those
-  // evicted sites every step. Memory: 16 bytes per frame of each slot's chain.
+  PathCache root_path_;  // the Python path from the root
+  // Sizes (sets of two chains): a compiled step launches each of its few hundred kernels from
+  // its own line of the generated code (a compiled GPT's forward and backward: ~400 sites); the
+  // 256 chains these caches held before evicted sites every step. Memory: 16 bytes per frame of
+  // each chain (root chains are the whole stack: ~500 KiB at depth 60 when full).
   SiteCache<256> root_sites_;    // ... of every launch site seen, by exact frame chain (before root_path_)
-  PathCache region_path_;  // frames under the innermost torch.compile region
+  PathCache region_path_;        // frames under the innermost torch.compile region
   SiteCache<512> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;
   ChildCache children_;

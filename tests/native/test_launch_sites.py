@@ -110,7 +110,7 @@ class CompiledFunction(torch.autograd.Function):
     launches are placed by the frames newer than the region's start (thread_state.cpp)."""
 
     @staticmethod
-    def forward(ctx, x, corr):  # noqa: ANN001, ANN205
+    def forward(ctx, x, corr):
         if corr % 2:
             middle(corr)  # @odd
         else:
@@ -118,7 +118,7 @@ class CompiledFunction(torch.autograd.Function):
         return x.clone()
 
     @staticmethod
-    def backward(ctx, g):  # noqa: ANN001, ANN205
+    def backward(ctx, g):
         return g, None
 
 
@@ -157,7 +157,7 @@ def test_more_sites_than_the_cache_holds_each_keep_their_line():
     lines = 700
     src = "def many(launch, base):\n" + "".join(f"    launch(base + {k})\n" for k in range(lines))
     scope: dict = {}
-    exec(compile(src, "<many_sites>", "exec"), scope)  # noqa: S102 - the test's own code
+    exec(compile(src, "<many_sites>", "exec"), scope)
     C.start(False, [], True)
     for p in range(3):
         base = 10_000 + p * lines

@@ -227,7 +227,6 @@ def _slower(s: Straggler, fmt: Fmt) -> Text:
     return t
 
 
-
 class StragglerView(View):
     """Each straggler: how long the others waited for it, what it did meanwhile (its lines that
     cost more than on the other ranks) and where the others waited."""
