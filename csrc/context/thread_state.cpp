@@ -129,7 +129,9 @@ NodeId ThreadState::python_context(size_t* depth) {
   if (depth) *depth = 0;
   if (!session.opts.python_frames) return kNoNode;
   RawFrame raw[kMaxPythonFrames];
+  root_prefetch_.issue();  // the last walk's frames, requested together (frame_prefetch.h)
   const size_t n = walk_python_frames(raw, kMaxPythonFrames);
+  root_prefetch_.remember(raw, n);
   uint32_t usable = 0;
   NodeId node = kNoNode;
   // A site seen before: its node without decoding a frame or looking one up (site_cache.h).

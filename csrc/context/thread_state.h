@@ -21,6 +21,7 @@
 
 #include "../cct/tree.h"
 #include "../clock.h"
+#include "../frames/frame_prefetch.h"
 #include "../frames/python_stack.h"
 #include "../session.h"
 #include "child_cache.h"
@@ -183,6 +184,7 @@ class ThreadState {
   // 256 chains these caches held before evicted sites every step. Memory: 16 bytes per frame of
   // each chain (root chains are the whole stack: ~500 KiB at depth 60 when full).
   SiteCache<256> root_sites_;    // ... of every launch site seen, by exact frame chain (before root_path_)
+  FramePrefetch root_prefetch_;  // the frames of the last walk from the root
   PathCache region_path_;        // frames under the innermost torch.compile region
   SiteCache<512> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;
