@@ -8,8 +8,10 @@ multi-GPU jobs: communication beside compute, exposed communication, stragglers.
     python examples/ddp_train.py                       # one process, no launcher needed
 
 --straggle R makes rank R sleep --straggle-ms before each backward (a rank slowed by its host:
-data loading, Python, another process), for dlpt to name. --log-steps prints every rank's own
-step times, to hold dlpt's figures against. --cpu forces gloo on the CPU.
+data loading, Python, another process), for dlpt to name; with --straggle-every 2 only every
+other step, so that each rank's own step times (--log-steps, synchronised) measure what the
+sleep cost the others, step beside step: tools/wait_truth.py holds dlpt's wait against that.
+--log-steps prints every rank's own step times, to hold dlpt's figures against. --cpu forces gloo on the CPU.
 Random tokens, random init: nothing is downloaded. The GPU config is small (4 layers, width 256);
 --layers/--width/--seq/--batch scale it.
 """
@@ -101,6 +103,7 @@ def main(argv=None) -> None:
     ap.add_argument("--cpu", action="store_true", help="gloo on the CPU even when there are GPUs")
     ap.add_argument("--straggle", type=int, default=-1, metavar="R", help="rank R sleeps before backwards")
     ap.add_argument("--straggle-ms", type=float, default=50.0)
+    ap.add_argument("--straggle-every", type=int, default=1, metavar="N", help="sleep on every Nth step only")
     ap.add_argument(
         "--log-steps",
         action="store_true",
@@ -119,7 +122,7 @@ def main(argv=None) -> None:
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
             loss = model(inputs, targets)
-        if rank == args.straggle:
+        if rank == args.straggle and i % args.straggle_every == 0:
             time.sleep(args.straggle_ms / 1e3)  # a slow host on this rank
         loss.backward()
         opt.step()

@@ -4,8 +4,10 @@
 #   bash tools/device_ranks.sh WHAT[,WHAT...]
 # WHAT: build | tests (tests/gpu/test_multirank.py) | alltests (pytest -m gpu tests/gpu) |
 #       sym (symmetric FSDP2, 5 runs) | inject (DDP and FSDP2, rank 1 sleeping 20 ms before its
-#       backward) | twonode (two torchrun launchers as two nodes, half the GPUs each, each in its
-#       own folder: no shared output directory) | paired (tools/ddp_paired.py, DDP and FSDP2)
+#       backward) | truth (the same, on every other step only: tools/wait_truth.py holds dlpt's
+#       wait against the ranks' own step times) | twonode (two torchrun launchers as two nodes,
+#       half the GPUs each, each in its own folder: no shared output directory) | paired
+#       (tools/ddp_paired.py, DDP and FSDP2)
 # NPROC (default: every GPU) sets the ranks; DDP_PAIRED_ARGS passes options to ddp_paired.py.
 set -o pipefail
 what=${1:-build,tests}
@@ -51,6 +53,13 @@ fi
 if has inject; then
   job ddp-inject --skip-first 5 -o run.json "$EX" --mode ddp --steps 30 --straggle 1 --straggle-ms 20 --log-steps
   job fsdp2-inject --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 --straggle 1 --straggle-ms 20 --log-steps
+fi
+if has truth; then
+  for m in ddp fsdp2; do
+    if [ $m = ddp ]; then cfg="--mode ddp"; else cfg=$FSDP; fi
+    job "$m-truth" --skip-first 5 -o run.json "$EX" $cfg --steps 40 --straggle 1 --straggle-ms 20 --straggle-every 2 --log-steps
+    python3 tools/wait_truth.py "$LOG/$m-truth/out.txt" "$LOG/$m-truth"/run.rank*.json 2>&1 | tee "$LOG/$m-truth/truth.txt"
+  done
 fi
 if has twonode; then
   half=$((NGPU / 2)); port=$((29000 + RANDOM % 1000))

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 
 from dlpt.analysis.ranks.lines import line_table, rank_lines
-from dlpt.analysis.ranks.merge import imbalance, rank_set, report_trees, spread_tree, totals
+from dlpt.analysis.ranks.merge import SpreadNode, imbalance, rank_set, report_trees, spread_tree, totals
 from dlpt.analysis.ranks.report import rank_report
+from dlpt.analysis.ranks.stragglers import collective_sites
 from dlpt.errors import UsageError
 from dlpt.model.processors import METRICS
 from dlpt.model.session import Session
+from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import render_ranks
 from tests import rank_sessions as R
 
@@ -234,3 +236,69 @@ def test_report_across_ranks_golden(h: Any) -> None:
     h.check_golden("ranks_across", text)
     assert "straggler: rank 2" in text and "rank 3 missing: no session written" in text
     assert "3 of 4 ranks" in text and "load imbalance" in text
+
+
+def test_one_collective_under_one_line_in_several_places_is_one_site() -> None:
+    # FSDP2 all-gathers each block's parameters from one `x = block(x)`: the tree holds one
+    # all-gather per block under that line, and "where the wait landed" must list the line once.
+    rs = _ranks([R.ddp_gpu(0, 2), R.ddp_gpu(1, 2)])
+    steps = {r.rank: r.steps for r in rs.ranks}
+
+    def op(block: int, ns: dict[int, int]) -> SpreadNode:
+        gather = SpreadNode(
+            Node("op", "c10d::_allgather_base_"), {r: {"comm_ns": v * steps[r]} for r, v in ns.items()}
+        )
+        scope = SpreadNode(Node("scope", f"block{block}"), {r: {} for r in ns})
+        scope.children[gather.node.key] = gather
+        return scope
+
+    line = SpreadNode(Node("frame", "forward", "gpt.py", 80), {0: {}, 1: {}})
+    for b in range(3):
+        s = op(b, {0: 1_000_000, 1: 4_000_000})
+        line.children[s.node.key] = s
+    root = SpreadNode(Node("root", "total"), {0: {}, 1: {}})
+    root.children[line.node.key] = line
+    (site,) = collective_sites(rs, root, gpu=True)
+    assert site.paths == 3 and site.line is line
+    assert site.times == {0: pytest.approx(3_000_000), 1: pytest.approx(12_000_000)}
+    assert site.waited_for(0) == pytest.approx(9_000_000)
+
+
+def _untraced(s: Session, median_ms: float, half_ms: float) -> Session:
+    s.meta["step_time"] = {
+        "untraced": {
+            "n": 8,
+            "median_ns": int(median_ms * 1e6),
+            "mean_ns": int(median_ms * 1e6),
+            "min_ns": int((median_ms - 2 * half_ms) * 1e6),
+            "max_ns": int((median_ms + 2 * half_ms) * 1e6),
+            "p10_ns": int((median_ms - half_ms) * 1e6),
+            "p90_ns": int((median_ms + half_ms) * 1e6),
+            "median_lo_ns": int((median_ms - half_ms) * 1e6),
+            "median_hi_ns": int((median_ms + half_ms) * 1e6),
+        }
+    }
+    return s
+
+
+def test_a_rank_that_ran_ahead_untraced_waits_at_least_the_lead() -> None:
+    # Two nodes, no per-step synchronisation: rank 0's host queues its steps in 9.5 ms untraced
+    # while rank 1 (20 ms of sleep) needs 30.4 ms. In traced steps dlpt stretched rank 0's host
+    # work, so its traced wait reads 14 ms; collectives tie it to rank 1's pace, so it loses the
+    # 20.9 ms lead per step.
+    a, b = _straggling(2, slow=1, wait_ns=14_000_000)
+    rep = _report([_untraced(a, 9.5, 0.3), _untraced(b, 30.4, 0.4)])
+    assert rep.waits.ran_ahead == {0: pytest.approx(20_900_000)}
+    assert rep.waits.per_rank[0] == pytest.approx(20_900_000)
+    (s,) = rep.stragglers
+    assert s.rank == 1 and s.waited_ns == pytest.approx(20_900_000 - 300_000)
+    assert "for rank 0, how much shorter its untraced step" in rep.wait_rule
+
+
+def test_ranks_in_step_untraced_add_no_wait() -> None:
+    # Ranks that keep in step differ in their untraced medians by jitter, inside the intervals.
+    a, b = _straggling(2, slow=1, wait_ns=8_000_000)
+    rep = _report([_untraced(a, 30.0, 0.8), _untraced(b, 30.9, 0.8)])
+    assert rep.waits.ran_ahead == {}
+    assert rep.waits.per_rank[0] == pytest.approx(8_300_000)
+    assert "untraced" not in rep.wait_rule

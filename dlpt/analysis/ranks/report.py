@@ -51,6 +51,22 @@ class RankReport:
         return median([t.step_wall_ns for t in self.per_rank.values() if t.step_wall_ns > 0])
 
     @property
+    def wait_rule(self) -> str:
+        """What a rank's wait measures here, in words (the reports print it beside the wait)."""
+        if self.gpu:
+            rule = "a rank's wait: its host blocked on the GPU while the GPU sat in communication alone"
+        else:
+            rule = "a rank's wait: its host time inside collective calls"
+        ahead = sorted(self.waits.ran_ahead)
+        if ahead:
+            rule += (
+                f"; at least, for rank{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}, "
+                "how much shorter its untraced step was than the slowest rank's "
+                "(it ran ahead, and waits that long later)"
+            )
+        return rule
+
+    @property
     def wait_spread(self) -> tuple[float, float]:
         """The least and the most any rank waited per step."""
         w = list(self.waits.per_rank.values())

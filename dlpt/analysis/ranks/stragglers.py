@@ -15,6 +15,15 @@ step's work (ranks in step with a constant offset, which FSDP2's prefetching mak
 nothing, and is not waiting. A kernel's duration alone is no measure of waiting: a collective
 issued early spins until its peers arrive, overlapped with compute.
 
+Both are measured in traced steps, whose host work dlpt's own callbacks stretch. Untraced steps
+(the step schedule's, dlpt's cost off) add a lower bound: collectives tie every rank to the
+slowest one's pace, so a rank whose untraced steps are shorter than the slowest rank's (their
+medians' intervals apart) only ran ahead: its host queued work without blocking, and it gives
+the difference back waiting (at the next synchronisation, or once its launch queue is full).
+Without a per-step synchronisation a waiting rank's host runs ahead like this; its traced wait
+then reads low by as much as dlpt stretched its host work. A rank's wait is the larger of the
+two.
+
 On a CPU process group (gloo) the host waits inside the collective call itself
 (``comm_wait_ns``, visible through :mod:`dlpt.capture.ranks.pycomm`): that is the wait.
 
@@ -69,6 +78,7 @@ __all__ = [
     "Straggler",
     "Waits",
     "waits",
+    "ran_ahead",
     "collective_sites",
     "find_stragglers",
     "explain",
@@ -123,27 +133,51 @@ class Waits:
     host_blocked: dict[int, float] = field(default_factory=dict)
     gpu_exposed: dict[int, float] = field(default_factory=dict)
     gpu: bool = True
+    # The untraced lower bound: how much shorter its untraced step was than the slowest rank's.
+    ran_ahead: dict[int, float] = field(default_factory=dict)
 
 
 def waits(per_rank: Mapping[int, RankTotals]) -> Waits:
     """Each rank's time per step spent waiting for the others."""
     gpu = any(t.gpu for t in per_rank.values())
+    ahead = ran_ahead(per_rank)
     if not gpu:
-        return Waits({r: t.wait_ns for r, t in per_rank.items()}, gpu=False)
+        return Waits(
+            {r: max(t.wait_ns, ahead.get(r, 0.0)) for r, t in per_rank.items()}, gpu=False, ran_ahead=ahead
+        )
     launch_floor = min((max(0.0, t.api_ns - t.sync_ns) for t in per_rank.values()), default=0.0)
     host = {r: t.sync_ns + max(0.0, t.api_ns - t.sync_ns - launch_floor) for r, t in per_rank.items()}
     exposed = {r: t.exposed_ns for r, t in per_rank.items()}
-    return Waits({r: min(host[r], exposed[r]) for r in per_rank}, host, exposed)
+    traced = {r: min(host[r], exposed[r]) for r in per_rank}
+    return Waits({r: max(traced[r], ahead.get(r, 0.0)) for r in per_rank}, host, exposed, ran_ahead=ahead)
+
+
+def ran_ahead(per_rank: Mapping[int, RankTotals]) -> dict[int, float]:
+    """Per rank whose untraced step is shorter than the slowest rank's, their intervals apart:
+    the difference (the module's doc). Empty unless every rank measured untraced steps with an
+    interval: jitter between ranks that keep in step must not read as a wait."""
+    known: dict[int, tuple[float, float, float]] = {}  # rank: median, its interval
+    for r, t in per_rank.items():
+        if t.untraced_step_ns is not None and t.untraced_interval is not None:
+            known[r] = (t.untraced_step_ns, *t.untraced_interval)
+    if len(per_rank) < 2 or len(known) != len(per_rank):
+        return {}
+    pace = max(known, key=lambda r: known[r][0])
+    step, pace_lo, _ = known[pace]
+    return {r: step - m for r, (m, _, hi) in known.items() if r != pace and hi < pace_lo}
 
 
 @dataclass
 class Site:
-    """One collective call site: its node in the merged tree, the nearest line above it, and
-    each rank's time inside it per step."""
+    """One collective call site: a collective op under the nearest line above it, with each
+    rank's time inside it per step. The same op under the same line in several places of the
+    tree (FSDP2's all-gather of each block, called from one ``x = block(x)``) is one site:
+    ``paths`` counts them."""
 
     node: SpreadNode
     line: SpreadNode | None
     times: dict[int, float]
+    paths: int = 1
 
     def waited_for(self, rank: int) -> float:
         """How much longer the other ranks spent here than ``rank`` (their median minus its)."""
@@ -218,22 +252,31 @@ class Straggler:
 
 def collective_sites(rs: RankSet, root: SpreadNode, gpu: bool) -> list[Site]:
     """The outermost collective nodes of the merged tree, with each rank's time inside them
-    (communication kernels on a GPU, waiting on a CPU), per step."""
+    (communication kernels on a GPU, waiting on a CPU), per step; the same op under the same
+    line is one site, its times summed."""
     metric = COMM if gpu else WAIT
     ranks = rs.by_rank()
-    out: list[Site] = []
+    by_label: dict[tuple[object, object], Site] = {}
     stack: list[tuple[SpreadNode, SpreadNode | None]] = [(root, None)]
     while stack:
         n, line = stack.pop()
         if n.node.kind == "op" and is_collective_op(n.node.name):
             # Only the ranks that made this call.
             times = {r: v for r, v in n.values(metric, ranks).items() if r in n.inclusive}
-            if len(times) >= 2 and any(times.values()):
-                out.append(Site(n, line, times))
+            if not any(times.values()):
+                continue
+            key = (line.node.key if line is not None else None, n.node.key)
+            site = by_label.get(key)
+            if site is None:
+                by_label[key] = Site(n, line, times)
+            else:
+                for r, v in times.items():
+                    site.times[r] = site.times.get(r, 0.0) + v
+                site.paths += 1
             continue
         here = n if n.node.kind == "frame" else line
         stack.extend((c, here) for c in n.children.values())
-    return out
+    return [s for s in by_label.values() if len(s.times) >= 2]
 
 
 def find_stragglers(

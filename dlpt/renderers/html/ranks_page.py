@@ -62,7 +62,13 @@ def _cause(sources: dict[str, dict[str, str]], c: Cause) -> dict[str, Any]:
 def _site(sources: dict[str, dict[str, str]], s: Site, rank: int) -> dict[str, Any]:
     others = [v for r, v in s.times.items() if r != rank]
     line = _where(sources, s.line.node) if s.line is not None else None
-    return {"line": line, "op": s.node.node.name, "own": s.times.get(rank, 0.0), "others": median(others)}
+    return {
+        "line": line,
+        "op": s.node.node.name,
+        "paths": s.paths,
+        "own": s.times.get(rank, 0.0),
+        "others": median(others),
+    }
 
 
 def _steps(rank: Rank) -> list[list[int]]:
@@ -140,11 +146,7 @@ def _model(rep: RankReport) -> dict[str, Any]:
         "world_size": rep.rs.world_size,
         "gpu": rep.gpu,
         "step_ns": rep.step_ns,
-        "wait_rule": (
-            "a rank's wait: its host blocked on the GPU while the GPU sat in communication alone"
-            if rep.gpu
-            else "a rank's wait: its host time inside collective calls"
-        ),
+        "wait_rule": rep.wait_rule,
         "waits": {"low": low, "high": high},
         "missing": [{"rank": r, "why": why} for r, why in rep.rs.missing.items()],
         "notes": list(rep.rs.notes),

@@ -205,6 +205,8 @@ def _site_label(site: Site, fmt: Fmt) -> Text:
             where.append("  " + detail, "dim")
         where.append("  ")
     where.append(fmt.clean(site.node.node.name), "yellow")
+    if site.paths > 1:
+        where.append(f"  ({site.paths} call paths)", "dim")
     return where
 
 
@@ -239,7 +241,7 @@ class StragglerView(View):
         for s in self.report.stragglers:
             yield Text(f"Straggler: rank {s.rank}", "bold red")
             yield Text(f"  the other ranks waited for it {fmt.time(s.waited_ns)} per step")
-            yield Text(f"  ({_wait_rule(self.report)})", "dim")
+            yield Text(f"  ({self.report.wait_rule})", "dim")
             if s.causes:
                 own = f"  its lines of their own took {fmt.time(s.own_work_ns)} per step more than on others"
                 pace = s.pace_text()
@@ -275,7 +277,10 @@ class StragglerView(View):
         if not s.sites:
             return
         n = len(s.sites)
-        yield Text(f"  where the others waited ({n} collective{'s' if n != 1 else ''}):")
+        # On a GPU a collective's kernel time includes spin overlapped with compute: the table
+        # says where the wait landed, the header above says how long it was.
+        overlap = ", overlap included" if self.report.gpu else ""
+        yield Text(f"  where the wait landed ({n} collective{'s' if n != 1 else ''}; time inside{overlap}):")
         t = make_table("", fmt)
         for col in (f"rank {s.rank}", "others (median)", "longer"):
             t.add_column(col, justify="right", no_wrap=True)
@@ -295,12 +300,6 @@ class StragglerView(View):
             )
         add_rows(t, rows, width, fmt.ascii)
         yield t
-
-
-def _wait_rule(report: RankReport) -> str:
-    if report.gpu:
-        return "a rank's wait: its host blocked on the GPU while the GPU sat in communication alone"
-    return "a rank's wait: its host time inside collective calls"
 
 
 def render_ranks(

@@ -102,8 +102,9 @@
           h.appendChild(D.el("div", { className: "muted", text: "no line of its own costs more than on the others: its delay is outside the recorded work" }));
         }
         if (s.sites.length) {
-          h.appendChild(D.el("div", { className: "muted", text: "where the others waited: " + s.sites.slice(0, 3).map(function (x) {
-            return (x.line ? where(x.line) + " " : "") + x.op + " (+" + D.fmtTime(x.others - x.own) + ")";
+          h.appendChild(D.el("div", { className: "muted", text: "where the wait landed: " + s.sites.slice(0, 3).map(function (x) {
+            return (x.line ? where(x.line) + " " : "") + x.op + (x.paths > 1 ? " (" + x.paths + " call paths)" : "") +
+              " (+" + D.fmtTime(x.others - x.own) + " in the collective)";
           }).join(", ") }));
         }
       }, this);
