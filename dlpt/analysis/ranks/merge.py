@@ -147,8 +147,6 @@ class RankTotals:
     wait_ns: float
     gpu: bool
     untraced_step_ns: float | None = None  # a step run untraced in the same run, if measured
-    # The untraced median's interval (docs/numbers.md), where the session has one.
-    untraced_interval: tuple[float, float] | None = None
     sync_ns: float = 0.0  # host time blocked in synchronising CUDA calls
     api_ns: float = 0.0  # host time in CUDA API calls (the synchronising ones included)
 
@@ -188,13 +186,6 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
         steps=rank.steps,
         step_wall_ns=wall,
         untraced_step_ns=untraced.median_ns if untraced is not None else None,
-        untraced_interval=(
-            (untraced.median_lo_ns, untraced.median_hi_ns)
-            if untraced is not None
-            and untraced.median_lo_ns is not None
-            and untraced.median_hi_ns is not None
-            else None
-        ),
         gpu_ns=rank.per_step(sums.get("gpu_ns", 0) + sums.get("copy_ns", 0) + sums.get("memset_ns", 0)),
         comm_ns=rank.per_step(sums.get("comm_ns", 0)),
         exposed_ns=_exposed_per_step(rank),

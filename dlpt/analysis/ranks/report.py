@@ -54,17 +54,8 @@ class RankReport:
     def wait_rule(self) -> str:
         """What a rank's wait measures here, in words (the reports print it beside the wait)."""
         if self.gpu:
-            rule = "a rank's wait: its host blocked on the GPU while the GPU sat in communication alone"
-        else:
-            rule = "a rank's wait: its host time inside collective calls"
-        ahead = sorted(self.waits.ran_ahead)
-        if ahead:
-            rule += (
-                f"; at least, for rank{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}, "
-                "how much shorter its untraced step was than the slowest rank's "
-                "(it ran ahead, and waits that long later)"
-            )
-        return rule
+            return "a rank's wait: its host blocked on the GPU while the GPU sat in communication alone"
+        return "a rank's wait: its host time inside collective calls"
 
     @property
     def wait_spread(self) -> tuple[float, float]:

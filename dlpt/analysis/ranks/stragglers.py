@@ -15,15 +15,6 @@ step's work (ranks in step with a constant offset, which FSDP2's prefetching mak
 nothing, and is not waiting. A kernel's duration alone is no measure of waiting: a collective
 issued early spins until its peers arrive, overlapped with compute.
 
-Both are measured in traced steps, whose host work dlpt's own callbacks stretch. Untraced steps
-(the step schedule's, dlpt's cost off) add a lower bound: collectives tie every rank to the
-slowest one's pace, so a rank whose untraced steps are shorter than the slowest rank's (their
-medians' intervals apart) only ran ahead: its host queued work without blocking, and it gives
-the difference back waiting (at the next synchronisation, or once its launch queue is full).
-Without a per-step synchronisation a waiting rank's host runs ahead like this; its traced wait
-then reads low by as much as dlpt stretched its host work. A rank's wait is the larger of the
-two.
-
 On a CPU process group (gloo) the host waits inside the collective call itself
 (``comm_wait_ns``, visible through :mod:`dlpt.capture.ranks.pycomm`): that is the wait.
 
@@ -78,7 +69,6 @@ __all__ = [
     "Straggler",
     "Waits",
     "waits",
-    "ran_ahead",
     "collective_sites",
     "find_stragglers",
     "explain",
@@ -133,38 +123,17 @@ class Waits:
     host_blocked: dict[int, float] = field(default_factory=dict)
     gpu_exposed: dict[int, float] = field(default_factory=dict)
     gpu: bool = True
-    # The untraced lower bound: how much shorter its untraced step was than the slowest rank's.
-    ran_ahead: dict[int, float] = field(default_factory=dict)
 
 
 def waits(per_rank: Mapping[int, RankTotals]) -> Waits:
     """Each rank's time per step spent waiting for the others."""
     gpu = any(t.gpu for t in per_rank.values())
-    ahead = ran_ahead(per_rank)
     if not gpu:
-        return Waits(
-            {r: max(t.wait_ns, ahead.get(r, 0.0)) for r, t in per_rank.items()}, gpu=False, ran_ahead=ahead
-        )
+        return Waits({r: t.wait_ns for r, t in per_rank.items()}, gpu=False)
     launch_floor = min((max(0.0, t.api_ns - t.sync_ns) for t in per_rank.values()), default=0.0)
     host = {r: t.sync_ns + max(0.0, t.api_ns - t.sync_ns - launch_floor) for r, t in per_rank.items()}
     exposed = {r: t.exposed_ns for r, t in per_rank.items()}
-    traced = {r: min(host[r], exposed[r]) for r in per_rank}
-    return Waits({r: max(traced[r], ahead.get(r, 0.0)) for r in per_rank}, host, exposed, ran_ahead=ahead)
-
-
-def ran_ahead(per_rank: Mapping[int, RankTotals]) -> dict[int, float]:
-    """Per rank whose untraced step is shorter than the slowest rank's, their intervals apart:
-    the difference (the module's doc). Empty unless every rank measured untraced steps with an
-    interval: jitter between ranks that keep in step must not read as a wait."""
-    known: dict[int, tuple[float, float, float]] = {}  # rank: median, its interval
-    for r, t in per_rank.items():
-        if t.untraced_step_ns is not None and t.untraced_interval is not None:
-            known[r] = (t.untraced_step_ns, *t.untraced_interval)
-    if len(per_rank) < 2 or len(known) != len(per_rank):
-        return {}
-    pace = max(known, key=lambda r: known[r][0])
-    step, pace_lo, _ = known[pace]
-    return {r: step - m for r, (m, _, hi) in known.items() if r != pace and hi < pace_lo}
+    return Waits({r: min(host[r], exposed[r]) for r in per_rank}, host, exposed)
 
 
 @dataclass
