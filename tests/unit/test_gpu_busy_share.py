@@ -5,7 +5,7 @@ on several streams, and not a mean of busy times against a median step (an FSDP2
 
 from __future__ import annotations
 
-from dlpt.analysis.report.gpu import device_facts
+from dlpt.analysis.report.gpu import device_facts, totals
 from dlpt.model.units import Units
 
 
@@ -50,3 +50,12 @@ def test_the_share_is_the_median_steps_union() -> None:
     rows = [(10_000_000, 2_000_000), (10_000_000, 5_000_000), (10_000_000, 9_000_000)]
     (fact,) = device_facts(_meta(rows), Units(steps=3))
     assert "(50.0%)" in fact.text, fact.text
+
+
+def test_gpu_time_above_the_busy_time_says_the_streams_overlap() -> None:
+    # FSDP2: 82 ms of kernels per 74 ms step, NCCL beside compute; the union is 69 ms.
+    units = Units(steps=1)
+    (gpu,) = [f for f in totals({"gpu_ns": 82_000_000}, units, busy_ns=69_000_000) if f.label == "GPU time"]
+    assert gpu.text == "GPU 82.00ms (streams overlap: busy 69.00ms)"
+    (alone,) = [f for f in totals({"gpu_ns": 82_000_000}, units, busy_ns=82_000_000) if f.label == "GPU time"]
+    assert alone.text == "GPU 82.00ms"

@@ -16,13 +16,23 @@ from dlpt.model.units import Units
 __all__ = ["totals", "capture_facts", "device_facts", "graph_facts", "record_facts", "self_cost"]
 
 
-def totals(inc: Mapping[str, int], units: Units) -> list[Fact]:
+# GPU time above the GPUs' busy time by more than this share is shown as overlap.
+OVERLAP_SHARE = 0.01
+
+
+def totals(inc: Mapping[str, int], units: Units, busy_ns: int | None = None) -> list[Fact]:
     """The session's totals (per step when there are steps), each with its label and value and
-    the phrase the one-line form uses ("26 kernels")."""
+    the phrase the one-line form uses ("26 kernels"). ``busy_ns``: the used GPUs' busy time
+    (the union of their kernels' intervals) over the same steps; where the summed kernel time
+    exceeds it (streams overlapping: NCCL beside compute), the GPU time says so, or it reads as
+    more GPU time than the step has."""
     out = []
     gpu = METRICS["gpu"](inc)
     if gpu:
-        out.append(Fact("total", f"GPU {units.time(gpu)}", label="GPU time", value=units.time(gpu)))
+        text = f"GPU {units.time(gpu)}"
+        if busy_ns and gpu - busy_ns > OVERLAP_SHARE * gpu:
+            text += f" (streams overlap: busy {units.time(busy_ns)})"
+        out.append(Fact("total", text, label="GPU time", value=units.time(gpu)))
     if inc.get("kernels"):
         n = units.count(inc["kernels"])
         out.append(Fact("total", f"{n} kernels", label="kernels", value=n))
