@@ -233,21 +233,5 @@
     this.panes.source.scrollIntoView({ block: "start" });
   };
 
-  function boot() {
-    var root = document.getElementById("app");
-    try {
-      var raw = JSON.parse(document.getElementById("dlpt-data").textContent);
-      D.setUnits(raw.units);
-      D.clear(root);
-      var app = new App(raw);
-      D.app = app;
-      app.build(root);
-    } catch (e) {
-      D.clear(root).appendChild(D.el("pre", { className: "fatal", text: "dlpt report failed to load: " + (e && e.stack || e) }));
-      throw e;
-    }
-  }
-
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
-  else boot();
+  D.boot("report", App);
 })(window.dlpt = window.dlpt || {});

@@ -181,21 +181,5 @@
     return panel;
   };
 
-  function boot() {
-    var root = document.getElementById("app");
-    try {
-      var raw = JSON.parse(document.getElementById("dlpt-data").textContent);
-      D.setUnits(raw.units);
-      D.clear(root);
-      var app = new Ranks(raw);
-      D.app = app;
-      app.build(root);
-    } catch (e) {
-      D.clear(root).appendChild(D.el("pre", { className: "fatal", text: "dlpt ranks page failed to load: " + (e && e.stack || e) }));
-      throw e;
-    }
-  }
-
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
-  else boot();
+  D.boot("ranks page", Ranks);
 })(window.dlpt = window.dlpt || {});

@@ -133,4 +133,28 @@
   D.Hub.prototype.emit = function (ev, arg) {
     (this.subs[ev] || []).forEach(function (fn) { fn(arg); });
   };
+
+  /**
+   * Start a page once the document is parsed: read its model (the "dlpt-data" script), set the
+   * units, build `new Page(model)` into #app and keep it as D.app. A failure replaces the page
+   * with its stack ("dlpt <what> failed to load: ..."): a blank page tells its reader nothing.
+   */
+  D.boot = function (what, Page) {
+    function start() {
+      var root = document.getElementById("app");
+      try {
+        var raw = JSON.parse(document.getElementById("dlpt-data").textContent);
+        D.setUnits(raw.units);
+        D.clear(root);
+        var app = new Page(raw);
+        D.app = app;
+        app.build(root);
+      } catch (e) {
+        D.clear(root).appendChild(D.el("pre", { className: "fatal", text: "dlpt " + what + " failed to load: " + (e && e.stack || e) }));
+        throw e;
+      }
+    }
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+    else start();
+  };
 })(window.dlpt = window.dlpt || {});
