@@ -28,6 +28,7 @@ from typing import Any
 
 from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.analysis.ranks.lines import one_thread
+from dlpt.analysis.ranks.timelines import MAX_RANKS as MAX_TIMELINE_RANKS
 from dlpt.errors import DlptError
 from dlpt.model.session import Session
 
@@ -59,7 +60,10 @@ class RankStore:
     def publish(self, rank: int, session: Session, world_size: int = 1) -> int:
         """Puts ``rank``'s summary in the store; returns its size in bytes."""
         with one_thread():
-            data = rank_summary.encode(session, rank_summary.tree_budget(world_size))
+            # A small job's timelines go too: the page across ranks lines them up.
+            data = rank_summary.encode(
+                session, rank_summary.tree_budget(world_size), timeline=world_size <= MAX_TIMELINE_RANKS
+            )
         self.store.set(self._key(rank, self.finish_number(rank)), data)
         return len(data)
 

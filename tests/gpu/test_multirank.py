@@ -211,3 +211,22 @@ def test_one_html_page_for_all_ranks(job: tuple[str, Path, str]) -> None:
     assert sorted(p.name for p in where.glob("*.html")) == ["run.html"]
     page = (where / "run.html").read_text()
     assert '"format":"dlpt-ranks-model"' in page and "straggler" in page
+
+
+def test_the_page_lines_up_every_ranks_gpu_streams(tmp_path: Path) -> None:
+    # --timeline under the launcher, gathered through the store (no -o): rank 0's one page draws
+    # every rank's GPU streams under the job's steps, the NCCL kernels among them.
+    args = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={RANKS}", "-m", "dlpt"]
+    args += ["--skip-first", "3", "--timeline", "2", "--html", str(tmp_path / "run.html")]
+    p = _run([*args, EXAMPLE, "--mode", "ddp", "--steps", "12"], tmp_path)
+    assert p.returncode == 0, p.stderr[-4000:]
+    page = (tmp_path / "run.html").read_text()
+    found = re.search(r'<script type="application/json" id="dlpt-data">(.*?)</script>', page, re.S)
+    assert found, page[:2000]
+    tl = json.loads(found.group(1))["timeline"]
+    assert tl is not None and "one host's clock" in tl["note"]
+    lanes = [name for name, kind in tl["lanes"] if kind == "stream"]
+    assert {int(re.match(r"rank (\d+)", n).group(1)) for n in lanes} == set(range(RANKS)), lanes  # type: ignore[union-attr]
+    names = {tl["strings"][row[4]] for row in tl["slices"]}
+    assert any(is_comm_kernel(n) for n in names), sorted(names)[:20]
+    assert len(tl["steps"]) == 2

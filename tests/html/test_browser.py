@@ -567,3 +567,33 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
     page.select_option("#metric", "host")
     page.wait_for_function("() => document.querySelectorAll('#lines tbody tr').length === 1")
     assert "r1" in page.locator("#lines tbody tr").first.inner_text()
+
+
+def test_the_page_across_ranks_draws_each_ranks_gpu_streams_on_one_clock(
+    open_report: Any, tmp_path: Path, artifacts: Path
+) -> None:
+    from dlpt.analysis.ranks.merge import rank_set
+    from dlpt.analysis.ranks.report import rank_report
+    from dlpt.renderers.html.ranks_page import write_ranks_html
+    from tests import rank_sessions as R
+    from tests.timeline_sessions import timeline_meta
+
+    sessions = []
+    for r in range(2):
+        s = R.ddp_gpu(r, 2)
+        s.meta["timeline"] = timeline_meta()
+        s.meta["timeline"]["start_ns"] += r * 500_000  # rank 1 half a millisecond later
+        sessions.append(s)
+    path = tmp_path / "ranks_timeline.html"
+    write_ranks_html(rank_report(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)])), path)
+    r = open_report(path)
+    page = r.page
+    page.wait_for_selector("section.timeline canvas.timeline-canvas")
+    head = page.inner_text("section.timeline .panel-head")
+    assert "GPU timelines across ranks" in head and "ranks 0, 1: one host's clock" in head
+    lanes = r.js("() => dlpt.app.timeline.lanes.map(l => l[0])")
+    assert lanes == ["steps (every rank)", "rank 0 \u00b7 GPU 0 stream 7", "rank 1 \u00b7 GPU 0 stream 7"]
+    drawn = r.js("""() => { const t = dlpt.app.timeline, s = t.str;
+      return t.items.map(it => s[t.raw.slices[it[3]][4]]); }""")
+    assert drawn.count("gemm_kernel") == 2 and "step 1" in drawn
+    _save(page.locator("section.timeline"), artifacts, "ranks_timeline.png")

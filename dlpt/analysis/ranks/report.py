@@ -24,6 +24,7 @@ from dlpt.analysis.ranks.stragglers import (
     find_stragglers,
     waits,
 )
+from dlpt.analysis.ranks.timelines import RankTimelines, side_by_side
 from dlpt.model.gc_pause import gc_paused
 from dlpt.model.processors import METRICS, Metric, get_metric
 from dlpt.model.tree import Node
@@ -44,6 +45,7 @@ class RankReport:
     waits: Waits
     stragglers: list[Straggler]  # named: work of their own made the others wait
     slower: list[Straggler]  # the others waited for them, but no line of their own explains it
+    timelines: RankTimelines | None = None  # the ranks' GPU streams on one clock (--timeline)
 
     @property
     def step_ns(self) -> float:
@@ -85,4 +87,4 @@ def rank_report(rs: RankSet, metric: str | Metric | None = None, show_all: bool 
             classify(s, lines, gpu, step)
         named = [s for s in candidates if not s.slower_only]
         slower = [s for s in candidates if s.slower_only]
-        return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, named, slower)
+        return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, named, slower, side_by_side(rs))

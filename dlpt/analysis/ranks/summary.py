@@ -9,7 +9,8 @@ and the top of its tree. So a summary is:
   ``MIN_SHARE`` of the run's total of every metric they carry, then as many more as needed to
   keep at most ``max_nodes`` (totals are conserved: the parent's own cost takes them); the
   saved source text keeps only the kept lines; the large per-run records (timeline, memory
-  details) are left out; ``meta.rank_summary`` says what was folded;
+  details) are left out, but for the GPU streams of a timeline window in small jobs
+  (:mod:`dlpt.analysis.ranks.timelines`); ``meta.rank_summary`` says what was folded;
 - every line of the rank's report tree with its own cost, flattened before folding
   (:mod:`dlpt.analysis.ranks.lines`): a list of (file, function, line) and a matrix of integers.
 
@@ -78,8 +79,12 @@ def _keep(nodes: list[dict[str, Any]], inc: list[dict[str, int]], share: float) 
     return keep
 
 
-def summarize(session: Session, max_nodes: int = MAX_NODES, min_share: float = MIN_SHARE) -> Session:
-    """``session`` with its small nodes folded into their parents (see the module's doc)."""
+def summarize(
+    session: Session, max_nodes: int = MAX_NODES, min_share: float = MIN_SHARE, timeline: bool = False
+) -> Session:
+    """``session`` with its small nodes folded into their parents (see the module's doc);
+    ``timeline``: keep the GPU part of its timeline window for the page across ranks
+    (:func:`dlpt.analysis.ranks.timelines.gpu_part`, bounded)."""
     nodes = session.nodes
     inc = _inclusive(nodes)
     share = min_share
@@ -122,6 +127,12 @@ def summarize(session: Session, max_nodes: int = MAX_NODES, min_share: float = M
             for f, lines in sources.items()
             if f in kept_lines and isinstance(lines, dict)
         }
+    if timeline and "timeline" in session.meta:
+        from dlpt.analysis.ranks.timelines import gpu_part
+
+        part = gpu_part(session.meta["timeline"])
+        if part is not None:
+            meta["timeline"] = part
     meta["rank_summary"] = {"nodes": len(nodes), "kept": len(out), "folded": folded, "min_share": share}
     return Session(out, meta)
 
@@ -153,14 +164,15 @@ class Summary:
         return out
 
 
-def encode(session: Session, max_nodes: int = MAX_NODES) -> bytes:
-    """``session``'s summary as it travels through the store (see the module's doc)."""
+def encode(session: Session, max_nodes: int = MAX_NODES, timeline: bool = False) -> bytes:
+    """``session``'s summary as it travels through the store (see the module's doc); ``timeline``
+    as :func:`summarize` takes it."""
     from dlpt.analysis.ranks.lines import rank_lines
     from dlpt.model.folding import report_tree
 
     lines = rank_lines(report_tree(session, False))
     labels = json.dumps([[n.file, n.name, n.line] for n in lines.labels], separators=(",", ":")).encode()
-    return pack(summarize(session, max_nodes), labels, lines.values)
+    return pack(summarize(session, max_nodes, timeline=timeline), labels, lines.values)
 
 
 def pack(session: Session, labels: bytes, values: Any) -> bytes:

@@ -1,8 +1,9 @@
 """The HTML page across ranks: what ``torchrun ... -m dlpt --html run.html`` writes from rank 0
 (and ``dlpt --load 'run.rank*.json' --html all.html``): the job's verdict (the straggler, its
 wait and its own lines, or how close the ranks are), a table of the ranks, each rank's steps on
-one step axis (busy, communication and its exposed part, per step), and the lines with their
-cost on every rank (min / median / max, the slowest rank), for any metric.
+one step axis (busy, communication and its exposed part, per step), the ranks' GPU streams on
+one clock where they recorded a timeline window (``--timeline``), and the lines with their cost
+on every rank (min / median / max, the slowest rank), for any metric.
 
 The page formats :class:`~dlpt.analysis.ranks.report.RankReport`; it computes nothing of its own.
 """
@@ -19,6 +20,7 @@ from dlpt.analysis.ranks.lines import one_thread, row_median
 from dlpt.analysis.ranks.merge import Rank, median
 from dlpt.analysis.ranks.report import RankReport
 from dlpt.analysis.ranks.stragglers import Cause, Site
+from dlpt.analysis.ranks.timelines import timeline_note
 from dlpt.analysis.report.run import rank_label
 from dlpt.model.meta import int_of, obj, program_argv
 from dlpt.model.processors import METRICS, Metric
@@ -26,10 +28,11 @@ from dlpt.model.resume_names import display_name
 from dlpt.model.safe_files import write_text_file
 from dlpt.model.units import units_model
 from dlpt.renderers.html.page import document
+from dlpt.renderers.html.timeline import timeline_model
 
 __all__ = ["build_ranks_model", "render_ranks_html", "write_ranks_html", "MAX_LINES"]
 
-RANKS_SCRIPTS = ("util.js", "treetable.js", "ranks.js")
+RANKS_SCRIPTS = ("util.js", "treetable.js", "timeline.js", "ranks.js")
 RANKS_STYLES = ("report.css", "ranks.css")
 MAX_LINES = 2000  # lines on the page, the costliest on any rank first
 
@@ -180,8 +183,29 @@ def _model(rep: RankReport) -> dict[str, Any]:
         "metrics": [{"name": m.name, "label": m.label, "unit": m.unit} for m in metrics],
         "lines": lines,  # v: {metric: [max, median, min, slowest rank]} per step
         "lines_total": count,
+        "timeline": _timeline(rep),
         "units": units_model(),
     }
+
+
+def _timeline(rep: RankReport) -> dict[str, Any] | None:
+    """The ranks' GPU streams on one clock, as the report page's timeline draws them (its own
+    string table beside it), or None without timelines."""
+    t = rep.timelines
+    if t is None:
+        return None
+    table: dict[str, int] = {}
+
+    def strings(text: str) -> int:
+        return table.setdefault(text, len(table))
+
+    model = timeline_model(t.view, strings)
+    if model is None:
+        return None
+    model["strings"] = list(table)
+    model["title"] = "GPU timelines across ranks"
+    model["note"] = timeline_note(t)
+    return model
 
 
 def render_ranks_html(rep: RankReport) -> str:

@@ -49,6 +49,8 @@
     main.appendChild(this.header());
     main.appendChild(this.rankTable());
     main.appendChild(this.strips());
+    /* The ranks' GPU streams on one clock, when they recorded a timeline window (--timeline N). */
+    if (raw.timeline) this.timeline = new D.Timeline(main, raw.timeline, raw.timeline.strings);
     var panel = D.el("section", { className: "panel", attrs: { id: "lines" } });
     panel.appendChild(D.el("div", { className: "panel-head" }, D.el("h2", { text: "Lines on every rank" }),
       D.el("span", { className: "muted", text: "a line's own cost per step \u00b7 " + raw.lines.length + " of " + raw.lines_total + " lines" })));

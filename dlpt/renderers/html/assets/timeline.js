@@ -48,11 +48,12 @@
     this.prev = D.el("button", { className: "btn", text: "\u2039 step", on: { click: function () { self.show(self.step - 1); } } });
     this.next = D.el("button", { className: "btn", text: "step \u203a", on: { click: function () { self.show(self.step + 1); } } });
     this.all = D.el("button", { className: "btn", text: "whole window", on: { click: function () { self.show(-1); } } });
-    var note = raw.steps_kept + " of " + raw.steps_requested + " steps kept";
+    /* raw.title and raw.note: the page across ranks names its lanes' ranks and their clock. */
+    var note = (raw.note ? raw.note + " \u00b7 " : "") + raw.steps_kept + " of " + raw.steps_requested + " steps kept";
     if (raw.steps_shown < raw.steps.length || raw.steps_shown < raw.steps_kept) note += ", " + raw.steps_shown + " shown";
     if (raw.dropped) note += ", " + raw.dropped.toLocaleString("en-US") + " events dropped (budget)";
     panel.appendChild(D.el("div", { className: "panel-head" },
-      D.el("h2", { text: "Timeline" }),
+      D.el("h2", { text: raw.title || "Timeline" }),
       D.el("span", { className: "muted", text: note + " \u00b7 hover for details" }),
       D.el("span", { className: "spacer" }), this.prev, this.label, this.next, this.all));
     this.wrap = D.el("div", { className: "timeline-wrap" });
