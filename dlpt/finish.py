@@ -10,7 +10,7 @@ command line (:mod:`dlpt.cli.main`) and the notebook magic (:mod:`dlpt.notebook.
   report and exports, the text report) and :meth:`Ending.run`, the one sequence that does it:
   :func:`stop_viewed`, save, every output file (:func:`write_all`), the text report
   (:meth:`Ending.render_report`, the one place the report is rendered), all from the one view.
-  The command line plugs its signals and ranks into it (:class:`dlpt.cli.main.CliEnding`), the
+  The command line plugs its signals and ranks into it (:class:`dlpt.cli.ending.CliEnding`), the
   notebook the frames above the magic (``tidy``); neither assembles the ending by hand.
 
 Nothing here raises to the user's program: a file that cannot be written, a report that cannot

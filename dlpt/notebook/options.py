@@ -1,5 +1,5 @@
 """The options of ``%dlpt`` and ``%%dlpt``: every option of the command line, parsed by the
-command line's own parser (:func:`dlpt.cli.main.build_parser`, so the two never differ), plus
+command line's own parser (:func:`dlpt.cli.options.build_parser`, so the two never differ), plus
 ``--inline-html``.
 
 ``%dlpt [options] statement``: the options come first; the statement starts at the first word
@@ -21,8 +21,8 @@ from collections.abc import Iterator
 
 from dlpt._version import __version__
 from dlpt.cli import outputs
-from dlpt.cli.main import build_parser as cli_parser
-from dlpt.cli.main import check_values
+from dlpt.cli.options import build_parser as cli_parser
+from dlpt.cli.options import check_values
 from dlpt.errors import UsageError
 
 __all__ = ["parse_cell", "parse_line", "HelpShown"]

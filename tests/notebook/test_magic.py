@@ -178,7 +178,7 @@ def _value(action: Any, tmp: Path) -> list[str]:
 
 
 def test_the_magic_parses_every_command_line_option_with_the_same_parser(tmp_path: Path) -> None:
-    from dlpt.cli.main import build_parser
+    from dlpt.cli.options import build_parser
     from dlpt.errors import UsageError
     from dlpt.notebook.options import HelpShown, parse_cell
 
