@@ -11,7 +11,8 @@ multi-GPU jobs: communication beside compute, exposed communication, stragglers.
 data loading, Python, another process), for dlpt to name; with --straggle-every 2 only every
 other step, so that each rank's own step times (--log-steps, synchronised) measure what the
 sleep cost the others, step beside step: tools/wait_truth.py holds dlpt's wait against that.
---log-steps prints every rank's own step times, to hold dlpt's figures against. --cpu forces gloo on the CPU.
+--log-steps prints every rank's own step times, to hold dlpt's figures against. --cpu forces
+gloo on the CPU.
 Random tokens, random init: nothing is downloaded. The GPU config is small (4 layers, width 256);
 --layers/--width/--seq/--batch scale it.
 """
@@ -112,6 +113,8 @@ def main(argv=None) -> None:
     for k in ("layers", "width", "seq", "batch", "vocab"):
         ap.add_argument(f"--{k}", type=int, help=f"default {GPU_CFG[k]} on GPU, {CPU_CFG[k]} on CPU")
     args = ap.parse_args(argv)
+    if args.straggle_every < 1:
+        ap.error("--straggle-every must be >= 1")
 
     model, opt, inputs, targets, device, rank, world, _ = setup(args)
     cuda = device.startswith("cuda")

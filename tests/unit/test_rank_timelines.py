@@ -12,7 +12,7 @@ from typing import Any
 from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.analysis.ranks.merge import rank_set
 from dlpt.analysis.ranks.report import rank_report
-from dlpt.analysis.ranks.timelines import MAX_EVENTS, gpu_part, side_by_side
+from dlpt.analysis.ranks.timelines import MAX_EVENTS, gpu_part, side_by_side, timeline_note
 from dlpt.model.session import Session
 from dlpt.renderers.html.ranks_page import build_ranks_model
 from tests import rank_sessions as R
@@ -83,3 +83,17 @@ def test_the_page_across_ranks_draws_the_lanes() -> None:
     assert [ln[0] for ln in tl["lanes"]][1:] == ["rank 0 · GPU 0 stream 7", "rank 1 · GPU 0 stream 7"]
     assert {tl["strings"][row[4]] for row in tl["slices"]} >= {"gemm_kernel", "step 1", "step 2"}
     assert build_ranks_model(rank_report(_ranks([R.ddp_gpu(0, 2), R.ddp_gpu(1, 2)])))["timeline"] is None
+
+
+def test_more_ranks_than_lanes_are_counted_not_drawn() -> None:
+    from dlpt.analysis.ranks.timelines import MAX_RANKS
+
+    n = MAX_RANKS + 2
+    sessions = []
+    for r in range(n):
+        s = R.ddp_gpu(r, n)
+        s.meta["timeline"] = timeline_meta()
+        sessions.append(s)
+    t = side_by_side(_ranks(sessions))
+    assert t is not None and t.ranks == list(range(MAX_RANKS)) and t.left_out == 2
+    assert "2 more ranks with a timeline not shown" in timeline_note(t)

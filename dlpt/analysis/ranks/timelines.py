@@ -58,17 +58,22 @@ class RankTimelines:
 
 def side_by_side(rs: RankSet) -> RankTimelines | None:
     """The ranks' timelines side by side (see the module's doc); None when no rank has one."""
-    found: list[tuple[int, int, TimelineView, str]] = []  # rank, window start, view, host
+    shown: list[tuple[int, int, TimelineView, str]] = []  # rank, window start, view, host
+    left_out = 0
     for r in rs.ranks:
         meta = r.session.meta
+        if "timeline" not in meta:
+            continue
+        if len(shown) == MAX_RANKS:  # counted, not laid out: a window is up to 500,000 events
+            left_out += 1
+            continue
         view = timeline_view(meta)
         if view is None or not any(ln.kind == "stream" for ln in view.lanes):
             continue
         start = int_of(obj(meta.get("timeline")).get("start_ns"))
-        found.append((r.rank, start, view, str(obj(meta.get("distributed")).get("hostname") or "")))
-    if not found:
+        shown.append((r.rank, start, view, str(obj(meta.get("distributed")).get("hostname") or "")))
+    if not shown:
         return None
-    shown, left_out = found[:MAX_RANKS], max(0, len(found) - MAX_RANKS)
     one_host = len({host for *_, host in shown}) == 1
     if one_host:
         t0 = min(start for _, start, _, _ in shown)
