@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the checkout's dlpt, wherever this is run from
 
 from dlpt.cli.diff import build_parser as diff_parser  # noqa: E402
-from dlpt.cli.main import build_parser as cli_parser  # noqa: E402
+from dlpt.cli.options import build_parser as cli_parser  # noqa: E402
 from dlpt.model.processors import METRICS  # noqa: E402
 from dlpt.notebook.options import build_parser as magic_parser  # noqa: E402
 from dlpt.renderers.exports import FORMATS  # noqa: E402
