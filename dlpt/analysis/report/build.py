@@ -25,7 +25,6 @@ from dlpt.analysis.report.run import (
 )
 from dlpt.analysis.report.suggestions import suggestion
 from dlpt.analysis.suggest import findings
-from dlpt.model.meta import int_of, obj
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.model.units import Units
@@ -73,8 +72,7 @@ def assemble_report(
     units = Units(steps=steps, ascii=ascii)
     sep = separator(ascii)
     inc = a.totals
-    busy = obj(meta.get("gpu_busy_ns"))
-    total_facts = totals(inc, units, sum(int_of(v) for v in busy.values()) or None)
+    total_facts = totals(inc, units, sum((session.typed_meta.gpu_busy_ns or {}).values()) or None)
     per = f"per step (/{steps})" if steps else "totals"
     line = sep.join(f.text for f in total_facts) if total_facts else "nothing recorded"
     header: list[Fact] = [
