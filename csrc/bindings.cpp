@@ -160,6 +160,17 @@ py::dict stop(bool last_counted) {
     steps[py::str(std::to_string(dev))] = l;
   }
   out["gpu_steps"] = steps;
+  // Collective kernels of counted epochs, by epoch and launch order: (device, epoch, corr, name,
+  // start, end, exposed ns per bin) (cct/collectives.h).
+  py::list colls;
+  for (const CollectiveRecord& c : r.collectives) {
+    py::tuple bins(kCollectiveBins);
+    for (unsigned i = 0; i < kCollectiveBins; ++i) bins[i] = py::int_(c.exposed_ns[i]);
+    colls.append(
+        py::make_tuple(c.device, c.tag.epoch, c.tag.corr, s.tree.strings.get(c.tag.name), c.start, c.end, bins));
+  }
+  out["gpu_collectives"] = colls;
+  out["gpu_collectives_over_limit"] = r.collectives_over_limit;
   out["counters"] = counters;
   // Each set_tracing switch: (on, ns it took).
   py::list switches;
@@ -220,6 +231,7 @@ PYBIND11_MODULE(_C, m) {
   t.def("busy", &dlpt::testing::busy);
   t.def("busy_steps", &dlpt::testing::busy_steps);
   t.def("busy_epochs", &dlpt::testing::busy_epochs);
+  t.def("busy_collectives", &dlpt::testing::busy_collectives);
   t.def("epoch_contention", &dlpt::testing::epoch_contention, py::call_guard<py::gil_scoped_release>());
   t.def("seq_ranges", &dlpt::testing::seq_ranges);
   t.def("correlations", &dlpt::testing::correlations);

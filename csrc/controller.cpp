@@ -145,6 +145,7 @@ StopResult stop_capture(bool last_counted) {
     res.api = api_stats(*s);
     res.busy = s->busy.totals(&s->epochs);
     res.steps = s->busy.steps(&s->epochs);
+    res.collectives = s->busy.collectives(&s->epochs, &res.collectives_over_limit);
   }
   s->for_each_thread([&](ThreadState& ts) {
     res.self.op_records += ts.op_records.get();

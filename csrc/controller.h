@@ -66,6 +66,8 @@ struct StopResult {
   std::vector<ApiStat> api;
   std::map<uint32_t, BusyTotals> busy;
   std::map<uint32_t, std::vector<StepBusy>> steps;
+  std::vector<CollectiveRecord> collectives;  // of counted epochs (BusyTracker::collectives)
+  uint64_t collectives_over_limit = 0;
   SelfCost self;
 };
 

@@ -72,6 +72,10 @@ class StopResult(TypedDict):
     # per device: (start, end, recorded, busy_ns, first, last) between step marks, CUPTI time;
     # recorded: the interval's epoch was counted (once end_epoch was called)
     gpu_steps: dict[str, list[tuple[int, int, bool, int, int, int, int, int]]]
+    # collective kernels of counted epochs, by epoch and launch order: (device, epoch, corr, name,
+    # start, end, exposed ns in each of 16 equal parts of the kernel) (csrc/cct/collectives.h)
+    gpu_collectives: list[tuple[int, int, int, str, int, int, tuple[int, ...]]]
+    gpu_collectives_over_limit: int  # collective kernels past the core's limit, not kept
     counters: Counters
     tracing_switches: list[tuple[bool, int]]  # each set_tracing switch: (on, ns it took)
     gpu: bool

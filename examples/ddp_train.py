@@ -8,11 +8,13 @@ multi-GPU jobs: communication beside compute, exposed communication, stragglers.
     python examples/ddp_train.py                       # one process, no launcher needed
 
 --straggle R makes rank R sleep --straggle-ms before each backward (a rank slowed by its host:
-data loading, Python, another process), for dlpt to name; with --straggle-every 2 only every
-other step, so that each rank's own step times (--log-steps, synchronised) measure what the
-sleep cost the others, step beside step: tools/wait_truth.py holds dlpt's wait against that.
---log-steps prints every rank's own step times, to hold dlpt's figures against. --cpu forces
-gloo on the CPU.
+data loading, Python, another process), for dlpt to name. --straggle-at forward sleeps before the
+forward instead: after --log-steps' synchronisation the GPU has nothing queued there, so the
+whole sleep delays the others (before the backward, the forward still queued on the GPU hides
+part of it). With --straggle-every 2 only every other step sleeps, so that each rank's own step
+times (--log-steps, synchronised) measure what the sleep cost the others, step beside step:
+tools/wait_truth.py holds dlpt's wait against that. --log-steps prints every rank's own step
+times, to hold dlpt's figures against. --cpu forces gloo on the CPU.
 Random tokens, random init: nothing is downloaded. The GPU config is small (4 layers, width 256);
 --layers/--width/--seq/--batch scale it.
 """
@@ -105,6 +107,7 @@ def main(argv=None) -> None:
     ap.add_argument("--straggle", type=int, default=-1, metavar="R", help="rank R sleeps before backwards")
     ap.add_argument("--straggle-ms", type=float, default=50.0)
     ap.add_argument("--straggle-every", type=int, default=1, metavar="N", help="sleep on every Nth step only")
+    ap.add_argument("--straggle-at", choices=("forward", "backward"), default="backward", help="where it sleeps")
     ap.add_argument(
         "--log-steps",
         action="store_true",
@@ -123,9 +126,12 @@ def main(argv=None) -> None:
     for i in range(args.steps):
         ts = time.perf_counter()
         opt.zero_grad(set_to_none=True)
+        straggles = rank == args.straggle and i % args.straggle_every == 0
+        if straggles and args.straggle_at == "forward":
+            time.sleep(args.straggle_ms / 1e3)  # a slow host on this rank (data loading)
         with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
             loss = model(inputs, targets)
-        if rank == args.straggle and i % args.straggle_every == 0:
+        if straggles and args.straggle_at == "backward":
             time.sleep(args.straggle_ms / 1e3)  # a slow host on this rank
         loss.backward()
         opt.step()

@@ -202,3 +202,26 @@ def gloo_cpu(rank: int, world: int = 2, wait_ns: int = 1_000_000) -> Session:
         "nodes": t.nodes,
     }
     return Session.from_dict(session)
+
+
+def with_collectives(
+    session: Session,
+    kernels: list[tuple[int, int, float]],
+    name: str = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+) -> Session:
+    """``session`` with ``meta.gpu_collectives`` as the native core writes it: each of its STEPS
+    epochs (numbered from 3: warm-up epochs came first) runs ``kernels``, each (start offset in
+    the step, duration, exposed share of every sixteenth), on this rank's own clock (a step
+    every 40 ms from an arbitrary origin)."""
+    cols: dict[str, list[Any]] = {k: [] for k in ("device", "epoch", "name", "start_ns", "dur_ns", "exposed")}
+    for step in range(STEPS):
+        for offset, dur, share in kernels:
+            cols["device"].append(0)
+            cols["epoch"].append(3 + step)
+            cols["name"].append(0)
+            cols["start_ns"].append(10**15 + step * 40_000_000 + offset)
+            cols["dur_ns"].append(dur)
+            cols["exposed"].append(bytes([round(255 * share)] * 16).hex())
+    d = session.to_dict()
+    d["meta"]["gpu_collectives"] = {"names": [name], **cols}
+    return Session.from_dict(d)

@@ -4,11 +4,12 @@
 #   bash tools/device_ranks.sh WHAT[,WHAT...]
 # WHAT: build | tests (tests/gpu/test_multirank.py) | alltests (pytest -m gpu tests/gpu) |
 #       sym (symmetric FSDP2, 5 runs) | inject (DDP and FSDP2, rank 1 sleeping 20 ms before its
-#       backward) | truth (the same, on every other step only: tools/wait_truth.py holds dlpt's
-#       wait against the ranks' own step times) | twonode (two torchrun launchers as two nodes,
+#       forward, each step synchronised: the whole sleep delays the others) | truth (rank 1
+#       sleeping before its backward on every other step only: tools/wait_truth.py holds dlpt's
+#       wait against the ranks' own step times; TRUTH_AT=forward sleeps before the forward) | twonode (two torchrun launchers as two nodes,
 #       half the GPUs each, each in its own folder: no shared output directory) | paired
 #       (tools/ddp_paired.py, DDP and FSDP2)
-# NPROC (default: every GPU) sets the ranks; DDP_PAIRED_ARGS passes options to ddp_paired.py.
+# NPROC (default: every GPU) sets the ranks, SYM_RUNS (default 5) the symmetric runs; DDP_PAIRED_ARGS passes options to ddp_paired.py.
 set -o pipefail
 what=${1:-build,tests}
 has() { case ",$what," in *",$1,"*) return 0;; esac; return 1; }
@@ -48,16 +49,18 @@ elif has tests; then
   python3 -m pytest -m gpu -q -rs -p no:cacheprovider --basetemp="$LOG/pytest" tests/gpu/test_multirank.py 2>&1 | tee "$LOG/multirank_tests.log" | tail -20
 fi
 if has sym; then
-  for i in 1 2 3 4 5; do job "fsdp2-sym$i" --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 --log-steps; done
+  for i in $(seq 1 "${SYM_RUNS:-5}"); do job "fsdp2-sym$i" --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 --log-steps; done
 fi
 if has inject; then
-  job ddp-inject --skip-first 5 -o run.json "$EX" --mode ddp --steps 30 --straggle 1 --straggle-ms 20 --log-steps
-  job fsdp2-inject --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 --straggle 1 --straggle-ms 20 --log-steps
+  at="--straggle 1 --straggle-ms 20 --straggle-at forward --log-steps"
+  job ddp-inject --skip-first 5 -o run.json "$EX" --mode ddp --steps 30 $at
+  job fsdp2-inject --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 $at
 fi
 if has truth; then
   for m in ddp fsdp2; do
     if [ $m = ddp ]; then cfg="--mode ddp"; else cfg=$FSDP; fi
-    job "$m-truth" --skip-first 5 -o run.json "$EX" $cfg --steps 40 --straggle 1 --straggle-ms 20 --straggle-every 2 --log-steps
+    job "$m-truth" --skip-first 5 -o run.json "$EX" $cfg --steps 40 --straggle 1 --straggle-ms 20 --straggle-every 2 \
+      --straggle-at "${TRUTH_AT:-backward}" --log-steps
     python3 tools/wait_truth.py "$LOG/$m-truth/out.txt" "$LOG/$m-truth"/run.rank*.json 2>&1 | tee "$LOG/$m-truth/truth.txt"
   done
 fi

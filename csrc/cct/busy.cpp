@@ -1,6 +1,7 @@
 #include "busy.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace dlpt {
 
@@ -102,10 +103,26 @@ void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint6
   }
 }
 
-void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm) {
+void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm, const CollectiveTag* tag) {
   if (end <= start) return;
   std::lock_guard<std::mutex> lock(mu_);
   Device& d = devices_[device];
+  if (comm && tag != nullptr) {
+    if (collectives_kept_ < kMaxCollectives) {
+      CollectiveRecord c;
+      c.device = device;
+      c.tag = *tag;
+      c.start = start;
+      c.end = end;
+      // A record arriving after its time was folded: the other work then is gone, and its
+      // exposure there reads as none (the report across ranks never counts a wait it cannot see).
+      c.known_until = std::max(start, d.folded_until);
+      d.open_collectives.push_back(c);
+      ++collectives_kept_;
+    } else {
+      ++collectives_over_limit_;
+    }
+  }
   const long k = step_of(start);
   if (k >= 0) {
     if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
@@ -130,12 +147,57 @@ void BusyTracker::fold(Device& d, bool everything) {
   add_to_steps(d, all, cut, &StepAcc::busy);
   d.folded.comm_ns += measure(comm, cut);
   add_to_steps(d, comm, cut, &StepAcc::comm);
+  file_exposure(d, work, cut);
   const std::vector<Span> exposed = difference(comm, work);
   d.folded.exposed_ns += measure(exposed, cut);
   add_to_steps(d, exposed, cut, &StepAcc::exposed);
   d.work = clip(work, cut);
   d.comm = clip(comm, cut);
   if (cut != UINT64_MAX) d.folded_until = std::max(d.folded_until, cut);
+}
+
+void BusyTracker::file_exposure(Device& d, const std::vector<Span>& work, uint64_t cut) {
+  size_t kept = 0;
+  for (CollectiveRecord& c : d.open_collectives) {
+    const uint64_t until = std::min(c.end, cut);
+    for (unsigned i = 0; i < kCollectiveBins && c.known_until < until; ++i) {
+      const uint64_t from = std::max(c.bin_start(i), c.known_until);
+      const uint64_t to = std::min(i + 1 == kCollectiveBins ? c.end : c.bin_start(i + 1), until);
+      if (from >= to) continue;
+      // Other work inside [from, to): `work` is sorted and disjoint.
+      uint64_t covered = 0;
+      auto it = std::upper_bound(work.begin(), work.end(), Span{from, UINT64_MAX});
+      if (it != work.begin()) --it;
+      for (; it != work.end() && it->first < to; ++it) {
+        const uint64_t a = std::max(it->first, from), b = std::min(it->second, to);
+        if (b > a) covered += b - a;
+      }
+      c.exposed_ns[i] += (to - from) - covered;
+      c.known_until = to;
+    }
+    c.known_until = std::max(c.known_until, until);
+    if (c.known_until >= c.end) {
+      collectives_.push_back(c);
+    } else {
+      d.open_collectives[kept++] = c;
+    }
+  }
+  d.open_collectives.resize(kept);
+}
+
+std::vector<CollectiveRecord> BusyTracker::collectives(const Epochs* epochs, uint64_t* over_limit) {
+  const bool by_epoch = epochs != nullptr && epochs->ever_ended();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<CollectiveRecord> out;
+  out.reserve(collectives_.size());
+  for (const CollectiveRecord& c : collectives_) {
+    if (!by_epoch || epochs->counted(c.tag.epoch)) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end(), [](const CollectiveRecord& a, const CollectiveRecord& b) {
+    return std::tie(a.tag.epoch, a.tag.corr, a.start) < std::tie(b.tag.epoch, b.tag.corr, b.start);
+  });
+  if (over_limit != nullptr) *over_limit = collectives_over_limit_;
+  return out;
 }
 
 std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps(const Epochs* epochs) {

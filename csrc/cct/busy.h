@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives.h"
 #include "epochs.h"
 
 namespace dlpt {
@@ -43,8 +44,9 @@ class BusyTracker {
  public:
   using Span = std::pair<uint64_t, uint64_t>;
 
-  /// [MT] Buffer-processing thread(s). `comm`: a collective-communication kernel.
-  void add(uint32_t device, uint64_t start, uint64_t end, bool comm = false);
+  /// [MT] Buffer-processing thread(s). `comm`: a collective-communication kernel; with `tag`,
+  /// it is also kept as a CollectiveRecord (collectives()).
+  void add(uint32_t device, uint64_t start, uint64_t end, bool comm = false, const CollectiveTag* tag = nullptr);
   /// [MT] A step boundary at CUPTI time `t`; `recorded`: whether collection is on after it;
   /// `epoch`: the epoch running from it on (cct/epochs.h). Work is split into steps by these
   /// marks (host time: in a launch-bound step the GPU runs right behind the host, and that is
@@ -59,6 +61,11 @@ class BusyTracker {
   /// the interval's epoch class when `epochs` ended any.
   std::map<uint32_t, std::vector<StepBusy>> steps(const Epochs* epochs = nullptr);
 
+  /// The collective kernels of counted epochs (every one when `epochs` ended none), by epoch,
+  /// then launch order, then start; call after totals(). `over_limit`: how many were not kept,
+  /// past kMaxCollectives.
+  std::vector<CollectiveRecord> collectives(const Epochs* epochs, uint64_t* over_limit);
+
   /// Union of sorted, possibly overlapping spans (exposed for unit tests).
   static std::vector<Span> merge(std::vector<Span> spans);
 
@@ -69,16 +76,25 @@ class BusyTracker {
   struct Device {
     std::vector<Span> work, comm;  // pending, unmerged
     BusyTotals folded;
-    uint64_t folded_until = 0;   // intervals are clipped to start here
-    std::vector<StepAcc> steps;  // by interval after mark i
+    uint64_t folded_until = 0;                       // intervals are clipped to start here
+    std::vector<StepAcc> steps;                      // by interval after mark i
+    std::vector<CollectiveRecord> open_collectives;  // exposure not filed to their end yet
   };
   void fold(Device& d, bool everything);
   /// The interval a time falls in (-1 before the first mark). Under mu_.
   long step_of(uint64_t t) const;
   /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it.
   void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field);
+  /// Files each open collective's exposure before `cut` against `work` (the device's other work,
+  /// merged: everything after the previous cut), and closes those that end by it.
+  void file_exposure(Device& d, const std::vector<Span>& work, uint64_t cut);
 
   static constexpr size_t kMaxMarks = 1u << 20;
+  // 2^18 collectives (~40 MB): a 100-layer FSDP2 model's ~300 per step for 800 steps.
+  static constexpr size_t kMaxCollectives = 1u << 18;
+  std::vector<CollectiveRecord> collectives_;  // closed
+  size_t collectives_kept_ = 0;                // open and closed
+  uint64_t collectives_over_limit_ = 0;
   std::mutex mu_;
   std::map<uint32_t, Device> devices_;
   std::vector<uint64_t> marks_;

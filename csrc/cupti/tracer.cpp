@@ -257,7 +257,8 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       if (ctx == kNoNode) return;
       if (k->graphNodeId != 0) ctx = replay_context(s, ctx, k->graphNodeId, ns);
       const auto [name_id, comm] = kernel_name_id(tree, k->name);
-      s.busy.add(k->deviceId, k->start, k->end, comm);
+      const CollectiveTag tag{epoch, k->correlationId, name_id};
+      s.busy.add(k->deviceId, k->start, k->end, comm, &tag);
       KernelConfig cfg;
       cfg.grid[0] = k->gridX;
       cfg.grid[1] = k->gridY;

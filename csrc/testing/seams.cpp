@@ -33,6 +33,21 @@ std::map<uint32_t, std::tuple<uint64_t, uint64_t, uint64_t>> busy(
   return out;
 }
 
+std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, std::vector<uint64_t>>> busy_collectives(
+    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool, uint32_t, uint32_t>>& spans) {
+  BusyTracker t;
+  for (const auto& [dev, start, end, comm, epoch, corr] : spans) {
+    const CollectiveTag tag{epoch, corr, 0};
+    t.add(dev, start, end, comm, corr > 0 ? &tag : nullptr);
+  }
+  t.totals();
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, std::vector<uint64_t>>> out;
+  for (const CollectiveRecord& c : t.collectives(nullptr, nullptr))
+    out.emplace_back(c.device, c.tag.epoch, c.tag.corr, c.start, c.end,
+                     std::vector<uint64_t>(c.exposed_ns.begin(), c.exposed_ns.end()));
+  return out;
+}
+
 std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t>>> busy_steps(
     const std::vector<std::pair<uint64_t, bool>>& marks,
     const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans) {

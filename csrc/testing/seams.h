@@ -32,6 +32,12 @@ busy_epochs(const std::vector<bool>& classes, bool last_counted,
             const std::vector<std::pair<uint64_t, uint32_t>>& marks,
             const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
 
+/// BusyTracker's collective records: spans (device, start, end, comm, epoch, corr) in the given
+/// order, those with comm and corr > 0 tagged as collectives -> (device, epoch, corr, start, end,
+/// exposed ns per bin), as collectives() returns them.
+std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, std::vector<uint64_t>>> busy_collectives(
+    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool, uint32_t, uint32_t>>& spans);
+
 /// The sampler's frame reader on a synthetic thread: its frame-stack chunk a real buffer of
 /// `chunk_bytes` zeros, its innermost frame link `top` (any value a torn read could produce).
 /// Returns (torn, frames read).

@@ -113,6 +113,11 @@ def build_session(capture: RawCapture, sources: Sequence[CaptureSource] = ()) ->
         meta["flops"] = work
     if raw.get("gpu_steps"):
         meta["gpu_steps"] = native.gpu_steps(raw["gpu_steps"])
+    collectives = native.gpu_collectives(
+        raw.get("gpu_collectives") or [], raw.get("gpu_collectives_over_limit", 0)
+    )
+    if collectives is not None:
+        meta["gpu_collectives"] = collectives
     if any((raw.get("gpu_busy_outside_ns") or {}).values()):
         # GPU busy time outside counted epochs' step intervals (meta.gpu_busy_ns: inside them).
         meta["gpu_busy_outside_ns"] = dict(raw["gpu_busy_outside_ns"])

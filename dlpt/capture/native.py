@@ -303,3 +303,33 @@ def gpu_steps(raw: dict[str, list[tuple[int, ...]]]) -> dict[str, list[dict[str,
             rows.append(row)
         out[dev] = rows
     return out
+
+
+COLLECTIVE_BINS = 16  # csrc/cct/collectives.h kCollectiveBins
+
+
+def gpu_collectives(raw: list[tuple[Any, ...]], over_limit: int = 0) -> dict[str, Any] | None:
+    """The collective kernels of the counted steps (docs/session-format.md,
+    meta.gpu_collectives), columns of one row per kernel in stop()'s order (epoch, then launch
+    order): from stop()'s (device, epoch, corr, name, start, end, exposed ns per bin). Each bin's
+    exposed time becomes its share of the bin, 0 to 255, two hex digits a bin. None without any."""
+    if not raw:
+        return None
+    names: dict[str, int] = {}
+    cols: dict[str, list[Any]] = {k: [] for k in ("device", "epoch", "name", "start_ns", "dur_ns", "exposed")}
+    for dev, epoch, _corr, name, start, end, bins in raw:
+        dur = max(0, end - start)
+        shares = bytearray()
+        for i, ns in enumerate(bins[:COLLECTIVE_BINS]):
+            width = dur * (i + 1) // COLLECTIVE_BINS - dur * i // COLLECTIVE_BINS
+            shares.append(min(255, round(255 * ns / width)) if width > 0 else 0)
+        cols["device"].append(int(dev))
+        cols["epoch"].append(int(epoch))
+        cols["name"].append(names.setdefault(shorten_kernel_name(name), len(names)))
+        cols["start_ns"].append(int(start))
+        cols["dur_ns"].append(dur)
+        cols["exposed"].append(shares.ljust(COLLECTIVE_BINS, b"\0").hex())
+    out: dict[str, Any] = {"names": list(names), **cols}
+    if over_limit:
+        out["over_limit"] = int(over_limit)
+    return out

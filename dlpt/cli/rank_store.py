@@ -62,7 +62,10 @@ class RankStore:
         with one_thread():
             # A small job's timelines go too: the page across ranks lines them up.
             data = rank_summary.encode(
-                session, rank_summary.tree_budget(world_size), timeline=world_size <= MAX_TIMELINE_RANKS
+                session,
+                rank_summary.tree_budget(world_size),
+                timeline=world_size <= MAX_TIMELINE_RANKS,
+                max_collectives=rank_summary.collective_budget(world_size),
             )
         self.store.set(self._key(rank, self.finish_number(rank)), data)
         return len(data)

@@ -220,6 +220,22 @@ class GpuStep:
 
 
 @dataclass(frozen=True)
+class GpuCollectives:
+    """Each collective kernel of the counted steps, as columns of one row per kernel, by epoch
+    then launch order (csrc/cct/collectives.h; read by dlpt.analysis.ranks.arrivals)."""
+
+    names: list[str]  # kernel names; ``name`` indexes them
+    device: list[int]
+    epoch: list[int]  # the step epoch of its launch: equal on every rank for the same step
+    name: list[int]
+    start_ns: list[int]  # CUPTI time (this rank's clock)
+    dur_ns: list[int]
+    exposed: list[str]  # 32 hex digits: each sixteenth of the kernel's share with no other work, /255
+    over_limit: int | None = None  # kernels past the core's limit, not kept
+    epochs: int | None = None  # epochs with collectives before a rank summary kept only the last
+
+
+@dataclass(frozen=True)
 class Capture:
     """The native core's counters (csrc/counters.h: integers, the tsc flag and two reasons aside;
     tests/native/test_counters.py holds this class to that list) and the times the profiler
@@ -483,6 +499,7 @@ class Meta:
     gpu_comm_ns: dict[str, int] | None = None
     gpu_comm_exposed_ns: dict[str, int] | None = None
     gpu_steps: dict[str, list[GpuStep]] | None = None
+    gpu_collectives: GpuCollectives | None = None
     capture: Capture | None = None
     threads_running: list[str] | None = None
     distributed: Distributed | None = None

@@ -39,11 +39,9 @@ EXAMPLE = str(REPO / "examples" / "ddp_train.py")
 GPU_KEYS = ("gpu_ns", "copy_ns", "memset_ns")
 RANKS = min(torch.cuda.device_count(), 4)
 SLEEP_MS = 100.0
-SLEEP_LINE = next(
-    i
-    for i, text in enumerate(Path(EXAMPLE).read_text().splitlines(), 1)
-    if "time.sleep(args.straggle_ms" in text
-)
+SLEEP_LINE = [  # the sleep before the backward (--straggle-at's default): the second
+    i for i, text in enumerate(Path(EXAMPLE).read_text().splitlines(), 1) if "time.sleep(args.straggle_ms" in text
+][-1]
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -171,6 +169,25 @@ def test_every_delivered_nanosecond_is_attributed_on_each_rank(job: tuple[str, P
         delivered = meta["capture"]["delivered_gpu_ns"]
         assert delivered > 0
         assert sum(_both(n).get(k, 0) for n in nodes for k in GPU_KEYS) == delivered
+
+
+def test_every_rank_records_the_same_collectives_in_the_same_order(job: tuple[str, Path, str]) -> None:
+    # The wait from arrivals rests on this: the k-th collective kernel of a step is the same
+    # collective on every rank (dlpt.analysis.ranks.arrivals), and each carries its exposure.
+    _, where, out = job
+    per_rank = []
+    for rank in range(RANKS):
+        g = _nodes(where, rank)[1]["gpu_collectives"]
+        assert len(g["epoch"]) == len(g["dur_ns"]) == len(g["exposed"]) > 0
+        assert all(d > 0 for d in g["dur_ns"]) and all(len(bytes.fromhex(x)) == 16 for x in g["exposed"])
+        steps: dict[int, list[str]] = {}
+        for e, n in zip(g["epoch"], g["name"], strict=True):
+            steps.setdefault(e, []).append(g["names"][n])
+        assert all(is_comm_kernel(name) for names in steps.values() for name in names)
+        per_rank.append(steps)
+    assert all(steps == per_rank[0] for steps in per_rank), [sorted(s) for s in per_rank]
+    # The report's wait rests on them (its rule, printed under the ranks table, says so).
+    assert "waited in collectives for the last rank's to start" in " ".join(out.split()), out[-3000:]
 
 
 def _waited_ms(out: str) -> float:

@@ -3,6 +3,7 @@ exact expected output (C++ unit tests driven by pytest; no GPU, no profile)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -41,6 +42,49 @@ def test_busy_folding_keeps_totals_exact_over_many_spans():
         spans.append((0, t, t + d, rng.random() < 0.3))
     rng.shuffle(spans[-500:])  # late records arrive out of order within a buffer
     assert T.busy(spans)[0] == reference_busy(spans)
+
+
+def test_a_collective_keeps_its_exposed_time_per_sixteenth_of_its_duration():
+    # comm 0-160 (bins of 10 ns); other work 0-40 and 100-120 covers bins 0-3 and 10-11. A
+    # second collective (another stream) is no "other work": bins 4-9 stay exposed under it.
+    spans = [
+        (0, 0, 40, False, 0, 0),
+        (0, 100, 120, False, 0, 0),
+        (0, 0, 160, True, 3, 7),
+        (0, 50, 60, True, 3, 8),
+    ]
+    (first, second) = T.busy_collectives(spans)
+    assert first == (0, 3, 7, 0, 160, [0] * 4 + [10] * 6 + [0] * 2 + [10] * 4)
+    assert second[:5] == (0, 3, 8, 50, 60) and sum(second[5]) == 10
+    assert T.busy_collectives([(0, 0, 10, True, 0, 0)]) == []  # untagged: no record
+
+
+def reference_exposure(coll, work):
+    """Exposed ns per bin of ``coll`` (start, end) against unit-slot ``work``."""
+    s, e = coll
+    bounds = [s + (e - s) * i // 16 for i in range(16)] + [e]
+    return [sum(1 for t in range(a, b) if t not in work) for a, b in itertools.pairwise(bounds)]
+
+
+def test_collective_exposure_is_exact_across_folds_and_late_records():
+    rng = random.Random(11)
+    spans, colls, t = [], [], 0
+    for i in range(140_000):  # over two folds' worth: kernels spanning the cut points too
+        t += rng.randint(0, 3)
+        if i % 997 == 0:
+            d = rng.randint(200, 3000)
+            spans.append((0, t, t + d, True, i // 997, i + 1))
+            colls.append((t, t + d))
+        else:
+            spans.append((0, t, t + rng.randint(1, 5), False, 0, 0))
+    rng.shuffle(spans[-300:])
+    work = set()
+    for _, a, b, comm, _, _ in spans:
+        if not comm:
+            work.update(range(a, b))
+    got = T.busy_collectives(spans)
+    assert [(r[3], r[4]) for r in got] == colls  # in launch order
+    assert [r[5] for r in got] == [reference_exposure(c, work) for c in colls]
 
 
 def test_gpu_work_is_split_into_steps_at_the_marks():

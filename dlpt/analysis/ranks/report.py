@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dlpt.analysis.ranks.arrivals import Arrivals, arrival_waits, rank_collectives
 from dlpt.analysis.ranks.lines import LineTable, line_table, one_thread, rank_lines
 from dlpt.analysis.ranks.merge import (
     RankSet,
@@ -55,6 +56,11 @@ class RankReport:
     @property
     def wait_rule(self) -> str:
         """What a rank's wait measures here, in words (the reports print it beside the wait)."""
+        if self.gpu and self.waits.arrivals is not None:
+            return (
+                "a rank's wait: its host blocked on the GPU while the GPU, with nothing else to run, "
+                "waited in collectives for the last rank's to start"
+            )
         if self.gpu:
             return "a rank's wait: its host blocked on the GPU while the GPU sat in communication alone"
         return "a rank's wait: its host time inside collective calls"
@@ -64,6 +70,15 @@ class RankReport:
         """The least and the most any rank waited per step."""
         w = list(self.waits.per_rank.values())
         return (min(w), max(w)) if w else (0.0, 0.0)
+
+
+def _arrivals(rs: RankSet) -> Arrivals | None:
+    """The wait from every rank's collective kernels, when each rank's session has them."""
+    colls = {r.rank: rank_collectives(r.session.meta) for r in rs.ranks}
+    have = {r: c for r, c in colls.items() if c is not None}
+    if len(have) < len(colls):
+        return None
+    return arrival_waits(have, {r.rank: r.steps for r in rs.ranks})
 
 
 def rank_report(rs: RankSet, metric: str | Metric | None = None, show_all: bool = False) -> RankReport:
@@ -80,7 +95,7 @@ def rank_report(rs: RankSet, metric: str | Metric | None = None, show_all: bool 
             {r.rank: r.steps for r in rs.ranks},
         )
         sites = collective_sites(rs, root, gpu)
-        w = waits(per_rank)
+        w = waits(per_rank, _arrivals(rs) if gpu else None)
         candidates = find_stragglers(w, per_rank, sites)
         step = median([t.step_wall_ns for t in per_rank.values() if t.step_wall_ns > 0])
         for s in candidates:

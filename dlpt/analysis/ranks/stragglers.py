@@ -7,13 +7,17 @@ smaller of the two:
 - *host blocked*: host time in synchronising CUDA calls, plus CUDA API time beyond the least
   any rank spent in non-synchronising calls (a full launch queue blocks inside a launch; every
   rank pays the same launch overhead, so that part cancels);
-- *GPU exposed*: communication kernels running with no other work on the device (the compute
-  stream waiting for a collective), from the steps' own time line.
+- *GPU waiting*: where every rank's session has its collective kernels
+  (``meta.gpu_collectives``), the time each of its collectives spun before the last rank's
+  started, where its GPU had nothing else to run (:mod:`dlpt.analysis.ranks.arrivals`: matched
+  across ranks by step and launch order, from durations, so no clock need be shared). Older
+  sessions: communication kernels running with no other work on the device, which also holds
+  the data's transfer (every rank's alike: the straggler's excess cancels it).
 
-Both must be idle: a rank whose NCCL kernels spin for 25 ms while its host is still issuing the
-step's work (ranks in step with a constant offset, which FSDP2's prefetching makes common) loses
-nothing, and is not waiting. A kernel's duration alone is no measure of waiting: a collective
-issued early spins until its peers arrive, overlapped with compute.
+Both must be idle: a rank whose GPU waits while its host is still issuing the step's work
+loses nothing, and one whose host blocks on a GPU that is computing is not waiting for peers.
+A kernel's duration alone is no measure of waiting: a collective issued early spins until its
+peers arrive, overlapped with compute.
 
 On a CPU process group (gloo) the host waits inside the collective call itself
 (``comm_wait_ns``, visible through :mod:`dlpt.capture.ranks.pycomm`): that is the wait.
@@ -55,6 +59,7 @@ from typing import Any
 import torch
 
 from dlpt.analysis.communication import COMM, WAIT
+from dlpt.analysis.ranks.arrivals import Arrivals
 from dlpt.analysis.ranks.lines import LineTable, row_median
 from dlpt.analysis.ranks.merge import RankSet, RankTotals, SpreadNode, median
 from dlpt.model.comm_names import is_collective_op
@@ -121,19 +126,25 @@ class Waits:
 
     per_rank: dict[int, float]
     host_blocked: dict[int, float] = field(default_factory=dict)
-    gpu_exposed: dict[int, float] = field(default_factory=dict)
+    gpu_waiting: dict[int, float] = field(default_factory=dict)
     gpu: bool = True
+    arrivals: Arrivals | None = None  # what the GPU part rests on (None: exposed communication)
 
 
-def waits(per_rank: Mapping[int, RankTotals]) -> Waits:
-    """Each rank's time per step spent waiting for the others."""
+def waits(per_rank: Mapping[int, RankTotals], arrivals: Arrivals | None = None) -> Waits:
+    """Each rank's time per step spent waiting for the others; ``arrivals``: every rank's
+    collectives matched (:func:`dlpt.analysis.ranks.arrivals.arrival_waits`), else the GPU part
+    is exposed communication."""
     gpu = any(t.gpu for t in per_rank.values())
     if not gpu:
         return Waits({r: t.wait_ns for r, t in per_rank.items()}, gpu=False)
     launch_floor = min((max(0.0, t.api_ns - t.sync_ns) for t in per_rank.values()), default=0.0)
     host = {r: t.sync_ns + max(0.0, t.api_ns - t.sync_ns - launch_floor) for r, t in per_rank.items()}
-    exposed = {r: t.exposed_ns for r, t in per_rank.items()}
-    return Waits({r: min(host[r], exposed[r]) for r in per_rank}, host, exposed)
+    if arrivals is not None:
+        device = {r: arrivals.per_rank.get(r, 0.0) for r in per_rank}
+    else:
+        device = {r: t.exposed_ns for r, t in per_rank.items()}
+    return Waits({r: min(host[r], device[r]) for r in per_rank}, host, device, arrivals=arrivals)
 
 
 @dataclass

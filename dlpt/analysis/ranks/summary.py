@@ -10,7 +10,10 @@ and the top of its tree. So a summary is:
   keep at most ``max_nodes`` (totals are conserved: the parent's own cost takes them); the
   saved source text keeps only the kept lines; the large per-run records (timeline, memory
   details) are left out, but for the GPU streams of a timeline window in small jobs
-  (:mod:`dlpt.analysis.ranks.timelines`); ``meta.rank_summary`` says what was folded;
+  (:mod:`dlpt.analysis.ranks.timelines`); the collective kernels (``meta.gpu_collectives``,
+  what the wait from arrivals needs) only of the last steps, ``collective_budget`` rows in all
+  (whole steps: every rank of a job keeps the same ones); ``meta.rank_summary`` says what was
+  folded;
 - every line of the rank's report tree with its own cost, flattened before folding
   (:mod:`dlpt.analysis.ranks.lines`): a list of (file, function, line) and a matrix of integers.
 
@@ -37,6 +40,7 @@ __all__ = [
     "decode",
     "Summary",
     "tree_budget",
+    "collective_budget",
     "MAX_NODES",
     "MIN_SHARE",
     "MAX_ENCODED_BYTES",
@@ -47,6 +51,9 @@ MAGIC = b"dlpt-rank-summary\x01\n"
 TREE_NODES_IN_ALL = 100_000  # tree nodes rank 0 holds over all ranks (the lines come apart)
 MIN_TREE_NODES = 100
 MIN_SHARE = 1e-4
+# Collective kernels rank 0 holds over all ranks (~80 bytes each in JSON), and one rank's bounds.
+COLLECTIVES_IN_ALL = 2_000_000
+MIN_COLLECTIVES, MAX_COLLECTIVES = 256, 50_000
 MAX_ENCODED_BYTES = 64 * 2**20  # what rank 0 accepts from one rank (compressed)
 _DROPPED_META = ("timeline", "memory")
 
@@ -79,12 +86,32 @@ def _keep(nodes: list[dict[str, Any]], inc: list[dict[str, int]], share: float) 
     return keep
 
 
+def _last_collectives(g: Any, budget: int) -> Any:
+    """``meta.gpu_collectives`` cut to the rows of its last whole epochs that fit ``budget``;
+    ``epochs`` keeps how many epochs ran collectives (the wait per step scales by it)."""
+    if not isinstance(g, dict) or not isinstance(g.get("epoch"), list) or len(g["epoch"]) <= budget:
+        return g
+    epochs = g["epoch"]
+    keep_from = len(epochs) - budget
+    # Never half an epoch: start where an epoch starts.
+    while 0 < keep_from < len(epochs) and epochs[keep_from] == epochs[keep_from - 1]:
+        keep_from += 1
+    out = {k: v[keep_from:] if isinstance(v, list) and k != "names" else v for k, v in g.items()}
+    out.setdefault("epochs", len(set(epochs)))
+    return out
+
+
 def summarize(
-    session: Session, max_nodes: int = MAX_NODES, min_share: float = MIN_SHARE, timeline: bool = False
+    session: Session,
+    max_nodes: int = MAX_NODES,
+    min_share: float = MIN_SHARE,
+    timeline: bool = False,
+    max_collectives: int = MAX_COLLECTIVES,
 ) -> Session:
     """``session`` with its small nodes folded into their parents (see the module's doc);
     ``timeline``: keep the GPU part of its timeline window for the page across ranks
-    (:func:`dlpt.analysis.ranks.timelines.gpu_part`, bounded)."""
+    (:func:`dlpt.analysis.ranks.timelines.gpu_part`, bounded); ``max_collectives``: rows of
+    ``meta.gpu_collectives`` kept, from the last step back."""
     nodes = session.nodes
     inc = _inclusive(nodes)
     share = min_share
@@ -133,6 +160,8 @@ def summarize(
         part = gpu_part(session.meta["timeline"])
         if part is not None:
             meta["timeline"] = part
+    if "gpu_collectives" in meta:
+        meta["gpu_collectives"] = _last_collectives(meta["gpu_collectives"], max_collectives)
     meta["rank_summary"] = {"nodes": len(nodes), "kept": len(out), "folded": folded, "min_share": share}
     return Session(out, meta)
 
@@ -140,6 +169,11 @@ def summarize(
 def tree_budget(world_size: int) -> int:
     """How many tree nodes each rank of ``world_size`` keeps (rank 0 holds them all)."""
     return max(MIN_TREE_NODES, min(MAX_NODES, TREE_NODES_IN_ALL // max(1, world_size)))
+
+
+def collective_budget(world_size: int) -> int:
+    """How many collective kernels each rank of ``world_size`` sends."""
+    return max(MIN_COLLECTIVES, min(MAX_COLLECTIVES, COLLECTIVES_IN_ALL // max(1, world_size)))
 
 
 class Summary:
@@ -164,15 +198,21 @@ class Summary:
         return out
 
 
-def encode(session: Session, max_nodes: int = MAX_NODES, timeline: bool = False) -> bytes:
+def encode(
+    session: Session,
+    max_nodes: int = MAX_NODES,
+    timeline: bool = False,
+    max_collectives: int = MAX_COLLECTIVES,
+) -> bytes:
     """``session``'s summary as it travels through the store (see the module's doc); ``timeline``
-    as :func:`summarize` takes it."""
+    and ``max_collectives`` as :func:`summarize` takes them."""
     from dlpt.analysis.ranks.lines import rank_lines
     from dlpt.model.folding import report_tree
 
     lines = rank_lines(report_tree(session, False))
     labels = json.dumps([[n.file, n.name, n.line] for n in lines.labels], separators=(",", ":")).encode()
-    return pack(summarize(session, max_nodes, timeline=timeline), labels, lines.values)
+    summary = summarize(session, max_nodes, timeline=timeline, max_collectives=max_collectives)
+    return pack(summary, labels, lines.values)
 
 
 def pack(session: Session, labels: bytes, values: Any) -> bytes:

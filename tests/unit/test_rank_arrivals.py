@@ -1,0 +1,162 @@
+"""The wait from arrivals (dlpt.analysis.ranks.arrivals): collectives matched across ranks by
+step and launch order, a rank's wait its kernel's duration beyond the shortest rank's, counted
+where its GPU had nothing else to run; the session's columns, the summary's cut, the report."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from dlpt.analysis.ranks.arrivals import (
+    Kernel,
+    RankCollectives,
+    arrival_waits,
+    exposed_until,
+    rank_collectives,
+)
+from dlpt.analysis.ranks.merge import rank_set
+from dlpt.analysis.ranks.report import rank_report
+from dlpt.analysis.ranks.summary import collective_budget, decode, encode, summarize
+from dlpt.capture.native import gpu_collectives
+from dlpt.errors import SessionFormatError
+from dlpt.model.session import Session
+from tests import rank_sessions as R
+
+MS = 1_000_000
+ALL = b"\xff" * 16  # every sixteenth exposed
+AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+
+
+def _rank(*epochs: list[tuple[int, int, bytes]], name: str = AR, with_collectives: int | None = None) -> Any:
+    """Epochs 0, 1, ...: each a list of (start, duration, exposed shares)."""
+    out = {e: [Kernel(name, s, d, x) for s, d, x in ks] for e, ks in enumerate(epochs)}
+    return RankCollectives(out, len(out) if with_collectives is None else with_collectives)
+
+
+def test_the_early_rank_waits_its_kernel_beyond_the_last_arrivals() -> None:
+    # Rank 1 arrives 20 ms late: its all-reduce is the shortest (1 ms), rank 0's spins 21 ms.
+    # The ranks' clocks differ by an hour: only durations cross ranks.
+    early = _rank([(0, 21 * MS, ALL)], [(40 * MS, 21 * MS, ALL)])
+    late = _rank([(3600_000 * MS, 1 * MS, ALL)], [(3600_040 * MS, 1 * MS, ALL)])
+    a = arrival_waits({0: early, 1: late}, {0: 2, 1: 2})
+    assert a is not None and (a.epochs, a.collectives) == (2, 1)
+    assert a.per_rank == {0: pytest.approx(20 * MS), 1: 0.0}
+
+
+def test_a_wait_beside_other_work_costs_only_its_exposed_part() -> None:
+    # Rank 0's kernel (16 ms) ran beside compute for its first half; it waited its first 12 ms:
+    # 8 ms of them covered, 4 ms exposed. Symmetric spinning (both 16 ms) is no wait at all.
+    half = b"\x00" * 8 + b"\xff" * 8
+    k = Kernel(AR, 0, 16 * MS, half)
+    assert exposed_until(k, 12 * MS) == pytest.approx(4 * MS)
+    assert exposed_until(k, 7.5 * MS) == 0.0 and exposed_until(k, 99 * MS) == pytest.approx(8 * MS)
+    a = arrival_waits({0: _rank([(0, 16 * MS, half)]), 1: _rank([(0, 4 * MS, ALL)])}, {0: 1, 1: 1})
+    assert a is not None and a.per_rank[0] == pytest.approx(4 * MS)
+    same = arrival_waits({0: _rank([(0, 16 * MS, ALL)]), 1: _rank([(9, 16 * MS, ALL)])}, {0: 1, 1: 1})
+    assert same is not None and same.per_rank == {0: 0.0, 1: 0.0}
+
+
+def test_overlapping_collectives_of_one_rank_count_their_wait_once() -> None:
+    # Two process groups: rank 0's kernels overlap and both waited from their starts to 20 ms.
+    r0 = _rank([(0, 21 * MS, ALL), (1 * MS, 20 * MS, ALL)])
+    r1 = _rank([(0, 1 * MS, ALL), (0, 1 * MS, ALL)])
+    a = arrival_waits({0: r0, 1: r1}, {0: 1, 1: 1})
+    assert a is not None and a.per_rank[0] == pytest.approx(20 * MS)
+
+
+def test_only_epochs_every_rank_ran_alike_are_matched() -> None:
+    r0 = _rank([(0, 5 * MS, ALL)], [(0, 9 * MS, ALL)])
+    r1 = _rank([(0, 1 * MS, ALL)], [(0, 1 * MS, ALL)])
+    gather = "ncclDevKernel_AllGather"
+    other = RankCollectives({0: [Kernel(AR, 0, MS, ALL)], 1: [Kernel(gather, 0, MS, ALL)]}, 2)
+    a = arrival_waits({0: r0, 1: other}, {0: 2, 1: 2})
+    assert a is not None and a.epochs == 1 and a.per_rank[0] == pytest.approx(4 * MS)
+    assert arrival_waits({0: r0, 1: r1}, {0: 2, 1: 2}).per_rank[0] == pytest.approx(6 * MS)  # type: ignore[union-attr]
+    assert arrival_waits({0: r0, 1: RankCollectives({7: []}, 1)}, {0: 2, 1: 2}) is None
+    assert arrival_waits({0: r0}, {0: 2}) is None
+
+
+def test_steps_without_collectives_scale_the_wait_per_step() -> None:
+    # Gradient accumulation: collectives on 2 of 4 counted steps, 8 ms waited each time.
+    r0 = _rank([(0, 9 * MS, ALL)], [(0, 9 * MS, ALL)])
+    r1 = _rank([(0, 1 * MS, ALL)], [(0, 1 * MS, ALL)])
+    a = arrival_waits({0: r0, 1: r1}, {0: 4, 1: 4})
+    assert a is not None and a.per_rank[0] == pytest.approx(4 * MS)
+
+
+def test_the_core_rows_become_columns_with_exposed_shares() -> None:
+    full = "void ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    raw = [(0, 5, 77, full, 100, 260, tuple([0] * 4 + [10] * 6 + [0] * 2 + [5] * 4))]
+    g = gpu_collectives(raw, over_limit=3)
+    assert g is not None and g["names"] == ["ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
+    assert (g["device"], g["epoch"], g["name"], g["start_ns"], g["dur_ns"]) == ([0], [5], [0], [100], [160])
+    assert bytes.fromhex(g["exposed"][0]) == bytes([0] * 4 + [255] * 6 + [0] * 2 + [128] * 4)
+    assert g["over_limit"] == 3 and gpu_collectives([]) is None
+    rc = rank_collectives({"gpu_collectives": g})
+    assert rc is not None and [k.dur_ns for k in rc.epochs[5]] == [160]
+
+
+def test_malformed_columns_are_refused_on_load_or_read_as_absent() -> None:
+    s = R.with_collectives(R.ddp_gpu(0, 2), [(0, MS, 1.0)])
+    d = copy.deepcopy(s.to_dict())
+    d["meta"]["gpu_collectives"]["dur_ns"] = "long"
+    with pytest.raises(SessionFormatError, match=r"meta\.gpu_collectives\.dur_ns must be a list"):
+        Session.from_dict(d)
+    d = copy.deepcopy(s.to_dict())
+    d["meta"]["gpu_collectives"]["dur_ns"].pop()  # columns of unequal lengths pass the types
+    assert rank_collectives(Session.from_dict(d).meta) is None
+    d["meta"]["gpu_collectives"]["dur_ns"].append(MS)
+    d["meta"]["gpu_collectives"]["exposed"][0] = "zz"
+    assert rank_collectives(Session.from_dict(d).meta) is None
+
+
+def _job(kernels: dict[int, list[tuple[int, int, float]]], world: int = 2, args: Any = None) -> Any:
+    """Ranks of ``R.ddp_gpu(**args[rank])`` with ``kernels[rank]`` each step."""
+    args = args or {}
+    sessions = [R.with_collectives(R.ddp_gpu(r, world, **args.get(r, {})), kernels[r]) for r in range(world)]
+    return rank_report(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)]))
+
+
+def test_symmetric_ranks_spinning_in_exposed_transfers_wait_for_nobody() -> None:
+    # Every rank's all-reduce runs 6 ms exposed (moving data) and its host blocks on it: the
+    # exposed communication reads as 6 ms of waiting on each; the arrivals read none.
+    blocked = {r: {"comm_ns": 6 * MS, "exposed_ns": 6 * MS, "blocked_ns": 6 * MS} for r in range(4)}
+    rep = _job({r: [(30 * MS, 6 * MS, 1.0)] for r in range(4)}, world=4, args=blocked)
+    assert rep.waits.arrivals is not None and rep.waits.arrivals.epochs == R.STEPS
+    assert max(rep.waits.per_rank.values()) == 0.0 and rep.stragglers == [] and rep.slower == []
+    assert "last rank" in rep.wait_rule
+
+
+def test_the_late_rank_is_named_with_the_wait_its_peers_lost() -> None:
+    # Rank 1 sleeps 20 ms; rank 0's all-reduce spins 21 ms (exposed 80% of it: compute beside
+    # the first fifth), rank 1's takes 1 ms. Rank 0's host blocked 22 ms per step.
+    wait = {0: {"comm_ns": 21 * MS, "exposed_ns": 21 * MS, "blocked_ns": 22 * MS}, 1: {"sleep_ns": 20 * MS}}
+    kernels = {0: [(30 * MS, 21 * MS, 0.8)], 1: [(10 * MS, 1 * MS, 1.0)]}
+    rep = _job(kernels, args=wait)
+    assert rep.waits.per_rank[0] == pytest.approx(16 * MS, rel=0.01)  # 80% of 20 ms
+    assert rep.waits.per_rank[1] == 0.0
+    assert [s.rank for s in rep.stragglers] == [1]
+    assert rep.stragglers[0].waited_ns == pytest.approx(16 * MS, rel=0.01)
+    assert [(c.node.line, c.metric.name) for c in rep.stragglers[0].causes] == [(33, "host")]
+
+
+def test_without_every_ranks_kernels_the_wait_is_exposed_communication() -> None:
+    sessions = [R.with_collectives(R.ddp_gpu(0, 2, exposed_ns=5 * MS, blocked_ns=9 * MS), [(0, MS, 1.0)]),
+                R.ddp_gpu(1, 2, exposed_ns=MS)]  # fmt: skip
+    rep = rank_report(rank_set([(f"r{r}.json", s) for r, s in enumerate(sessions)]))
+    assert rep.waits.arrivals is None and rep.waits.per_rank[0] == pytest.approx(5 * MS)
+    assert "communication alone" in rep.wait_rule
+
+
+def test_a_summary_sends_the_last_whole_steps_and_how_many_ran_collectives() -> None:
+    s = R.with_collectives(R.ddp_gpu(0, 2), [(0, MS, 1.0), (MS, MS, 1.0), (2 * MS, MS, 1.0)])
+    g = summarize(s, max_collectives=7).meta["gpu_collectives"]
+    assert g["epoch"] == [5, 5, 5, 6, 6, 6] and g["epochs"] == R.STEPS  # never half a step
+    assert len(g["exposed"]) == 6 and g["names"] == [AR]
+    assert summarize(s).meta["gpu_collectives"] == s.meta["gpu_collectives"]  # under the budget
+    back = decode(encode(s, max_collectives=4), "rank 0").session
+    rc = rank_collectives(back.meta)
+    assert rc is not None and sorted(rc.epochs) == [6] and rc.with_collectives == R.STEPS
+    assert (collective_budget(1), collective_budget(1024), collective_budget(10**6)) == (50_000, 1953, 256)
