@@ -40,6 +40,7 @@ job() {
   (cd "$dir" && COLUMNS=140 timeout 300 torchrun --standalone --nproc_per_node="$NPROC" -m dlpt "$@") >"$dir/out.txt" 2>&1
   echo "== $name: exit $?"
   grep -E "straggler|waited for it|ddp_train: .*ms/step" "$dir/out.txt" | head -4
+  pack  # after every job: a call cut off at its limit still brings back what ran
 }
 EX=$PWD/examples/ddp_train.py
 FSDP="--mode fsdp2 --layers 8 --width 1024 --seq 512 --batch 8"
