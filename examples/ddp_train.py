@@ -107,7 +107,9 @@ def main(argv=None) -> None:
     ap.add_argument("--straggle", type=int, default=-1, metavar="R", help="rank R sleeps before backwards")
     ap.add_argument("--straggle-ms", type=float, default=50.0)
     ap.add_argument("--straggle-every", type=int, default=1, metavar="N", help="sleep on every Nth step only")
-    ap.add_argument("--straggle-at", choices=("forward", "backward"), default="backward", help="where it sleeps")
+    ap.add_argument(
+        "--straggle-at", choices=("forward", "backward"), default="backward", help="where rank R sleeps"
+    )
     ap.add_argument(
         "--log-steps",
         action="store_true",

@@ -39,8 +39,9 @@ EXAMPLE = str(REPO / "examples" / "ddp_train.py")
 GPU_KEYS = ("gpu_ns", "copy_ns", "memset_ns")
 RANKS = min(torch.cuda.device_count(), 4)
 SLEEP_MS = 100.0
+_EXAMPLE_LINES = Path(EXAMPLE).read_text().splitlines()
 SLEEP_LINE = [  # the sleep before the backward (--straggle-at's default): the second
-    i for i, text in enumerate(Path(EXAMPLE).read_text().splitlines(), 1) if "time.sleep(args.straggle_ms" in text
+    i for i, text in enumerate(_EXAMPLE_LINES, 1) if "time.sleep(args.straggle_ms" in text
 ][-1]
 
 
