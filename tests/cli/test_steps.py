@@ -83,6 +83,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
         ),
         "unmatched": Job(["--step-on", "nowhere", "--skip-first", "2", "nosteps.py"], root),
         "skip without steps": Job(["--skip-first", "3", "nosteps.py"], root),
+        # 5 calls: fewer than the automatic warm-up needs to end.
+        "warm-up to the end": Job(["--step-on", "generate", "infer.py"], root),
         "gpu metric on cpu": Job(["--metric", "gpu", "nosteps.py"], root),
         "bad name": Job(["--step-on", "not a name", "nosteps.py"], root),
     }
@@ -130,6 +132,11 @@ def test_a_skip_that_never_ends_says_why(runs: dict) -> None:
     assert (
         "nothing recorded: the first 3 steps were to be skipped (--skip-first), but no step was seen" in r.out
     )
+    warm: Result = runs["warm-up to the end"]
+    assert warm.rc == 0, warm.err
+    flat = " ".join(warm.out.replace("\u2502", " ").split())
+    assert "no step counted: all 5 steps seen were warm-up" in flat, warm.out
+    assert "totals: nothing in counted steps" in flat and "nothing recorded" not in flat
     unmatched: Result = runs["unmatched"]
     assert "--step-on nowhere matched no function" in unmatched.out
     assert "but no call of nowhere returned" in unmatched.out

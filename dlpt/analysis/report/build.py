@@ -74,7 +74,8 @@ def assemble_report(
     inc = a.totals
     total_facts = totals(inc, units, sum((session.typed_meta.gpu_busy_ns or {}).values()) or None)
     per = f"per step (/{steps})" if steps else "totals"
-    line = sep.join(f.text for f in total_facts) if total_facts else "nothing recorded"
+    empty = "nothing in counted steps" if outside is not None else "nothing recorded"
+    line = sep.join(f.text for f in total_facts) if total_facts else empty
     header: list[Fact] = [
         *oom_facts(a, units),  # an allocation failure leads: it is what ended the run
         *run_facts(meta, units, sep),

@@ -197,6 +197,15 @@ def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
             f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
             f"skipped (--skip-first), but {what}"
         )
+    warmup = obj(steps.get("warmup"))
+    if seen and not profiled_steps(meta) and warmup.get("auto") is True and int_of(warmup.get("steps")) >= seen:
+        # The automatic warm-up never ended: every step's work is outside steps. Said, so that
+        # "nothing recorded" per step is not read as a broken capture.
+        lines.append(
+            f"no step counted: all {seen} step{'s' if seen != 1 else ''} seen were warm-up (the step "
+            "time had not stopped falling when the run ended; their work is under \"Outside steps\"); "
+            "a longer run, or --skip-first N to count every step after the first N"
+        )
     out = [Fact("step_notes", text, "warn") for text in lines]
     ignored = obj(steps.get("step_on_ignored"))
     if isinstance(step_on, str) and ignored:
