@@ -5,6 +5,7 @@ CPU: host time inside collectives), with its own line."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -262,3 +263,26 @@ def test_one_collective_under_one_line_in_several_places_is_one_site() -> None:
     assert site.paths == 3 and site.line is line
     assert site.times == {0: pytest.approx(3_000_000), 1: pytest.approx(12_000_000)}
     assert site.waited_for(0) == pytest.approx(9_000_000)
+
+
+def _with_step_times(s: Session, traced_ms: float, untraced_ms: float) -> Session:
+    d = copy.deepcopy(s.to_dict())
+    d["meta"]["step_time"] = {
+        kind: {k: int(ms * 1e6) for k in ("median_ns", "mean_ns", "min_ns", "max_ns", "p10_ns", "p90_ns")}
+        | {"n": 8}
+        for kind, ms in (("traced", traced_ms), ("untraced", untraced_ms))
+    }
+    return Session.from_dict(d)
+
+
+def test_the_header_gives_each_ranks_step_as_a_range_not_a_median_no_rank_had(h: Any) -> None:
+    # Two ranks whose untraced steps differ 3x (a host that ran ahead, a straggler): the median
+    # of two ranks would be a figure neither had.
+    sessions = [_with_step_times(R.ddp_gpu(0, 2), 17.0, 9.5), _with_step_times(R.ddp_gpu(1, 2), 37.0, 30.4)]
+    text = " ".join(h.render_text(render_ranks(_ranks(sessions), threshold=0.0), width=200).split())
+    assert "step time per rank: min 17.00ms (rank 0), max 37.00ms (rank 1)" in text, text
+    assert "measured without dlpt's cost): min 9.50ms (rank 0), max 30.40ms (rank 1)" in text, text
+    assert ", median " not in text.split("load imbalance")[0]
+    three = [_with_step_times(R.ddp_gpu(r, 3), 20.0 + r, 10.0 + r) for r in range(3)]
+    text = " ".join(h.render_text(render_ranks(_ranks(three), threshold=0.0), width=200).split())
+    assert "min 10.00ms (rank 0), median 11.00ms, max 12.00ms (rank 2)" in text, text

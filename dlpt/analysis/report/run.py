@@ -198,12 +198,13 @@ def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
             f"skipped (--skip-first), but {what}"
         )
     warmup = obj(steps.get("warmup"))
-    if seen and not profiled_steps(meta) and warmup.get("auto") is True and int_of(warmup.get("steps")) >= seen:
+    all_warm = warmup.get("auto") is True and int_of(warmup.get("steps")) >= seen
+    if seen and all_warm and not profiled_steps(meta):
         # The automatic warm-up never ended: every step's work is outside steps. Said, so that
         # "nothing recorded" per step is not read as a broken capture.
         lines.append(
             f"no step counted: all {seen} step{'s' if seen != 1 else ''} seen were warm-up (the step "
-            "time had not stopped falling when the run ended; their work is under \"Outside steps\"); "
+            'time had not stopped falling when the run ended; their work is under "Outside steps"); '
             "a longer run, or --skip-first N to count every step after the first N"
         )
     out = [Fact("step_notes", text, "warn") for text in lines]

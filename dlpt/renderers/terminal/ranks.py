@@ -54,6 +54,17 @@ def _ranges(ranks: Iterable[int]) -> str:
     return ", ".join(out)
 
 
+def _across(values: dict[int, float], fmt: Fmt) -> str:
+    """One figure per rank, summarised: the least and the most with their ranks, and the median
+    between them from three ranks on (the median of two ranks is a figure neither had)."""
+    lo = min(values, key=lambda r: (values[r], r))
+    hi = max(values, key=lambda r: (values[r], -r))
+    if len(values) == 1 or values[lo] == values[hi]:
+        return f"{fmt.time(values[hi])} on every rank" if len(values) > 1 else fmt.time(values[hi])
+    mid = f", median {fmt.time(median(list(values.values())))}" if len(values) > 2 else ""
+    return f"min {fmt.time(values[lo])} (rank {lo}){mid}, max {fmt.time(values[hi])} (rank {hi})"
+
+
 class RanksHeader(View):
     """The job in a few lines: which ranks, which are missing, step time, imbalance, stragglers."""
 
@@ -96,22 +107,18 @@ class RanksHeader(View):
         steps = sorted({t.steps for t in per_rank.values()})
         walls = {r: t.step_wall_ns for r, t in per_rank.items() if t.step_wall_ns > 0}
         if walls:
-            slow = max(walls, key=lambda r: (walls[r], -r))
-            mid = fmt.time(median(list(walls.values())))
             lines.append(
                 Text(
-                    f"steps profiled: {', '.join(map(str, steps))}{sep}step time (each rank's mean): "
-                    f"median {mid}, max {fmt.time(walls[slow])} (rank {slow})"
+                    f"steps profiled: {', '.join(map(str, steps))}{sep}step time per rank: "
+                    f"{_across(walls, fmt)}"
                 )
             )
         untraced = {r: t.untraced_step_ns for r, t in per_rank.items() if t.untraced_step_ns}
         if untraced:
-            slow = max(untraced, key=lambda r: (untraced[r] or 0, -r))
-            mid = fmt.time(median([v for v in untraced.values() if v]))
             lines.append(
                 Text(
-                    f"untraced step (each rank's median, measured without dlpt's cost): median {mid}, "
-                    f"max {fmt.time(untraced[slow] or 0)} (rank {slow}); the traced step above includes it"
+                    f"untraced step (each rank's median, measured without dlpt's cost): "
+                    f"{_across(untraced, fmt)}; the traced step above includes it"
                 )
             )
         work = {r: t.compute_ns for r, t in per_rank.items()}
