@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.out) as f:
         by_rank = steps_by_rank(f.read())
     rep = rank_report(rank_set([(p, Session.load(p)) for p in args.sessions]))
-    named = rep.stragglers + rep.slower
+    named = rep.stragglers + rep.unnamed
     if not named:
         print("wait_truth: dlpt named no rank the others waited for")
         return 1

@@ -125,7 +125,7 @@ def test_symmetric_ranks_spinning_in_exposed_transfers_wait_for_nobody() -> None
     blocked = {r: {"comm_ns": 6 * MS, "exposed_ns": 6 * MS, "blocked_ns": 6 * MS} for r in range(4)}
     rep = _job({r: [(30 * MS, 6 * MS, 1.0)] for r in range(4)}, world=4, args=blocked)
     assert rep.waits.arrivals is not None and rep.waits.arrivals.epochs == R.STEPS
-    assert max(rep.waits.per_rank.values()) == 0.0 and rep.stragglers == [] and rep.slower == []
+    assert max(rep.waits.per_rank.values()) == 0.0 and rep.stragglers == [] and rep.unnamed == []
     assert "last rank" in rep.wait_rule
 
 

@@ -153,20 +153,21 @@ def test_a_rank_running_the_same_lines_slower_is_a_slower_rank_not_a_straggler()
     # Ranks doing the same work on an unevenly loaded host: rank 2's CPU takes 1.4x as long on
     # every line. The others wait 10 ms per step for it, but no line of the program is its own.
     rep = _report(_paced(4, slow=2, pace=1.4))
-    assert rep.stragglers == [] and [s.rank for s in rep.slower] == [2]
-    (s,) = rep.slower
+    assert rep.stragglers == [] and [s.rank for s in rep.unnamed] == [2]
+    (s,) = rep.unnamed
     assert s.waited_ns == pytest.approx(10_000_000) and s.own_work_ns == 0
     assert s.slowdown is not None and s.slowdown.ratio == pytest.approx(1.4)
     text = render_text_of(rep)
     assert "no straggler in the code: rank 2 ran the shared lines 1.40x as long on its host" in text
     assert "straggler: rank" not in text.replace("no straggler in the code", "")
+    assert "GPU 0, nccl  slower host" in text  # its row in the ranks table
 
 
 def test_a_line_of_its_own_on_a_slower_host_is_named_with_its_pace() -> None:
     # An 8 ms sleep on a rank whose CPU is also 1.2x slower: the others wait 13 ms per step;
     # the sleep is its own line (8 ms), the rest its pace.
     rep = _report(_paced(4, slow=1, pace=1.2, sleep_ns=8_000_000))
-    assert [s.rank for s in rep.stragglers] == [1] and rep.slower == []
+    assert [s.rank for s in rep.stragglers] == [1] and rep.unnamed == []
     (s,) = rep.stragglers
     assert s.waited_ns == pytest.approx(13_000_000)
     assert s.own_work_ns == pytest.approx(8_000_000)
@@ -202,8 +203,8 @@ def test_cpu_ranks_wait_inside_the_collective() -> None:
     # step for rank 1, which ran every line as long as rank 0 did.
     rep = _report([R.gloo_cpu(0, wait_ns=5_000_000), R.gloo_cpu(1, wait_ns=10_000)])
     assert rep.waits.per_rank == {0: pytest.approx(5_000_000), 1: pytest.approx(10_000)}
-    assert rep.stragglers == [] and [s.rank for s in rep.slower] == [1]
-    assert rep.slower[0].waited_ns == pytest.approx(4_990_000)
+    assert rep.stragglers == [] and [s.rank for s in rep.unnamed] == [1]
+    assert rep.unnamed[0].waited_ns == pytest.approx(4_990_000)
 
 
 def test_a_rank_waited_for_with_no_line_of_its_own_is_not_named() -> None:
@@ -211,13 +212,14 @@ def test_a_rank_waited_for_with_no_line_of_its_own_is_not_named() -> None:
     # delay outside the program: another process, the network): the others' wait is reported,
     # no line of the program is blamed.
     rep = _report(_straggling(2, slow=1, wait_ns=8_000_000, sleep=False))
-    assert rep.stragglers == [] and [s.rank for s in rep.slower] == [1]
-    (s,) = rep.slower
+    assert rep.stragglers == [] and [s.rank for s in rep.unnamed] == [1]
+    (s,) = rep.unnamed
     assert s.waited_ns == pytest.approx(8_000_000) and s.causes == [] and s.slowdown is None
     text = " ".join(render_text_of(rep).replace("│", " ").split())  # the header's lines wrap
     assert "no straggler in the code: rank 1 ran no line longer than the others" in text
     assert "the others waited 8.00ms per step for it" in text
     assert "straggler: rank" not in text.replace("no straggler in the code", "")
+    assert "GPU 1, nccl waited for" in text  # its row: not "slower", nothing of it was
 
 
 def render_text_of(rep: Any) -> str:

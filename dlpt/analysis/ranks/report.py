@@ -45,7 +45,9 @@ class RankReport:
     sites: list[Site]  # collective call sites
     waits: Waits
     stragglers: list[Straggler]  # named: work of their own made the others wait
-    slower: list[Straggler]  # the others waited for them, but no line of their own explains it
+    # The others waited for them, but no line of their own explains it (a slower host, or a
+    # delay outside the recorded work): reported, not named.
+    unnamed: list[Straggler]
     timelines: RankTimelines | None = None  # the ranks' GPU streams on one clock (--timeline)
 
     @property
@@ -100,6 +102,7 @@ def rank_report(rs: RankSet, metric: str | Metric | None = None, show_all: bool 
         step = median([t.step_wall_ns for t in per_rank.values() if t.step_wall_ns > 0])
         for s in candidates:
             classify(s, lines, gpu, step)
-        named = [s for s in candidates if not s.slower_only]
-        slower = [s for s in candidates if s.slower_only]
-        return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, named, slower, side_by_side(rs))
+        named = [s for s in candidates if not s.unexplained]
+        unnamed = [s for s in candidates if s.unexplained]
+        timelines = side_by_side(rs)
+        return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, named, unnamed, timelines)

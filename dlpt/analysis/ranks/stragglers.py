@@ -203,7 +203,7 @@ class Straggler:
     causes: list[Cause] = field(default_factory=list)  # what it did meanwhile, largest first
     own_work_ns: float = 0.0  # its lines of its own: their excess over the others, per step
     slowdowns: list[Slowdown] = field(default_factory=list)  # the same lines, slower (host, GPU)
-    slower_only: bool = False  # no work of its own explains the wait (slower, or outside the code): not named
+    unexplained: bool = False  # no work of its own explains the wait (slower, or outside the code): not named
 
     @property
     def slowdown(self) -> Slowdown | None:
@@ -211,6 +211,13 @@ class Straggler:
         (``NOTICEABLE_PACE``)."""
         s = max(self.slowdowns, key=lambda d: d.excess_ns, default=None)
         return s if s is not None and s.ratio >= NOTICEABLE_PACE else None
+
+    @property
+    def unnamed_label(self) -> str:
+        """The ranks tables' word for it when it is not named: what was slower, or only that
+        the others waited for it."""
+        d = self.slowdown
+        return "waited for" if d is None else "slower host" if d.metric.name == "host" else "slower GPU"
 
     def pace_text(self) -> str:
         """Its slowdown in words ('' when it has none): 'ran the shared lines 1.46x as long on
@@ -327,7 +334,7 @@ def _typical_ratio(own: torch.Tensor, rest: torch.Tensor) -> float:
 
 def classify(s: Straggler, lines: LineTable, gpu: bool, step_ns: float) -> None:
     """Explain ``s`` and decide what it is: a straggler when its own work accounts for the
-    floor (``MIN_STEP_FRACTION`` of the step); otherwise not named (``slower_only``): it ran
+    floor (``MIN_STEP_FRACTION`` of the step); otherwise not named (``unexplained``): it ran
     the shared lines slower (its pace says how much), or its delay is outside the recorded work
     (another process, the network) and no line of the program is to blame. With no lines to
     compare (sessions without them) it stays a straggler, causes unknown."""
@@ -338,4 +345,4 @@ def classify(s: Straggler, lines: LineTable, gpu: bool, step_ns: float) -> None:
     # Ranks doing the same work differ by a few lines' worth of jitter, which can put one of
     # them a tenth of a step behind the others now and then with nothing of its own to show:
     # naming it would send its user looking for a line that is not there.
-    s.slower_only = s.own_work_ns < floor
+    s.unexplained = s.own_work_ns < floor

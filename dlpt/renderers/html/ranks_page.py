@@ -178,7 +178,10 @@ def _model(rep: RankReport) -> dict[str, Any]:
             }
             for s in rep.stragglers
         ],
-        "slower": [{"rank": s.rank, "waited": s.waited_ns, "why": s.why_waited_for()} for s in rep.slower],
+        "unnamed": [
+            {"rank": s.rank, "waited": s.waited_ns, "why": s.why_waited_for(), "label": s.unnamed_label}
+            for s in rep.unnamed
+        ],
         "metric": rep.metric.name,
         "metrics": [{"name": m.name, "label": m.label, "unit": m.unit} for m in metrics],
         "lines": lines,  # v: {metric: [max, median, min, slowest rank]} per step

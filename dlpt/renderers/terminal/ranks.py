@@ -141,9 +141,9 @@ class RanksHeader(View):
             if s.pace_text():
                 t.append(f"; it also {s.pace_text()}")
             lines.append(t)
-        if not self.report.stragglers and not self.report.slower and len(per_rank) > 1:
+        if not self.report.stragglers and not self.report.unnamed and len(per_rank) > 1:
             lines.append(_no_straggler(self.report, fmt))
-        for s in self.report.slower:
+        for s in self.report.unnamed:
             lines.append(_slower(s, fmt))
         first_versions = [f"{k} {fmt.clean(str(first[k]))}" for k in ("torch", "dlpt") if first.get(k)]
         if first_versions:
@@ -159,7 +159,7 @@ class RankTable(View):
         super().__init__(fmt)
         self.rs, self.per_rank, self.waits = report.rs, report.per_rank, report.waits.per_rank
         self.stragglers = {s.rank for s in report.stragglers}
-        self.slower = {s.rank: s.slowdown for s in report.slower}
+        self.unnamed = {s.rank: s.unnamed_label for s in report.unnamed}
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         gpu = any(t.gpu for t in self.per_rank.values())
@@ -194,10 +194,8 @@ class RankTable(View):
             label = Text(fmt.clean(rank_label(r.session.meta) or r.path))
             if r.rank in self.stragglers:
                 label.append("  straggler", "bold red")
-            elif r.rank in self.slower:
-                d = self.slower[r.rank]
-                what = "" if d is None else " host" if d.metric.name == "host" else " GPU"
-                label.append("  slower" + what, "yellow")
+            elif r.rank in self.unnamed:  # not named: slower, or delayed outside the recorded work
+                label.append("  " + self.unnamed[r.rank], "yellow")
             rows.append(Row(cells, label))
         add_rows(t, rows, width, fmt.ascii)
         yield t

@@ -110,12 +110,12 @@
           }).join(", ") }));
         }
       }, this);
-    } else if (raw.ranks.length > 1 && !(raw.slower || []).length) {
+    } else if (raw.ranks.length > 1 && !(raw.unnamed || []).length) {
       var spread = raw.step_ns ? (100 * (raw.waits.high - raw.waits.low) / raw.step_ns).toFixed(1) + "% of the step" : D.fmtTime(raw.waits.high - raw.waits.low);
       h.appendChild(D.el("div", { className: "verdict good", text: "no straggler: ranks' waits per step within " + spread +
         " (" + D.fmtTime(raw.waits.low) + " to " + D.fmtTime(raw.waits.high) + ")" }));
     }
-    (raw.slower || []).forEach(function (s) {
+    (raw.unnamed || []).forEach(function (s) {
       h.appendChild(D.el("div", { className: "verdict", text: "no straggler in the code: rank " + s.rank + " " + s.why +
         "; the others waited " + D.fmtTime(s.waited) + " per step for it" }));
     });
@@ -126,7 +126,7 @@
   P.rankTable = function () {
     var raw = this.raw, strag = {};
     raw.stragglers.forEach(function (s) { strag[s.rank] = "straggler"; });
-    (raw.slower || []).forEach(function (s) { strag[s.rank] = "slower"; });
+    (raw.unnamed || []).forEach(function (s) { strag[s.rank] = s.label || "slower"; });
     var cols = [["rank", "rank"], ["step", "step"], ["untraced", "untraced"], ["compute", "compute"],
       [raw.gpu ? "comm" : "wait", "comm"], ["exposed", "exposed"], ["waited", "waited"]];
     var t = D.el("table", { className: "rank-table", attrs: { id: "rank-table" } });
