@@ -9,7 +9,11 @@ truth. Every other step sleeps, so dlpt's wait per step should be half of it.
     python tools/wait_truth.py OUT.txt run.rank0.json run.rank1.json ... [--skip N]
 
 OUT.txt is the job's output (the ``ddp_train: rank R step I X ms`` lines); the sessions give
-dlpt's report across ranks. Prints one line per waiting rank and a verdict against 10%.
+dlpt's report across ranks. Prints one line per waiting rank and a verdict against 10%, then,
+where the sessions carry their collective kernels, each rank's GPU wait from arrivals step by
+step (dlpt.analysis.ranks.arrivals): its median over the sleeping steps and over the others (a
+step's epoch is its index in the program: epoch 0 ends with step 0), which tells a wait on
+every step (kept by dlpt's wait, cancelled by the step difference) from the sleep's own.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import re
 import statistics
 import sys
 
+from dlpt.analysis.ranks.arrivals import epoch_waits, rank_collectives
 from dlpt.analysis.ranks.merge import rank_set
 from dlpt.analysis.ranks.report import rank_report
 from dlpt.model.session import Session
@@ -80,8 +85,19 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         f"wait_truth: {'within' if ok else 'NOT within'} 10% "
-        f"({'straggler' if s in rep.stragglers else 'slower'}: rank {s.rank})"
+        f"({'straggler' if s in rep.stragglers else 'not named'}: rank {s.rank})"
     )
+    colls = {r.rank: rank_collectives(r.session.meta) for r in rep.rs.ranks}
+    per_epoch = epoch_waits({r: c for r, c in colls.items() if c is not None})
+    for r, waits in sorted(per_epoch.items()):
+        sleeping = [ns for e, ns in waits.items() if e >= args.skip and e % args.every == 0]
+        other = [ns for e, ns in waits.items() if e >= args.skip and e % args.every != 0]
+        if sleeping and other:
+            asleep, awake = statistics.median(sleeping) / 1e6, statistics.median(other) / 1e6
+            print(
+                f"wait_truth: rank {r} GPU wait from arrivals, median per step: sleeping steps "
+                f"{asleep:.2f} ms, the others {awake:.2f} ms"
+            )
     return 0 if ok else 1
 
 

@@ -13,6 +13,7 @@ from dlpt.analysis.ranks.arrivals import (
     Kernel,
     RankCollectives,
     arrival_waits,
+    epoch_waits,
     exposed_until,
     rank_collectives,
 )
@@ -69,6 +70,7 @@ def test_overlapping_collectives_of_one_rank_count_their_wait_once() -> None:
 def test_only_epochs_every_rank_ran_alike_are_matched() -> None:
     r0 = _rank([(0, 5 * MS, ALL)], [(0, 9 * MS, ALL)])
     r1 = _rank([(0, 1 * MS, ALL)], [(0, 1 * MS, ALL)])
+    assert epoch_waits({0: r0, 1: r1}) == {0: {0: 4 * MS, 1: 8 * MS}, 1: {0: 0.0, 1: 0.0}}
     gather = "ncclDevKernel_AllGather"
     other = RankCollectives({0: [Kernel(AR, 0, MS, ALL)], 1: [Kernel(gather, 0, MS, ALL)]}, 2)
     a = arrival_waits({0: r0, 1: other}, {0: 2, 1: 2})

@@ -39,6 +39,7 @@ __all__ = [
     "rank_collectives",
     "arrival_waits",
     "exposed_until",
+    "epoch_waits",
 ]
 
 BINS = 16  # csrc/cct/collectives.h kCollectiveBins
@@ -133,24 +134,30 @@ def _cost(kernels: list[Kernel], shortest: list[int]) -> float:
     return cost
 
 
+def epoch_waits(ranks: Mapping[int, RankCollectives]) -> dict[int, dict[int, float]]:
+    """Each rank's exposed wait (ns) in each matched epoch ({} with fewer than two ranks)."""
+    if len(ranks) < 2:
+        return {}
+    out: dict[int, dict[int, float]] = {r: {} for r in ranks}
+    for e in _matched(ranks):
+        rows = {r: rc.epochs[e] for r, rc in ranks.items()}
+        count = len(next(iter(rows.values())))
+        shortest = [min(ks[i].dur_ns for ks in rows.values()) for i in range(count)]
+        for r, ks in rows.items():
+            out[r][e] = _cost(ks, shortest)
+    return out
+
+
 def arrival_waits(ranks: Mapping[int, RankCollectives], steps: Mapping[int, int]) -> Arrivals | None:
     """Each rank's wait per step from its collectives' arrivals (see the module's doc); None
     with fewer than two ranks or no epoch matched on all of them. ``steps``: each rank's
     counted steps."""
-    if len(ranks) < 2:
-        return None
-    matched = _matched(ranks)
+    by_epoch = epoch_waits(ranks)
+    matched = sorted(next(iter(by_epoch.values()), {}))
     if not matched:
         return None
-    waited = dict.fromkeys(ranks, 0.0)
-    kernels = 0
-    for e in matched:
-        rows = {r: rc.epochs[e] for r, rc in ranks.items()}
-        count = len(next(iter(rows.values())))
-        kernels += count
-        shortest = [min(ks[i].dur_ns for ks in rows.values()) for i in range(count)]
-        for r, ks in rows.items():
-            waited[r] += _cost(ks, shortest)
+    waited = {r: sum(w.values()) for r, w in by_epoch.items()}
+    kernels = sum(len(next(iter(ranks.values())).epochs[e]) for e in matched)
     per_step = {}
     for r, rc in ranks.items():
         n = steps.get(r, 0)
