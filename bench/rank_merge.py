@@ -5,7 +5,8 @@ process, with the wall time and peak memory of each stage.
     python bench/rank_merge.py [--ranks 1024] [--lines 10000] [--out bench/results]
 
 A rank's session is built as dlpt would record it (a frame per line under a module frame, a
-GEMM kernel and an NCCL all-reduce under them, per-step GPU time lines) for a waiting rank and
+GEMM kernel and an NCCL all-reduce under them, per-step GPU time lines, the all-reduces' kernels
+in meta.gpu_collectives: one per 100 lines and step) for a waiting rank and
 for the straggler, and cut to the summary a rank sends rank 0 (dlpt.analysis.ranks.summary.encode:
 its lines flattened, its tree folded to the job's budget). Every rank's summary is then that
 template with its own rank and its own values (the template's, with per-rank jitter), packed as
@@ -58,12 +59,20 @@ def rank_session(rank: int, world: int, lines: int, slow: int) -> Session:
     add(main, "sync", "cudaStreamSynchronize", sync_ns=(300_000 + wait) * STEPS, api_ns=(300_000 + wait) * STEPS, count=STEPS)
     if rank == slow:
         add(main, "frame", "main", "/job/train.py", 42, host_ns=8_000_000 * STEPS)
+    per_step = lines // 100
+    n = STEPS * per_step
+    collectives = {
+        "names": ["ncclDevKernel_AllReduce_Sum_bf16_RING_LL"], "device": [0] * n,
+        "epoch": [3 + i // per_step for i in range(n)], "name": [0] * n,
+        "start_ns": [10**15 + (i // per_step) * 60_000_000 + (i % per_step) * (50_000_000 // per_step) for i in range(n)],
+        "dur_ns": [200_000 + wait // per_step] * n, "exposed": ["ff" * 16] * n,
+    }
     row = {"span_ns": 60_000_000, "busy_ns": 40_000_000, "idle_before_ns": 0, "idle_after_ns": 20_000_000,
            "comm_ns": 2_000_000 + wait, "exposed_ns": 500_000 + wait}
     meta = {
         "argv": ["train.py"], "dlpt": "bench", "torch": "bench", "wall_ns": 60_000_000 * STEPS,
         "gpu": {"enabled": True}, "steps": {"profiled": STEPS, "seen": STEPS, "source": "optimizer"},
-        "step_wall_ns": [60_000_000] * STEPS, "gpu_steps": {"0": [row] * STEPS},
+        "step_wall_ns": [60_000_000] * STEPS, "gpu_steps": {"0": [row] * STEPS}, "gpu_collectives": collectives,
         "distributed": {"rank": rank, "world_size": world, "local_rank": rank % 8, "hostname": f"node{rank // 8}",
                         "device": rank % 8, "backends": ["nccl"], "source": "env", "run_id": "bench"},
     }
@@ -88,7 +97,10 @@ def main() -> None:
     slow = a.ranks // 2
     templates = {}
     for kind, r in (("waiting", 0), ("straggler", slow)):
-        t_ = rank_summary.decode(rank_summary.encode(rank_session(r, a.ranks, a.lines, slow), budget), kind)
+        blob = rank_summary.encode(
+            rank_session(r, a.ranks, a.lines, slow), budget, max_collectives=rank_summary.collective_budget(a.ranks)
+        )
+        t_ = rank_summary.decode(blob, kind)
         labels = json.dumps([list(x) for x in t_.labels], separators=(",", ":")).encode()
         templates[kind] = (t_, labels)
     blobs = []
@@ -130,6 +142,8 @@ def main() -> None:
         "ranks": a.ranks, "lines": a.lines, "summary_bytes_median": sizes[len(sizes) // 2],
         "summary_bytes_max": sizes[-1], "stages_s": stages, "total_s": total, "peak_rss_mb": peak,
         "rss_before_mb": base, "straggler": [s.rank for s in rep.stragglers], "html_model_bytes": len(page),
+        "wait_from_arrivals": rep.waits.arrivals is not None,
+        "collectives_per_rank": rank_summary.collective_budget(a.ranks),
         "made_s": made, "python": platform.python_version(), "machine": platform.machine(),
         "cpus": os.cpu_count(), "date": datetime.date.today().isoformat(),
     }

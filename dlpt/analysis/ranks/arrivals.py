@@ -23,6 +23,10 @@ kernels overlap (several process groups), time counted for an earlier one is not
 
 **Per step**: the matched epochs' cost averaged over them, times the share of the rank's counted
 steps that ran collectives at all (gradient accumulation runs them every Nth step).
+
+**Scale.** Rank 0 of a 1,024-rank job holds ~500 kernels of every rank (a summary sends its last
+steps only, :func:`dlpt.analysis.ranks.summary.collective_budget`): everything past parsing is
+tensor arithmetic over a [ranks, kernels] matrix, in blocks of ranks.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 __all__ = [
     "BINS",
@@ -44,10 +50,14 @@ __all__ = [
 
 BINS = 16  # csrc/cct/collectives.h kCollectiveBins
 _COLUMNS = ("device", "epoch", "name", "start_ns", "dur_ns", "exposed")
+_RANK_BLOCK = 64  # ranks whose [kernels, BINS] exposure profiles are read at once
+_EPOCH_SPAN = 1 << 42  # ns (73 min): orders kernels by (epoch, start) in one integer
 
 
 @dataclass(frozen=True)
 class Kernel:
+    """One collective kernel, for building a rank's table by hand (tests, tools)."""
+
     name: str
     start_ns: int  # this rank's clock: orders its own kernels only
     dur_ns: int
@@ -56,10 +66,37 @@ class Kernel:
 
 @dataclass
 class RankCollectives:
-    """One rank's collective kernels of counted steps, by epoch, in launch order."""
+    """One rank's collective kernels of counted steps, by epoch then launch order: columns."""
 
-    epochs: dict[int, list[Kernel]]
+    epoch: torch.Tensor  # int64 [n], non-decreasing
+    names: list[str]
+    name: torch.Tensor  # int64 [n], indexes ``names``
+    start_ns: torch.Tensor  # int64 [n]
+    dur_ns: torch.Tensor  # int64 [n]
+    exposed: torch.Tensor  # uint8 [n, BINS]
     with_collectives: int  # epochs that ran any (a summary may send only the last of them)
+
+    @classmethod
+    def of(cls, epochs: Mapping[int, list[Kernel]], with_collectives: int | None = None) -> RankCollectives:
+        """A table from kernels by epoch (each epoch's in launch order)."""
+        rows = [(e, k) for e in sorted(epochs) for k in epochs[e]]
+        names = sorted({k.name for _, k in rows})
+        return cls(
+            torch.tensor([e for e, _ in rows], dtype=torch.int64),
+            names,
+            torch.tensor([names.index(k.name) for _, k in rows], dtype=torch.int64),
+            torch.tensor([k.start_ns for _, k in rows], dtype=torch.int64),
+            torch.tensor([k.dur_ns for _, k in rows], dtype=torch.int64),
+            torch.tensor([list(k.exposed) for _, k in rows], dtype=torch.uint8).reshape(len(rows), BINS),
+            len(epochs) if with_collectives is None else with_collectives,
+        )
+
+    def epochs(self) -> dict[int, tuple[int, int]]:
+        """Each epoch's rows: [first, end)."""
+        values, counts = torch.unique_consecutive(self.epoch, return_counts=True)
+        ends = torch.cumsum(counts, 0).tolist()
+        pairs = zip(values.tolist(), counts.tolist(), ends, strict=True)
+        return {int(e): (end - int(c), end) for e, c, end in pairs}
 
 
 @dataclass
@@ -71,96 +108,137 @@ class Arrivals:
     collectives: int  # collectives per matched epoch, on average
 
 
+def _int_column(v: list[Any]) -> torch.Tensor | None:
+    try:
+        return torch.tensor(v, dtype=torch.int64)
+    except (TypeError, ValueError, OverflowError, RuntimeError):
+        return None
+
+
 def rank_collectives(meta: Mapping[str, Any]) -> RankCollectives | None:
-    """``meta.gpu_collectives`` read into epochs; None when absent or not of one shape (a
+    """``meta.gpu_collectives`` read into columns; None when absent or not of one shape (a
     session validated on load has the columns' types, not their lengths)."""
     g = meta.get("gpu_collectives")
     if not isinstance(g, dict):
         return None
     cols = [c for c in (g.get(k) for k in _COLUMNS) if isinstance(c, list)]
     names = g.get("names")
-    if not isinstance(names, list) or len(cols) != len(_COLUMNS):
+    if not isinstance(names, list) or len(cols) != len(_COLUMNS) or len({len(c) for c in cols}) != 1:
         return None
-    n = len(cols[0])
-    if any(len(c) != n for c in cols):
+    _dev, epoch, name, start, dur, exposed = cols
+    ints = [_int_column(c) for c in (epoch, name, start, dur)]
+    try:
+        shares = bytes.fromhex("".join(exposed))
+    except (TypeError, ValueError):
         return None
-    epochs: dict[int, list[Kernel]] = {}
-    for _dev, epoch, name, start, dur, exposed in zip(*cols, strict=True):
-        try:
-            shares = bytes.fromhex(exposed)
-        except (TypeError, ValueError):
-            return None
-        if not (0 <= name < len(names)) or len(shares) != BINS:
-            return None
-        epochs.setdefault(epoch, []).append(Kernel(names[name], start, dur, shares))
+    if any(t is None for t in ints) or len(shares) != BINS * len(exposed):
+        return None
+    e, n, s, d = (t for t in ints if t is not None)
+    if len(n) and (int(n.min()) < 0 or int(n.max()) >= len(names)):
+        return None
+    if len(e) > 1 and bool((e[1:] < e[:-1]).any()):  # by epoch, as the core writes them
+        order = torch.argsort(e, stable=True)
+        e, n, s, d = e[order], n[order], s[order], d[order]
+        x = torch.frombuffer(bytearray(shares), dtype=torch.uint8).reshape(-1, BINS)[order]
+    else:
+        x = torch.frombuffer(bytearray(shares), dtype=torch.uint8).reshape(-1, BINS)
     with_collectives = g.get("epochs")
-    return RankCollectives(epochs, with_collectives if isinstance(with_collectives, int) else len(epochs))
+    if not isinstance(with_collectives, int):
+        with_collectives = len(torch.unique(e)) if len(e) else 0
+    return RankCollectives(e, [str(v) for v in names], n, s, d.clamp(min=0), x, with_collectives)
+
+
+def _exposed_until(dur: torch.Tensor, exposed: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """The exposed time (ns) in the first ``t`` ns of each kernel: ``dur``, ``t`` [...],
+    ``exposed`` [..., BINS] (linear inside a sixteenth)."""
+    i = torch.arange(BINS + 1, dtype=torch.int64)
+    edges = dur.unsqueeze(-1) * i // BINS  # [..., BINS + 1]
+    upto = torch.minimum(edges[..., 1:], t.unsqueeze(-1).clamp(min=0))
+    part = (upto - edges[..., :-1]).clamp(min=0).to(torch.float64)
+    return (part * exposed.to(torch.float64)).sum(-1) / 255
 
 
 def exposed_until(k: Kernel, t: float) -> float:
     """The exposed time (ns) in the first ``t`` ns of ``k``."""
-    t = min(t, k.dur_ns)
-    total = 0.0
-    for i in range(BINS):
-        a = k.dur_ns * i // BINS
-        if a >= t:
-            break
-        b = k.dur_ns * (i + 1) // BINS
-        total += k.exposed[i] / 255 * (min(b, t) - a)
-    return total
+    x = torch.tensor([list(k.exposed)], dtype=torch.uint8)
+    return float(_exposed_until(torch.tensor([k.dur_ns]), x, torch.tensor([int(t)]))[0])
 
 
 def _matched(ranks: Mapping[int, RankCollectives]) -> list[int]:
     """The epochs every rank has, with the same kernels in the same order."""
-    common = set.intersection(*(set(rc.epochs) for rc in ranks.values()))
-    out = []
-    for e in sorted(common):
-        names = {tuple(k.name for k in rc.epochs[e]) for rc in ranks.values()}
-        if len(names) == 1:
-            out.append(e)
+    spans = {r: rc.epochs() for r, rc in ranks.items()}
+    common = set.intersection(*(set(s) for s in spans.values()))
+    signatures: dict[int, set[tuple[str, ...]]] = {e: set() for e in common}
+    for r, rc in ranks.items():
+        ids = rc.name.tolist()
+        for e in common:
+            lo, hi = spans[r][e]
+            signatures[e].add(tuple(rc.names[i] for i in ids[lo:hi]))
+    return sorted(e for e, sig in signatures.items() if len(sig) == 1)
+
+
+def _costs(rows: dict[int, RankCollectives], matched: torch.Tensor) -> dict[int, torch.Tensor]:
+    """Each rank's exposed wait per matched epoch (float64 [epochs])."""
+    order = list(rows)
+    masks = {r: torch.isin(rows[r].epoch, matched) for r in order}
+    dur = torch.stack([rows[r].dur_ns[masks[r]] for r in order])  # [R, K], aligned by launch order
+    shortest = dur.min(0).values
+    epoch = torch.searchsorted(matched, rows[order[0]].epoch[masks[order[0]]])  # [K], 0..E-1
+    out: dict[int, torch.Tensor] = {}
+    for lo in range(0, len(order), _RANK_BLOCK):
+        block = order[lo : lo + _RANK_BLOCK]
+        d = dur[lo : lo + len(block)]
+        s = torch.stack([rows[r].start_ns[masks[r]] for r in block])
+        x = torch.stack([rows[r].exposed[masks[r]] for r in block])
+        w = d - shortest
+        # Each rank's kernels by start within each epoch; where one's wait began before an
+        # earlier one's ended, that part counts once (an exclusive running maximum of the ends).
+        ep = epoch.expand_as(s)
+        base = torch.full((len(block), len(matched)), torch.iinfo(torch.int64).max, dtype=torch.int64)
+        base = base.scatter_reduce(1, ep, s, reduce="amin")
+        rel = (s - base.gather(1, ep)).clamp(0, _EPOCH_SPAN - 1)
+        by_start = torch.argsort(ep * _EPOCH_SPAN + rel, dim=1, stable=True)
+        rel, w, d = rel.gather(1, by_start), w.gather(1, by_start), d.gather(1, by_start)
+        x = x.gather(1, by_start.unsqueeze(-1).expand_as(x))
+        ends = ep * _EPOCH_SPAN + (rel + w).clamp(max=_EPOCH_SPAN - 1)  # ep is sorted alike
+        before = torch.cat([torch.full_like(ends[:, :1], -1), torch.cummax(ends, 1).values[:, :-1]], 1)
+        seen = (before - ep * _EPOCH_SPAN - rel).clamp(min=0)
+        seen = torch.minimum(seen, w)
+        cost = _exposed_until(d, x, w) - _exposed_until(d, x, seen)
+        per_epoch = torch.zeros((len(block), len(matched)), dtype=torch.float64).scatter_add(1, ep, cost)
+        for i, r in enumerate(block):
+            out[r] = per_epoch[i]
     return out
-
-
-def _cost(kernels: list[Kernel], shortest: list[int]) -> float:
-    """One rank's exposed wait in one epoch: its kernels' waits, overlaps counted once."""
-    cost, until = 0.0, None
-    for k, floor in sorted(zip(kernels, shortest, strict=True), key=lambda kf: kf[0].start_ns):
-        w = k.dur_ns - floor
-        if w <= 0:
-            continue
-        seen = 0 if until is None or until <= k.start_ns else min(w, until - k.start_ns)
-        cost += exposed_until(k, w) - exposed_until(k, seen)
-        until = k.start_ns + w if until is None else max(until, k.start_ns + w)
-    return cost
 
 
 def epoch_waits(ranks: Mapping[int, RankCollectives]) -> dict[int, dict[int, float]]:
-    """Each rank's exposed wait (ns) in each matched epoch ({} with fewer than two ranks)."""
+    """Each rank's exposed wait (ns) in each matched epoch ({} with fewer than two ranks or no
+    epoch matched)."""
     if len(ranks) < 2:
         return {}
-    out: dict[int, dict[int, float]] = {r: {} for r in ranks}
-    for e in _matched(ranks):
-        rows = {r: rc.epochs[e] for r, rc in ranks.items()}
-        count = len(next(iter(rows.values())))
-        shortest = [min(ks[i].dur_ns for ks in rows.values()) for i in range(count)]
-        for r, ks in rows.items():
-            out[r][e] = _cost(ks, shortest)
-    return out
+    matched = _matched(ranks)
+    if not matched:
+        return {}
+    costs = _costs(dict(ranks), torch.tensor(matched, dtype=torch.int64))
+    return {r: dict(zip(matched, c.tolist(), strict=True)) for r, c in costs.items()}
 
 
 def arrival_waits(ranks: Mapping[int, RankCollectives], steps: Mapping[int, int]) -> Arrivals | None:
     """Each rank's wait per step from its collectives' arrivals (see the module's doc); None
     with fewer than two ranks or no epoch matched on all of them. ``steps``: each rank's
     counted steps."""
-    by_epoch = epoch_waits(ranks)
-    matched = sorted(next(iter(by_epoch.values()), {}))
+    if len(ranks) < 2:
+        return None
+    matched = _matched(ranks)
     if not matched:
         return None
-    waited = {r: sum(w.values()) for r, w in by_epoch.items()}
-    kernels = sum(len(next(iter(ranks.values())).epochs[e]) for e in matched)
+    m = torch.tensor(matched, dtype=torch.int64)
+    costs = _costs(dict(ranks), m)
+    first = next(iter(ranks.values()))
+    kernels = int(torch.isin(first.epoch, m).sum())
     per_step = {}
     for r, rc in ranks.items():
         n = steps.get(r, 0)
         share = min(1.0, rc.with_collectives / n) if n > 0 else 1.0
-        per_step[r] = waited[r] / len(matched) * share
+        per_step[r] = float(costs[r].sum()) / len(matched) * share
     return Arrivals(per_step, len(matched), round(kernels / len(matched)))

@@ -52,8 +52,8 @@ TREE_NODES_IN_ALL = 100_000  # tree nodes rank 0 holds over all ranks (the lines
 MIN_TREE_NODES = 100
 MIN_SHARE = 1e-4
 # Collective kernels rank 0 holds over all ranks (~80 bytes each in JSON), and one rank's bounds.
-COLLECTIVES_IN_ALL = 2_000_000
-MIN_COLLECTIVES, MAX_COLLECTIVES = 256, 50_000
+COLLECTIVES_IN_ALL = 250_000
+MIN_COLLECTIVES, MAX_COLLECTIVES = 256, 20_000
 MAX_ENCODED_BYTES = 64 * 2**20  # what rank 0 accepts from one rank (compressed)
 _DROPPED_META = ("timeline", "memory")
 
