@@ -110,7 +110,10 @@ def test_malformed_columns_are_refused_on_load_or_read_as_absent() -> None:
     d["meta"]["gpu_collectives"]["dur_ns"].pop()  # columns of unequal lengths pass the types
     assert rank_collectives(Session.from_dict(d).meta) is None
     d["meta"]["gpu_collectives"]["dur_ns"].append(MS)
-    d["meta"]["gpu_collectives"]["exposed"][0] = "zz"
+    d["meta"]["gpu_collectives"]["exposed"][0] = "zz" * 16
+    assert rank_collectives(Session.from_dict(d).meta) is None
+    x = d["meta"]["gpu_collectives"]["exposed"]
+    x[0], x[1] = "ff" * 15, "ff" * 17  # the right length in all, rows misaligned
     assert rank_collectives(Session.from_dict(d).meta) is None
 
 

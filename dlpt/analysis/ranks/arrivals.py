@@ -127,6 +127,8 @@ def rank_collectives(meta: Mapping[str, Any]) -> RankCollectives | None:
         return None
     _dev, epoch, name, start, dur, exposed = cols
     ints = [_int_column(c) for c in (epoch, name, start, dur)]
+    if not all(isinstance(x, str) and len(x) == 2 * BINS for x in exposed):
+        return None
     try:
         shares = bytes.fromhex("".join(exposed))
     except (TypeError, ValueError):
