@@ -106,6 +106,8 @@ def test_malformed_columns_are_refused_on_load_or_read_as_absent() -> None:
     d["meta"]["gpu_collectives"]["dur_ns"] = "long"
     with pytest.raises(SessionFormatError, match=r"meta\.gpu_collectives\.dur_ns must be a list"):
         Session.from_dict(d)
+    empty = {k: [] for k in ("names", "device", "epoch", "name", "start_ns", "dur_ns", "exposed")}
+    assert rank_collectives({"gpu_collectives": empty}) is None
     d = copy.deepcopy(s.to_dict())
     d["meta"]["gpu_collectives"]["dur_ns"].pop()  # columns of unequal lengths pass the types
     assert rank_collectives(Session.from_dict(d).meta) is None
@@ -164,4 +166,6 @@ def test_a_summary_sends_the_last_whole_steps_and_how_many_ran_collectives() -> 
     back = decode(encode(s, max_collectives=4), "rank 0").session
     rc = rank_collectives(back.meta)
     assert rc is not None and list(rc.epochs()) == [6] and rc.with_collectives == R.STEPS
+    # Not one whole step fits: the summary goes without, and rank 0 falls back.
+    assert "gpu_collectives" not in summarize(s, max_collectives=2).meta
     assert (collective_budget(1), collective_budget(512), collective_budget(1024)) == (20_000, 488, 256)

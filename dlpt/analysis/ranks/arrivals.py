@@ -126,6 +126,8 @@ def rank_collectives(meta: Mapping[str, Any]) -> RankCollectives | None:
     if not isinstance(names, list) or len(cols) != len(_COLUMNS) or len({len(c) for c in cols}) != 1:
         return None
     _dev, epoch, name, start, dur, exposed = cols
+    if not dur:
+        return None
     ints = [_int_column(c) for c in (epoch, name, start, dur)]
     if not all(isinstance(x, str) and len(x) == 2 * BINS for x in exposed):
         return None

@@ -87,8 +87,9 @@ def _keep(nodes: list[dict[str, Any]], inc: list[dict[str, int]], share: float) 
 
 
 def _last_collectives(g: Any, budget: int) -> Any:
-    """``meta.gpu_collectives`` cut to the rows of its last whole epochs that fit ``budget``;
-    ``epochs`` keeps how many epochs ran collectives (the wait per step scales by it)."""
+    """``meta.gpu_collectives`` cut to the rows of its last whole epochs that fit ``budget``
+    (None when not one does); ``epochs`` keeps how many epochs ran collectives (the wait per
+    step scales by it)."""
     if not isinstance(g, dict) or not isinstance(g.get("epoch"), list) or len(g["epoch"]) <= budget:
         return g
     epochs = g["epoch"]
@@ -96,6 +97,8 @@ def _last_collectives(g: Any, budget: int) -> Any:
     # Never half an epoch: start where an epoch starts.
     while 0 < keep_from < len(epochs) and epochs[keep_from] == epochs[keep_from - 1]:
         keep_from += 1
+    if keep_from >= len(epochs):
+        return None  # not one whole step fits: the report across ranks does without
     out = {k: v[keep_from:] if isinstance(v, list) and k != "names" else v for k, v in g.items()}
     out.setdefault("epochs", len(set(epochs)))
     return out
@@ -161,7 +164,11 @@ def summarize(
         if part is not None:
             meta["timeline"] = part
     if "gpu_collectives" in meta:
-        meta["gpu_collectives"] = _last_collectives(meta["gpu_collectives"], max_collectives)
+        kept = _last_collectives(meta["gpu_collectives"], max_collectives)
+        if kept is None:
+            del meta["gpu_collectives"]
+        else:
+            meta["gpu_collectives"] = kept
     meta["rank_summary"] = {"nodes": len(nodes), "kept": len(out), "folded": folded, "min_share": share}
     return Session(out, meta)
 
