@@ -9,6 +9,7 @@ Screenshots of each state are saved as test artefacts (``$DLPT_ARTIFACTS``); wit
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import time
@@ -539,6 +540,7 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
 ) -> None:
     from dlpt.analysis.ranks.merge import rank_set
     from dlpt.analysis.ranks.report import rank_report
+    from dlpt.model.session import Session
     from dlpt.renderers.html.ranks_page import write_ranks_html
     from tests import rank_sessions as R
 
@@ -556,6 +558,8 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
     head = page.inner_text(".header").replace("\n", " ")
     assert "straggler: rank 1" in head and "waited 8.00ms per step" in head
     assert "+8.00ms host" in head and "train.py:33" in head and "time.sleep(0.02)" in head
+    # The step across ranks in the terminal's words (RankReport.step_spread, worded twice).
+    assert "step time per rank: 40.00ms on every rank" in head
     rows = page.locator("#rank-table tbody tr")
     assert rows.count() == 3 and "straggler" in rows.nth(1).inner_text()
     assert page.locator("#steps .strip").count() == 3
@@ -567,6 +571,20 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
     page.select_option("#metric", "host")
     page.wait_for_function("() => document.querySelectorAll('#lines tbody tr').length === 1")
     assert "r1" in page.locator("#lines tbody tr").first.inner_text()
+    # Each rank's untraced step across ranks, as the terminal words it (a page of its own).
+    spread_path = tmp_path / "spread.html"
+    timed = []
+    for rank, ms in enumerate((9.5, 30.4, 12.0)):
+        d = copy.deepcopy(sessions[rank].to_dict())
+        keys = ("median_ns", "mean_ns", "min_ns", "max_ns", "p10_ns", "p90_ns")
+        d["meta"]["step_time"] = {"untraced": {"n": 8, **dict.fromkeys(keys, int(ms * 1e6))}}
+        timed.append(Session.from_dict(d))
+    write_ranks_html(rank_report(rank_set([(f"r{i}.json", t) for i, t in enumerate(timed)])), spread_path)
+    spread_head = open_report(spread_path).page.inner_text(".header").replace("\n", " ")
+    assert (
+        "measured without dlpt's cost): min 9.50ms (rank 0), median 12.00ms, max 30.40ms (rank 1)"
+        in spread_head
+    )
 
 
 def test_the_page_across_ranks_draws_each_ranks_gpu_streams_on_one_clock(

@@ -30,7 +30,30 @@ from dlpt.model.gc_pause import gc_paused
 from dlpt.model.processors import METRICS, Metric, get_metric
 from dlpt.model.tree import Node
 
-__all__ = ["RankReport", "rank_report"]
+__all__ = ["RankReport", "rank_report", "Spread", "spread"]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One figure per rank, summarised: the least and the most with their ranks, and the median
+    between them from three ranks on (the median of two ranks is a figure neither had)."""
+
+    low: float
+    low_rank: int
+    high: float
+    high_rank: int
+    median: float | None  # None with fewer than three ranks
+    ranks: int
+
+
+def spread(values: dict[int, float]) -> Spread | None:
+    """``values``' spread across ranks; None without any."""
+    if not values:
+        return None
+    lo = min(values, key=lambda r: (values[r], r))
+    hi = max(values, key=lambda r: (values[r], -r))
+    mid = median(list(values.values())) if len(values) > 2 else None
+    return Spread(values[lo], lo, values[hi], hi, mid, len(values))
 
 
 @dataclass
@@ -54,6 +77,16 @@ class RankReport:
     def step_ns(self) -> float:
         """The median over ranks of each rank's (traced) step."""
         return median([t.step_wall_ns for t in self.per_rank.values() if t.step_wall_ns > 0])
+
+    @property
+    def step_spread(self) -> Spread | None:
+        """Each rank's (traced) step, across ranks."""
+        return spread({r: t.step_wall_ns for r, t in self.per_rank.items() if t.step_wall_ns > 0})
+
+    @property
+    def untraced_spread(self) -> Spread | None:
+        """Each rank's untraced step (its program's own), across the ranks that measured one."""
+        return spread({r: t.untraced_step_ns for r, t in self.per_rank.items() if t.untraced_step_ns})
 
     @property
     def wait_rule(self) -> str:

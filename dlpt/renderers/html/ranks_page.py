@@ -10,6 +10,7 @@ The page formats :class:`~dlpt.analysis.ranks.report.RankReport`; it computes no
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from typing import Any
@@ -18,7 +19,7 @@ import torch
 
 from dlpt.analysis.ranks.lines import one_thread, row_median
 from dlpt.analysis.ranks.merge import Rank, median
-from dlpt.analysis.ranks.report import RankReport
+from dlpt.analysis.ranks.report import RankReport, Spread
 from dlpt.analysis.ranks.stragglers import Cause, Site
 from dlpt.analysis.ranks.timelines import timeline_note
 from dlpt.analysis.report.run import rank_label
@@ -133,6 +134,10 @@ def build_ranks_model(rep: RankReport) -> dict[str, Any]:
         return _model(rep)
 
 
+def _spread(s: Spread | None) -> dict[str, Any] | None:
+    return dataclasses.asdict(s) if s is not None else None
+
+
 def _model(rep: RankReport) -> dict[str, Any]:
     metrics = [m for m in METRICS.values() if rep.lines.has(m)]
     if rep.metric not in metrics:
@@ -149,6 +154,8 @@ def _model(rep: RankReport) -> dict[str, Any]:
         "world_size": rep.rs.world_size,
         "gpu": rep.gpu,
         "step_ns": rep.step_ns,
+        "step_spread": _spread(rep.step_spread),
+        "untraced_spread": _spread(rep.untraced_spread),
         "wait_rule": rep.wait_rule,
         "waits": {"low": low, "high": high},
         "missing": [{"rank": r, "why": why} for r, why in rep.rs.missing.items()],

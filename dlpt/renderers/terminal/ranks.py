@@ -21,7 +21,7 @@ from rich.text import Text
 from dlpt.analysis.communication import COMM, WAIT
 from dlpt.analysis.ranks.lines import one_thread
 from dlpt.analysis.ranks.merge import RankSet, imbalance, median
-from dlpt.analysis.ranks.report import RankReport, rank_report
+from dlpt.analysis.ranks.report import RankReport, Spread, rank_report
 from dlpt.analysis.ranks.stragglers import Site, Straggler
 from dlpt.analysis.report.run import rank_label
 from dlpt.model.meta import program_argv
@@ -54,15 +54,14 @@ def _ranges(ranks: Iterable[int]) -> str:
     return ", ".join(out)
 
 
-def _across(values: dict[int, float], fmt: Fmt) -> str:
-    """One figure per rank, summarised: the least and the most with their ranks, and the median
-    between them from three ranks on (the median of two ranks is a figure neither had)."""
-    lo = min(values, key=lambda r: (values[r], r))
-    hi = max(values, key=lambda r: (values[r], -r))
-    if len(values) == 1 or values[lo] == values[hi]:
-        return f"{fmt.time(values[hi])} on every rank" if len(values) > 1 else fmt.time(values[hi])
-    mid = f", median {fmt.time(median(list(values.values())))}" if len(values) > 2 else ""
-    return f"min {fmt.time(values[lo])} (rank {lo}){mid}, max {fmt.time(values[hi])} (rank {hi})"
+def _across(s: Spread, fmt: Fmt) -> str:
+    """A spread across ranks in words (the page's ranks.js words it alike)."""
+    if s.ranks == 1:
+        return fmt.time(s.high)
+    if s.low == s.high:
+        return f"{fmt.time(s.high)} on every rank"
+    mid = f", median {fmt.time(s.median)}" if s.median is not None else ""
+    return f"min {fmt.time(s.low)} (rank {s.low_rank}){mid}, max {fmt.time(s.high)} (rank {s.high_rank})"
 
 
 class RanksHeader(View):
@@ -105,16 +104,15 @@ class RanksHeader(View):
         for note in rs.notes:
             lines.append(Text(fmt.clean(note), "bold yellow"))
         steps = sorted({t.steps for t in per_rank.values()})
-        walls = {r: t.step_wall_ns for r, t in per_rank.items() if t.step_wall_ns > 0}
-        if walls:
+        walls, untraced = self.report.step_spread, self.report.untraced_spread
+        if walls is not None:
             lines.append(
                 Text(
                     f"steps profiled: {', '.join(map(str, steps))}{sep}step time per rank: "
                     f"{_across(walls, fmt)}"
                 )
             )
-        untraced = {r: t.untraced_step_ns for r, t in per_rank.items() if t.untraced_step_ns}
-        if untraced:
+        if untraced is not None:
             lines.append(
                 Text(
                     f"untraced step (each rank's median, measured without dlpt's cost): "

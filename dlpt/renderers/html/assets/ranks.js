@@ -81,11 +81,24 @@
     this.table.reset();
   };
 
+  /* A spread across ranks in words, as the terminal's ranks.py _across words it. */
+  function across(s) {
+    if (s.ranks === 1) return D.fmtTime(s.high);
+    if (s.low === s.high) return D.fmtTime(s.high) + " on every rank";
+    return "min " + D.fmtTime(s.low) + " (rank " + s.low_rank + ")" +
+      (s.median !== null ? ", median " + D.fmtTime(s.median) : "") +
+      ", max " + D.fmtTime(s.high) + " (rank " + s.high_rank + ")";
+  }
+
   P.header = function () {
     var raw = this.raw, h = D.el("section", { className: "header" });
     h.appendChild(D.el("div", { className: "facts" },
       D.el("span", { className: "fact-v", text: raw.ranks.length + " of " + raw.world_size + " ranks" }),
-      D.el("span", { className: "muted", text: raw.step_ns ? " \u00b7 step " + D.fmtTime(raw.step_ns) + " (median over ranks)" : "" })));
+      D.el("span", { className: "muted", text: raw.step_spread ? " \u00b7 step time per rank: " + across(raw.step_spread) : "" })));
+    if (raw.untraced_spread) {
+      h.appendChild(D.el("div", { className: "muted", text: "untraced step (each rank's median, measured without dlpt's cost): " +
+        across(raw.untraced_spread) + "; the traced step above includes it" }));
+    }
     raw.missing.forEach(function (m) { h.appendChild(D.el("div", { className: "warning", text: "rank " + m.rank + " missing: " + m.why })); });
     raw.notes.forEach(function (n) { h.appendChild(D.el("div", { className: "warning", text: n })); });
     if (raw.stragglers.length) {
@@ -126,7 +139,7 @@
   P.rankTable = function () {
     var raw = this.raw, strag = {};
     raw.stragglers.forEach(function (s) { strag[s.rank] = "straggler"; });
-    (raw.unnamed || []).forEach(function (s) { strag[s.rank] = s.label || "slower"; });
+    (raw.unnamed || []).forEach(function (s) { strag[s.rank] = s.label; });
     var cols = [["rank", "rank"], ["step", "step"], ["untraced", "untraced"], ["compute", "compute"],
       [raw.gpu ? "comm" : "wait", "comm"], ["exposed", "exposed"], ["waited", "waited"]];
     var t = D.el("table", { className: "rank-table", attrs: { id: "rank-table" } });
