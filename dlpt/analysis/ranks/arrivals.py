@@ -231,18 +231,15 @@ def arrival_waits(ranks: Mapping[int, RankCollectives], steps: Mapping[int, int]
     """Each rank's wait per step from its collectives' arrivals (see the module's doc); None
     with fewer than two ranks or no epoch matched on all of them. ``steps``: each rank's
     counted steps."""
-    if len(ranks) < 2:
+    by_epoch = epoch_waits(ranks)
+    if not by_epoch:
         return None
-    matched = _matched(ranks)
-    if not matched:
-        return None
-    m = torch.tensor(matched, dtype=torch.int64)
-    costs = _costs(dict(ranks), m)
-    first = next(iter(ranks.values()))
-    kernels = int(torch.isin(first.epoch, m).sum())
+    matched = torch.tensor(list(next(iter(by_epoch.values()))), dtype=torch.int64)
+    epochs = len(matched)
+    kernels = int(torch.isin(next(iter(ranks.values())).epoch, matched).sum())  # alike on every rank
     per_step = {}
     for r, rc in ranks.items():
         n = steps.get(r, 0)
         share = min(1.0, rc.with_collectives / n) if n > 0 else 1.0
-        per_step[r] = float(costs[r].sum()) / len(matched) * share
-    return Arrivals(per_step, len(matched), round(kernels / len(matched)))
+        per_step[r] = sum(by_epoch[r].values()) / epochs * share
+    return Arrivals(per_step, epochs, round(kernels / epochs))
