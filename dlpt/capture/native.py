@@ -312,24 +312,34 @@ def gpu_collectives(raw: list[tuple[Any, ...]], over_limit: int = 0) -> dict[str
     """The collective kernels of the counted steps (docs/session-format.md,
     meta.gpu_collectives), columns of one row per kernel in stop()'s order (epoch, then launch
     order): from stop()'s (device, epoch, corr, name, start, end, exposed ns per bin). Each bin's
-    exposed time becomes its share of the bin, 0 to 255, two hex digits a bin. None without any."""
+    exposed time becomes its share of the bin, 0 to 255, two hex digits a bin. None without any.
+    Up to the core's 262,144 kernels at stop: the shares are tensor arithmetic, names are
+    shortened once each."""
     if not raw:
         return None
+    import torch
+
+    devices, epochs, _corrs, raw_names, starts, ends, bins = zip(*raw, strict=True)
+    ids: dict[str, int] = {}  # the shortened name's index, by the core's name
     names: dict[str, int] = {}
-    cols: dict[str, list[Any]] = {k: [] for k in ("device", "epoch", "name", "start_ns", "dur_ns", "exposed")}
-    for dev, epoch, _corr, name, start, end, bins in raw:
-        dur = max(0, end - start)
-        shares = bytearray()
-        for i, ns in enumerate(bins[:COLLECTIVE_BINS]):
-            width = dur * (i + 1) // COLLECTIVE_BINS - dur * i // COLLECTIVE_BINS
-            shares.append(min(255, round(255 * ns / width)) if width > 0 else 0)
-        cols["device"].append(int(dev))
-        cols["epoch"].append(int(epoch))
-        cols["name"].append(names.setdefault(shorten_kernel_name(name), len(names)))
-        cols["start_ns"].append(int(start))
-        cols["dur_ns"].append(dur)
-        cols["exposed"].append(shares.ljust(COLLECTIVE_BINS, b"\0").hex())
-    out: dict[str, Any] = {"names": list(names), **cols}
+    for n in set(raw_names):
+        ids[n] = names.setdefault(shorten_kernel_name(n), len(names))
+    dur = (torch.tensor(ends, dtype=torch.int64) - torch.tensor(starts, dtype=torch.int64)).clamp(min=0)
+    edges = dur.unsqueeze(1) * torch.arange(COLLECTIVE_BINS + 1, dtype=torch.int64) // COLLECTIVE_BINS
+    width = (edges[:, 1:] - edges[:, :-1]).to(torch.float64)
+    exposed = torch.tensor(bins, dtype=torch.float64)[:, :COLLECTIVE_BINS]
+    share = torch.where(width > 0, (255 * exposed / width.clamp(min=1)).round().clamp(0, 255), 0)
+    hexed = bytes(share.to(torch.uint8).flatten().tolist()).hex()
+    width_hex = 2 * COLLECTIVE_BINS
+    out: dict[str, Any] = {
+        "names": list(names),
+        "device": [int(d) for d in devices],
+        "epoch": [int(e) for e in epochs],
+        "name": [ids[n] for n in raw_names],
+        "start_ns": [int(t) for t in starts],
+        "dur_ns": dur.tolist(),
+        "exposed": [hexed[i : i + width_hex] for i in range(0, len(hexed), width_hex)],
+    }
     if over_limit:
         out["over_limit"] = int(over_limit)
     return out
