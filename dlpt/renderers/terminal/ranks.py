@@ -142,7 +142,7 @@ class RanksHeader(View):
         if not self.report.stragglers and not self.report.unnamed and len(per_rank) > 1:
             lines.append(_no_straggler(self.report, fmt))
         for s in self.report.unnamed:
-            lines.append(_slower(s, fmt))
+            lines.append(_unnamed(s, fmt))
         first_versions = [f"{k} {fmt.clean(str(first[k]))}" for k in ("torch", "dlpt") if first.get(k)]
         if first_versions:
             lines.append(Text(sep.join(first_versions), "dim"))
@@ -223,7 +223,7 @@ def _no_straggler(report: RankReport, fmt: Fmt) -> Text:
     return t
 
 
-def _slower(s: Straggler, fmt: Fmt) -> Text:
+def _unnamed(s: Straggler, fmt: Fmt) -> Text:
     """A rank the others waited for with no line of its own to blame: it ran the same lines as
     they did, only slower, or its delay is outside the recorded work."""
     t = Text("no straggler in the code: ", "bold yellow")
