@@ -13,8 +13,9 @@ forward instead: after --log-steps' synchronisation the GPU has nothing queued t
 whole sleep delays the others (before the backward, the forward still queued on the GPU hides
 part of it). With --straggle-every 2 only every other step sleeps, so that each rank's own step
 times (--log-steps, synchronised) measure what the sleep cost the others, step beside step:
-tools/wait_truth.py holds dlpt's wait against that. --log-steps prints every rank's own step
-times, to hold dlpt's figures against. --cpu forces gloo on the CPU.
+tools/wait_truth.py holds dlpt's wait against that. --straggle-on gpu delays rank R's GPU instead
+of its host: a kernel that spins for --straggle-ms (a slower kernel; its host runs on). --log-steps
+prints every rank's own step times, to hold dlpt's figures against. --cpu forces gloo on the CPU.
 Random tokens, random init: nothing is downloaded. The GPU config is small (4 layers, width 256);
 --layers/--width/--seq/--batch scale it.
 """
@@ -99,6 +100,24 @@ def setup(args: argparse.Namespace) -> Setup:
     return Setup(model, opt, inputs, targets, device, rank, world, cfg)
 
 
+def straggler_delay(ms: float, on: str):
+    """What the straggling rank runs where it straggles: a host sleep, or a kernel that keeps
+    its GPU busy for ``ms`` (its clock rate measured here: the spin counts GPU cycles)."""
+    if on == "host":
+        return lambda: time.sleep(ms / 1e3)
+    if on != "gpu":
+        return lambda: None
+    probe = 10_000_000
+    torch.cuda._sleep(probe)  # warm: the first launch loads the kernel
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(probe)
+    end.record()
+    end.synchronize()
+    cycles = int(probe * ms / max(start.elapsed_time(end), 1e-3))
+    return lambda: torch.cuda._sleep(cycles)  # a slower kernel on this rank's GPU
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", choices=("ddp", "fsdp2", "tp"), default="ddp")
@@ -109,6 +128,12 @@ def main(argv=None) -> None:
     ap.add_argument("--straggle-every", type=int, default=1, metavar="N", help="sleep on every Nth step only")
     ap.add_argument(
         "--straggle-at", choices=("forward", "backward"), default="backward", help="where rank R sleeps"
+    )
+    ap.add_argument(
+        "--straggle-on",
+        choices=("host", "gpu"),
+        default="host",
+        help="what is slow on rank R: its host (a sleep) or its GPU (a kernel spinning as long)",
     )
     ap.add_argument(
         "--log-steps",
@@ -123,6 +148,9 @@ def main(argv=None) -> None:
 
     model, opt, inputs, targets, device, rank, world, _ = setup(args)
     cuda = device.startswith("cuda")
+    if args.straggle_on == "gpu" and not cuda:
+        ap.error("--straggle-on gpu needs a GPU")
+    delay = straggler_delay(args.straggle_ms, args.straggle_on if rank == args.straggle else "")
 
     t0 = time.perf_counter()
     for i in range(args.steps):
@@ -130,11 +158,11 @@ def main(argv=None) -> None:
         opt.zero_grad(set_to_none=True)
         straggles = rank == args.straggle and i % args.straggle_every == 0
         if straggles and args.straggle_at == "forward":
-            time.sleep(args.straggle_ms / 1e3)  # a slow host on this rank (data loading)
+            delay()  # a slow host on this rank (data loading), or a slower kernel
         with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
             loss = model(inputs, targets)
         if straggles and args.straggle_at == "backward":
-            time.sleep(args.straggle_ms / 1e3)  # a slow host on this rank
+            delay()
         loss.backward()
         opt.step()
         if args.log_steps:

@@ -4,9 +4,10 @@
 #   bash tools/device_ranks.sh WHAT[,WHAT...]
 # WHAT: build | tests (tests/gpu/test_multirank.py) | alltests (pytest -m gpu tests/gpu) |
 #       sym (symmetric FSDP2, 5 runs) | inject (DDP and FSDP2, rank 1 sleeping 20 ms before its
-#       forward, each step synchronised: the whole sleep delays the others) | truth (rank 1
+#       forward, each step synchronised: the whole sleep delays the others; INJECT_ON="host gpu"
+#       also runs a 20 ms kernel on rank 1's GPU instead: a slower kernel) | truth (rank 1
 #       sleeping before its backward on every other step only: tools/wait_truth.py holds dlpt's
-#       wait against the ranks' own step times; TRUTH_AT=forward sleeps before the forward) | twonode (two torchrun launchers as two nodes,
+#       wait against the ranks' own step times; TRUTH_AT=forward sleeps before the forward, TRUTH_ON=gpu delays the GPU instead) | twonode (two torchrun launchers as two nodes,
 #       half the GPUs each, each in its own folder: no shared output directory) | paired
 #       (tools/ddp_paired.py, DDP and FSDP2)
 # NPROC (default: every GPU) sets the ranks, SYM_RUNS (default 5) the symmetric runs; DDP_PAIRED_ARGS passes options to ddp_paired.py.
@@ -53,16 +54,20 @@ if has sym; then
   for i in $(seq 1 "${SYM_RUNS:-5}"); do job "fsdp2-sym$i" --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 --log-steps; done
 fi
 if has inject; then
-  at="--straggle 1 --straggle-ms 20 --straggle-at forward --log-steps"
-  job ddp-inject --skip-first 5 -o run.json "$EX" --mode ddp --steps 30 $at
-  job fsdp2-inject --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 $at
+  for on in ${INJECT_ON:-host}; do
+    sfx=$([ "$on" = host ] || echo "-$on")
+    at="--straggle 1 --straggle-ms 20 --straggle-at forward --straggle-on $on --log-steps"
+    job "ddp-inject$sfx" --skip-first 5 -o run.json "$EX" --mode ddp --steps 30 $at
+    job "fsdp2-inject$sfx" --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 $at
+  done
 fi
 if has truth; then
   for m in ddp fsdp2; do
     if [ $m = ddp ]; then cfg="--mode ddp"; else cfg=$FSDP; fi
-    job "$m-truth" --skip-first 5 -o run.json "$EX" $cfg --steps 40 --straggle 1 --straggle-ms 20 --straggle-every 2 \
-      --straggle-at "${TRUTH_AT:-backward}" --log-steps
-    python3 tools/wait_truth.py "$LOG/$m-truth/out.txt" "$LOG/$m-truth"/run.rank*.json 2>&1 | tee "$LOG/$m-truth/truth.txt"
+    name="$m-truth${TRUTH_ON:+-$TRUTH_ON}"
+    job "$name" --skip-first 5 -o run.json "$EX" $cfg --steps 40 --straggle 1 --straggle-ms 20 --straggle-every 2 \
+      --straggle-at "${TRUTH_AT:-backward}" --straggle-on "${TRUTH_ON:-host}" --log-steps
+    python3 tools/wait_truth.py "$LOG/$name/out.txt" "$LOG/$name"/run.rank*.json 2>&1 | tee "$LOG/$name/truth.txt"
   done
 fi
 if has twonode; then
