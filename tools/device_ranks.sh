@@ -10,7 +10,8 @@
 #       wait against the ranks' own step times; TRUTH_AT=forward sleeps before the forward, TRUTH_ON=gpu delays the GPU instead) | twonode (two torchrun launchers as two nodes,
 #       half the GPUs each, each in its own folder: no shared output directory) | paired
 #       (tools/ddp_paired.py, DDP and FSDP2)
-# NPROC (default: every GPU) sets the ranks, SYM_RUNS (default 5) the symmetric runs; DDP_PAIRED_ARGS passes options to ddp_paired.py.
+# NPROC (default: every GPU) sets the ranks, SYM_RUNS (default 5) the symmetric runs; DDP_PAIRED_ARGS passes options to ddp_paired.py;
+# INJECT_FSDP_ONLY=1 and TRUTH_JOBS=fsdp2 leave the DDP jobs out.
 set -o pipefail
 what=${1:-build,tests}
 has() { case ",$what," in *",$1,"*) return 0;; esac; return 1; }
@@ -44,7 +45,9 @@ job() {
   pack  # after every job: a call cut off at its limit still brings back what ran
 }
 EX=$PWD/examples/ddp_train.py
-FSDP="--mode fsdp2 --layers 8 --width 1024 --seq 512 --batch 8"
+# The FSDP2 job: host-bound on H100s (its Python sets the pace); FSDP_SIZE="--width 4096 --seq
+# 1024" makes the GPU set it, where a delay on one rank is on every rank's critical path.
+FSDP="--mode fsdp2 --layers 8 --width 1024 --seq 512 --batch 8 ${FSDP_SIZE:-}"
 if has alltests; then
   python3 -m pytest -m gpu -q -rs -p no:cacheprovider --basetemp="$LOG/pytest" tests/gpu 2>&1 | tee "$LOG/gpu_tests.log" | tail -25
 elif has tests; then
@@ -57,12 +60,12 @@ if has inject; then
   for on in ${INJECT_ON:-host}; do
     sfx=$([ "$on" = host ] || echo "-$on")
     at="--straggle 1 --straggle-ms 20 --straggle-at forward --straggle-on $on --log-steps"
-    job "ddp-inject$sfx" --skip-first 5 -o run.json "$EX" --mode ddp --steps 30 $at
+    [ -n "${INJECT_FSDP_ONLY:-}" ] || job "ddp-inject$sfx" --skip-first 5 -o run.json "$EX" --mode ddp --steps 30 $at
     job "fsdp2-inject$sfx" --skip-first 5 -o run.json --html run.html "$EX" $FSDP --steps 30 $at
   done
 fi
 if has truth; then
-  for m in ddp fsdp2; do
+  for m in ${TRUTH_JOBS:-ddp fsdp2}; do
     if [ $m = ddp ]; then cfg="--mode ddp"; else cfg=$FSDP; fi
     name="$m-truth${TRUTH_ON:+-$TRUTH_ON}"
     job "$name" --skip-first 5 -o run.json "$EX" $cfg --steps 40 --straggle 1 --straggle-ms 20 --straggle-every 2 \
