@@ -16,6 +16,9 @@ Modes
   dlpt_sampler the same, the sampler named explicitly (sample_hz=1000)
   dlpt_nosampler  dlpt.profile(sample_hz=0): dlpt without the host sampler; dlpt_sampler over it
                is what the sampler costs (csrc/host/sampler.h)
+  dlpt_noanchors  dlpt with every walk of the Python stack going to the root (DLPT_FRAME_ANCHORS=0;
+               CPython 3.12+ has frame anchors: dlpt/capture/frame_anchors.py); dlpt over it is what
+               the anchors save
   dlpt_timeline   dlpt.profile(timeline=1000): a timeline window kept throughout the chunk (its
                event budget permitting): what recording every op, call, kernel and sample costs
   dlpt_nogpu   dlpt.profile(gpu=False): the CPU-side op path alone (no CUPTI)
@@ -102,7 +105,7 @@ import dlpt  # noqa: E402
 
 from workloads import BUILDERS as SHARED  # noqa: E402
 
-DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dlpt_timeline", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
+DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dlpt_noanchors", "dlpt_timeline", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
               "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
               "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
               "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity", "dlpt_suspended",
@@ -301,6 +304,7 @@ def profiler(mode: str):
         "dlpt": lambda: Dlpt(),
         "dlpt_sampler": lambda: Dlpt(sample_hz=1000),
         "dlpt_nosampler": lambda: Dlpt(sample_hz=0),
+        "dlpt_noanchors": lambda: Dlpt(env={"DLPT_FRAME_ANCHORS": "0"}),
         "dlpt_timeline": lambda: Dlpt(timeline=1000),
         "dlpt_nogpu": lambda: Dlpt(gpu=False),
         "dlpt_memory": lambda: Dlpt(memory=True, **_no_calibration()),
@@ -372,7 +376,8 @@ def pcs_chunk(step, n: int, window: bool, manual: bool) -> float:
 
 #: What each profiled chunk's session says of dlpt's own work, per step in the table's JSON.
 CAPTURE_KEYS = ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns",
-                "self_api_ns", "tracing_switch_ns", "host_samples", "host_ticks", "host_max_threads", "host_sampler_cpu_ns")
+                "self_api_ns", "tracing_switch_ns", "host_samples", "host_ticks", "host_max_threads", "host_sampler_cpu_ns",
+                "python_walks", "python_frames_walked", "anchored_walks")
 
 
 def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False) -> dict:

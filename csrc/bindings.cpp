@@ -11,6 +11,7 @@
 #include "controller.h"
 #include "export/counters.h"
 #include "export/nodes.h"
+#include "frames/activations.h"
 #include "host/bindings.h"
 #include "pcsampling/bindings.h"
 #include "testing/seams.h"
@@ -225,9 +226,28 @@ PYBIND11_MODULE(_C, m) {
   m.def("running", &dlpt::capture_running);
   m.def("scope_push", &dlpt::push_scope, py::arg("name"), py::arg("skip_frames"));
   m.def("scope_pop", &dlpt::pop_scope);
+  // Frame anchors (csrc/frames/activations.h; dlpt/capture/frame_anchors.py drives them).
+  m.attr("activation_started") = py::reinterpret_steal<py::object>(dlpt::activations::make_start_callback());
+  m.def(
+      "anchors_enable",
+      [](int tool_id, py::object set_local_events, py::object get_local_events, int py_start) {
+        dlpt::activations::enable(tool_id, set_local_events.ptr(), get_local_events.ptr(), py_start);
+      },
+      py::arg("tool_id"), py::arg("set_local_events"), py::arg("get_local_events"), py::arg("py_start"),
+      "Walks may stop at anchors: codes asked for are monitored with sys.monitoring tool `tool_id`.");
+  m.def("anchors_disable", &dlpt::activations::disable, "Every monitored code's PY_START off again.");
+  m.def("anchors_stats", [] {
+    const dlpt::activations::Stats st = dlpt::activations::stats();
+    py::dict d;
+    d["monitored"] = st.monitored;
+    d["requested"] = st.requested;
+    return d;
+  });
 
   // Unit-test seams (tests/native/test_core_units.py): the core's data structures in isolation.
   py::module_ t = m.def_submodule("_testing", "synthetic-input drivers of the native data structures");
+  t.def("count_starts_by_profile", &dlpt::activations::count_starts_by_profile, py::arg("on"),
+        "Counts every Python call on this thread as a start (a C profile function): anchors on 3.11.");
   t.def("busy", &dlpt::testing::busy);
   t.def("busy_steps", &dlpt::testing::busy_steps);
   t.def("busy_epochs", &dlpt::testing::busy_epochs);

@@ -154,6 +154,9 @@ StopResult stop_capture(bool last_counted) {
     res.self.python_ns += ts.python_ticks.get();
     res.self.api_ns += ts.api_self_ticks.get();
     res.self.window_ns += ts.window_ticks.get();
+    res.self.python_walks += ts.python_walks.get();
+    res.self.frames_walked += ts.frames_walked.get();
+    res.self.anchored_walks += ts.anchored_walks.get();
   });
   res.self.self_ns = s->rate.to_ns(res.self.self_ns);
   res.self.python_ns = s->rate.to_ns(res.self.python_ns);

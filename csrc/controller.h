@@ -52,12 +52,15 @@ bool capture_running();
 
 /// What dlpt's own callbacks did on all threads (for the report's "profiling added" line).
 struct SelfCost {
-  uint64_t op_records = 0;     // RecordFunction start callbacks run
-  uint64_t api_callbacks = 0;  // CUPTI API enter callbacks run
-  uint64_t self_ns = 0;        // sampled time inside dlpt's callbacks, scaled to all calls
-  uint64_t python_ns = 0;      // ... of which walking Python frames
-  uint64_t api_ns = 0;         // ... of which in CUDA API callbacks
-  uint64_t window_ns = 0;      // ... of which switching RecordFunction off and on
+  uint64_t op_records = 0;      // RecordFunction start callbacks run
+  uint64_t api_callbacks = 0;   // CUPTI API enter callbacks run
+  uint64_t self_ns = 0;         // sampled time inside dlpt's callbacks, scaled to all calls
+  uint64_t python_ns = 0;       // ... of which walking Python frames
+  uint64_t api_ns = 0;          // ... of which in CUDA API callbacks
+  uint64_t window_ns = 0;       // ... of which switching RecordFunction off and on
+  uint64_t python_walks = 0;    // walks of the Python stack for a path from the root
+  uint64_t frames_walked = 0;   // ... the frames they read
+  uint64_t anchored_walks = 0;  // ... of them stopped at an anchor
 };
 
 struct StopResult {

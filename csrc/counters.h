@@ -39,6 +39,9 @@
   X(self_python_ns, U64, stop, "... of which walking Python frames")                                             \
   X(self_window_ns, U64, stop, "... of which switching RecordFunction off and on")                               \
   X(self_api_ns, U64, stop, "... of which in CUDA API callbacks (the rest: op and memory callbacks)")           \
+  X(python_walks, U64, stop, "walks of a thread's Python frames for a path from the root (per-thread sums)")      \
+  X(python_frames_walked, U64, stop, "... the frames they read")                                                 \
+  X(anchored_walks, U64, stop, "... of them that stopped at an anchor, a frame whose activation had not changed") \
   X(tracing_switches, U64, live, "set_tracing calls that switched tracing off or on")                           \
   X(tracing_switch_ns, U64, live, "time those switches took, in all (flushing CUPTI's records included)")        \
   X(tsc, BOOL, stop, "host ticks are TSC cycles (else steady_clock nanoseconds)")                                \

@@ -100,13 +100,9 @@ def setup(args: argparse.Namespace) -> Setup:
     return Setup(model, opt, inputs, targets, device, rank, world, cfg)
 
 
-def straggler_delay(ms: float, on: str):
-    """What the straggling rank runs where it straggles: a host sleep, or a kernel that keeps
-    its GPU busy for ``ms`` (its clock rate measured here: the spin counts GPU cycles)."""
-    if on == "host":
-        return lambda: time.sleep(ms / 1e3)
-    if on != "gpu":
-        return lambda: None
+def spin_cycles(ms: float) -> int:
+    """GPU cycles that ``torch.cuda._sleep`` spins for ``ms`` on this GPU (its clock measured
+    here): a kernel that keeps the GPU busy that long, a slower kernel on demand."""
     probe = 10_000_000
     torch.cuda._sleep(probe)  # warm: the first launch loads the kernel
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -114,8 +110,7 @@ def straggler_delay(ms: float, on: str):
     torch.cuda._sleep(probe)
     end.record()
     end.synchronize()
-    cycles = int(probe * ms / max(start.elapsed_time(end), 1e-3))
-    return lambda: torch.cuda._sleep(cycles)  # a slower kernel on this rank's GPU
+    return int(probe * ms / max(start.elapsed_time(end), 1e-3))
 
 
 def main(argv=None) -> None:
@@ -150,19 +145,19 @@ def main(argv=None) -> None:
     cuda = device.startswith("cuda")
     if args.straggle_on == "gpu" and not cuda:
         ap.error("--straggle-on gpu needs a GPU")
-    delay = straggler_delay(args.straggle_ms, args.straggle_on if rank == args.straggle else "")
+    spin = spin_cycles(args.straggle_ms) if args.straggle_on == "gpu" and rank == args.straggle else 0
 
     t0 = time.perf_counter()
     for i in range(args.steps):
         ts = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         straggles = rank == args.straggle and i % args.straggle_every == 0
-        if straggles and args.straggle_at == "forward":
-            delay()  # a slow host on this rank (data loading), or a slower kernel
+        if straggles and args.straggle_at == "forward":  # a slow host (data loading), or a slower kernel
+            torch.cuda._sleep(spin) if spin else time.sleep(args.straggle_ms / 1e3)
         with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
             loss = model(inputs, targets)
         if straggles and args.straggle_at == "backward":
-            delay()
+            torch.cuda._sleep(spin) if spin else time.sleep(args.straggle_ms / 1e3)
         loss.backward()
         opt.step()
         if args.log_steps:

@@ -6,6 +6,7 @@ import inspect
 from collections import defaultdict
 from collections.abc import Iterator
 
+from dlpt.capture.native import RawNode
 from dlpt.model.session import Session
 
 GPU_KEYS = ("gpu_ns", "copy_ns", "memset_ns")
@@ -18,6 +19,26 @@ def line_of(tag: str, fn) -> int:
         if f"# @{tag}" in text:
             return start + i
     raise AssertionError(f"no line tagged @{tag} in {fn.__name__}")
+
+
+def kernel_ns_by_line(raw: dict, fn, tags: list[str]) -> dict[str, int]:
+    """GPU ns of the kernels of a native export (``C.stop()``) under the frame of each line of
+    ``fn`` tagged ``# @tag``: each kernel counts once, for the nearest tagged frame above it."""
+    ns = [RawNode.of(t) for t in raw["nodes"]]
+    file = fn.__code__.co_filename
+    lines = {line_of(t, fn): t for t in tags}
+    out = dict.fromkeys(tags, 0)
+    for n in ns:
+        if n.kind != "kernel":
+            continue
+        p = n.parent
+        while p >= 0:
+            q = ns[p]
+            if q.kind == "frame" and q.file == file and q.line in lines:
+                out[lines[q.line]] += n.counted.gpu_ns + n.outside.gpu_ns
+                break
+            p = q.parent
+    return out
 
 
 class Q:

@@ -27,6 +27,15 @@ class PathCache {
   /// ones included). Returns `base` when no user-visible frame remains.
   NodeId build(ThreadState& ts, const RawFrame* raw, size_t n, size_t skip, NodeId base, uint32_t* usable);
 
+  /// After build(): the node of the path up to the frame `i` frames in from the outermost one
+  /// built (skipped frames included) and the user-visible frames up to it; false past the end.
+  bool entry(size_t i, NodeId* node, uint32_t* usable) const {
+    if (!valid_ || i >= frames_.size()) return false;
+    *node = frames_[i].node;
+    *usable = frames_[i].usable;
+    return true;
+  }
+
   /// Forget everything (a scope was entered or left: paths above its frame change).
   void invalidate() { valid_ = false; }
 

@@ -72,11 +72,19 @@ void ThreadState::recycle(uint64_t tid) {
   depth_ = 0;
   open_ops_ = 0;
   learner_ = -1;
+  forget_paths();
+  requested_.fill(nullptr);
+  thread_node_ = kNoNode;  // the thread node is keyed by the OS thread id
+}
+
+void ThreadState::forget_paths() {
   root_path_.invalidate();
   root_sites_.clear();
   region_path_.invalidate();
   region_sites_.clear();
-  thread_node_ = kNoNode;  // the thread node is keyed by the OS thread id
+  anchors_.clear();
+  anchor_path_.invalidate();
+  anchor_sites_.clear();
 }
 
 OpEntry& ThreadState::push(EntryKind kind, const void* rf) {
@@ -130,17 +138,63 @@ NodeId ThreadState::python_context(size_t* depth) {
   if (!session.opts.python_frames) return kNoNode;
   RawFrame raw[kMaxPythonFrames];
   root_prefetch_.issue();  // the last walk's frames, requested together (frame_prefetch.h)
-  const size_t n = walk_python_frames(raw, kMaxPythonFrames);
+  int hit = -1;            // to the root, or to an anchor whose outer path is known
+  const size_t n = anchors_.walk(raw, kMaxPythonFrames, &hit);
   root_prefetch_.remember(raw, n);
+  python_walks.add(1);
+  frames_walked.add(n);
   uint32_t usable = 0;
   NodeId node = kNoNode;
   // A site seen before: its node without decoding a frame or looking one up (site_cache.h).
-  if (n && !root_sites_.find(raw, n, kRootNode, &node, &usable)) {
+  if (hit >= 0) {
+    anchored_walks.add(1);
+    const FrameAnchors::Anchor& a = anchors_.at(hit);
+    uint32_t inner = 0;
+    if (!anchor_sites_.find(raw, n, a.base, &node, &inner)) {
+      node = anchor_path_.build(*this, raw, n, 0, a.base, &inner);
+      anchor_sites_.put(raw, n, a.base, node, inner);
+    }
+    usable = a.usable_outer + inner;
+  } else if (n && !root_sites_.find(raw, n, kRootNode, &node, &usable)) {
     node = root_path_.build(*this, raw, n, 0, kRootNode, &usable);
     root_sites_.put(raw, n, kRootNode, node, usable);
   }
+  if (activations::enabled()) take_anchor(raw, n, hit);
   if (depth) *depth = usable;
   return usable ? node : kNoNode;
+}
+
+void ThreadState::take_anchor(const RawFrame* raw, size_t n, int hit) {
+  const int d = anchors_.candidate(raw, n, hit);
+  if (d < 0) return;
+  const size_t p0 = anchors_.first_depth(hit);
+  const size_t k = static_cast<size_t>(d) - p0;  // its index from the outermost frame walked (>= 1)
+  const void* frame = raw[n - 1 - k].frame;
+  activations::Mark m;
+  if (!activations::take_mark(frame, &m)) {
+    // Not monitored yet: ask once in a while (the request is registered by a pending call).
+    const void* code = frame_code_of(frame);
+    for (const void* c : requested_) {
+      if (c == code) return;
+    }
+    requested_[requested_next_++ % requested_.size()] = code;
+    activations::request(const_cast<PyObject*>(static_cast<const PyObject*>(code)));
+    return;
+  }
+  // The path up to its caller, from the cache of the kind of walk this was (built for this
+  // chain now if a site-cache hit skipped it).
+  NodeId base = kNoNode;
+  uint32_t usable = 0;
+  if (hit >= 0) {
+    const FrameAnchors::Anchor a = anchors_.at(hit);
+    anchor_path_.build(*this, raw, n, 0, a.base, nullptr);
+    if (!anchor_path_.entry(k - 1, &base, &usable)) return;
+    usable += a.usable_outer;
+  } else {
+    root_path_.build(*this, raw, n, 0, kRootNode, nullptr);
+    if (!root_path_.entry(k - 1, &base, &usable)) return;
+  }
+  anchors_.add(m, base, usable, static_cast<uint32_t>(d));
 }
 
 NodeId ThreadState::python_subpath(NodeId base, const void* since) {
@@ -174,10 +228,7 @@ NodeId ThreadState::launch_context() {
 void ThreadState::push_scope(const void* entry_frame, uint32_t name_id) {
   scopes_.push_back(ScopeEntry{entry_frame, name_id});
   scope_mirror.push(entry_frame, name_id);
-  root_path_.invalidate();
-  root_sites_.clear();
-  region_path_.invalidate();
-  region_sites_.clear();
+  forget_paths();
 }
 
 void ThreadState::pop_scope() {
@@ -185,10 +236,7 @@ void ThreadState::pop_scope() {
     scopes_.pop_back();
     scope_mirror.pop();
   }
-  root_path_.invalidate();
-  root_sites_.clear();
-  region_path_.invalidate();
-  region_sites_.clear();
+  forget_paths();
 }
 
 namespace {

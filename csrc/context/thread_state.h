@@ -25,6 +25,7 @@
 #include "../frames/python_stack.h"
 #include "../session.h"
 #include "child_cache.h"
+#include "frame_anchors.h"
 #include "op_names.h"
 #include "path_cache.h"
 #include "scope_mirror.h"
@@ -164,6 +165,9 @@ class ThreadState {
   OwnedCounter python_ticks;    // ... of which walking Python frames (sampled the same way)
   OwnedCounter api_self_ticks;  // ... of which in CUDA API callbacks (the rest: op and memory ones)
   OwnedCounter window_ticks;    // time switching RecordFunction off and on (every switch)
+  OwnedCounter python_walks;    // walks of the Python stack for a path from the root
+  OwnedCounter frames_walked;   // ... the frames they read
+  OwnedCounter anchored_walks;  // ... of them stopped at an anchor (frame_anchors.h)
   std::array<ApiCounter, kMaxWatchedApis> apis;
 
   /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).
@@ -172,6 +176,10 @@ class ThreadState {
 
  private:
   NodeId frame_child(NodeId parent, const RawFrame& f);
+  /// After a walk of raw[0..n) (from anchor `hit`, or the root): anchors the frame consecutive
+  /// walks share, or asks for its code to be monitored (frame_anchors.h).
+  void take_anchor(const RawFrame* raw, size_t n, int hit);
+  void forget_paths();  // every cached path and anchor (a scope was entered or left)
 
   std::array<OpEntry, kMaxDepth> stack_;
   size_t depth_ = 0;
@@ -183,8 +191,13 @@ class ThreadState {
   // its own line of the generated code (a compiled GPT's forward and backward: ~400 sites); the
   // 256 chains these caches held before evicted sites every step. Memory: 16 bytes per frame of
   // each chain (root chains are the whole stack: ~500 KiB at depth 60 when full).
-  SiteCache<256> root_sites_;    // ... of every launch site seen, by exact frame chain (before root_path_)
-  FramePrefetch root_prefetch_;  // the frames of the last walk from the root
+  SiteCache<256> root_sites_;               // ... of every launch site seen, by exact frame chain (before root_path_)
+  FramePrefetch root_prefetch_;             // the frames of the last walk from the root
+  FrameAnchors anchors_;                    // where a walk from the root may stop (frames/activations.h)
+  PathCache anchor_path_;                   // the frames inward of an anchor, under its caller's node
+  SiteCache<256> anchor_sites_;             // ... of every chain seen inward of an anchor (before anchor_path_)
+  std::array<const void*, 8> requested_{};  // codes this thread asked to monitor lately
+  size_t requested_next_ = 0;
   PathCache region_path_;        // frames under the innermost torch.compile region
   SiteCache<512> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;

@@ -20,6 +20,9 @@ CounterValues counter_values(const Session& s, const StopResult& r) {
   v.self_python_ns = r.self.python_ns;
   v.self_window_ns = r.self.window_ns;
   v.self_api_ns = r.self.api_ns;
+  v.python_walks = r.self.python_walks;
+  v.python_frames_walked = r.self.frames_walked;
+  v.anchored_walks = r.self.anchored_walks;
   v.tsc = s.rate.tsc();
   v.cupti_unsubscribe_error = r.tracer.unsubscribe_error;
   v.tracing_error = s.tracing_error;

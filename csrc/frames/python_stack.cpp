@@ -26,6 +26,26 @@ size_t walk_python_frames(RawFrame* out, size_t max, const void* stop) {
   return n;
 }
 
+size_t walk_python_frames_to(RawFrame* out, size_t max, const activations::Mark* marks, size_t n_marks, int* hit) {
+  *hit = -1;
+  PyThreadState* ts = PyGILState_GetThisThreadState();
+  if (ts == nullptr) return 0;
+  size_t n = 0;
+  for (const InterpFrame* f = top_frame(ts); f != nullptr && n < max; f = f->previous) {
+    if (f->owner == kOwnedByCStack) continue;
+    out[n++] = RawFrame{f, frame_instr(f), nullptr, 0};
+    for (size_t i = 0; i < n_marks; ++i) {
+      if (marks[i].frame == f && activations::same_activation(f, marks[i])) {
+        *hit = static_cast<int>(i);
+        return n;
+      }
+    }
+  }
+  return n;
+}
+
+const void* frame_code_of(const void* f) { return frame_code(static_cast<const InterpFrame*>(f)); }
+
 const void* innermost_python_frame() {
   RawFrame f;
   return walk_python_frames(&f, 1) ? f.frame : nullptr;

@@ -8,7 +8,8 @@ order the profile drives them (``Profile._make_capture_sources``, dlpt/capture/p
 - capture beside the core, started once it runs and stopped before it exports its tree:
   :class:`Memory` (its last step closes first), :class:`PcSamples` (CUPTI is still ours),
   :class:`HostSamples` (the sampler is joined before the tree is exported; its result is taken
-  after the core's stop, once the final flush classified every epoch).
+  after the core's stop, once the final flush classified every epoch), :class:`FrameAnchors`
+  (a ``sys.monitoring`` tool id lent to the core's frame walks, given back at unhook).
 
 Each wraps the module that does the work; what it contributes to the session is written here,
 beside how it starts and stops.
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from dlpt.capture import native
+from dlpt.capture import frame_anchors, native
 from dlpt.capture.backward_records import BackwardRecordsPause
 from dlpt.capture.capture_source import CaptureSource, StopContext
 from dlpt.capture.compile import dynamo, failures
@@ -44,6 +45,7 @@ __all__ = [
     "BackwardRecords",
     "Collectives",
     "CompileEvents",
+    "FrameAnchors",
     "HostSamples",
     "Memory",
     "OptimizerSteps",
@@ -51,6 +53,26 @@ __all__ = [
     "StepCalls",
     "backward_ops",
 ]
+
+
+class FrameAnchors(CaptureSource):
+    """The core's walks of Python frames may stop at an outer frame whose activation has not
+    changed (dlpt/capture/frame_anchors.py): a ``sys.monitoring`` tool id, lent once the core
+    runs, given back first at stop (the events switched off, every anchor void)."""
+
+    def __init__(self, core: ModuleType) -> None:
+        self._core = core
+        self._tool: int | None = None
+
+    def began(self, gpu: bool) -> None:
+        try:
+            self._tool = frame_anchors.enable(self._core)
+        except Exception as e:  # noqa: BLE001 - never the program's failure: walks go to the root
+            warnings.warn(f"dlpt: frame anchors off ({type(e).__name__}: {e})", RuntimeWarning, stacklevel=2)
+
+    def unhook(self) -> None:
+        tool, self._tool = self._tool, None
+        frame_anchors.disable(self._core, tool)
 
 
 class OptimizerSteps(CaptureSource):

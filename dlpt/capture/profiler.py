@@ -39,6 +39,7 @@ from dlpt.capture.profile_sources import (
     BackwardRecords,
     Collectives,
     CompileEvents,
+    FrameAnchors,
     HostSamples,
     Memory,
     OptimizerSteps,
@@ -325,6 +326,7 @@ class Profile:
         if self.pc_sampling:
             sources.append(PcSamples(self.pc_sampling, C, _synchronize_all, self.sources))
         sources.append(HostSamples(self.sample_hz, self.timeline, schedule))
+        sources.append(FrameAnchors(C))
         return sources
 
     def _unhook(self) -> None:

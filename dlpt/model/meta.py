@@ -263,6 +263,9 @@ class Capture:
     self_python_ns: int | None = None
     self_window_ns: int | None = None
     self_api_ns: int | None = None
+    python_walks: int | None = None
+    python_frames_walked: int | None = None
+    anchored_walks: int | None = None
     tracing_switches: int | None = None
     tracing_switch_ns: int | None = None
     tsc: bool | None = None

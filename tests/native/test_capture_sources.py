@@ -102,7 +102,14 @@ def test_a_profile_drives_every_source_through_the_same_steps_in_order() -> None
     # What it contributed is in the session: on the core's table (the root), and in the meta.
     assert session.nodes[0]["x"]["recorded_by"] == "test" and session.meta["steps"]["recorder_saw"]
     # The profile's own sources, hooks first: memory, PC sampling and step_on only when asked for.
-    assert prof.kinds == ["OptimizerSteps", "Collectives", "BackwardRecords", "CompileEvents", "HostSamples"]
+    assert prof.kinds == [
+        "OptimizerSteps",
+        "Collectives",
+        "BackwardRecords",
+        "CompileEvents",
+        "HostSamples",
+        "FrameAnchors",
+    ]
 
 
 def test_a_source_that_fails_to_start_undoes_the_started_ones() -> None:

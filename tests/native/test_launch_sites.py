@@ -11,7 +11,7 @@ import torch
 
 import dlpt
 from dlpt.capture.native import RawNode, core
-from tests.query import line_of
+from tests.query import kernel_ns_by_line
 
 C = core()
 T = C._testing
@@ -34,24 +34,6 @@ def caller(corr: int, first: bool) -> None:
 
 def nodes(raw) -> list[RawNode]:
     return [RawNode.of(t) for t in raw["nodes"]]
-
-
-def kernel_ns_by_line(raw, fn, tags: list[str]) -> dict[str, int]:
-    """GPU ns of kernels under the frame of each tagged line of `fn`."""
-    ns = nodes(raw)
-    lines = {line_of(t, fn): t for t in tags}
-    out = dict.fromkeys(tags, 0)
-    for n in ns:
-        if n.kind != "kernel":
-            continue
-        p = n.parent
-        while p >= 0:
-            q = ns[p]
-            if q.kind == "frame" and q.file == __file__ and q.line in lines:
-                out[lines[q.line]] += n.counted.gpu_ns + n.outside.gpu_ns
-                break
-            p = q.parent
-    return out
 
 
 def test_sites_that_differ_only_in_an_outer_frame_keep_their_own_lines():
