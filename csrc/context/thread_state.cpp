@@ -139,7 +139,14 @@ NodeId ThreadState::python_context(size_t* depth) {
   RawFrame raw[kMaxPythonFrames];
   root_prefetch_.issue();  // the last walk's frames, requested together (frame_prefetch.h)
   int hit = -1;            // to the root, or to an anchor whose outer path is known
-  const size_t n = anchors_.walk(raw, kMaxPythonFrames, &hit);
+  size_t n = anchors_.walk(raw, kMaxPythonFrames, &hit);
+  if (hit >= 0 && anchors_.at(hit).depth + n > kMaxPythonFrames) {
+    // Deeper than a capture keeps: a walk from the root keeps the innermost frames only, and
+    // the same site must map to the same path either way.
+    anchors_.clear();
+    hit = -1;
+    n = walk_python_frames(raw, kMaxPythonFrames);
+  }
   root_prefetch_.remember(raw, n);
   python_walks.add(1);
   frames_walked.add(n);
@@ -165,6 +172,7 @@ NodeId ThreadState::python_context(size_t* depth) {
 }
 
 void ThreadState::take_anchor(const RawFrame* raw, size_t n, int hit) {
+  if (hit < 0 && n >= kMaxPythonFrames) return;  // maybe cut short: the depths are not from the root
   const int d = anchors_.candidate(raw, n, hit);
   if (d < 0) return;
   const size_t p0 = anchors_.first_depth(hit);

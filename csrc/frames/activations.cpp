@@ -273,9 +273,11 @@ Stats stats() {
 bool take_mark(const void* frame, Mark* out) {
   const auto* f = static_cast<const InterpFrame*>(frame);
   if (f->owner != kOwnedByThread) return false;
+  // The epoch before the registered set: disable() clears `enabled` before it moves the epoch
+  // on, so a mark that reads the new epoch finds nothing monitored and is not taken.
+  const uint64_t e = epoch();
   const void* code = frame_code(f);
   if (!is_monitored(code)) return false;
-  const uint64_t e = epoch();
   const uint64_t n = starts(code);
   if (n == kUnknownStarts) return false;
   *out = Mark{frame, f->previous, code, n, e};

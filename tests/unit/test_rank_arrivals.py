@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from dlpt.analysis.ranks.arrivals import (
+    Arrivals,
     Kernel,
     RankCollectives,
     arrival_waits,
@@ -17,8 +18,9 @@ from dlpt.analysis.ranks.arrivals import (
     exposed_until,
     rank_collectives,
 )
-from dlpt.analysis.ranks.merge import rank_set
+from dlpt.analysis.ranks.merge import RankTotals, rank_set
 from dlpt.analysis.ranks.report import rank_report
+from dlpt.analysis.ranks.stragglers import Waits, find_stragglers, steady
 from dlpt.analysis.ranks.summary import collective_budget, decode, encode, summarize
 from dlpt.capture.native import gpu_collectives
 from dlpt.errors import SessionFormatError
@@ -169,3 +171,39 @@ def test_a_summary_sends_the_last_whole_steps_and_how_many_ran_collectives() -> 
     # Not one whole step fits: the summary goes without, and rank 0 falls back.
     assert "gpu_collectives" not in summarize(s, max_collectives=2).meta
     assert (collective_budget(1), collective_budget(512), collective_budget(1024)) == (20_000, 488, 256)
+
+
+def _steady_job(lag: list[list[float]], waits: dict[int, float], step_ms: float = 220.0) -> list[Any]:
+    """find_stragglers over 4 ranks of ``step_ms`` steps: ``lag[e][r]`` is rank r's GPU wait
+    (ms) in step e from arrivals, ``waits`` each rank's wait per step (ms)."""
+    by_epoch = {r: {e: lag[e][r] * MS for e in range(len(lag))} for r in range(4)}
+    arrivals = Arrivals({r: sum(v.values()) / len(lag) for r, v in by_epoch.items()}, len(lag), 26, by_epoch)
+    w = Waits({r: v * MS for r, v in waits.items()}, gpu=True, arrivals=arrivals)
+    totals = {r: RankTotals(r, len(lag), step_ms * MS, 0, 0, 0, 0, 0, True) for r in range(4)}
+    return find_stragglers(w, totals)
+
+
+def test_a_rank_the_others_wait_for_in_every_step_is_a_candidate_below_a_tenth_of_the_step() -> None:
+    # A GPU-bound FSDP2 job of 220 ms steps (4 H100s): rank 1 sleeps 20 ms before each forward;
+    # the others wait ~21 ms for it in each of 19 steps: 9.5% of the step.
+    lag = [[21.0 + (e % 3) * 0.3, 1.0, 21.5, 22.0 - (e % 2) * 0.4] for e in range(19)]
+    (s,) = _steady_job(lag, {0: 21.9, 1: 1.1, 2: 21.8, 3: 22.4})
+    assert s.rank == 1 and s.waited_ns == pytest.approx(20.8 * MS)
+    assert s.lead is not None and (s.lead.steps, s.lead.waited_in) == (19, 19) and steady(s)
+    assert s.floor_ns == pytest.approx(0.02 * 220 * MS)
+    # Only in 17 of 19 steps (a rank last by chance now and then): a tenth of the step, as before.
+    for e in (4, 11):
+        lag[e] = [1.0, 23.0, 21.5, 22.0]
+    assert _steady_job(lag, {0: 21.9, 1: 1.1, 2: 21.8, 3: 22.4}) == []
+    # Too few steps to tell.
+    assert _steady_job([[21.0, 1.0, 21.5, 22.0]] * 7, {0: 21.9, 1: 1.1, 2: 21.8, 3: 22.4}) == []
+
+
+def test_a_steady_gpu_wait_the_hosts_hid_does_not_lower_the_floor() -> None:
+    # Host-bound ranks: the others' GPUs waited 38 ms for rank 1's spinning GPU in every step,
+    # but their hosts set the pace: their waits (the smaller part) exceed rank 1's by 8 ms only,
+    # less than half of what the arrivals say. A tenth of the step is the floor: no candidate.
+    lag = [[39.0, 1.0, 39.5, 40.0] for _ in range(29)]
+    assert _steady_job(lag, {0: 10.0, 1: 2.0, 2: 10.4, 3: 9.6}, step_ms=100.0) == []
+    # The same ranks, their waits as the arrivals say: named below a tenth of a 400 ms step.
+    assert [s.rank for s in _steady_job(lag, {0: 38.0, 1: 1.0, 2: 38.4, 3: 39.0}, step_ms=400.0)] == [1]

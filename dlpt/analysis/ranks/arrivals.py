@@ -32,7 +32,7 @@ tensor arithmetic over a [ranks, kernels] matrix, in blocks of ranks.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -99,6 +99,15 @@ class RankCollectives:
         return {int(e): (end - int(c), end) for e, c, end in pairs}
 
 
+@dataclass(frozen=True)
+class Lead:
+    """How steadily the other ranks' GPUs waited for one rank, step by step."""
+
+    steps: int  # steps matched on every rank
+    waited_in: int  # ... in which the others' median wait exceeded this rank's
+    median_ns: float  # the others' median wait beyond this rank's, median over the steps
+
+
 @dataclass
 class Arrivals:
     """Each rank's wait per step from arrivals, and what it rests on."""
@@ -106,6 +115,20 @@ class Arrivals:
     per_rank: dict[int, float]  # ns per step
     epochs: int  # epochs matched on every rank
     collectives: int  # collectives per matched epoch, on average
+    by_epoch: dict[int, dict[int, float]] = field(default_factory=dict)  # epoch_waits()
+
+    def lead(self, rank: int) -> Lead | None:
+        """Step by step, how much longer the other ranks' GPUs waited than ``rank``'s (None
+        without steps, or for a rank not matched)."""
+        if rank not in self.by_epoch or len(self.by_epoch) < 2:
+            return None
+        waits = torch.tensor([list(v.values()) for v in self.by_epoch.values()], dtype=torch.float64)
+        i = list(self.by_epoch).index(rank)
+        others = torch.cat([waits[:i], waits[i + 1 :]])
+        beyond = others.quantile(0.5, dim=0) - waits[i]
+        if beyond.numel() == 0:
+            return None
+        return Lead(beyond.numel(), int((beyond > 0).sum()), float(beyond.quantile(0.5)))
 
 
 def _int_column(v: list[Any]) -> torch.Tensor | None:
@@ -242,4 +265,4 @@ def arrival_waits(ranks: Mapping[int, RankCollectives], steps: Mapping[int, int]
         n = steps.get(r, 0)
         share = min(1.0, rc.with_collectives / n) if n > 0 else 1.0
         per_step[r] = sum(by_epoch[r].values()) / epochs * share
-    return Arrivals(per_step, epochs, round(kernels / epochs))
+    return Arrivals(per_step, epochs, round(kernels / epochs), by_epoch)
