@@ -26,6 +26,7 @@ from dlpt.capture.native import gpu_collectives
 from dlpt.errors import SessionFormatError
 from dlpt.model.session import Session
 from tests import rank_sessions as R
+from tests.unit.test_ranks_merge import render_text_of
 
 MS = 1_000_000
 ALL = b"\xff" * 16  # every sixteenth exposed
@@ -149,6 +150,9 @@ def test_the_late_rank_is_named_with_the_wait_its_peers_lost() -> None:
     assert [s.rank for s in rep.stragglers] == [1]
     assert rep.stragglers[0].waited_ns == pytest.approx(16 * MS, rel=0.01)
     assert [(c.node.line, c.metric.name) for c in rep.stragglers[0].causes] == [(33, "host")]
+    # How steady that wait is, step by step, beside it: rank 0's GPU waited in each step.
+    assert rep.stragglers[0].steps_text() == f"in {R.STEPS} of {R.STEPS} steps"
+    assert f"waited 16.00ms per step for it (in {R.STEPS} of {R.STEPS} steps)" in render_text_of(rep)
 
 
 def test_without_every_ranks_kernels_the_wait_is_exposed_communication() -> None:
@@ -190,7 +194,7 @@ def test_a_rank_the_others_wait_for_in_every_step_is_a_candidate_below_a_tenth_o
     (s,) = _steady_job(lag, {0: 21.9, 1: 1.1, 2: 21.8, 3: 22.4})
     assert s.rank == 1 and s.waited_ns == pytest.approx(20.8 * MS)
     assert s.lead is not None and (s.lead.steps, s.lead.waited_in) == (19, 19) and steady(s)
-    assert s.floor_ns == pytest.approx(0.02 * 220 * MS)
+    assert s.floor_ns == pytest.approx(0.02 * 220 * MS) and s.steps_text() == "in 19 of 19 steps"
     # Only in 17 of 19 steps (a rank last by chance now and then): a tenth of the step, as before.
     for e in (4, 11):
         lag[e] = [1.0, 23.0, 21.5, 22.0]

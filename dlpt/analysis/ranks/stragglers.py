@@ -245,6 +245,12 @@ class Straggler:
         what, device = ("host", "CPU") if d.metric.name == "host" else ("GPU", "GPU")
         return f"ran the shared lines {d.ratio:.2f}x as long on its {what} (a busier or slower {device})"
 
+    def steps_text(self) -> str:
+        """In how many steps the other ranks' GPUs waited for it, from the arrivals ('in 19 of
+        19 steps'; '' without them): how steady the wait per step is."""
+        d = self.lead
+        return f"in {d.waited_in} of {d.steps} steps" if d is not None else ""
+
     def why_waited_for(self) -> str:
         """Why the others waited for it, when no line of its own explains it: its pace, or
         that nothing it ran was slower."""

@@ -182,11 +182,18 @@ def _model(rep: RankReport) -> dict[str, Any]:
                 "sites": [_site(sources, x, s.rank) for x in s.sites[:10]],
                 "own_work": s.own_work_ns,
                 "pace": s.pace_text(),
+                "steps": s.steps_text(),
             }
             for s in rep.stragglers
         ],
         "unnamed": [
-            {"rank": s.rank, "waited": s.waited_ns, "why": s.why_waited_for(), "label": s.unnamed_label}
+            {
+                "rank": s.rank,
+                "waited": s.waited_ns,
+                "why": s.why_waited_for(),
+                "label": s.unnamed_label,
+                "steps": s.steps_text(),
+            }
             for s in rep.unnamed
         ],
         "metric": rep.metric.name,

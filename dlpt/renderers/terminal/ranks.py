@@ -130,7 +130,7 @@ class RanksHeader(View):
             lines.append(t)
         for s in self.report.stragglers:
             t = Text(f"straggler: rank {s.rank}", "bold red")
-            t.append(f" - the other ranks waited {fmt.time(s.waited_ns)} per step for it")
+            t.append(f" - the other ranks waited {fmt.time(s.waited_ns)} per step for it{_steps(s)}")
             if s.causes:
                 main, _ = label_parts(s.causes[0].node, fmt)
                 t.append("; its line: ")
@@ -228,8 +228,14 @@ def _unnamed(s: Straggler, fmt: Fmt) -> Text:
     they did, only slower, or its delay is outside the recorded work."""
     t = Text("no straggler in the code: ", "bold yellow")
     t.append(f"rank {s.rank} {s.why_waited_for()}")
-    t.append(f"; the others waited {fmt.time(s.waited_ns)} per step for it")
+    t.append(f"; the others waited {fmt.time(s.waited_ns)} per step for it{_steps(s)}")
     return t
+
+
+def _steps(s: Straggler) -> str:
+    """' (in 19 of 19 steps)' where the arrivals say step by step, else ''."""
+    text = s.steps_text()
+    return f" ({text})" if text else ""
 
 
 class StragglerView(View):
@@ -243,7 +249,7 @@ class StragglerView(View):
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         for s in self.report.stragglers:
             yield Text(f"Straggler: rank {s.rank}", "bold red")
-            yield Text(f"  the other ranks waited for it {fmt.time(s.waited_ns)} per step")
+            yield Text(f"  the other ranks waited for it {fmt.time(s.waited_ns)} per step{_steps(s)}")
             yield Text(f"  ({self.report.wait_rule})", "dim")
             if s.causes:
                 own = f"  its lines of their own took {fmt.time(s.own_work_ns)} per step more than on others"

@@ -90,6 +90,9 @@
       ", max " + D.fmtTime(s.high) + " (rank " + s.high_rank + ")";
   }
 
+  /* " (in 19 of 19 steps)" where the arrivals say step by step, as ranks.py _steps words it. */
+  function stepsOf(s) { return s.steps ? " (" + s.steps + ")" : ""; }
+
   P.header = function () {
     var raw = this.raw, h = D.el("section", { className: "header" });
     h.appendChild(D.el("div", { className: "facts" },
@@ -103,7 +106,7 @@
     raw.notes.forEach(function (n) { h.appendChild(D.el("div", { className: "warning", text: n })); });
     if (raw.stragglers.length) {
       raw.stragglers.forEach(function (s) {
-        h.appendChild(D.el("div", { className: "verdict bad", text: "straggler: rank " + s.rank + " \u2014 the other ranks waited " + D.fmtTime(s.waited) + " per step for it" +
+        h.appendChild(D.el("div", { className: "verdict bad", text: "straggler: rank " + s.rank + " \u2014 the other ranks waited " + D.fmtTime(s.waited) + " per step for it" + stepsOf(s) +
           (s.pace ? "; it also " + s.pace : "") }));
         if (s.causes.length) {
           h.appendChild(D.el("div", { className: "muted", text: "what rank " + s.rank + " did meanwhile (its own cost per step above the others' median):" }));
@@ -130,7 +133,7 @@
     }
     (raw.unnamed || []).forEach(function (s) {
       h.appendChild(D.el("div", { className: "verdict", text: "no straggler in the code: rank " + s.rank + " " + s.why +
-        "; the others waited " + D.fmtTime(s.waited) + " per step for it" }));
+        "; the others waited " + D.fmtTime(s.waited) + " per step for it" + stepsOf(s) }));
     });
     h.appendChild(D.el("div", { className: "versions", text: raw.wait_rule }));
     return h;
