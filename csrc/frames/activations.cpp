@@ -15,10 +15,9 @@ namespace dlpt::activations {
 
 using frame_layout::frame_code;
 using frame_layout::InterpFrame;
+using frame_layout::kOwnedByThread;
 
 namespace {
-
-constexpr char kOwnedByThread = 0;  // _PyInterpreterFrame.owner: FRAME_OWNED_BY_THREAD (3.11-3.13)
 
 std::atomic<bool> g_enabled{false};
 std::atomic<uint64_t> g_epoch{1};

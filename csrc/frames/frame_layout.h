@@ -69,6 +69,7 @@ inline PyObject* frame_code(const InterpFrame* f) { return f->f_executable; }
 inline const CodeUnit* frame_instr(const InterpFrame* f) { return f->instr_ptr; }
 #endif
 
+constexpr char kOwnedByThread = 0;  // on its thread's stack (not a generator's, not returned)
 constexpr char kOwnedByGenerator = 1;
 constexpr char kOwnedByFrameObject = 2;  // returned: copied into its frame object
 constexpr char kOwnedByCStack = 3;       // 3.12+: shim frames at C->Python entry, no user code

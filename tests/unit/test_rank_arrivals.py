@@ -5,6 +5,8 @@ where its GPU had nothing else to run; the session's columns, the summary's cut,
 from __future__ import annotations
 
 import copy
+import random
+import statistics
 from typing import Any
 
 import pytest
@@ -211,3 +213,17 @@ def test_a_steady_gpu_wait_the_hosts_hid_does_not_lower_the_floor() -> None:
     assert _steady_job(lag, {0: 10.0, 1: 2.0, 2: 10.4, 3: 9.6}, step_ms=100.0) == []
     # The same ranks, their waits as the arrivals say: named below a tenth of a 400 ms step.
     assert [s.rank for s in _steady_job(lag, {0: 38.0, 1: 1.0, 2: 38.4, 3: 39.0}, step_ms=400.0)] == [1]
+
+
+def test_every_ranks_lead_is_the_median_of_the_others_beyond_its_own_step_by_step() -> None:
+    # Against the definition, ties included, on 2 to 9 ranks (odd and even counts of others).
+    rng = random.Random(7)
+    for n in range(2, 10):
+        by_epoch = {r: {e: float(rng.choice([1, 2, 3, rng.random()])) for e in range(9)} for r in range(n)}
+        a = Arrivals({}, 9, 1, by_epoch)
+        for r in range(n):
+            others = [[by_epoch[o][e] for o in by_epoch if o != r] for e in range(9)]
+            beyond = [statistics.median(others[e]) - by_epoch[r][e] for e in range(9)]
+            lead = a.lead(r)
+            assert lead is not None and (lead.steps, lead.waited_in) == (9, sum(b > 0 for b in beyond))
+            assert lead.median_ns == pytest.approx(statistics.median(beyond))
