@@ -19,6 +19,12 @@ Rows, per depth (median over rounds, each round alternating the modes):
                  difference)
   aa             same_site measured twice in a round: the ratio of the two is the noise
 
+`--distinct` builds each depth from distinct functions (a real program's stack) instead of one
+recursive function: frame anchors (csrc/context/frame_anchors.h) only take a frame whose code
+appears once on the stack, so the recursive stack never has one. On CPython 3.12+ a profile
+lends them sys.monitoring; `--anchors-seam` counts starts with the test seam's C profile function
+instead (any version; it runs on every Python call, so only the same_site rows are clean).
+
 `--callgrind same_site|two_sites [--n N] [--nopy|--nosession]`: one counted run of N launches,
 for instruction counts: `valgrind --tool=callgrind --toggle-collect=map_next python
 bench/launch_path.py --callgrind ...` counts only inside the map() that runs it (the release
@@ -49,10 +55,21 @@ C = core()
 T = C._testing
 N_SAME = 20_000  # launches per native loop
 N_SITES = 4_000  # Python calls per two_sites chunk
+DISTINCT = False  # --distinct
+ANCHORS_SEAM = False  # --anchors-seam
 
 
 def at_depth(depth: int, fn):
-    """fn() called `depth` Python frames below this one (the harness adds ~3)."""
+    """fn() called `depth` Python frames below this one (the harness adds ~3): through one
+    recursive function, or (--distinct) through as many distinct ones."""
+    if DISTINCT:
+        k = max(1, depth - 3)
+        src = "def f0():\n    return fn()\n" + "".join(
+            f"def f{i}():\n    return f{i - 1}()\n" for i in range(1, k)
+        )
+        ns = {"fn": fn}
+        exec(compile(src, f"<stack of {k} functions>", "exec"), ns)
+        return ns[f"f{k - 1}"]
 
     def call(d: int):
         if d <= 0:
@@ -82,8 +99,22 @@ class NoPy:
         C.stop()
 
 
+@contextlib.contextmanager
 def session(nopy: bool = False):
-    return NoPy() if nopy else dlpt.profile(gpu=False, sample_hz=0)
+    if nopy:
+        with NoPy():
+            yield
+        return
+    with dlpt.profile(gpu=False, sample_hz=0):
+        if ANCHORS_SEAM:
+            C.anchors_enable(4, None, None, 1)
+            T.count_starts_by_profile(True)
+        try:
+            yield
+        finally:
+            if ANCHORS_SEAM:
+                T.count_starts_by_profile(False)
+                C.anchors_disable()
 
 
 def measure(depth: int, rounds: int) -> dict:
@@ -140,7 +171,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=None, help="launches in the --callgrind run")
     ap.add_argument("--nopy", action="store_true", help="--callgrind run without Python-frame capture")
     ap.add_argument("--nosession", action="store_true", help="--callgrind run without a session")
+    ap.add_argument("--distinct", action="store_true", help="stacks of distinct functions (see above)")
+    ap.add_argument("--anchors-seam", action="store_true", help="frame anchors by the test seam (see above)")
     args = ap.parse_args()
+    global DISTINCT, ANCHORS_SEAM
+    DISTINCT, ANCHORS_SEAM = args.distinct, args.anchors_seam
     if args.callgrind:
         fn = same_site if args.callgrind == "same_site" else two_sites
         launches = args.n if args.n is not None else (N_SAME if fn is same_site else N_SITES)
@@ -161,6 +196,8 @@ def main() -> None:
         "rounds": args.rounds,
         "launches_per_same_site_loop": N_SAME,
         "calls_per_two_sites_chunk": N_SITES,
+        "distinct": DISTINCT,
+        "anchors_seam": ANCHORS_SEAM,
     }
     text = table(results)
     os.makedirs(args.out, exist_ok=True)
