@@ -118,7 +118,13 @@ def main(argv=None) -> None:
     ap.add_argument("--mode", choices=("ddp", "fsdp2", "tp"), default="ddp")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--cpu", action="store_true", help="gloo on the CPU even when there are GPUs")
-    ap.add_argument("--straggle", type=int, default=-1, metavar="R", help="rank R sleeps before backwards")
+    ap.add_argument(
+        "--straggle",
+        type=int,
+        default=-1,
+        metavar="R",
+        help="rank R is slow (where: --straggle-at; what: --straggle-on)",
+    )
     ap.add_argument("--straggle-ms", type=float, default=50.0)
     ap.add_argument("--straggle-every", type=int, default=1, metavar="N", help="sleep on every Nth step only")
     ap.add_argument(
