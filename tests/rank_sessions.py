@@ -225,3 +225,14 @@ def with_collectives(
     d = session.to_dict()
     d["meta"]["gpu_collectives"] = {"names": [name], **cols}
     return Session.from_dict(d)
+
+
+def render_text_of(rep: Any) -> str:
+    """The terminal report across ranks of ``rep`` (a RankReport), as plain text 160 wide."""
+    from rich.console import Console
+
+    from dlpt.renderers.terminal.ranks import render_ranks
+
+    console = Console(width=160, record=True, color_system=None, force_terminal=False)
+    console.print(render_ranks(rep.rs, report=rep, threshold=0.0))
+    return console.export_text()

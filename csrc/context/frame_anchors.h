@@ -93,7 +93,6 @@ class FrameAnchors {
     ++n_;
   }
 
-  size_t size() const { return n_; }
   void clear() { n_ = 0; }
 
  private:

@@ -69,34 +69,21 @@ bool running_somewhere(const void* code) {
   return false;
 }
 
-/// [GIL] Asks CPython for `code`'s PY_START events for our tool (keeping any it has). False if
-/// it refused (the error is cleared: this runs as a pending call inside the user's program).
-bool start_events(PyObject* code) {
+/// [GIL] Switches PY_START for our tool on or off for `code`, keeping its other events. False if
+/// CPython refused (the error is cleared: this runs inside the user's program, as a pending call
+/// or at stop). With no set_local_events (the test seam) there is nothing to switch.
+bool set_py_start(PyObject* code, bool on) {
   if (g_set_local_events == Py_None) return true;
   PyObject* cur = PyObject_CallFunction(g_get_local_events, "iO", g_tool, code);
   const long events = cur != nullptr ? PyLong_AsLong(cur) : -1;
   Py_XDECREF(cur);
-  if (events < 0) {
-    PyErr_Clear();
-    return false;
-  }
-  PyObject* r = PyObject_CallFunction(g_set_local_events, "iOl", g_tool, code, events | g_py_start);
-  if (r == nullptr) {
-    PyErr_Clear();
-    return false;
-  }
-  Py_DECREF(r);
-  return true;
-}
-
-/// [GIL] Switches `code`'s PY_START for our tool off again (errors cleared: best effort).
-void stop_events(PyObject* code) {
-  if (g_set_local_events == Py_None) return;
-  PyObject* cur = PyObject_CallFunction(g_get_local_events, "iO", g_tool, code);
-  const long events = cur != nullptr ? PyLong_AsLong(cur) : -1;
-  Py_XDECREF(cur);
-  if (events >= 0) Py_XDECREF(PyObject_CallFunction(g_set_local_events, "iOl", g_tool, code, events & ~g_py_start));
+  PyObject* r = events < 0 ? nullptr
+                           : PyObject_CallFunction(g_set_local_events, "iOl", g_tool, code,
+                                                   on ? events | g_py_start : events & ~g_py_start);
+  const bool done = r != nullptr;
+  Py_XDECREF(r);
   PyErr_Clear();
+  return done;
 }
 
 /// [GIL, main thread] The pending call: registers the requested codes that still run.
@@ -116,7 +103,7 @@ int register_requested(void*) {
       continue;
     }
     Py_INCREF(code);
-    if (!start_events(code)) {
+    if (!set_py_start(code, true)) {
       Py_DECREF(code);
       continue;
     }
@@ -182,7 +169,7 @@ void disable() {
   g_enabled.store(false);
   g_epoch.fetch_add(1);  // before the codes go: no anchor of this epoch is valid from here on
   for (PyObject* code : g_held) {
-    stop_events(code);
+    set_py_start(code, false);
     Py_DECREF(code);
   }
   g_held.clear();

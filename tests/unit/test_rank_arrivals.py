@@ -28,7 +28,7 @@ from dlpt.capture.native import gpu_collectives
 from dlpt.errors import SessionFormatError
 from dlpt.model.session import Session
 from tests import rank_sessions as R
-from tests.unit.test_ranks_merge import render_text_of
+from tests.rank_sessions import render_text_of
 
 MS = 1_000_000
 ALL = b"\xff" * 16  # every sixteenth exposed

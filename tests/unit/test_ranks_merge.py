@@ -20,6 +20,7 @@ from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import render_ranks
 from tests import rank_sessions as R
+from tests.rank_sessions import render_text_of
 
 GPU = METRICS["gpu"]
 
@@ -220,14 +221,6 @@ def test_a_rank_waited_for_with_no_line_of_its_own_is_not_named() -> None:
     assert "the others waited 8.00ms per step for it" in text
     assert "straggler: rank" not in text.replace("no straggler in the code", "")
     assert "GPU 1, nccl waited for" in text  # its row: not "slower", nothing of it was
-
-
-def render_text_of(rep: Any) -> str:
-    from rich.console import Console
-
-    console = Console(width=160, record=True, color_system=None, force_terminal=False)
-    console.print(render_ranks(rep.rs, report=rep, threshold=0.0))
-    return console.export_text()
 
 
 def test_report_across_ranks_golden(h: Any) -> None:
