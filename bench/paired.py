@@ -377,7 +377,8 @@ def pcs_chunk(step, n: int, window: bool, manual: bool) -> float:
 #: What each profiled chunk's session says of dlpt's own work, per step in the table's JSON.
 CAPTURE_KEYS = ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns",
                 "self_api_ns", "tracing_switch_ns", "host_samples", "host_ticks", "host_max_threads", "host_sampler_cpu_ns",
-                "python_walks", "python_frames_walked", "anchored_walks")
+                "python_walks", "python_frames_walked", "anchored_walks", "self_op_end_ns", "walk_read_ns",
+                "walk_site_ns", "walk_anchor_ns", "site_misses", "anchors_taken")
 
 
 def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False) -> dict:

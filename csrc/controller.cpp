@@ -157,11 +157,19 @@ StopResult stop_capture(bool last_counted) {
     res.self.python_walks += ts.python_walks.get();
     res.self.frames_walked += ts.frames_walked.get();
     res.self.anchored_walks += ts.anchored_walks.get();
+    res.self.op_end_ns += ts.op_end_ticks.get();
+    res.self.walk_read_ns += ts.walk_read_ticks.get();
+    res.self.walk_site_ns += ts.walk_site_ticks.get();
+    res.self.walk_anchor_ns += ts.walk_anchor_ticks.get();
+    res.self.site_misses += ts.site_misses.get();
+    res.self.anchors_taken += ts.anchors_taken.get();
   });
   res.self.self_ns = s->rate.to_ns(res.self.self_ns);
   res.self.python_ns = s->rate.to_ns(res.self.python_ns);
   res.self.api_ns = s->rate.to_ns(res.self.api_ns);
   res.self.window_ns = s->rate.to_ns(res.self.window_ns);
+  for (uint64_t* t : {&res.self.op_end_ns, &res.self.walk_read_ns, &res.self.walk_site_ns, &res.self.walk_anchor_ns})
+    *t = s->rate.to_ns(*t);
   res.session = s;
   return res;
 }

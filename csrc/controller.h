@@ -61,6 +61,12 @@ struct SelfCost {
   uint64_t python_walks = 0;    // walks of the Python stack for a path from the root
   uint64_t frames_walked = 0;   // ... the frames they read
   uint64_t anchored_walks = 0;  // ... of them stopped at an anchor
+  uint64_t op_end_ns = 0;       // sampled time in op end callbacks
+  uint64_t walk_read_ns = 0;    // sampled time of all walks reading frames
+  uint64_t walk_site_ns = 0;    // ... finding or building their paths
+  uint64_t walk_anchor_ns = 0;  // ... choosing and taking anchors
+  uint64_t site_misses = 0;     // walks whose chain no site cache held
+  uint64_t anchors_taken = 0;   // anchors taken
 };
 
 struct StopResult {

@@ -42,6 +42,12 @@
   X(python_walks, U64, stop, "walks of a thread's Python frames for a path from the root (per-thread sums)")      \
   X(python_frames_walked, U64, stop, "... the frames they read")                                                 \
   X(anchored_walks, U64, stop, "... of them that stopped at an anchor, a frame whose activation had not changed") \
+  X(self_op_end_ns, U64, stop, "sampled time in op end callbacks (part of self_ns)")                              \
+  X(walk_read_ns, U64, stop, "sampled time of all walks (op starts and launches) reading frames")                \
+  X(walk_site_ns, U64, stop, "... finding or building their chains' paths (site and path caches, tree)")         \
+  X(walk_anchor_ns, U64, stop, "... choosing and taking anchors")                                                \
+  X(site_misses, U64, stop, "walks whose frame chain no site cache held (its path was built)")                   \
+  X(anchors_taken, U64, stop, "anchors taken: frames a later walk may stop at")                                  \
   X(tracing_switches, U64, live, "set_tracing calls that switched tracing off or on")                           \
   X(tracing_switch_ns, U64, live, "time those switches took, in all (flushing CUPTI's records included)")        \
   X(tsc, BOOL, stop, "host ticks are TSC cycles (else steady_clock nanoseconds)")                                \

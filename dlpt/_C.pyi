@@ -55,6 +55,12 @@ class Counters(TypedDict):
     python_walks: int  # walks of a thread's Python frames for a path from the root (per-thread sums)
     python_frames_walked: int  # ... the frames they read
     anchored_walks: int  # ... of them that stopped at an anchor, a frame whose activation had not changed
+    self_op_end_ns: int  # sampled time in op end callbacks (part of self_ns)
+    walk_read_ns: int  # sampled time of all walks (op starts and launches) reading frames
+    walk_site_ns: int  # ... finding or building their chains' paths (site and path caches, tree)
+    walk_anchor_ns: int  # ... choosing and taking anchors
+    site_misses: int  # walks whose frame chain no site cache held (its path was built)
+    anchors_taken: int  # anchors taken: frames a later walk may stop at
     tracing_switches: int  # set_tracing calls that switched tracing off or on
     tracing_switch_ns: int  # time those switches took, in all (flushing CUPTI's records included)
     tsc: bool  # host ticks are TSC cycles (else steady_clock nanoseconds)

@@ -349,7 +349,7 @@ void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
   if (tsp != nullptr && window_ticks) tsp->window_ticks.add(window_ticks);
   if (tsp == nullptr || tsp->empty()) return;
   ThreadState& ts = *tsp;
-  SelfTimer timer(ts);
+  SelfTimer timer(ts, &ts.op_end_ticks);
   if (ts.top().rf != &rf && !unwind_to(ts, &rf)) {
     s->counters.unmatched_op_ends.fetch_add(1, std::memory_order_relaxed);
     return;

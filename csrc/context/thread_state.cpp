@@ -133,9 +133,28 @@ NodeId ThreadState::frame_node(NodeId parent, const RawFrame& f) {
   return frame_child(parent, f);
 }
 
+namespace {
+/// The parts of a sampled walk (ThreadState::sampling): each mark() adds the ticks since the
+/// last one, scaled like SelfTimer's, to a part's counter. Does nothing in unsampled callbacks.
+class WalkParts {
+ public:
+  explicit WalkParts(bool on) : last_(on ? ticks() : 0) {}
+  void mark(OwnedCounter& part) {
+    if (last_ == 0) return;
+    const uint64_t now = ticks();
+    part.add((now - last_) * ThreadState::kSelfSample);
+    last_ = now;
+  }
+
+ private:
+  uint64_t last_;
+};
+}  // namespace
+
 NodeId ThreadState::python_context(size_t* depth) {
   if (depth) *depth = 0;
   if (!session.opts.python_frames) return kNoNode;
+  WalkParts parts(sampling);
   RawFrame raw[kMaxPythonFrames];
   root_prefetch_.issue();  // the last walk's frames, requested together (frame_prefetch.h)
   int hit = -1;            // to the root, or to an anchor whose outer path is known
@@ -150,6 +169,7 @@ NodeId ThreadState::python_context(size_t* depth) {
   root_prefetch_.remember(raw, n);
   python_walks.add(1);
   frames_walked.add(n);
+  parts.mark(walk_read_ticks);
   uint32_t usable = 0;
   NodeId node = kNoNode;
   // A site seen before: its node without decoding a frame or looking one up (site_cache.h).
@@ -158,15 +178,21 @@ NodeId ThreadState::python_context(size_t* depth) {
     const FrameAnchors::Anchor& a = anchors_.at(hit);
     uint32_t inner = 0;
     if (!anchor_sites_.find(raw, n, a.base, &node, &inner)) {
+      site_misses.add(1);
       node = anchor_path_.build(*this, raw, n, 0, a.base, &inner);
       anchor_sites_.put(raw, n, a.base, node, inner);
     }
     usable = a.usable_outer + inner;
   } else if (n && !root_sites_.find(raw, n, kRootNode, &node, &usable)) {
+    site_misses.add(1);
     node = root_path_.build(*this, raw, n, 0, kRootNode, &usable);
     root_sites_.put(raw, n, kRootNode, node, usable);
   }
-  if (activations::enabled()) take_anchor(raw, n, hit);
+  parts.mark(walk_site_ticks);
+  if (activations::enabled()) {
+    take_anchor(raw, n, hit);
+    parts.mark(walk_anchor_ticks);
+  }
   if (depth) *depth = usable;
   return usable ? node : kNoNode;
 }
@@ -203,22 +229,27 @@ void ThreadState::take_anchor(const RawFrame* raw, size_t n, int hit) {
     if (!root_path_.entry(k - 1, &base, &usable)) return;
   }
   anchors_.add(m, base, usable, static_cast<uint32_t>(d));
+  anchors_taken.add(1);
 }
 
 NodeId ThreadState::python_subpath(NodeId base, const void* since) {
   if (!session.opts.python_frames) return base;
   // Only the frames newer than the region's start: a launch from Inductor's generated code
   // walks a handful of frames, not the whole stack.
+  WalkParts parts(sampling);
   RawFrame raw[kMaxPythonFrames];
   const size_t n = walk_python_frames(raw, kMaxPythonFrames, since);
+  parts.mark(walk_read_ticks);
   if (n == 0) return base;
   NodeId node = kNoNode;
   uint32_t usable = 0;
   // A launch site of this region seen before: no frame decoded (site_cache.h).
   if (!region_sites_.find(raw, n, base, &node, &usable)) {
+    site_misses.add(1);
     node = region_path_.build(*this, raw, n, 0, base, nullptr);
     region_sites_.put(raw, n, base, node, 0);
   }
+  parts.mark(walk_site_ticks);
   return node;
 }
 

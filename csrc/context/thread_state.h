@@ -168,11 +168,20 @@ class ThreadState {
   OwnedCounter python_walks;    // walks of the Python stack for a path from the root
   OwnedCounter frames_walked;   // ... the frames they read
   OwnedCounter anchored_walks;  // ... of them stopped at an anchor (frame_anchors.h)
+  OwnedCounter op_end_ticks;       // sampled time in op end callbacks
+  OwnedCounter walk_read_ticks;    // sampled time of every walk (op starts, launches) reading frames
+  OwnedCounter walk_site_ticks;    // ... finding or building the chain's path
+  OwnedCounter walk_anchor_ticks;  // ... choosing and taking anchors
+  OwnedCounter site_misses;        // walks whose chain no site cache held (path built)
+  OwnedCounter anchors_taken;      // anchors taken (frame_anchors.h)
   std::array<ApiCounter, kMaxWatchedApis> apis;
 
   /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).
   static constexpr uint32_t kSelfSample = 32;
   uint32_t self_countdown = 1;
+  /// The callback running now is a sampled one (set by SelfTimer): the parts of a walk are
+  /// timed then, and only then (a few TSC reads in one callback of kSelfSample).
+  bool sampling = false;
 
  private:
   NodeId frame_child(NodeId parent, const RawFrame& f);
@@ -214,9 +223,11 @@ class SelfTimer {
     if (--ts.self_countdown == 0) {
       ts.self_countdown = ThreadState::kSelfSample;
       start_ = ticks();
+      ts.sampling = true;
     }
   }
   ~SelfTimer() {
+    if (start_) ts_.sampling = false;
     // Only time spent while recording counts: it is compared with the recorded window's wall.
     if (start_ && ts_.session.collecting.load(std::memory_order_relaxed)) {
       const uint64_t t = (ticks() - start_) * ThreadState::kSelfSample;

@@ -23,6 +23,12 @@ CounterValues counter_values(const Session& s, const StopResult& r) {
   v.python_walks = r.self.python_walks;
   v.python_frames_walked = r.self.frames_walked;
   v.anchored_walks = r.self.anchored_walks;
+  v.self_op_end_ns = r.self.op_end_ns;
+  v.walk_read_ns = r.self.walk_read_ns;
+  v.walk_site_ns = r.self.walk_site_ns;
+  v.walk_anchor_ns = r.self.walk_anchor_ns;
+  v.site_misses = r.self.site_misses;
+  v.anchors_taken = r.self.anchors_taken;
   v.tsc = s.rate.tsc();
   v.cupti_unsubscribe_error = r.tracer.unsubscribe_error;
   v.tracing_error = s.tracing_error;

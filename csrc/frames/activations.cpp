@@ -130,7 +130,8 @@ struct StartTable {
     return kSize;
   }
 };
-thread_local std::unique_ptr<StartTable> t_starts;
+// Initial-exec: read on every anchored walk; a dynamic TLS access would call __tls_get_addr.
+thread_local std::unique_ptr<StartTable> t_starts __attribute__((tls_model("initial-exec")));
 
 PyObject* start_callback(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs >= 1) count_start(args[0]);

@@ -266,6 +266,12 @@ class Capture:
     python_walks: int | None = None
     python_frames_walked: int | None = None
     anchored_walks: int | None = None
+    self_op_end_ns: int | None = None
+    walk_read_ns: int | None = None
+    walk_site_ns: int | None = None
+    walk_anchor_ns: int | None = None
+    site_misses: int | None = None
+    anchors_taken: int | None = None
     tracing_switches: int | None = None
     tracing_switch_ns: int | None = None
     tsc: bool | None = None
