@@ -12,8 +12,16 @@
 //
 // 2-way set-associative with LRU replacement, indexed by the depth, the base node and the
 // innermost frames' instruction pointers (where sites differ); the compare, not the index,
-// decides a hit. Must be cleared when the path a chain maps to can change: a scope entered or
-// left (thread_state.cpp).
+// decides a hit. The path a chain maps to also depends on the scopes open on the thread (a scope
+// node goes above the frame that entered it): the key holds the thread's scope state, an id of
+// the exact stack of open scopes (ThreadState::push_scope), so the sites seen outside a scope
+// stay valid inside it and after it. (Clearing the cache at every scope change instead, as
+// before, threw every site away twice per training step: torch's optimizer opens a
+// record_function scope in `step` and in `zero_grad`.)
+//
+// Short chains (walks that stopped at an anchor, launches under a compiled region: a handful of
+// frames) are kept inside the slot, `Inline` frames at most, so that a hit reads the set's own
+// lines and no second, dependent allocation; longer ones are kept in a vector.
 // Two per thread: paths from the root (python_context) and paths under a compiled region's node
 // (python_subpath: Inductor's generated code launches each kernel from its own line of `call`,
 // so consecutive launches differ in the outer of the few frames walked, and PathCache rebuilt
@@ -30,17 +38,18 @@
 
 namespace dlpt {
 
-/// `Sets`: sets of two ways (a power of two). Sizes: thread_state.h.
-template <size_t Sets>
+/// `Sets`: sets of two ways (a power of two); `Inline`: frames a chain may have to be kept in
+/// its slot. Sizes: thread_state.h.
+template <size_t Sets, size_t Inline = 0>
 class SiteCache {
  public:
   /// The node cached for the chain `raw[0..n)` (innermost first, as walked) as a path under
-  /// `base`, or false.
-  bool find(const RawFrame* raw, size_t n, NodeId base, NodeId* node, uint32_t* usable) {
-    Set& set = sets_[index(raw, n, base)];
+  /// `base` with the scope state `scopes`, or false.
+  bool find(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes, NodeId* node, uint32_t* usable) {
+    Set& set = sets_[index(raw, n, base, scopes)];
     for (uint8_t way = 0; way < 2; ++way) {
       const Slot& s = set.ways[way];
-      if (s.n == n && s.base == base && same(s, raw, n)) {
+      if (s.n == n && s.base == base && s.scopes == scopes && same(s, raw, n)) {
         *node = s.node;
         *usable = s.usable;
         set.next = way ^ 1;  // the other way is now the least recently used: the next to go
@@ -50,18 +59,20 @@ class SiteCache {
     return false;
   }
 
-  /// Remembers `node` (and the usable-frame count) for the chain `raw[0..n)` under `base`.
-  void put(const RawFrame* raw, size_t n, NodeId base, NodeId node, uint32_t usable) {
-    Set& set = sets_[index(raw, n, base)];
+  /// Remembers `node` (and the usable-frame count) for the chain `raw[0..n)` under `base` with
+  /// the scope state `scopes`.
+  void put(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes, NodeId node, uint32_t usable) {
+    Set& set = sets_[index(raw, n, base, scopes)];
     Slot& s = set.ways[set.next];
     set.next ^= 1;  // the way just filled is the most recently used
-    s.chain.resize(2 * n);
+    const void** c = s.prepare(n);
     for (size_t i = 0; i < n; ++i) {
-      s.chain[2 * i] = raw[i].frame;
-      s.chain[2 * i + 1] = raw[i].instr;
+      c[2 * i] = raw[i].frame;
+      c[2 * i + 1] = raw[i].instr;
     }
     s.n = static_cast<uint32_t>(n);
     s.base = base;
+    s.scopes = scopes;
     s.node = node;
     s.usable = usable;
   }
@@ -82,24 +93,34 @@ class SiteCache {
   struct Slot {
     uint32_t n = kEmpty;  // frames in the chain
     uint32_t usable = 0;
-    NodeId base = kNoNode;  // the node the path hangs under (the root, or a compiled region's)
+    NodeId base = kNoNode;  // the node the path hangs under (the root, an anchor's, a compiled region's)
+    uint32_t scopes = 0;    // the thread's scope state (ThreadState::scope_state)
     NodeId node = kNoNode;
-    std::vector<const void*> chain;  // frame, instr of each frame, innermost first
+    // frame, instr of each frame, innermost first: here when n <= Inline, else in `spill`
+    std::array<const void*, 2 * Inline> inline_chain{};
+    std::vector<const void*> spill;
+
+    const void* const* chain() const { return n <= Inline ? inline_chain.data() : spill.data(); }
+    const void** prepare(size_t frames) {
+      if (frames <= Inline) return inline_chain.data();
+      spill.resize(2 * frames);
+      return spill.data();
+    }
   };
   struct Set {
     std::array<Slot, 2> ways;
     uint8_t next = 0;
   };
 
-  static size_t index(const RawFrame* raw, size_t n, NodeId base) {
-    uint64_t h = (n ^ (static_cast<uint64_t>(base) << 20)) * 0x9E3779B97F4A7C15ull;
+  static size_t index(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes) {
+    uint64_t h = (n ^ (static_cast<uint64_t>(base) << 20) ^ (static_cast<uint64_t>(scopes) << 40)) * 0x9E3779B97F4A7C15ull;
     const size_t k = n < kIndexFrames ? n : kIndexFrames;
     for (size_t i = 0; i < k; ++i) h = (h ^ reinterpret_cast<uint64_t>(raw[i].instr)) * 0xFF51AFD7ED558CCDull;
     return static_cast<size_t>(h >> (64 - kSetBits));  // the best-mixed bits of the product
   }
 
   static bool same(const Slot& s, const RawFrame* raw, size_t n) {
-    const void* const* c = s.chain.data();
+    const void* const* c = s.chain();
     for (size_t i = 0; i < n; ++i) {
       if (c[2 * i + 1] != raw[i].instr || c[2 * i] != raw[i].frame) return false;
     }

@@ -78,13 +78,26 @@ void ThreadState::recycle(uint64_t tid) {
 }
 
 void ThreadState::forget_paths() {
-  root_path_.invalidate();
+  scopes_changed();
   root_sites_.clear();
-  region_path_.invalidate();
   region_sites_.clear();
+  anchor_sites_.clear();
+}
+
+void ThreadState::scopes_changed() {
+  root_path_.invalidate();
+  region_path_.invalidate();
   anchors_.clear();
   anchor_path_.invalidate();
-  anchor_sites_.clear();
+}
+
+uint32_t ThreadState::scope_state_after(const void* entry_frame, uint32_t name_id) {
+  const ScopeStateKey key{scope_state_, name_id, entry_frame};
+  const auto it = scope_states_.find(key);
+  if (it != scope_states_.end()) return it->second;
+  const uint32_t id = next_scope_state_++;
+  if (scope_states_.size() < kMaxScopeStates) scope_states_.emplace(key, id);
+  return id;
 }
 
 OpEntry& ThreadState::push(EntryKind kind, const void* rf) {
@@ -177,16 +190,16 @@ NodeId ThreadState::python_context(size_t* depth) {
     anchored_walks.add(1);
     const FrameAnchors::Anchor& a = anchors_.at(hit);
     uint32_t inner = 0;
-    if (!anchor_sites_.find(raw, n, a.base, &node, &inner)) {
+    if (!anchor_sites_.find(raw, n, a.base, scope_state_, &node, &inner)) {
       site_misses.add(1);
       node = anchor_path_.build(*this, raw, n, 0, a.base, &inner);
-      anchor_sites_.put(raw, n, a.base, node, inner);
+      anchor_sites_.put(raw, n, a.base, scope_state_, node, inner);
     }
     usable = a.usable_outer + inner;
-  } else if (n && !root_sites_.find(raw, n, kRootNode, &node, &usable)) {
+  } else if (n && !root_sites_.find(raw, n, kRootNode, scope_state_, &node, &usable)) {
     site_misses.add(1);
     node = root_path_.build(*this, raw, n, 0, kRootNode, &usable);
-    root_sites_.put(raw, n, kRootNode, node, usable);
+    root_sites_.put(raw, n, kRootNode, scope_state_, node, usable);
   }
   parts.mark(walk_site_ticks);
   if (activations::enabled()) {
@@ -206,8 +219,12 @@ void ThreadState::take_anchor(const RawFrame* raw, size_t n, int hit) {
   const void* frame = raw[n - 1 - k].frame;
   activations::Mark m;
   if (!activations::take_mark(frame, &m)) {
-    // Not monitored yet: ask once in a while (the request is registered by a pending call).
     const void* code = frame_code_of(frame);
+    if (activations::is_monitored(code)) {
+      anchors_.reject(static_cast<size_t>(d));  // a generator's frame, or its starts not counted
+      return;
+    }
+    // Not monitored yet: ask once in a while (the request is registered by a pending call).
     for (const void* c : requested_) {
       if (c == code) return;
     }
@@ -244,10 +261,10 @@ NodeId ThreadState::python_subpath(NodeId base, const void* since) {
   NodeId node = kNoNode;
   uint32_t usable = 0;
   // A launch site of this region seen before: no frame decoded (site_cache.h).
-  if (!region_sites_.find(raw, n, base, &node, &usable)) {
+  if (!region_sites_.find(raw, n, base, scope_state_, &node, &usable)) {
     site_misses.add(1);
     node = region_path_.build(*this, raw, n, 0, base, nullptr);
-    region_sites_.put(raw, n, base, node, 0);
+    region_sites_.put(raw, n, base, scope_state_, node, 0);
   }
   parts.mark(walk_site_ticks);
   return node;
@@ -265,17 +282,20 @@ NodeId ThreadState::launch_context() {
 }
 
 void ThreadState::push_scope(const void* entry_frame, uint32_t name_id) {
-  scopes_.push_back(ScopeEntry{entry_frame, name_id});
+  const uint32_t state = scope_state_after(entry_frame, name_id);
+  scopes_.push_back(ScopeEntry{entry_frame, name_id, scope_state_});
+  scope_state_ = state;
   scope_mirror.push(entry_frame, name_id);
-  forget_paths();
+  scopes_changed();
 }
 
 void ThreadState::pop_scope() {
   if (!scopes_.empty()) {
+    scope_state_ = scopes_.back().outer_state;
     scopes_.pop_back();
     scope_mirror.pop();
   }
-  forget_paths();
+  scopes_changed();
 }
 
 namespace {

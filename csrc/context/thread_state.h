@@ -17,6 +17,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "../cct/tree.h"
@@ -60,6 +61,7 @@ struct OpEntry {
 struct ScopeEntry {
   const void* entry_frame;  // the frame that entered the scope; the scope node goes above it
   uint32_t name_id;
+  uint32_t outer_state;  // the thread's scope state before this scope was entered
 };
 
 /// Per-thread statistics of one watched CUDA API function. Single writer: relaxed atomics
@@ -188,13 +190,40 @@ class ThreadState {
   /// After a walk of raw[0..n) (from anchor `hit`, or the root): anchors the frame consecutive
   /// walks share, or asks for its code to be monitored (frame_anchors.h).
   void take_anchor(const RawFrame* raw, size_t n, int hit);
-  void forget_paths();  // every cached path and anchor (a scope was entered or left)
+  void forget_paths();  // every cached path, site and anchor (the thread was recycled)
+  /// A scope was entered or left: the last paths and the anchors hold nodes of the old scope
+  /// state; the site caches stay (their key has the state).
+  void scopes_changed();
+  /// The id of the scope stack that entering scope (entry_frame, name_id) on top of the
+  /// current one makes: the same stack gets the same id (site_cache.h).
+  uint32_t scope_state_after(const void* entry_frame, uint32_t name_id);
 
   std::array<OpEntry, kMaxDepth> stack_;
   size_t depth_ = 0;
   int open_ops_ = 0;
   int learner_ = -1;
   std::vector<ScopeEntry> scopes_;
+  // The scope state: 0 with no scope open; else an id of the exact stack of open scopes (each
+  // (outer state, entry frame, name) interned once). Past kMaxScopeStates stacks, a new stack
+  // gets a fresh id each time (never equal to one cached: a miss, never a wrong path).
+  static constexpr size_t kMaxScopeStates = 4096;
+  struct ScopeStateKey {
+    uint32_t outer;
+    uint32_t name_id;
+    const void* entry_frame;
+    bool operator==(const ScopeStateKey& o) const {
+      return outer == o.outer && name_id == o.name_id && entry_frame == o.entry_frame;
+    }
+  };
+  struct ScopeStateHash {
+    size_t operator()(const ScopeStateKey& k) const {
+      return std::hash<const void*>{}(k.entry_frame) ^ (static_cast<size_t>(k.outer) * 0x9E3779B97F4A7C15ull) ^
+             (static_cast<size_t>(k.name_id) << 17);
+    }
+  };
+  uint32_t scope_state_ = 0;
+  uint32_t next_scope_state_ = 1;
+  std::unordered_map<ScopeStateKey, uint32_t, ScopeStateHash> scope_states_;
   PathCache root_path_;  // the Python path from the root
   // Sizes (sets of two chains): a compiled step launches each of its few hundred kernels from
   // its own line of the generated code (a compiled GPT's forward and backward: ~400 sites); the
@@ -204,11 +233,11 @@ class ThreadState {
   FramePrefetch root_prefetch_;             // the frames of the last walk from the root
   FrameAnchors anchors_;                    // where a walk from the root may stop (frames/activations.h)
   PathCache anchor_path_;                   // the frames inward of an anchor, under its caller's node
-  SiteCache<256> anchor_sites_;             // ... of every chain seen inward of an anchor (before anchor_path_)
+  SiteCache<256, 8> anchor_sites_;          // ... of every chain seen inward of an anchor (before anchor_path_)
   std::array<const void*, 8> requested_{};  // codes this thread asked to monitor lately
   size_t requested_next_ = 0;
   PathCache region_path_;        // frames under the innermost torch.compile region
-  SiteCache<512> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
+  SiteCache<512, 8> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;
   ChildCache children_;
   OpNames names_;

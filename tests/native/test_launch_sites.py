@@ -6,6 +6,8 @@ through the testing seams (no GPU needed)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -48,6 +50,29 @@ def test_sites_that_differ_only_in_an_outer_frame_keep_their_own_lines():
     assert kernel_ns_by_line(raw, caller, ["first", "second"]) == expected
 
 
+def toggled(corr: int, scoped: bool) -> None:
+    # The same chain either way (same frames, same lines): only the scope state differs.
+    with dlpt.scope("region") if scoped else contextlib.nullcontext():
+        middle(corr)  # @toggled
+
+
+def launches_under(raw, scope: str) -> tuple[int, int]:
+    """GPU ns of the kernels under a scope node named `scope`, and of those elsewhere."""
+    ns = nodes(raw)
+    inside = outside = 0
+    for n in ns:
+        if n.kind != "kernel":
+            continue
+        p, scoped = n.parent, False
+        while p >= 0:
+            scoped = scoped or (ns[p].kind == "scope" and ns[p].name == scope)
+            p = ns[p].parent
+        ns_of = n.counted.gpu_ns + n.outside.gpu_ns
+        inside += ns_of if scoped else 0
+        outside += 0 if scoped else ns_of
+    return inside, outside
+
+
 def scoped_caller(corr: int, scoped: bool) -> None:
     if scoped:
         with dlpt.scope("region"):
@@ -63,21 +88,27 @@ def test_a_scope_changes_the_path_of_a_chain_seen_before():
         scoped_caller(2000 + i, scoped)
         T.kernel_record(2000 + i, 0, 100, 0, "k")
     raw = C.stop()
-    ns = nodes(raw)
-    under_scope = 0
-    for n in ns:
-        if n.kind != "kernel":
-            continue
-        p, scoped = n.parent, False
-        while p >= 0:
-            scoped = scoped or (ns[p].kind == "scope" and ns[p].name == "region")
-            p = ns[p].parent
-        under_scope += n.counted.gpu_ns + n.outside.gpu_ns if scoped else 0
-    assert under_scope == 100 * sum(plan)
+    assert launches_under(raw, "region")[0] == 100 * sum(plan)
     assert kernel_ns_by_line(raw, scoped_caller, ["scoped", "plain"]) == {
         "scoped": 100 * sum(plan),
         "plain": 100 * (len(plan) - sum(plan)),
     }
+
+
+@pytest.mark.parametrize("rounds", [3, 30])
+def test_a_chain_seen_in_and_out_of_a_scope_is_cached_for_each(rounds):
+    # The cache is keyed by the thread's scope state (site_cache.h): a chain cached outside the
+    # scope must not answer inside it (a key without the state puts the scoped launches outside
+    # the scope), and the sites outlive the scope (clearing them at each scope change, as
+    # before, missed once per change: the misses grew with the rounds).
+    C.start(False, [], True)
+    plan = [False, True, True, False] * rounds
+    for i, scoped in enumerate(plan):
+        toggled(4000 + i, scoped)
+        T.kernel_record(4000 + i, 0, 100, 0, "k")
+    raw = C.stop()
+    assert launches_under(raw, "region") == (100 * sum(plan), 100 * (len(plan) - sum(plan)))
+    assert raw["counters"]["site_misses"] <= 4, raw["counters"]["site_misses"]
 
 
 @pytest.fixture(autouse=True)
