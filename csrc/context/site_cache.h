@@ -113,7 +113,8 @@ class SiteCache {
   };
 
   static size_t index(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes) {
-    uint64_t h = (n ^ (static_cast<uint64_t>(base) << 20) ^ (static_cast<uint64_t>(scopes) << 40)) * 0x9E3779B97F4A7C15ull;
+    uint64_t h =
+        (n ^ (static_cast<uint64_t>(base) << 20) ^ (static_cast<uint64_t>(scopes) << 40)) * 0x9E3779B97F4A7C15ull;
     const size_t k = n < kIndexFrames ? n : kIndexFrames;
     for (size_t i = 0; i < k; ++i) h = (h ^ reinterpret_cast<uint64_t>(raw[i].instr)) * 0xFF51AFD7ED558CCDull;
     return static_cast<size_t>(h >> (64 - kSetBits));  // the best-mixed bits of the product

@@ -160,16 +160,16 @@ class ThreadState {
   uint32_t api_generation = 0;  // Session::tracing_generation when the outermost call entered
 
   // -- read at stop ---------------------------------------------------------------------------
-  OwnedCounter submitted;       // launches mapped and awaiting activity
-  OwnedCounter op_records;      // RecordFunction callbacks run (start and end count once)
-  OwnedCounter api_callbacks;   // CUPTI API callbacks run (enter and exit count once)
-  OwnedCounter self_ticks;      // sampled time inside dlpt's callbacks, scaled to all calls
-  OwnedCounter python_ticks;    // ... of which walking Python frames (sampled the same way)
-  OwnedCounter api_self_ticks;  // ... of which in CUDA API callbacks (the rest: op and memory ones)
-  OwnedCounter window_ticks;    // time switching RecordFunction off and on (every switch)
-  OwnedCounter python_walks;    // walks of the Python stack for a path from the root
-  OwnedCounter frames_walked;   // ... the frames they read
-  OwnedCounter anchored_walks;  // ... of them stopped at an anchor (frame_anchors.h)
+  OwnedCounter submitted;          // launches mapped and awaiting activity
+  OwnedCounter op_records;         // RecordFunction callbacks run (start and end count once)
+  OwnedCounter api_callbacks;      // CUPTI API callbacks run (enter and exit count once)
+  OwnedCounter self_ticks;         // sampled time inside dlpt's callbacks, scaled to all calls
+  OwnedCounter python_ticks;       // ... of which walking Python frames (sampled the same way)
+  OwnedCounter api_self_ticks;     // ... of which in CUDA API callbacks (the rest: op and memory ones)
+  OwnedCounter window_ticks;       // time switching RecordFunction off and on (every switch)
+  OwnedCounter python_walks;       // walks of the Python stack for a path from the root
+  OwnedCounter frames_walked;      // ... the frames they read
+  OwnedCounter anchored_walks;     // ... of them stopped at an anchor (frame_anchors.h)
   OwnedCounter op_end_ticks;       // sampled time in op end callbacks
   OwnedCounter walk_read_ticks;    // sampled time of every walk (op starts, launches) reading frames
   OwnedCounter walk_site_ticks;    // ... finding or building the chain's path
@@ -236,7 +236,7 @@ class ThreadState {
   SiteCache<256, 8> anchor_sites_;          // ... of every chain seen inward of an anchor (before anchor_path_)
   std::array<const void*, 8> requested_{};  // codes this thread asked to monitor lately
   size_t requested_next_ = 0;
-  PathCache region_path_;        // frames under the innermost torch.compile region
+  PathCache region_path_;           // frames under the innermost torch.compile region
   SiteCache<512, 8> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;
   ChildCache children_;
