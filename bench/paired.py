@@ -73,6 +73,12 @@ Modes
 The overhead modes (dlpt, dlpt_*) trace every step of their chunk (calibrate=False): they measure
 what a traced step costs. dlpt's default schedule runs some steps untraced (dlpt_calibrated).
 
+dlpt over the CUPTI floor: when both `dlpt` and `cupti_floor` ran in a block, their ratios of the
+same round are divided (the two profiled chunks ran seconds apart, between the same neighbours):
+the table's "dlpt / cupti_floor" row is the median of those per-round quotients, with min-max
+and how many rounds were at or under 1.05x. Dividing two medians instead compounds two rounds'
+noise.
+
 --long (small_gpt): an unprofiled chunk of 300 steps, one dlpt session over 10 chunks of 300
 steps, another unprofiled chunk: the first and last profiled chunks against the unprofiled mean
 (does the cost per step grow with run length?), and host RSS at both.
@@ -457,6 +463,23 @@ def calibration_pairs(step, n: int, rounds: int, manual: bool) -> dict:
     return out
 
 
+#: Modes whose per-round ratio is divided by the floor's of the same round (see the docstring).
+OVER_FLOOR = ("dlpt", "cupti_floor")
+OVER_FLOOR_TARGET = 1.05
+
+
+def over_floor(raw: dict) -> dict | None:
+    """dlpt's per-round ratio over the CUPTI floor's of the same round, summarised."""
+    mode, floor = OVER_FLOOR
+    if mode not in raw or floor not in raw:
+        return None
+    q = [a / b for a, b in zip(raw[mode]["ratios"], raw[floor]["ratios"], strict=False)]
+    if not q:
+        return None
+    return {"ratio": statistics.median(q), "min": min(q), "max": max(q), "rounds": len(q),
+            "rounds_within_target": sum(x <= OVER_FLOOR_TARGET for x in q), "per_round": q}
+
+
 def summarise(raw: dict, steps: int) -> dict:
     out = {}
     for m, r in raw.items():
@@ -484,6 +507,9 @@ def summarise(raw: dict, steps: int) -> dict:
                 elif vals:
                     s[k + "_per_step"] = statistics.median(vals) / steps
         out[m] = s
+    q = over_floor(raw)
+    if q:
+        out["dlpt/cupti_floor"] = q
     return out
 
 
@@ -524,6 +550,11 @@ def table(results: list[dict]) -> str:
                              f"/ unprofiled (calibration error) | **{s['ratio']:.3f}x** | {s['min']:.2f}–{s['max']:.2f} "
                              f"| {s['rounds']} | traced step {s['traced_ms']:.2f} ms = {s['traced_ratio']:.2f}x"
                              + (f"; dlpt's paired cost {s['paired_cost']:.2f}x" if "paired_cost" in s else "") + " |")
+                continue
+            if m == "dlpt/cupti_floor":
+                lines.append(f"| {r['workload']} | | dlpt / cupti_floor, per round | **{s['ratio']:.3f}x** | "
+                             f"{s['min']:.2f}–{s['max']:.2f} | {s['rounds']} | rounds ≤ {OVER_FLOOR_TARGET:.2f}x: "
+                             f"{s['rounds_within_target']} of {s['rounds']} |")
                 continue
             self_ns = s.get("self_ns_per_step")
             lines.append(f"| {r['workload']} | {s['base_ms']:.2f} | {m} | **{s['ratio']:.3f}x** | "
