@@ -10,7 +10,8 @@
 // live frame fixes). A hit costs the raw walk and one compare of 16 bytes per frame; no frame is
 // decoded and no tree lookup is made: frames are read once per distinct Python stack.
 //
-// 2-way set-associative with LRU replacement, indexed by the depth, the base node and the
+// Set-associative (`Ways` per set; two: least recently used goes, four: the oldest filled that did
+// not just hit), indexed by the depth, the base node and the
 // innermost frames' instruction pointers (where sites differ); the compare, not the index,
 // decides a hit. The path a chain maps to also depends on the scopes open on the thread (a scope
 // node goes above the frame that entered it): the key holds the thread's scope state, an id of
@@ -38,21 +39,23 @@
 
 namespace dlpt {
 
-/// `Sets`: sets of two ways (a power of two); `Inline`: frames a chain may have to be kept in
-/// its slot. Sizes: thread_state.h.
-template <size_t Sets, size_t Inline = 0>
+/// `Sets`: sets (a power of two) of `Ways` slots (2 or 4); `Inline`: frames a chain may have to
+/// be kept in its slot. Sizes: thread_state.h.
+template <size_t Sets, size_t Inline = 0, size_t Ways = 2>
 class SiteCache {
  public:
   /// The node cached for the chain `raw[0..n)` (innermost first, as walked) as a path under
   /// `base` with the scope state `scopes`, or false.
   bool find(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes, NodeId* node, uint32_t* usable) {
     Set& set = sets_[index(raw, n, base, scopes)];
-    for (uint8_t way = 0; way < 2; ++way) {
+    for (uint8_t way = 0; way < Ways; ++way) {
       const Slot& s = set.ways[way];
       if (s.n == n && s.base == base && s.scopes == scopes && same(s, raw, n)) {
         *node = s.node;
         *usable = s.usable;
-        set.next = way ^ 1;  // the other way is now the least recently used: the next to go
+        // Two ways: the other is now the least recently used, the next to go. Four: the next
+        // to go moves on if it was this one.
+        if (Ways == 2 || set.next == way) set.next = static_cast<uint8_t>((way + 1) % Ways);
         return true;
       }
     }
@@ -64,7 +67,7 @@ class SiteCache {
   void put(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes, NodeId node, uint32_t usable) {
     Set& set = sets_[index(raw, n, base, scopes)];
     Slot& s = set.ways[set.next];
-    set.next ^= 1;  // the way just filled is the most recently used
+    set.next = static_cast<uint8_t>((set.next + 1) % Ways);  // the way just filled goes last
     const void** c = s.prepare(n);
     for (size_t i = 0; i < n; ++i) {
       c[2 * i] = raw[i].frame;
@@ -86,6 +89,7 @@ class SiteCache {
  private:
   static constexpr size_t kSets = Sets;
   static_assert(kSets >= 2 && (kSets & (kSets - 1)) == 0, "a power of two: the index is the hash's top bits");
+  static_assert(Ways == 2 || Ways == 4, "two ways (LRU) or four (oldest filled)");
   static constexpr int kSetBits = __builtin_ctzll(kSets);
   static constexpr uint32_t kEmpty = UINT32_MAX;  // no walk has this many frames
   static constexpr size_t kIndexFrames = 8;       // innermost frames that pick the set
@@ -108,7 +112,7 @@ class SiteCache {
     }
   };
   struct Set {
-    std::array<Slot, 2> ways;
+    std::array<Slot, Ways> ways;
     uint8_t next = 0;
   };
 

@@ -225,10 +225,12 @@ class ThreadState {
   uint32_t next_scope_state_ = 1;
   std::unordered_map<ScopeStateKey, uint32_t, ScopeStateHash> scope_states_;
   PathCache root_path_;  // the Python path from the root
-  // Sizes (sets of two chains): a compiled step launches each of its few hundred kernels from
-  // its own line of the generated code (a compiled GPT's forward and backward: ~400 sites); the
-  // 256 chains these caches held before evicted sites every step. Memory: 16 bytes per frame of
-  // each chain (root chains are the whole stack: ~500 KiB at depth 60 when full).
+  // Sizes (sets of two chains, four for regions): a compiled step launches each of its few
+  // hundred kernels from its own line of the generated code (a compiled GPT's forward and
+  // backward: ~400 sites); the 256 chains these caches held before evicted sites every step.
+  // Memory: 16 bytes per frame of each chain (root chains are the whole stack: ~500 KiB at depth
+  // 60 when full); a slot with 8 frames inline is ~180 bytes (anchor sites ~90 KiB, region sites
+  // ~360 KiB a thread).
   SiteCache<256> root_sites_;               // ... of every launch site seen, by exact frame chain (before root_path_)
   FramePrefetch root_prefetch_;             // the frames of the last walk from the root
   FrameAnchors anchors_;                    // where a walk from the root may stop (frames/activations.h)
@@ -236,8 +238,10 @@ class ThreadState {
   SiteCache<256, 8> anchor_sites_;          // ... of every chain seen inward of an anchor (before anchor_path_)
   std::array<const void*, 8> requested_{};  // codes this thread asked to monitor lately
   size_t requested_next_ = 0;
-  PathCache region_path_;           // frames under the innermost torch.compile region
-  SiteCache<512, 8> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
+  PathCache region_path_;  // frames under the innermost torch.compile region
+  // Four ways: a compiled GPT's ~400 sites in 512 sets of two left ~20 sets with three or more
+  // sites, which evicted each other every step (37-45 misses a step on an H100, 2026-11-27).
+  SiteCache<512, 8, 4> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;
   ChildCache children_;
   OpNames names_;
