@@ -209,6 +209,7 @@ def test_more_sites_than_the_cache_holds_each_keep_their_line(under_region, line
             got[q.line] = got.get(q.line, 0) + n.counted.gpu_ns + n.outside.gpu_ns
     assert got == {2 + k: 3 * (1 + k) for k in range(lines)}
     if under_region and lines < 1000:
-        # 700 sites fit: after the cold pass only sets of more than four sites miss (~1%). With
-        # two ways a set (as before) ~16% of sets held three or more, ~270 misses a pass.
-        assert raw["counters"]["site_misses"] < lines + 100, raw["counters"]["site_misses"]
+        # 700 sites fit: after the cold pass only sets of more than four sites miss (~1% of
+        # sets; the sets depend on the code's addresses: 44-118 misses in two passes, 15 runs). Two
+        # ways a set (as before): ~16% of sets held three or more, 512-602 misses in 15 runs.
+        assert raw["counters"]["site_misses"] < lines + 250, raw["counters"]["site_misses"]
