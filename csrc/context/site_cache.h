@@ -15,7 +15,7 @@
 // innermost frames' instruction pointers (where sites differ); the compare, not the index,
 // decides a hit. The path a chain maps to also depends on the scopes open on the thread (a scope
 // node goes above the frame that entered it): the key holds the thread's scope state, an id of
-// the exact stack of open scopes (ThreadState::push_scope), so the sites seen outside a scope
+// the exact stack of open scopes (ThreadState::scope_state_after), so the sites seen outside a scope
 // stay valid inside it and after it. (Clearing the cache at every scope change instead, as
 // before, threw every site away twice per training step: torch's optimizer opens a
 // record_function scope in `step` and in `zero_grad`.)
@@ -23,7 +23,8 @@
 // Short chains (walks that stopped at an anchor, launches under a compiled region: a handful of
 // frames) are kept inside the slot, `Inline` frames at most, so that a hit reads the set's own
 // lines and no second, dependent allocation; longer ones are kept in a vector.
-// Two per thread: paths from the root (python_context) and paths under a compiled region's node
+// Three per thread: paths from the root (python_context), paths inward of an anchor (under the
+// anchor's caller's node: frame_anchors.h) and paths under a compiled region's node
 // (python_subpath: Inductor's generated code launches each kernel from its own line of `call`,
 // so consecutive launches differ in the outer of the few frames walked, and PathCache rebuilt
 // and decoded all of them on every launch). The key includes the node the path hangs under.
@@ -46,7 +47,7 @@ class SiteCache {
  public:
   /// The node cached for the chain `raw[0..n)` (innermost first, as walked) as a path under
   /// `base` with the scope state `scopes`, or false.
-  bool find(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes, NodeId* node, uint32_t* usable) {
+  bool find(const RawFrame* raw, size_t n, NodeId base, uint64_t scopes, NodeId* node, uint32_t* usable) {
     Set& set = sets_[index(raw, n, base, scopes)];
     for (uint8_t way = 0; way < Ways; ++way) {
       const Slot& s = set.ways[way];
@@ -64,7 +65,7 @@ class SiteCache {
 
   /// Remembers `node` (and the usable-frame count) for the chain `raw[0..n)` under `base` with
   /// the scope state `scopes`.
-  void put(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes, NodeId node, uint32_t usable) {
+  void put(const RawFrame* raw, size_t n, NodeId base, uint64_t scopes, NodeId node, uint32_t usable) {
     Set& set = sets_[index(raw, n, base, scopes)];
     Slot& s = set.ways[set.next];
     set.next = static_cast<uint8_t>((set.next + 1) % Ways);  // the way just filled goes last
@@ -98,7 +99,7 @@ class SiteCache {
     uint32_t n = kEmpty;  // frames in the chain
     uint32_t usable = 0;
     NodeId base = kNoNode;  // the node the path hangs under (the root, an anchor's, a compiled region's)
-    uint32_t scopes = 0;    // the thread's scope state (ThreadState::scope_state)
+    uint64_t scopes = 0;    // the thread's scope state (ThreadState::scope_state_after)
     NodeId node = kNoNode;
     // frame, instr of each frame, innermost first: here when n <= Inline, else in `spill`
     std::array<const void*, 2 * Inline> inline_chain{};
@@ -116,9 +117,8 @@ class SiteCache {
     uint8_t next = 0;
   };
 
-  static size_t index(const RawFrame* raw, size_t n, NodeId base, uint32_t scopes) {
-    uint64_t h =
-        (n ^ (static_cast<uint64_t>(base) << 20) ^ (static_cast<uint64_t>(scopes) << 40)) * 0x9E3779B97F4A7C15ull;
+  static size_t index(const RawFrame* raw, size_t n, NodeId base, uint64_t scopes) {
+    uint64_t h = (n ^ (static_cast<uint64_t>(base) << 20) ^ (scopes * 0xC2B2AE3D27D4EB4Full)) * 0x9E3779B97F4A7C15ull;
     const size_t k = n < kIndexFrames ? n : kIndexFrames;
     for (size_t i = 0; i < k; ++i) h = (h ^ reinterpret_cast<uint64_t>(raw[i].instr)) * 0xFF51AFD7ED558CCDull;
     return static_cast<size_t>(h >> (64 - kSetBits));  // the best-mixed bits of the product

@@ -91,11 +91,11 @@ void ThreadState::scopes_changed() {
   anchor_path_.invalidate();
 }
 
-uint32_t ThreadState::scope_state_after(const void* entry_frame, uint32_t name_id) {
+uint64_t ThreadState::scope_state_after(const void* entry_frame, uint32_t name_id) {
   const ScopeStateKey key{scope_state_, name_id, entry_frame};
   const auto it = scope_states_.find(key);
   if (it != scope_states_.end()) return it->second;
-  const uint32_t id = next_scope_state_++;
+  const uint64_t id = next_scope_state_++;
   if (scope_states_.size() < kMaxScopeStates) scope_states_.emplace(key, id);
   return id;
 }
@@ -282,7 +282,7 @@ NodeId ThreadState::launch_context() {
 }
 
 void ThreadState::push_scope(const void* entry_frame, uint32_t name_id) {
-  const uint32_t state = scope_state_after(entry_frame, name_id);
+  const uint64_t state = scope_state_after(entry_frame, name_id);
   scopes_.push_back(ScopeEntry{entry_frame, name_id, scope_state_});
   scope_state_ = state;
   scope_mirror.push(entry_frame, name_id);

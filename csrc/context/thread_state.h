@@ -61,7 +61,7 @@ struct OpEntry {
 struct ScopeEntry {
   const void* entry_frame;  // the frame that entered the scope; the scope node goes above it
   uint32_t name_id;
-  uint32_t outer_state;  // the thread's scope state before this scope was entered
+  uint64_t outer_state;  // the thread's scope state before this scope was entered
 };
 
 /// Per-thread statistics of one watched CUDA API function. Single writer: relaxed atomics
@@ -196,7 +196,7 @@ class ThreadState {
   void scopes_changed();
   /// The id of the scope stack that entering scope (entry_frame, name_id) on top of the
   /// current one makes: the same stack gets the same id (site_cache.h).
-  uint32_t scope_state_after(const void* entry_frame, uint32_t name_id);
+  uint64_t scope_state_after(const void* entry_frame, uint32_t name_id);
 
   std::array<OpEntry, kMaxDepth> stack_;
   size_t depth_ = 0;
@@ -208,7 +208,7 @@ class ThreadState {
   // gets a fresh id each time (never equal to one cached: a miss, never a wrong path).
   static constexpr size_t kMaxScopeStates = 4096;
   struct ScopeStateKey {
-    uint32_t outer;
+    uint64_t outer;
     uint32_t name_id;
     const void* entry_frame;
     bool operator==(const ScopeStateKey& o) const {
@@ -221,9 +221,9 @@ class ThreadState {
              (static_cast<size_t>(k.name_id) << 17);
     }
   };
-  uint32_t scope_state_ = 0;
-  uint32_t next_scope_state_ = 1;
-  std::unordered_map<ScopeStateKey, uint32_t, ScopeStateHash> scope_states_;
+  uint64_t scope_state_ = 0;
+  uint64_t next_scope_state_ = 1;  // 64 bits: fresh ids never wrap around to one in use
+  std::unordered_map<ScopeStateKey, uint64_t, ScopeStateHash> scope_states_;
   PathCache root_path_;  // the Python path from the root
   // Sizes (sets of two chains, four for regions): a compiled step launches each of its few
   // hundred kernels from its own line of the generated code (a compiled GPT's forward and
