@@ -218,19 +218,22 @@ void ThreadState::take_anchor(const RawFrame* raw, size_t n, int hit) {
   const size_t k = static_cast<size_t>(d) - p0;  // its index from the outermost frame walked (>= 1)
   const void* frame = raw[n - 1 - k].frame;
   activations::Mark m;
-  if (!activations::take_mark(frame, &m)) {
-    const void* code = frame_code_of(frame);
-    if (activations::is_monitored(code)) {
-      anchors_.reject(static_cast<size_t>(d));  // a generator's frame, or its starts not counted
+  switch (activations::take_mark(frame, &m)) {
+    case activations::MarkResult::kTaken:
+      break;
+    case activations::MarkResult::kNever:
+      anchors_.reject(static_cast<size_t>(d));  // not tried again while it stays on the chain
+      return;
+    case activations::MarkResult::kNotMonitored: {
+      // Ask once in a while (the request is registered by a pending call).
+      const void* code = frame_code_of(frame);
+      for (const void* c : requested_) {
+        if (c == code) return;
+      }
+      requested_[requested_next_++ % requested_.size()] = code;
+      activations::request(const_cast<PyObject*>(static_cast<const PyObject*>(code)));
       return;
     }
-    // Not monitored yet: ask once in a while (the request is registered by a pending call).
-    for (const void* c : requested_) {
-      if (c == code) return;
-    }
-    requested_[requested_next_++ % requested_.size()] = code;
-    activations::request(const_cast<PyObject*>(static_cast<const PyObject*>(code)));
-    return;
   }
   // The path up to its caller, from the cache of the kind of walk this was (built for this
   // chain now if a site-cache hit skipped it).

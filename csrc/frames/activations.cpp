@@ -257,18 +257,18 @@ Stats stats() {
   return s;
 }
 
-bool take_mark(const void* frame, Mark* out) {
+MarkResult take_mark(const void* frame, Mark* out) {
   const auto* f = static_cast<const InterpFrame*>(frame);
-  if (f->owner != kOwnedByThread) return false;
+  if (f->owner != kOwnedByThread) return MarkResult::kNever;
   // The epoch before the registered set: disable() clears `enabled` before it moves the epoch
   // on, so a mark that reads the new epoch finds nothing monitored and is not taken.
   const uint64_t e = epoch();
   const void* code = frame_code(f);
-  if (!is_monitored(code)) return false;
+  if (!is_monitored(code)) return MarkResult::kNotMonitored;
   const uint64_t n = starts(code);
-  if (n == kUnknownStarts) return false;
+  if (n == kUnknownStarts) return MarkResult::kNever;
   *out = Mark{frame, f->previous, code, n, e};
-  return true;
+  return MarkResult::kTaken;
 }
 
 bool same_activation(const void* frame, const Mark& m) {

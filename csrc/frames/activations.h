@@ -81,10 +81,17 @@ struct Mark {
   uint64_t epoch = 0;
 };
 
+/// What take_mark() made of a frame.
+enum class MarkResult : uint8_t {
+  kTaken,         // *out is its mark
+  kNotMonitored,  // its code is not monitored (yet: it may be requested)
+  kNever,         // it cannot anchor: a generator's frame (resumed from other callers), or its
+                  // code's starts are not counted on this thread
+};
+
 /// [own thread] Marks `frame` (one of the calling thread's frames, on its stack now) if it can
-/// anchor a walk: owned by the thread (a generator's frame is resumed from other callers), its
-/// code monitored. False otherwise.
-bool take_mark(const void* frame, Mark* out);
+/// anchor a walk: owned by the thread, its code monitored, its starts counted.
+MarkResult take_mark(const void* frame, Mark* out);
 
 /// [own thread] Whether `frame` (met on the calling thread's stack at m.frame's address) is the
 /// activation `m` was taken of: same code and caller, no start of that code since, same epoch.
