@@ -19,6 +19,10 @@ Modes
   dlpt_noanchors  dlpt with every walk of the Python stack going to the root (DLPT_FRAME_ANCHORS=0;
                CPython 3.12+ has frame anchors: dlpt/capture/frame_anchors.py); dlpt over it is what
                the anchors save
+  dlpt_nomemo  dlpt with outermost ops finding their op and phase nodes in the tree cache only
+               (DLPT_OP_MEMO=0; csrc/context/op_node_memo.h): dlpt over it is what the memo saves
+  dlpt_inner0  dlpt with frame anchors allowed at the innermost frame (DLPT_ANCHOR_MIN_INNER=0; the
+               default keeps two frames inward of an anchor: csrc/context/frame_anchors.h)
   dlpt_timeline   dlpt.profile(timeline=1000): a timeline window kept throughout the chunk (its
                event budget permitting): what recording every op, call, kernel and sample costs
   dlpt_nogpu   dlpt.profile(gpu=False): the CPU-side op path alone (no CUPTI)
@@ -73,6 +77,13 @@ Modes
 The overhead modes (dlpt, dlpt_*) trace every step of their chunk (calibrate=False): they measure
 what a traced step costs. dlpt's default schedule runs some steps untraced (dlpt_calibrated).
 
+Main-thread CPU time: each chunk is also timed by the main thread's CPU clock
+(time.thread_time), and the table gives that ratio's median beside the wall one. Time the thread
+spent descheduled (another tenant's process on its core) is not in it, so on a shared host it
+moves less between rounds; dlpt's work on other threads (CUPTI's buffer thread, the host
+sampler) is not in it either, and a wait on the GPU counts only as far as the CPU spins in it:
+the wall ratio stays the figure that counts, this one says how much of its spread is the host.
+
 dlpt over the CUPTI floor: when both `dlpt` and `cupti_floor` ran in a block, their ratios of the
 same round are divided (the two profiled chunks ran seconds apart, between the same neighbours):
 the table's "dlpt / cupti_floor" row is the median of those per-round quotients, with min-max
@@ -111,7 +122,8 @@ import dlpt  # noqa: E402
 
 from workloads import BUILDERS as SHARED  # noqa: E402
 
-DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dlpt_noanchors", "dlpt_timeline", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
+DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dlpt_noanchors", "dlpt_nomemo",
+              "dlpt_inner0", "dlpt_timeline", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
               "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
               "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
               "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity", "dlpt_suspended",
@@ -145,12 +157,17 @@ def rss_mb() -> float:
 
 
 def chunk(step, n: int) -> float:
+    return timed_chunk(step, n)[0]
+
+
+def timed_chunk(step, n: int) -> tuple[float, float]:
+    """Seconds per step of ``n`` steps: wall, and the main thread's CPU time (see the docstring)."""
     torch.cuda.synchronize()
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.thread_time()
     for _ in range(n):
         step()
     torch.cuda.synchronize()
-    return (time.perf_counter() - t) / n
+    return (time.perf_counter() - t) / n, (time.thread_time() - c) / n
 
 
 class Env:
@@ -311,6 +328,8 @@ def profiler(mode: str):
         "dlpt_sampler": lambda: Dlpt(sample_hz=1000),
         "dlpt_nosampler": lambda: Dlpt(sample_hz=0),
         "dlpt_noanchors": lambda: Dlpt(env={"DLPT_FRAME_ANCHORS": "0"}),
+        "dlpt_nomemo": lambda: Dlpt(env={"DLPT_OP_MEMO": "0"}),
+        "dlpt_inner0": lambda: Dlpt(env={"DLPT_ANCHOR_MIN_INNER": "0"}),
         "dlpt_timeline": lambda: Dlpt(timeline=1000),
         "dlpt_nogpu": lambda: Dlpt(gpu=False),
         "dlpt_memory": lambda: Dlpt(memory=True, **_no_calibration()),
@@ -384,26 +403,30 @@ def pcs_chunk(step, n: int, window: bool, manual: bool) -> float:
 CAPTURE_KEYS = ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns",
                 "self_api_ns", "tracing_switch_ns", "host_samples", "host_ticks", "host_max_threads", "host_sampler_cpu_ns",
                 "python_walks", "python_frames_walked", "anchored_walks", "self_op_end_ns", "walk_read_ns",
-                "walk_site_ns", "walk_anchor_ns", "site_misses", "anchors_taken")
+                "walk_site_ns", "walk_anchor_ns", "site_misses", "anchors_taken", "self_op_start_ns",
+                "outermost_ops", "op_start_name_ns", "op_start_nodes_ns", "op_start_rest_ns")
 
 
 def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False) -> dict:
-    out: dict = {m: {"ratios": [], "base_s": [], "prof_s": [], "capture": []} for m in modes}
+    out: dict = {m: {"ratios": [], "base_s": [], "prof_s": [], "capture": [], "cpu_ratios": []} for m in modes}
     for _ in range(rounds):
         for m in modes:
-            a = chunk(step, n)
+            a, a_cpu = timed_chunk(step, n)
+            b_cpu = None
             if m == "aa":
-                b = chunk(step, n)
+                b, b_cpu = timed_chunk(step, n)
                 cap = None
             elif m in PCS_MODES:
                 b = pcs_chunk(step, n, m == "dlpt_pcs_window", manual)
                 cap = None
             else:
                 with profiler(m) as p:
-                    b = chunk(step, n)
+                    b, b_cpu = timed_chunk(step, n)
                 cap = getattr(p, "capture", None)
             r = out[m]
             r["ratios"].append(b / a)
+            if b_cpu is not None and a_cpu > 0:
+                r["cpu_ratios"].append(b_cpu / a_cpu)
             r["base_s"].append(a)
             r["prof_s"].append(b)
             if cap:
@@ -498,6 +521,9 @@ def summarise(raw: dict, steps: int) -> dict:
         s = {"ratio": statistics.median(r["ratios"]), "min": min(r["ratios"]), "max": max(r["ratios"]),
              "base_ms": statistics.median(r["base_s"]) * 1e3, "prof_ms": statistics.median(r["prof_s"]) * 1e3,
              "rounds": len(r["ratios"])}
+        if r.get("cpu_ratios"):
+            s.update(cpu_ratio=statistics.median(r["cpu_ratios"]), cpu_min=min(r["cpu_ratios"]),
+                     cpu_max=max(r["cpu_ratios"]))
         if r["capture"]:
             c = r["capture"]
             for k in CAPTURE_KEYS:
@@ -538,8 +564,9 @@ def long_run(step, steps: int = 300, chunks: int = 10) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| workload | base ms/step | mode | ratio (median) | min–max | rounds | dlpt self ns/step |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| workload | base ms/step | mode | ratio (median) | min–max | rounds | dlpt self ns/step "
+             "| main thread's CPU time: ratio (min–max) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
             lines.append(f"| {r['workload']} | error: {r['error'][:80]} |||||")
@@ -557,9 +584,10 @@ def table(results: list[dict]) -> str:
                              f"{s['rounds_within_target']} of {s['rounds']} |")
                 continue
             self_ns = s.get("self_ns_per_step")
+            cpu = (f"{s['cpu_ratio']:.3f}x ({s['cpu_min']:.2f}–{s['cpu_max']:.2f})" if "cpu_ratio" in s else "")
             lines.append(f"| {r['workload']} | {s['base_ms']:.2f} | {m} | **{s['ratio']:.3f}x** | "
                          f"{s['min']:.2f}–{s['max']:.2f} | {s['rounds']} | "
-                         f"{'' if self_ns is None else f'{self_ns / 1e3:.0f} µs'} |")
+                         f"{'' if self_ns is None else f'{self_ns / 1e3:.0f} µs'} | {cpu} |")
         if "long" in r:
             lg = r["long"]
             lines.append(f"| {r['workload']} | long run ({lg['chunks']}x{lg['steps_per_chunk']} steps) | dlpt | "

@@ -163,12 +163,18 @@ StopResult stop_capture(bool last_counted) {
     res.self.walk_anchor_ns += ts.walk_anchor_ticks.get();
     res.self.site_misses += ts.site_misses.get();
     res.self.anchors_taken += ts.anchors_taken.get();
+    res.self.op_start_ns += ts.op_start_ticks.get();
+    res.self.outermost_ops += ts.outermost_ops.get();
+    res.self.op_name_ns += ts.op_name_ticks.get();
+    res.self.op_nodes_ns += ts.op_nodes_ticks.get();
+    res.self.op_rest_ns += ts.op_rest_ticks.get();
   });
   res.self.self_ns = s->rate.to_ns(res.self.self_ns);
   res.self.python_ns = s->rate.to_ns(res.self.python_ns);
   res.self.api_ns = s->rate.to_ns(res.self.api_ns);
   res.self.window_ns = s->rate.to_ns(res.self.window_ns);
-  for (uint64_t* t : {&res.self.op_end_ns, &res.self.walk_read_ns, &res.self.walk_site_ns, &res.self.walk_anchor_ns})
+  for (uint64_t* t : {&res.self.op_end_ns, &res.self.walk_read_ns, &res.self.walk_site_ns, &res.self.walk_anchor_ns,
+                      &res.self.op_start_ns, &res.self.op_name_ns, &res.self.op_nodes_ns, &res.self.op_rest_ns})
     *t = s->rate.to_ns(*t);
   res.session = s;
   return res;

@@ -67,6 +67,11 @@ struct SelfCost {
   uint64_t walk_anchor_ns = 0;  // ... choosing and taking anchors
   uint64_t site_misses = 0;     // walks whose chain no site cache held
   uint64_t anchors_taken = 0;   // anchors taken
+  uint64_t op_start_ns = 0;     // sampled time in op start callbacks
+  uint64_t outermost_ops = 0;   // outermost forward ops started
+  uint64_t op_name_ns = 0;      // sampled: outermost records finding their name
+  uint64_t op_nodes_ns = 0;     // ... outermost forward ops finding their nodes
+  uint64_t op_rest_ns = 0;      // ... the rest of their start
 };
 
 struct StopResult {

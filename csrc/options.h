@@ -39,6 +39,8 @@ enum class SuspendMode : uint8_t {
 ///   DLPT_WINDOW_MIN_NESTED  nested records an op must make to get a RecordFunction window
 ///   DLPT_KEEP_CUPTI         1: stop() unsubscribes but does not detach CUPTI (cuptiFinalize)
 ///   DLPT_SUSPEND            "disable" (default) or "detach": SuspendMode
+///   DLPT_OP_MEMO            0: outermost op starts look their nodes up without OpNodeMemo
+///   DLPT_ANCHOR_MIN_INNER   frames a frame anchor keeps inward of it (frame_anchors.h; default 2)
 struct BenchSwitches {
   Floor floor = Floor::None;
   CuptiExperiment cupti;
@@ -47,6 +49,8 @@ struct BenchSwitches {
   uint32_t window_min_nested = 8;
   bool keep_cupti = false;
   SuspendMode suspend = SuspendMode::Disable;
+  bool op_memo = true;
+  uint32_t anchor_min_inner = 2;
 };
 
 /// [GIL] The switches of the environment now. Throws std::invalid_argument on a DLPT_FLOOR or

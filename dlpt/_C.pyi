@@ -61,6 +61,11 @@ class Counters(TypedDict):
     walk_anchor_ns: int  # ... choosing and taking anchors
     site_misses: int  # walks whose frame chain no site cache held (its path was built)
     anchors_taken: int  # anchors taken: frames a later walk may stop at
+    self_op_start_ns: int  # sampled time in op start callbacks (part of self_ns; their walks included)
+    outermost_ops: int  # outermost forward ops started (each walks the Python stack)
+    op_start_name_ns: int  # sampled: outermost records finding their name's id and flags
+    op_start_nodes_ns: int  # ... outermost forward ops finding their op and forward phase nodes
+    op_start_rest_ns: int  # ... the rest of their start: record stack, sequence ranges, windows
     tracing_switches: int  # set_tracing calls that switched tracing off or on
     tracing_switch_ns: int  # time those switches took, in all (flushing CUPTI's records included)
     tsc: bool  # host ticks are TSC cycles (else steady_clock nanoseconds)

@@ -256,8 +256,10 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
     if (collecting) ts.push(EntryKind::Wrapper, &rf).start = ticks();  // placed by its node's record
     return;
   }
+  SampledParts parts(timer.sampled());
   const uint32_t id = ts.name_id(name);
   const uint8_t flags = ts.name_info(id).flags;
+  parts.mark(ts.op_name_ticks);
   const bool compiled = (flags & kCompiledRegion) != 0;
   if (!collecting && !compiled) return;  // paused: only compiled regions are followed
   if (scope == at::RecordScope::USER_SCOPE) {
@@ -284,18 +286,25 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   }
   // An outermost forward op: capture the Python path once; nested ops and launches reuse it.
   size_t depth = 0;
+  ts.outermost_ops.add(1);
   const uint64_t t0 = timer.sampled() ? ticks() : 0;
   const NodeId py = ts.python_context(&depth);
   if (t0) ts.python_ticks.add((ticks() - t0) * ThreadState::kSelfSample);
+  parts.skip();  // the walk timed its own parts
+  NodeId op = kNoNode;
+  NodeId forward = kNoNode;
+  ts.op_nodes(py != kNoNode ? py : ts.thread_node(), id, &op, &forward);
+  parts.mark(ts.op_nodes_ticks);
   OpEntry& e = ts.push(EntryKind::Op, &rf);
-  e.op_node = ts.child(py != kNoNode ? py : ts.thread_node(), NodeKind::Op, id);
-  e.ctx_node = ts.phase(e.op_node, Phase::Forward);
+  e.op_node = op;
+  e.ctx_node = forward;
   e.name_id = id;
   if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf), s.epochs.current());
   if (compiled) begin_region(e);
   record_forward_op(s, ts, rf.seqNr(), e.op_node);
   e.start = ticks();
   if (!compiled) learn_or_open_window(s, ts, e, rf);
+  parts.mark(ts.op_rest_ticks);
 }
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
@@ -309,7 +318,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   const bool collecting = s->collecting.load(std::memory_order_relaxed);
   if (!collecting && !s->gpu.load(std::memory_order_relaxed)) return nullptr;
   ThreadState& ts = ThreadState::get(*s);
-  SelfTimer timer(ts);
+  SelfTimer timer(ts, &ts.op_start_ticks);
   ts.op_records.add(1);
   if (ts.full()) return nullptr;  // its end finds no entry and is ignored
   if (ts.rf_thread_id == 0) ts.rf_thread_id = rf.threadId();

@@ -31,7 +31,10 @@ class FrameAnchors {
  public:
   static constexpr size_t kMax = 4;       // anchors per thread: outer levels of one stack
   static constexpr size_t kMinDepth = 8;  // a shallower anchor saves too few frames
-  static constexpr size_t kMinInner = 2;  // frames inward of it: where consecutive ops differ
+  // Frames inward of an anchor (where consecutive ops differ): kMinInner unless a benchmark
+  // asks otherwise (BenchSwitches::anchor_min_inner; 0 lets the innermost frame anchor).
+  static constexpr size_t kMinInner = 2;
+  void set_min_inner(size_t frames) { min_inner_ = frames; }
 
   struct Anchor {
     NodeId base;            // the path up to its caller
@@ -82,7 +85,7 @@ class FrameAnchors {
     // frame inward of it stays rejected after that frame returned: an anchor missed, never a
     // wrong one.)
     for (size_t d = common, tries = 0; d-- > lowest && tries < 8;) {
-      if (len - 1 - d < kMinInner || chain_[d].rejected) continue;
+      if (len - 1 - d < min_inner_ || chain_[d].rejected) continue;
       ++tries;
       if (chain_[d].code != nullptr && appears_once(chain_[d].code)) return static_cast<int>(d);
       chain_[d].rejected = true;
@@ -127,6 +130,7 @@ class FrameAnchors {
   std::array<activations::Mark, kMax> marks_{};  // beside each other: the walk compares them all
   std::array<Anchor, kMax> anchors_{};
   size_t n_ = 0;
+  size_t min_inner_ = kMinInner;
   std::array<Link, kChain> chain_{};  // the last chain, outermost first
   size_t len_ = 0;
 };

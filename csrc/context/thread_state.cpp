@@ -55,7 +55,9 @@ ThreadState* ThreadState::find(const Session& s) {
 }
 
 ThreadState::ThreadState(Session& s, uint64_t tid)
-    : session(s), generation(s.generation), os_tid(tid), names_(s.tree.strings) {}
+    : session(s), generation(s.generation), os_tid(tid), names_(s.tree.strings) {
+  anchors_.set_min_inner(s.opts.bench.anchor_min_inner);
+}
 
 void ThreadState::recycle(uint64_t tid) {
   os_tid = tid;
@@ -124,6 +126,13 @@ NodeId ThreadState::child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b) 
   return id;
 }
 
+void ThreadState::op_nodes(NodeId parent, uint32_t name_id, NodeId* op, NodeId* forward) {
+  if (session.opts.bench.op_memo && op_memo_.find(parent, name_id, op, forward)) return;
+  *op = child(parent, NodeKind::Op, name_id);
+  *forward = phase(*op, Phase::Forward);
+  op_memo_.put(parent, name_id, *op, *forward);
+}
+
 NodeId ThreadState::thread_node() {
   if (thread_node_ == kNoNode) thread_node_ = child(kRootNode, NodeKind::Thread, os_tid);
   return thread_node_;
@@ -146,28 +155,10 @@ NodeId ThreadState::frame_node(NodeId parent, const RawFrame& f) {
   return frame_child(parent, f);
 }
 
-namespace {
-/// The parts of a sampled walk (ThreadState::sampling): each mark() adds the ticks since the
-/// last one, scaled like SelfTimer's, to a part's counter. Does nothing in unsampled callbacks.
-class WalkParts {
- public:
-  explicit WalkParts(bool on) : last_(on ? ticks() : 0) {}
-  void mark(OwnedCounter& part) {
-    if (last_ == 0) return;
-    const uint64_t now = ticks();
-    part.add((now - last_) * ThreadState::kSelfSample);
-    last_ = now;
-  }
-
- private:
-  uint64_t last_;
-};
-}  // namespace
-
 NodeId ThreadState::python_context(size_t* depth) {
   if (depth) *depth = 0;
   if (!session.opts.python_frames) return kNoNode;
-  WalkParts parts(sampling);
+  SampledParts parts(sampling);
   RawFrame raw[kMaxPythonFrames];
   root_prefetch_.issue();  // the last walk's frames, requested together (frame_prefetch.h)
   int hit = -1;            // to the root, or to an anchor whose outer path is known
@@ -256,7 +247,7 @@ NodeId ThreadState::python_subpath(NodeId base, const void* since) {
   if (!session.opts.python_frames) return base;
   // Only the frames newer than the region's start: a launch from Inductor's generated code
   // walks a handful of frames, not the whole stack.
-  WalkParts parts(sampling);
+  SampledParts parts(sampling);
   RawFrame raw[kMaxPythonFrames];
   const size_t n = walk_python_frames(raw, kMaxPythonFrames, since);
   parts.mark(walk_read_ticks);

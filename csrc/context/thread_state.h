@@ -28,6 +28,7 @@
 #include "child_cache.h"
 #include "frame_anchors.h"
 #include "op_names.h"
+#include "op_node_memo.h"
 #include "path_cache.h"
 #include "scope_mirror.h"
 #include "site_cache.h"
@@ -122,6 +123,8 @@ class ThreadState {
   NodeId child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b = 0);
   /// [MT] The phase node `p` under `parent`.
   NodeId phase(NodeId parent, Phase p) { return child(parent, NodeKind::Phase, phase_key(p)); }
+  /// [MT] An outermost op's node under `parent` and the op's forward phase (op_node_memo.h).
+  void op_nodes(NodeId parent, uint32_t name_id, NodeId* op, NodeId* forward);
   uint32_t name_id(const char* name) { return names_.id(name); }
   NameInfo& name_info(uint32_t id) { return names_.info(id); }
 
@@ -176,6 +179,11 @@ class ThreadState {
   OwnedCounter walk_anchor_ticks;  // ... choosing and taking anchors
   OwnedCounter site_misses;        // walks whose chain no site cache held (path built)
   OwnedCounter anchors_taken;      // anchors taken (frame_anchors.h)
+  OwnedCounter op_start_ticks;     // sampled time in op start callbacks
+  OwnedCounter outermost_ops;      // outermost forward ops started (each walks the Python stack)
+  OwnedCounter op_name_ticks;      // sampled: outermost records finding their name's id and flags
+  OwnedCounter op_nodes_ticks;     // ... outermost forward ops finding their op and phase nodes
+  OwnedCounter op_rest_ticks;      // ... and the rest of their start (record stack, sequence ranges, windows)
   std::array<ApiCounter, kMaxWatchedApis> apis;
 
   /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).
@@ -244,7 +252,29 @@ class ThreadState {
   SiteCache<512, 8, 4> region_sites_;  // ... of every launch site seen under a region's node (before region_path_)
   NodeId thread_node_ = kNoNode;
   ChildCache children_;
+  OpNodeMemo op_memo_;  // before children_ at outermost op starts (bench switch: DLPT_OP_MEMO=0)
   OpNames names_;
+};
+
+/// [MT] The parts of a sampled callback (ThreadState::sampling): each mark() adds the ticks
+/// since the last mark (or skip) to a part's counter, scaled like SelfTimer's. Does nothing in
+/// callbacks that are not sampled.
+class SampledParts {
+ public:
+  explicit SampledParts(bool on) : last_(on ? ticks() : 0) {}
+  void mark(OwnedCounter& part) {
+    if (last_ == 0) return;
+    const uint64_t now = ticks();
+    part.add((now - last_) * ThreadState::kSelfSample);
+    last_ = now;
+  }
+  /// The time since the last mark is counted elsewhere (a walk, which times its own parts).
+  void skip() {
+    if (last_ != 0) last_ = ticks();
+  }
+
+ private:
+  uint64_t last_;
 };
 
 /// [MT] Times every kSelfSample-th dlpt callback on this thread, end to end, and adds the time

@@ -29,6 +29,11 @@ CounterValues counter_values(const Session& s, const StopResult& r) {
   v.walk_anchor_ns = r.self.walk_anchor_ns;
   v.site_misses = r.self.site_misses;
   v.anchors_taken = r.self.anchors_taken;
+  v.self_op_start_ns = r.self.op_start_ns;
+  v.outermost_ops = r.self.outermost_ops;
+  v.op_start_name_ns = r.self.op_name_ns;
+  v.op_start_nodes_ns = r.self.op_nodes_ns;
+  v.op_start_rest_ns = r.self.op_rest_ns;
   v.tsc = s.rate.tsc();
   v.cupti_unsubscribe_error = r.tracer.unsubscribe_error;
   v.tracing_error = s.tracing_error;

@@ -272,6 +272,11 @@ class Capture:
     walk_anchor_ns: int | None = None
     site_misses: int | None = None
     anchors_taken: int | None = None
+    self_op_start_ns: int | None = None
+    outermost_ops: int | None = None
+    op_start_name_ns: int | None = None
+    op_start_nodes_ns: int | None = None
+    op_start_rest_ns: int | None = None
     tracing_switches: int | None = None
     tracing_switch_ns: int | None = None
     tsc: bool | None = None

@@ -99,6 +99,45 @@ def test_a_new_activation_at_the_same_address_under_the_same_caller_keeps_its_ow
     assert counters["python_frames_walked"] < 0.7 * plain["counters"]["python_frames_walked"]
 
 
+def two_lines(corr: int) -> None:
+    T.launch(corr)  # @one
+    T.launch(corr + 1)  # @two
+
+
+def deep_two(levels: int, corr: int) -> None:
+    if levels:
+        deep_two(levels - 1, corr)
+    else:
+        two_lines(corr)
+
+
+@pytest.mark.parametrize("min_inner", ["2", "0"])
+def test_an_anchor_at_the_innermost_frame_keeps_each_line_of_it(counted_starts, monkeypatch, min_inner):
+    # DLPT_ANCHOR_MIN_INNER=0 (bench/paired.py's dlpt_inner0) lets the frame that launches be an
+    # anchor: the second launch of each call walks that one frame, and its line must come from
+    # the frame's instruction, not from the anchor's path; each call is a new activation at the
+    # same address, on which the first launch must not reuse the last call's anchor. (Here the
+    # default reads fewer frames, 1,168 against 1,884: the innermost anchor, void at every call,
+    # keeps the stable outer frame from being anchored, and the first launch of each call walks
+    # to the root.)
+    monkeypatch.setenv("DLPT_ANCHOR_MIN_INNER", min_inner)
+    C.start(False, [], True)
+    expected = {"one": 0, "two": 0}
+    for i in range(40):
+        corr = 20_000 + 2 * i
+        deep_two(10, corr)
+        for k, line in enumerate(("one", "two")):
+            T.kernel_record(corr + k, 0, 10 + i + k, 0, "k")
+            expected[line] += 10 + i + k
+    raw = C.stop()
+    assert kernel_ns_by_line(raw, two_lines, ["one", "two"]) == expected
+    counters = raw["counters"]
+    if min_inner == "2":  # one outer frame anchors every walk below it
+        assert counters["anchored_walks"] > 70 and counters["anchors_taken"] <= 2, counters
+    else:  # each call's frame is anchored, and its second launch stops there
+        assert counters["anchored_walks"] >= 39 and counters["anchors_taken"] >= 39, counters
+
+
 def test_without_counted_starts_every_walk_goes_to_the_root():
     C.start(False, [], True)
     raw, expected = run(PLAN[:8])
