@@ -78,11 +78,11 @@ The overhead modes (dlpt, dlpt_*) trace every step of their chunk (calibrate=Fal
 what a traced step costs. dlpt's default schedule runs some steps untraced (dlpt_calibrated).
 
 Main-thread CPU time: each chunk is also timed by the main thread's CPU clock
-(time.thread_time), and the table gives that ratio's median beside the wall one. Time the thread
-spent descheduled (another tenant's process on its core) is not in it, so on a shared host it
-moves less between rounds; dlpt's work on other threads (CUPTI's buffer thread, the host
-sampler) is not in it either, and a wait on the GPU counts only as far as the CPU spins in it:
-the wall ratio stays the figure that counts, this one says how much of its spread is the host.
+(time.thread_time), and the table gives that ratio's median and spread beside the wall one. Time
+the thread spent off its core is not in it, nor is dlpt's work on other threads (CUPTI's buffer
+thread, the host sampler); a wait on the GPU counts as far as the CPU spins in it. On the H100
+hosts it spread as much as the wall ratio (docs/overhead.md, 2026-11-27): the rounds' spread
+there is contention, not descheduling. The wall ratio stays the figure that counts.
 
 dlpt over the CUPTI floor: when both `dlpt` and `cupti_floor` ran in a block, their ratios of the
 same round are divided (the two profiled chunks ran seconds apart, between the same neighbours):
