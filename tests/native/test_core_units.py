@@ -151,3 +151,11 @@ def test_op_names_survive_pointer_reuse_and_fresh_strings():
         [(0, "aten::mm"), (0, "aten::mm"), (0, "aten::add"), (1, "aten::mm"), (2, "aten::add")]
     )
     assert ids[0] == ids[1] == ids[3] and ids[2] == ids[4] and ids[0] != ids[2]
+    # Names too long to be kept inside the pointer's slot (op_names.h) are compared with the
+    # stable copy: the same checks, and a reused pointer whose text differs only past the slot.
+    long_a, long_b = "aten::" + "a" * 60, "aten::" + "a" * 59 + "b"
+    longs = T.op_name_ids(
+        [(5, long_a), (5, long_a), (5, long_b), (6, long_a), (7, "aten::mm"), (5, "aten::mm")]
+    )
+    assert longs[0] == longs[1] == longs[3] and longs[2] != longs[0]
+    assert longs[4] == longs[5] and longs[4] not in (longs[0], longs[2])  # (each call interns afresh)
