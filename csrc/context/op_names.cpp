@@ -59,17 +59,9 @@ OpNames::OpNames(StringTable& strings) : strings_(strings), ptr_cache_(new PtrSl
 
 uint32_t OpNames::id(const char* name) {
   PtrSlot& slot = ptr_cache_[ptr_slot(name)];
-  if (slot.ptr == name && std::strcmp(slot.known(), name) == 0) return slot.id;
+  if (slot.ptr == name && std::strcmp(slot.text, name) == 0) return slot.id;
   const TextSlot found = by_content(name);
-  slot.ptr = name;
-  slot.text = found.text;
-  slot.id = found.id;
-  const size_t len = std::strlen(found.text);
-  if (len > 0 && len < kInlineText) {
-    std::memcpy(slot.inline_text, found.text, len + 1);
-  } else {
-    slot.inline_text[0] = '\0';  // empty or long: compared with the stable copy
-  }
+  slot = PtrSlot{name, found.text, found.id};
   return found.id;
 }
 

@@ -53,19 +53,11 @@ class OpNames {
   NameInfo& info(uint32_t id) { return infos_[id]; }
 
  private:
-  // One cache line a slot. A name that fits is kept inside it: the check reads the caller's
-  // text and this line, not a third line (our stable copy). On a Hugging Face decode step the
-  // lookup took 132 ns an outermost op in place (H100 host, 2026-11-27): three lines the driver's
-  // and torch's work between two ops had evicted.
-  static constexpr size_t kInlineText = 44;
-  struct alignas(64) PtrSlot {
+  struct PtrSlot {
     const char* ptr = nullptr;   // the caller's pointer
     const char* text = nullptr;  // our stable copy of its text at the time
     uint32_t id = 0;
-    char inline_text[kInlineText] = {};  // the text when shorter than kInlineText, else ""
-    const char* known() const { return inline_text[0] ? inline_text : text; }
   };
-  static_assert(sizeof(PtrSlot) == 64, "one cache line");
   struct TextSlot {
     uint64_t hash = 0;
     const char* text = nullptr;  // stable (StringTable), nullptr = empty slot
