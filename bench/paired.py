@@ -23,8 +23,6 @@ Modes
                (DLPT_OP_MEMO=0; csrc/context/op_node_memo.h): dlpt over it is what the memo saves
   dlpt_inner0  dlpt with frame anchors allowed at the innermost frame (DLPT_ANCHOR_MIN_INNER=0; the
                default keeps two frames inward of an anchor: csrc/context/frame_anchors.h)
-  dlpt_upkeep6 dlpt with the anchor upkeep skipped after a walk that stopped at the innermost
-               anchor within 6 frames (DLPT_ANCHOR_UPKEEP_FRAMES=6; csrc/context/thread_state.cpp)
   dlpt_timeline   dlpt.profile(timeline=1000): a timeline window kept throughout the chunk (its
                event budget permitting): what recording every op, call, kernel and sample costs
   dlpt_nogpu   dlpt.profile(gpu=False): the CPU-side op path alone (no CUPTI)
@@ -125,7 +123,7 @@ import dlpt  # noqa: E402
 from workloads import BUILDERS as SHARED  # noqa: E402
 
 DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dlpt_noanchors", "dlpt_nomemo",
-              "dlpt_inner0", "dlpt_upkeep6", "dlpt_timeline", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
+              "dlpt_inner0", "dlpt_timeline", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
               "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
               "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
               "dlpt_proton_like", "cupti_floor_no_callbacks", "cupti_floor_no_activity", "dlpt_suspended",
@@ -332,7 +330,6 @@ def profiler(mode: str):
         "dlpt_noanchors": lambda: Dlpt(env={"DLPT_FRAME_ANCHORS": "0"}),
         "dlpt_nomemo": lambda: Dlpt(env={"DLPT_OP_MEMO": "0"}),
         "dlpt_inner0": lambda: Dlpt(env={"DLPT_ANCHOR_MIN_INNER": "0"}),
-        "dlpt_upkeep6": lambda: Dlpt(env={"DLPT_ANCHOR_UPKEEP_FRAMES": "6"}),
         "dlpt_timeline": lambda: Dlpt(timeline=1000),
         "dlpt_nogpu": lambda: Dlpt(gpu=False),
         "dlpt_memory": lambda: Dlpt(memory=True, **_no_calibration()),

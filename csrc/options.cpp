@@ -46,8 +46,6 @@ BenchSwitches read_bench_switches() {
   if (const char* env = std::getenv("DLPT_OP_MEMO")) b.op_memo = flag(env);
   if (const char* env = std::getenv("DLPT_ANCHOR_MIN_INNER"))
     b.anchor_min_inner = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
-  if (const char* env = std::getenv("DLPT_ANCHOR_UPKEEP_FRAMES"))
-    b.anchor_upkeep_frames = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   return b;
 }
 

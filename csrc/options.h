@@ -41,8 +41,6 @@ enum class SuspendMode : uint8_t {
 ///   DLPT_SUSPEND            "disable" (default) or "detach": SuspendMode
 ///   DLPT_OP_MEMO            0: outermost op starts look their nodes up without OpNodeMemo
 ///   DLPT_ANCHOR_MIN_INNER   frames a frame anchor keeps inward of it (frame_anchors.h; default 2)
-///   DLPT_ANCHOR_UPKEEP_FRAMES  frames a walk to the innermost anchor may read and skip the anchor
-///                           upkeep (thread_state.cpp; 0: every walk has it)
 struct BenchSwitches {
   Floor floor = Floor::None;
   CuptiExperiment cupti;
@@ -53,7 +51,6 @@ struct BenchSwitches {
   SuspendMode suspend = SuspendMode::Disable;
   bool op_memo = true;
   uint32_t anchor_min_inner = 2;
-  uint32_t anchor_upkeep_frames = 0;
 };
 
 /// [GIL] The switches of the environment now. Throws std::invalid_argument on a DLPT_FLOOR or

@@ -52,8 +52,6 @@ class FrameAnchors {
   }
 
   const Anchor& at(int i) const { return anchors_[static_cast<size_t>(i)]; }
-  /// Anchors held now.
-  size_t count() const { return n_; }
 
   /// After a walk of raw[0..n) from anchor `hit` (or the root, -1): records the chain as it is
   /// now and returns the depth of the frame to anchor next (see above), or -1. Its frame is

@@ -4,7 +4,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstring>
 
 namespace dlpt {
@@ -58,7 +57,6 @@ ThreadState* ThreadState::find(const Session& s) {
 ThreadState::ThreadState(Session& s, uint64_t tid)
     : session(s), generation(s.generation), os_tid(tid), names_(s.tree.strings) {
   anchors_.set_min_inner(s.opts.bench.anchor_min_inner);
-  upkeep_frames_ = s.opts.bench.anchor_upkeep_frames;
 }
 
 void ThreadState::recycle(uint64_t tid) {
@@ -164,7 +162,6 @@ NodeId ThreadState::python_context(size_t* depth) {
   RawFrame raw[kMaxPythonFrames];
   root_prefetch_.issue();  // the last walk's frames, requested together (frame_prefetch.h)
   int hit = -1;            // to the root, or to an anchor whose outer path is known
-  const size_t anchors_before = anchors_.count();
   size_t n = anchors_.walk(raw, kMaxPythonFrames, &hit);
   if (hit >= 0 && anchors_.at(hit).depth + n > kMaxPythonFrames) {
     // Deeper than a capture keeps: a walk from the root keeps the innermost frames only, and
@@ -197,12 +194,7 @@ NodeId ThreadState::python_context(size_t* depth) {
   }
   parts.mark(walk_site_ticks);
   if (activations::enabled()) {
-    // Upkeep (comparing the walk with the last chain, taking a deeper anchor) is skipped after
-    // a short walk that stopped at the innermost anchor, none dropped: a deeper anchor could
-    // save it a frame or two, and the upkeep cost ~180 ns a walk on a Hugging Face decode step
-    // (H100 host), more than half of the walk's reading.
-    const bool settled = hit >= 0 && static_cast<size_t>(hit) + 1 == anchors_before && n <= upkeep_frames_;
-    if (!settled) take_anchor(raw, n, hit);
+    take_anchor(raw, n, hit);
     parts.mark(walk_anchor_ticks);
   }
   if (depth) *depth = usable;

@@ -246,7 +246,6 @@ class ThreadState {
   SiteCache<256, 8> anchor_sites_;          // ... of every chain seen inward of an anchor (before anchor_path_)
   std::array<const void*, 8> requested_{};  // codes this thread asked to monitor lately
   size_t requested_next_ = 0;
-  size_t upkeep_frames_ = 0;  // a walk to the innermost anchor this short skips the anchor upkeep
   PathCache region_path_;  // frames under the innermost torch.compile region
   // Four ways: a compiled GPT's ~400 sites in 512 sets of two left ~20 sets with three or more
   // sites, which evicted each other every step (37-45 misses a step on an H100, 2026-11-27).
