@@ -256,7 +256,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
     if (collecting) ts.push(EntryKind::Wrapper, &rf).start = ticks();  // placed by its node's record
     return;
   }
-  SampledParts parts(timer.sampled());
+  SampledParts parts(timer.parts_sampled());
   const uint32_t id = ts.name_id(name);
   const uint8_t flags = ts.name_info(id).flags;
   parts.mark(ts.op_name_ticks);
@@ -287,7 +287,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   // An outermost forward op: capture the Python path once; nested ops and launches reuse it.
   size_t depth = 0;
   ts.outermost_ops.add(1);
-  const uint64_t t0 = timer.sampled() ? ticks() : 0;
+  const uint64_t t0 = timer.parts_sampled() ? ticks() : 0;
   const NodeId py = ts.python_context(&depth);
   if (t0) ts.python_ticks.add((ticks() - t0) * ThreadState::kSelfSample);
   parts.skip();  // the walk timed its own parts

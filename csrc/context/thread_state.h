@@ -189,8 +189,8 @@ class ThreadState {
   /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).
   static constexpr uint32_t kSelfSample = 32;
   uint32_t self_countdown = 1;
-  /// The callback running now is a sampled one (set by SelfTimer): the parts of a walk are
-  /// timed then, and only then (a few TSC reads in one callback of kSelfSample).
+  /// The callback running now is one whose parts are timed (set by SelfTimer): the parts of a
+  /// walk, of an op start. Another callback of kSelfSample than the one timed whole.
   bool sampling = false;
 
  private:
@@ -279,27 +279,37 @@ class SampledParts {
 
 /// [MT] Times every kSelfSample-th dlpt callback on this thread, end to end, and adds the time
 /// scaled by kSelfSample: an estimate of what dlpt's own callback code costs, for the report.
+/// The parts of a callback (SampledParts: a walk's reading, site and anchors; an op start's name,
+/// nodes and rest) are timed in another callback of kSelfSample, half-way between two timed
+/// whole: their own TSC reads (up to ten in an op start) would otherwise be counted in the
+/// self time they are meant to split. Both only while the session is recording.
 class SelfTimer {
  public:
   /// `part`: a counter that also takes this callback's time (which kind of callback it was).
   explicit SelfTimer(ThreadState& ts, OwnedCounter* part = nullptr) : ts_(ts), part_(part) {
-    if (--ts.self_countdown == 0) {
+    const uint32_t left = --ts.self_countdown;
+    if (left != 0 && left != ThreadState::kSelfSample / 2) return;
+    if (!ts.session.collecting.load(std::memory_order_relaxed)) {
+      if (left == 0) ts.self_countdown = ThreadState::kSelfSample;
+      return;
+    }
+    if (left == 0) {
       ts.self_countdown = ThreadState::kSelfSample;
       start_ = ticks();
+    } else {
       ts.sampling = true;
+      parts_ = true;
     }
   }
   ~SelfTimer() {
-    if (start_) ts_.sampling = false;
-    // Only time spent while recording counts: it is compared with the recorded window's wall.
-    if (start_ && ts_.session.collecting.load(std::memory_order_relaxed)) {
-      const uint64_t t = (ticks() - start_) * ThreadState::kSelfSample;
-      ts_.self_ticks.add(t);
-      if (part_ != nullptr) part_->add(t);
-    }
+    if (parts_) ts_.sampling = false;
+    if (start_ == 0) return;
+    const uint64_t t = (ticks() - start_) * ThreadState::kSelfSample;
+    ts_.self_ticks.add(t);
+    if (part_ != nullptr) part_->add(t);
   }
-  /// Whether this callback is one of the sampled ones (sub-timings are taken only then).
-  bool sampled() const { return start_ != 0; }
+  /// Whether this callback's parts are timed (SampledParts; not the callback whole).
+  bool parts_sampled() const { return parts_; }
   SelfTimer(const SelfTimer&) = delete;
   SelfTimer& operator=(const SelfTimer&) = delete;
 
@@ -307,6 +317,7 @@ class SelfTimer {
   ThreadState& ts_;
   OwnedCounter* part_;
   uint64_t start_ = 0;
+  bool parts_ = false;
 };
 
 /// [MT] A torch.profiler.record_function (USER_SCOPE) region opened outside any op: like

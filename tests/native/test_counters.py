@@ -58,3 +58,22 @@ def test_stop_exports_every_counter_of_the_list_and_nothing_else():
     assert all(type(counters[n]) is int for n, kind, _, _ in FIELDS if kind == "U64")
     for _, _, source, doc in FIELDS:
         assert source in ("live", "stop") and doc
+
+
+@pytest.mark.parametrize("ops", [1, 9])
+def test_the_parts_of_a_callback_are_timed_in_another_callback_than_the_whole(ops):
+    # SelfTimer (csrc/context/thread_state.h) times one callback in 32 whole (the first, then
+    # every 32nd) and the parts of another, half-way between: the parts' own clock reads must
+    # not be counted in the self time they split. The first op's start is timed whole and has no
+    # parts timed; the 9th op's start is the 17th callback, the first with its parts timed.
+    x = torch.ones(2)
+    C.start(False, [], True)
+    for _ in range(ops):
+        torch.neg(x)  # an outermost op without nested records: two callbacks
+    c = C.stop()["counters"]
+    assert c["op_records"] == ops and c["self_op_start_ns"] > 0
+    parts = ("op_start_name_ns", "op_start_nodes_ns", "op_start_rest_ns", "walk_read_ns", "walk_site_ns")
+    if ops == 1:
+        assert all(c[k] == 0 for k in parts), c
+    else:
+        assert all(c[k] > 0 for k in parts), c
