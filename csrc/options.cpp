@@ -43,7 +43,7 @@ BenchSwitches read_bench_switches() {
     b.window_min_nested = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   b.keep_cupti = flag(std::getenv("DLPT_KEEP_CUPTI"));
   b.suspend = parse_suspend(std::getenv("DLPT_SUSPEND"));
-  if (const char* env = std::getenv("DLPT_OP_MEMO")) b.op_memo = flag(env);
+  if (const char* env = std::getenv("DLPT_OP_MEMO")) b.op_memo = std::strcmp(env, "0") != 0;  // only 0 turns it off
   if (const char* env = std::getenv("DLPT_ANCHOR_MIN_INNER"))
     b.anchor_min_inner = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   return b;
