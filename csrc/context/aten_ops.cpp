@@ -287,10 +287,8 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   // An outermost forward op: capture the Python path once; nested ops and launches reuse it.
   size_t depth = 0;
   ts.outermost_ops.add(1);
-  const uint64_t t0 = timer.parts_sampled() ? ticks() : 0;
   const NodeId py = ts.python_context(&depth);
-  if (t0) ts.python_ticks.add((ticks() - t0) * ThreadState::kSelfSample);
-  parts.skip();  // the walk timed its own parts
+  parts.mark(ts.python_ticks);  // the walk (which also times its own parts)
   NodeId op = kNoNode;
   NodeId forward = kNoNode;
   ts.op_nodes(py != kNoNode ? py : ts.thread_node(), id, &op, &forward);

@@ -167,7 +167,7 @@ class ThreadState {
   OwnedCounter op_records;         // RecordFunction callbacks run (start and end count once)
   OwnedCounter api_callbacks;      // CUPTI API callbacks run (enter and exit count once)
   OwnedCounter self_ticks;         // sampled time inside dlpt's callbacks, scaled to all calls
-  OwnedCounter python_ticks;       // ... of which walking Python frames (sampled the same way)
+  OwnedCounter python_ticks;       // ... of which op starts walking Python frames (timed with the parts)
   OwnedCounter api_self_ticks;     // ... of which in CUDA API callbacks (the rest: op and memory ones)
   OwnedCounter window_ticks;       // time switching RecordFunction off and on (every switch)
   OwnedCounter python_walks;       // walks of the Python stack for a path from the root
@@ -267,10 +267,6 @@ class SampledParts {
     const uint64_t now = ticks();
     part.add((now - last_) * ThreadState::kSelfSample);
     last_ = now;
-  }
-  /// The time since the last mark is counted elsewhere (a walk, which times its own parts).
-  void skip() {
-    if (last_ != 0) last_ = ticks();
   }
 
  private:
