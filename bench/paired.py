@@ -84,11 +84,14 @@ thread, the host sampler); a wait on the GPU counts as far as the CPU spins in i
 hosts it spread as much as the wall ratio (docs/overhead.md, 2026-11-27): the rounds' spread
 there is contention, not descheduling. The wall ratio stays the figure that counts.
 
-dlpt over the CUPTI floor: when both `dlpt` and `cupti_floor` ran in a block, their ratios of the
-same round are divided (the two profiled chunks ran seconds apart, between the same neighbours):
-the table's "dlpt / cupti_floor" row is the median of those per-round quotients, with min-max
-and how many rounds were at or under 1.05x. Dividing two medians instead compounds two rounds'
-noise.
+Issue 32's targets, per round (bench/comparisons.py): when both modes of a comparison ran, their
+ratios of the same round are divided (dlpt over cupti_floor, over torchprof and over
+dlpt_nosampler; dlpt_memory over dlpt). Each row gives the median of those quotients with its
+distribution-free 95% interval and a verdict against the target: "meets" (the whole interval at or
+under it), "misses" (the whole interval above it) or "can't tell" (it straddles the target). Dividing
+two medians instead compounds two rounds' noise. Eight rounds give a 95% interval of min-max:
+verdicts need more (--rounds 16 or so). torch.profiler's rounds run after every other mode of
+every workload (it keeps CUPTI), so its quotient pairs rounds minutes apart.
 
 --long (small_gpt): an unprofiled chunk of 300 steps, one dlpt session over 10 chunks of 300
 steps, another unprofiled chunk: the first and last profiled chunks against the unprofiled mean
@@ -116,6 +119,8 @@ if REPO not in sys.path:
     sys.path.append(REPO)
 
 import torch  # noqa: E402
+from comparisons import compare_all, is_comparison  # noqa: E402
+from comparisons import row as comparison_row  # noqa: E402
 from paired_workloads import BUILDERS as PAIRED  # noqa: E402
 
 import dlpt  # noqa: E402
@@ -486,23 +491,6 @@ def calibration_pairs(step, n: int, rounds: int, manual: bool) -> dict:
     return out
 
 
-#: Modes whose per-round ratio is divided by the floor's of the same round (see the docstring).
-OVER_FLOOR = ("dlpt", "cupti_floor")
-OVER_FLOOR_TARGET = 1.05
-
-
-def over_floor(raw: dict) -> dict | None:
-    """dlpt's per-round ratio over the CUPTI floor's of the same round, summarised."""
-    mode, floor = OVER_FLOOR
-    if mode not in raw or floor not in raw:
-        return None
-    q = [a / b for a, b in zip(raw[mode]["ratios"], raw[floor]["ratios"], strict=False)]
-    if not q:
-        return None
-    return {"ratio": statistics.median(q), "min": min(q), "max": max(q), "rounds": len(q),
-            "rounds_within_target": sum(x <= OVER_FLOOR_TARGET for x in q), "per_round": q}
-
-
 def summarise(raw: dict, steps: int) -> dict:
     out = {}
     for m, r in raw.items():
@@ -533,9 +521,7 @@ def summarise(raw: dict, steps: int) -> dict:
                 elif vals:
                     s[k + "_per_step"] = statistics.median(vals) / steps
         out[m] = s
-    q = over_floor(raw)
-    if q:
-        out["dlpt/cupti_floor"] = q
+    out.update(compare_all(raw))
     return out
 
 
@@ -578,10 +564,8 @@ def table(results: list[dict]) -> str:
                              f"| {s['rounds']} | traced step {s['traced_ms']:.2f} ms = {s['traced_ratio']:.2f}x"
                              + (f"; dlpt's paired cost {s['paired_cost']:.2f}x" if "paired_cost" in s else "") + " |")
                 continue
-            if m == "dlpt/cupti_floor":
-                lines.append(f"| {r['workload']} | | dlpt / cupti_floor, per round | **{s['ratio']:.3f}x** | "
-                             f"{s['min']:.2f}–{s['max']:.2f} | {s['rounds']} | rounds ≤ {OVER_FLOOR_TARGET:.2f}x: "
-                             f"{s['rounds_within_target']} of {s['rounds']} |")
+            if is_comparison(m):
+                lines.append(comparison_row(r["workload"], m, s))
                 continue
             self_ns = s.get("self_ns_per_step")
             cpu = (f"{s['cpu_ratio']:.3f}x ({s['cpu_min']:.2f}–{s['cpu_max']:.2f})" if "cpu_ratio" in s else "")

@@ -13,7 +13,8 @@ LOG=/tmp/cost-out; rm -rf "$LOG"; mkdir -p "$LOG"
 trap 'tar -czf "$OUT/cost.tar.gz" -C /tmp cost-out' EXIT
 start=$(date +%s)
 nvidia-smi -L | tee "$LOG/gpu.txt"
-git log --oneline -1 > "$LOG/commit.txt" 2>/dev/null
+# The tree this call built: the device's copy is the working tree, committed or not.
+{ git log --oneline -1; echo "uncommitted files: $(git status --porcelain 2>/dev/null | wc -l)"; } > "$LOG/commit.txt" 2>/dev/null
 python3 -m pip install --no-build-isolation --no-deps -e . >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 # The launch path's CPU cost on this host's CPU (no GPU involved): ns per launch by Python depth.
