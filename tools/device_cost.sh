@@ -5,7 +5,8 @@
 # files) and prints the paired table last.
 #   bash tools/device_cost.sh
 # PAIRED_ARGS overrides the paired bench's arguments (default below: four workloads, 8 rounds;
-# add dlpt_memory to --modes for the `--memory` row, at about +60 s).
+# add dlpt_memory to --modes for the `--memory` row, at about +60 s). Verdicts need more than 8
+# rounds (bench/comparisons.py).
 set -o pipefail
 export PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 OUT=${OUT:-/tmp/dlpt-out}; mkdir -p "$OUT"
@@ -18,8 +19,11 @@ nvidia-smi -L | tee "$LOG/gpu.txt"
 python3 -m pip install --no-build-isolation --no-deps -e . >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 # The launch path's CPU cost on this host's CPU (no GPU involved): ns per launch by Python depth.
-timeout 60 python3 bench/launch_path.py --rounds 9 --depths 5 25 50 100 --out "$LOG" >"$LOG/launch_path.txt" 2>&1
-tail -6 "$LOG/launch_path.txt"
+# NO_LAUNCH_PATH=1 leaves it out (a second call of the same build on the same machine).
+if [ -z "${NO_LAUNCH_PATH:-}" ]; then
+  timeout 60 python3 bench/launch_path.py --rounds 9 --depths 5 25 50 100 --out "$LOG" >"$LOG/launch_path.txt" 2>&1
+  tail -6 "$LOG/launch_path.txt"
+fi
 # What is left of the 550 s goes to the paired bench (it stops itself at the deadline).
 left=$(( 540 - ($(date +%s) - start) ))
 timeout "$left" python3 bench/paired.py --out "$LOG" \
