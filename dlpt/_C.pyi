@@ -155,6 +155,7 @@ class SamplerStats(TypedDict):
     max_threads: int
     sampler_cpu_ns: int
     sampled_wall_ns: int
+    safe_reads: int
 
 class HostResult(TypedDict):
     sampled: bool

@@ -1,5 +1,6 @@
 #include "remote_stack.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -13,8 +14,19 @@ namespace {
 using frame_layout::CodeUnit;
 using frame_layout::InterpFrame;
 
-/// The most of a frame-stack chunk copied in one read (frames beyond it are read one by one).
-constexpr size_t kChunkCopy = 64 * 1024;
+/// A thread's frames live in the chunks of its frame stack (_PyStackChunk, chained from the
+/// newest: 16 KiB each unless one frame needs more). A deep stack of large frames spans several:
+/// a Hugging Face decode step's ~60 frames take three or four. Each chunk's used part is copied
+/// in one read, lazily (the walk goes outward as the chain does: a chunk is read when a frame
+/// lies outside those copied), instead of one read per frame outside the newest chunk: a system
+/// call each, ~60 a sample on decode (the sampler's 49 us a sample, docs/overhead.md).
+/// At most this much is copied per walk, all chunks together; frames beyond it are read one by one.
+constexpr size_t kCopyBudget = 256 * 1024;
+constexpr size_t kMaxRegions = 16;
+/// What is read of an older chunk before its header says how much of it is used: CPython's chunk
+/// size (a larger chunk's rest takes a second read).
+constexpr size_t kChunkFirstRead = 16 * 1024;
+constexpr size_t kChunkHeader = offsetof(_PyStackChunk, data);
 /// A chain longer than this (skipped shim frames included) is taken for a cycle of stale links.
 constexpr size_t kMaxLinks = 4 * kMaxPythonFrames;
 /// Header bytes of a code object read to validate it: everything before its bytecode.
@@ -42,8 +54,15 @@ bool parse_code(PyObject* code, const char* raw, CodeInfo* out) {
   return out->firsttraceable >= 0 && static_cast<uint32_t>(out->firsttraceable) <= out->units;
 }
 
+}  // namespace
+
+bool RemoteStackReader::read(const void* addr, void* out, size_t n) {
+  ++reads_;
+  return safe_memory::read(addr, out, n);
+}
+
 /// The innermost frame and GIL state of a thread, from a copy of its PyThreadState.
-void read_top(const PyThreadState& ts, RemoteThread* r) {
+void RemoteStackReader::read_top(const PyThreadState& ts, RemoteThread* r) {
 #if PY_VERSION_HEX >= 0x030D0000
   r->top = ts.current_frame;
   r->holds_gil = ts._status.holds_gil;
@@ -52,13 +71,65 @@ void read_top(const PyThreadState& ts, RemoteThread* r) {
   r->holds_gil = ts._status.active;  // 3.12: set while the thread state is attached (holds the GIL)
 #endif
   _PyCFrame cframe;
-  r->top = ts.cframe != nullptr && safe_memory::read(ts.cframe, &cframe) ? cframe.current_frame : nullptr;
+  r->top = ts.cframe != nullptr && read(ts.cframe, &cframe, sizeof(cframe)) ? cframe.current_frame : nullptr;
 #endif
 }
 
-}  // namespace
+RemoteStackReader::RemoteStackReader() : copy_(kCopyBudget) { regions_.reserve(kMaxRegions); }
 
-RemoteStackReader::RemoteStackReader() : chunk_copy_(kChunkCopy) {}
+void RemoteStackReader::copy_chunk(const void* chunk, size_t used) {
+  next_chunk_ = nullptr;
+  const size_t offset = regions_.empty() ? 0 : regions_.back().offset + regions_.back().len;
+  if (chunk == nullptr || !aligned(chunk) || regions_.size() >= kMaxRegions || offset + kChunkHeader > kCopyBudget)
+    return;
+  ++reads_;
+  const size_t got = safe_memory::read_prefix(chunk, copy_.data() + offset, std::min(used, kCopyBudget - offset));
+  if (got < kChunkHeader) return;
+  regions_.push_back(Region{reinterpret_cast<uintptr_t>(chunk), got, offset});
+  _PyStackChunk header;
+  std::memcpy(static_cast<void*>(&header), copy_.data() + offset, kChunkHeader);
+  next_chunk_ = header.previous;
+}
+
+bool RemoteStackReader::copy_next_chunk() {
+  const void* chunk = next_chunk_;
+  next_chunk_ = nullptr;
+  if (chunk == nullptr || regions_.empty() || regions_.size() >= kMaxRegions || !aligned(chunk)) return false;
+  const size_t offset = regions_.back().offset + regions_.back().len;
+  if (offset + kChunkHeader > kCopyBudget) return false;
+  char* to = copy_.data() + offset;
+  const size_t first = std::min(kChunkFirstRead, kCopyBudget - offset);
+  ++reads_;
+  size_t got = safe_memory::read_prefix(chunk, to, first);
+  if (got < kChunkHeader) return false;
+  _PyStackChunk header;
+  std::memcpy(static_cast<void*>(&header), to, kChunkHeader);
+  // An older chunk's `top` (slots in use) was saved when the next one was pushed. A torn or
+  // stale link gives a header that does not add up: the chain ends here (its frames are then
+  // read one by one, and checked as always).
+  if (header.size < kChunkHeader || header.size > (size_t{1} << 30) ||
+      header.top > (header.size - kChunkHeader) / sizeof(PyObject*))
+    return false;
+  const size_t used = kChunkHeader + header.top * sizeof(PyObject*);
+  if (used > got && got == first && offset + used <= kCopyBudget) {
+    ++reads_;  // a chunk larger than CPython's default: its rest
+    got += safe_memory::read_prefix(static_cast<const char*>(chunk) + got, to + got, used - got);
+  }
+  regions_.push_back(Region{reinterpret_cast<uintptr_t>(chunk), std::min(got, used), offset});
+  next_chunk_ = header.previous;
+  return true;
+}
+
+const char* RemoteStackReader::copied(const void* frame, size_t size) const {
+  // As integers: `frame` may be any value a torn read produced, and pointer arithmetic on it can
+  // wrap (a link near the top of the address space passed `at + size <= end` and the copy then
+  // read far outside the buffer: the sampler's crash of issue 22).
+  const uintptr_t at = reinterpret_cast<uintptr_t>(frame);
+  for (const Region& r : regions_) {
+    if (at >= r.at && at - r.at <= r.len && r.len - (at - r.at) >= size) return copy_.data() + r.offset + (at - r.at);
+  }
+  return nullptr;
+}
 
 size_t RemoteStackReader::threads(PyInterpreterState* interp, const void* gil_holder, RemoteThread* out, size_t max) {
   // The list head is read with a plain load (one aligned word of the interpreter, which lives as
@@ -67,7 +138,7 @@ size_t RemoteStackReader::threads(PyInterpreterState* interp, const void* gil_ho
   size_t n = 0;
   for (size_t links = 0; p != nullptr && n < max && links < 4 * max; ++links) {
     PyThreadState ts;
-    if (!aligned(p) || !safe_memory::read(p, &ts, sizeof(ts)) || ts.interp != interp) break;
+    if (!aligned(p) || !read(p, &ts, sizeof(ts)) || ts.interp != interp) break;
     RemoteThread& r = out[n++];
     r = RemoteThread{};
     r.tstate = p;
@@ -87,7 +158,7 @@ const CodeInfo* RemoteStackReader::code(PyObject* code, bool* fresh) {
   if (it != codes_.end()) return &it->second;
   alignas(PyCodeObject) char raw[kCodeHeader];
   CodeInfo info;
-  if (!aligned(code) || !safe_memory::read(code, raw, kCodeHeader) || !parse_code(code, raw, &info)) return nullptr;
+  if (!aligned(code) || !read(code, raw, kCodeHeader) || !parse_code(code, raw, &info)) return nullptr;
   if (codes_.size() >= (1u << 16)) codes_.clear();  // bounded: a program that makes code forever
   *fresh = true;
   return &codes_.emplace(code, info).first->second;
@@ -96,28 +167,20 @@ const CodeInfo* RemoteStackReader::code(PyObject* code, bool* fresh) {
 Walk RemoteStackReader::frames(const RemoteThread& t, RawFrame* out, size_t max, size_t* n_out,
                                std::vector<PyObject*>* fresh_codes) {
   *n_out = 0;
-  // Most frames live in the current chunk of the thread's frame stack: copy its used part in one
-  // read instead of one read per frame (a syscall each).
-  const char* base = static_cast<const char*>(t.chunk);
-  size_t copied = 0;
-  if (base != nullptr && t.chunk_end > t.chunk) {
-    const size_t used = static_cast<size_t>(static_cast<const char*>(t.chunk_end) - base);
-    copied = safe_memory::read_prefix(base, chunk_copy_.data(), used < kChunkCopy ? used : kChunkCopy);
-  }
+  regions_.clear();
+  next_chunk_ = nullptr;
+  if (t.chunk != nullptr && t.chunk_end > t.chunk)
+    copy_chunk(t.chunk, static_cast<size_t>(static_cast<const char*>(t.chunk_end) - static_cast<const char*>(t.chunk)));
   size_t n = 0;
   const auto* f = static_cast<const InterpFrame*>(t.top);
   for (size_t links = 0; f != nullptr && n < max; ++links) {
     if (links == kMaxLinks || !aligned(f)) return Walk::Torn;
     InterpFrame copy;
-    // Whether the frame lies in the copied part of the chunk, as integers: `f` may be any
-    // value a torn read produced, and pointer arithmetic on it can wrap (a link near the top of
-    // the address space passed `at + size <= end` and the copy then read far outside the
-    // buffer: the sampler's crash of issue 22).
-    const uintptr_t at = reinterpret_cast<uintptr_t>(f);
-    const uintptr_t from = reinterpret_cast<uintptr_t>(base);
-    if (base != nullptr && at >= from && at - from <= copied && copied - (at - from) >= sizeof(InterpFrame)) {
-      std::memcpy(static_cast<void*>(&copy), chunk_copy_.data() + (at - from), sizeof(InterpFrame));
-    } else if (!safe_memory::read(f, &copy, sizeof(copy))) {
+    const char* in_copy = copied(f, sizeof(InterpFrame));
+    while (in_copy == nullptr && copy_next_chunk()) in_copy = copied(f, sizeof(InterpFrame));
+    if (in_copy != nullptr) {
+      std::memcpy(static_cast<void*>(&copy), in_copy, sizeof(InterpFrame));
+    } else if (!read(f, &copy, sizeof(copy))) {
       return Walk::Torn;
     }
     const auto* next = copy.previous;

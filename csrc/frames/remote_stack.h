@@ -71,8 +71,31 @@ class RemoteStackReader {
   /// Forget a cached code object (its registration failed: the address may be reused).
   void forget(PyObject* code) { codes_.erase(code); }
 
+  /// Fault-safe reads made so far (each a system call): the sampler's cost per sample.
+  uint64_t reads() const { return reads_; }
+
  private:
-  std::vector<char> chunk_copy_;
+  /// A copied stretch of a thread's frame stack: chunk memory at `at`, `len` bytes, at `offset`
+  /// in copy_.
+  struct Region {
+    uintptr_t at = 0;
+    size_t len = 0;
+    size_t offset = 0;
+  };
+  /// Copies the newest chunk's used part (`used` bytes from its start, header included).
+  void copy_chunk(const void* chunk, size_t used);
+  /// Copies the chunk before the last one copied; false when there is none (or it does not add up).
+  bool copy_next_chunk();
+  /// Where `size` bytes at `frame` are in the copies, or nullptr.
+  const char* copied(const void* frame, size_t size) const;
+  /// One fault-safe read, counted.
+  bool read(const void* addr, void* out, size_t n);
+  void read_top(const PyThreadState& ts, RemoteThread* r);
+
+  std::vector<char> copy_;            // the regions' bytes, back to back
+  std::vector<Region> regions_;       // this walk's copies, innermost chunk first
+  const void* next_chunk_ = nullptr;  // the chunk before the last one copied (not read yet)
+  uint64_t reads_ = 0;
   std::unordered_map<PyObject*, CodeInfo> codes_;
 };
 

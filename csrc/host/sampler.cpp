@@ -156,6 +156,7 @@ void Sampler::run() {
     lock.lock();
   }
   stats_.sampler_cpu_ns = own_cpu_ns() - cpu0;
+  stats_.safe_reads = reader_.reads();
 }
 
 void Sampler::file_pending(const Epochs& epochs) {

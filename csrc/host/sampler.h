@@ -69,7 +69,8 @@ struct HostCell {
   X(codes_lost, "code objects that failed validation under the GIL")                           \
   X(max_threads, "most Python threads seen at once")                                           \
   X(sampler_cpu_ns, "the sampler thread's own CPU time")                                       \
-  X(sampled_wall_ns, "wall time covered by ticks while recording")
+  X(sampled_wall_ns, "wall time covered by ticks while recording")                              \
+  X(safe_reads, "fault-safe reads of other threads' memory (a system call each)")
 // clang-format on
 
 struct SamplerStats {

@@ -63,6 +63,7 @@ SAMPLER_STATS = (
     "max_threads",
     "sampler_cpu_ns",
     "sampled_wall_ns",
+    "safe_reads",
 )
 #: A counted step's memory peak: the native row's order (csrc/memory/tracker.h,
 #: DLPT_MEMORY_STEP_PEAK) and meta.memory's keys.
@@ -413,6 +414,7 @@ class Host:
     max_threads: int | None = None
     sampler_cpu_ns: int | None = None
     sampled_wall_ns: int | None = None
+    safe_reads: int | None = None
     steps: int | None = None
     resolved_early: int | None = None
     step_thread: HostShare | None = None

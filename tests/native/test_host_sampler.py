@@ -228,6 +228,46 @@ def test_generators_exceptions_and_deep_recursion() -> None:
     assert max(depth.values()) <= 256 + 8
 
 
+def frames_of_many_locals(depth: int, seconds: float) -> dict[str, Any]:
+    """Functions f0 .. f{depth} (f{depth} spins ``seconds``), each frame holding 60 locals: a
+    stack of ~600-byte frames, ~36 KB for 60 of them, that spans several of CPython's 16 KiB
+    frame-stack chunks (a Hugging Face generate call's shape)."""
+    g: dict[str, Any] = {"time": time}
+    body = "".join(f"    v{i} = n + {i}\n" for i in range(60))
+    for d in range(depth):
+        exec(f"def f{d}(n):\n{body}    return f{d + 1}(n)\n", g)
+    exec(
+        f"def f{depth}(n):\n    end = time.perf_counter() + {seconds}\n    k = 0\n"
+        "    while time.perf_counter() < end:\n        k += 1\n    return k\n",
+        g,
+    )
+    return g
+
+
+def test_a_deep_stack_of_large_frames_is_read_a_chunk_at_a_time() -> None:
+    """Frames outside the newest chunk of the thread's frame stack used to be read one by one, a
+    system call each (~60 a sample under a decode step's stack): now each chunk is copied in one
+    read. Every frame is still on the sampled path."""
+    depth = 60
+    g = frames_of_many_locals(depth, 0.4)
+    with dlpt.profile(gpu=False, sample_hz=1000) as prof:
+        g["f0"](0)
+    s = prof.session
+    host = s.meta["host"]
+    assert host["samples"] >= 100, host
+    # A sample reads the thread's state (and, before 3.13, its cframe), then each chunk once.
+    assert host["safe_reads"] <= 10 * host["samples"], host
+    leaf = [n for n in s.nodes if n["kind"] == "frame" and n["name"] == f"f{depth}" and n["m"].get("host_ns")]
+    assert leaf, "no sample on the innermost function"
+    by_id = {n["id"]: n for n in s.nodes}
+    path, n = [], leaf[0]
+    while n["parent"] is not None and n["id"] != 0:
+        n = by_id[n["parent"]]
+        path.append(n.get("name"))
+    assert all(f"f{d}" in path for d in range(depth)), path
+    assert sum(x["m"]["host_ns"] for x in leaf) >= 0.3e9
+
+
 def test_code_freed_while_sampled_is_never_touched() -> None:
     """Functions compiled at run time, run once and dropped: their code objects die while the
     sampler may hold their addresses. Nothing crashes; their time is kept or counted as lost."""

@@ -119,4 +119,13 @@ def test_the_frame_reader_reads_real_threads(version: str, tmp_path: Path) -> No
     assert all(s[0][1] == "main" and s[-1][1] == "<module>" for s in threads["main"]["stacks"])
     assert not any(threads["main"]["gil"])  # the probe released it while reading
     assert any(threads["mid"]["gil"])  # the spinning thread holds it at least sometimes
+    # 40 frames of 60 locals (two or more frame-stack chunks): every level read, in order, and a
+    # chunk at a time (a read per chunk, not one per frame outside the newest: ~30 here).
+    deep = [below(s, "leaf_spin") for s in threads["deep0"]["stacks"]]
+    deep = [s for s in deep if s]
+    assert deep, threads["deep0"]
+    for stack in deep:
+        levels = [f[1] for f in stack if str(f[1]).startswith("deep")]
+        assert levels == [f"deep{d}" for d in range(40, -1, -1)], stack
+    assert max(threads["deep0"]["frame_reads"]) <= 6, threads["deep0"]["frame_reads"]
     assert out["torn"] < 100, out["torn"]  # 1,000 rounds of 5+ threads: a torn read is rare

@@ -16,10 +16,11 @@ struct Read {
   bool gil;
   bool torn;
   std::vector<dlpt::RawFrame> frames;
+  uint64_t frame_reads;  // fault-safe reads its frames took (code objects cached after round 1)
 };
 
-/// walk(rounds) -> (list of (tid, holds_gil, [(filename, name, line), ...]) of the last round,
-/// torn walks over all rounds). Reads with the GIL released, so the threads run meanwhile.
+/// walk(rounds) -> (list of (tid, holds_gil, [(filename, name, line), ...], frame reads) of the
+/// last round, torn walks over all rounds). Reads with the GIL released, so the threads run meanwhile.
 PyObject* walk(PyObject*, PyObject* args) {
   int rounds = 1;
   if (!PyArg_ParseTuple(args, "|i", &rounds)) return nullptr;
@@ -40,14 +41,16 @@ PyObject* walk(PyObject*, PyObject* args) {
     const size_t n = reader.threads(interp, holder, threads, 64);
     reads.clear();
     for (size_t i = 0; i < n; ++i) {
-      Read rd{threads[i].tid, threads[i].holds_gil, false, std::vector<dlpt::RawFrame>(dlpt::kMaxPythonFrames)};
+      Read rd{threads[i].tid, threads[i].holds_gil, false, std::vector<dlpt::RawFrame>(dlpt::kMaxPythonFrames), 0};
       size_t nf = 0;
+      const uint64_t reads0 = reader.reads();
       if (threads[i].top != nullptr &&
           reader.frames(threads[i], rd.frames.data(), rd.frames.size(), &nf, &fresh) == dlpt::Walk::Torn) {
         ++torn;
         rd.torn = true;
       }
       rd.frames.resize(nf);
+      rd.frame_reads = reader.reads() - reads0;
       reads.push_back(std::move(rd));
     }
   }
@@ -67,8 +70,8 @@ PyObject* walk(PyObject*, PyObject* args) {
       PyList_Append(frames, item);
       Py_DECREF(item);
     }
-    PyObject* row =
-        Py_BuildValue("(KOO)", static_cast<unsigned long long>(rd.tid), rd.gil ? Py_True : Py_False, frames);
+    PyObject* row = Py_BuildValue("(KOOK)", static_cast<unsigned long long>(rd.tid), rd.gil ? Py_True : Py_False,
+                                  frames, static_cast<unsigned long long>(rd.frame_reads));
     PyList_Append(out, row);
     Py_DECREF(row);
     Py_DECREF(frames);

@@ -27,6 +27,15 @@ def consume(stop):
         pass
 
 
+# A stack of 40 frames of 60 locals each (~24 KB): it spans two or more of CPython's 16 KiB
+# frame-stack chunks, as a Hugging Face generate call's does.
+DEPTH = 40
+_BODY = "".join(f"    v{i} = stop\n" for i in range(60))
+for _d in range(DEPTH):
+    exec(f"def deep{_d}(stop):\n{_BODY}    deep{_d + 1}(stop)  # @deep\n")
+exec(f"def deep{DEPTH}(stop):\n    leaf_spin(stop)\n")
+
+
 def blocked(ev):
     ev.wait()  # @wait
 
@@ -42,7 +51,7 @@ def main():
     stop, ev = threading.Event(), threading.Event()
     threads = [
         threading.Thread(target=f, args=(a,), name=f.__name__)
-        for f, a in ((mid, stop), (consume, stop), (blocked, ev), (churn, stop))
+        for f, a in ((mid, stop), (consume, stop), (blocked, ev), (churn, stop), (deep0, stop))  # noqa: F821
     ]
     for t in threads:
         t.start()
@@ -52,11 +61,12 @@ def main():
     for _ in range(200):  # reads while threads start and end all the time
         seen, t = _remote_probe.walk(5)
         torn += t
-        for tid, gil, frames in seen:
+        for tid, gil, frames, reads in seen:
             if tid not in ids:
                 continue
-            entry = out.setdefault(ids[tid], {"gil": [], "stacks": []})
+            entry = out.setdefault(ids[tid], {"gil": [], "stacks": [], "frame_reads": []})
             entry["gil"].append(gil)
+            entry["frame_reads"].append(reads)
             stack = [[f.rsplit("/", 1)[-1], n, ln] for f, n, ln in frames]
             if stack not in entry["stacks"]:
                 entry["stacks"].append(stack)
