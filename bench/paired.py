@@ -238,7 +238,8 @@ class Dlpt:
         self.capture = dict(session.meta.get("capture", {}))
         host = session.meta.get("host") or {}
         # The host sampler's own numbers: how many thread stacks it read and its CPU time.
-        self.capture.update({f"host_{k}": host.get(k) for k in ("samples", "ticks", "max_threads", "sampler_cpu_ns")})
+        self.capture.update({f"host_{k}": host.get(k) for k in ("samples", "ticks", "max_threads", "sampler_cpu_ns",
+                                                                 "safe_reads")})
         if self.prof.gpu and not session.meta["gpu"]["enabled"]:  # a CPU-only run would flatter dlpt
             raise RuntimeError(f"dlpt ran without GPU capture: {session.meta['gpu']['reason']}")
         memory = session.meta.get("memory")
@@ -407,6 +408,7 @@ def pcs_chunk(step, n: int, window: bool, manual: bool) -> float:
 #: What each profiled chunk's session says of dlpt's own work, per step in the table's JSON.
 CAPTURE_KEYS = ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_python_ns", "self_window_ns",
                 "self_api_ns", "tracing_switch_ns", "host_samples", "host_ticks", "host_max_threads", "host_sampler_cpu_ns",
+                "host_safe_reads",
                 "python_walks", "python_frames_walked", "anchored_walks", "self_op_end_ns", "walk_read_ns",
                 "walk_site_ns", "walk_anchor_ns", "site_misses", "anchors_taken", "self_op_start_ns",
                 "outermost_ops", "op_start_name_ns", "op_start_nodes_ns", "op_start_rest_ns")
