@@ -24,8 +24,8 @@ if [ -z "${NO_LAUNCH_PATH:-}" ]; then
   timeout 60 python3 bench/launch_path.py --rounds 9 --depths 5 25 50 100 --out "$LOG" >"$LOG/launch_path.txt" 2>&1
   tail -6 "$LOG/launch_path.txt"
 fi
-# What is left of the 550 s goes to the paired bench (it stops itself at the deadline).
-left=$(( 540 - ($(date +%s) - start) ))
+# What is left of the 540 s (COST_DEADLINE) goes to the paired bench (it stops itself at the deadline).
+left=$(( ${COST_DEADLINE:-540} - ($(date +%s) - start) ))
 timeout "$left" python3 bench/paired.py --out "$LOG" \
   ${PAIRED_ARGS:---workloads small_gpt small_gpt_compiled decode cnn_loader --modes aa dlpt dlpt_nosampler torchprof cupti_floor --rounds 8} \
   >"$LOG/paired.txt" 2>"$LOG/paired.err"
