@@ -27,6 +27,12 @@ constexpr size_t kMaxRegions = 16;
 /// size (a larger chunk's rest takes a second read).
 constexpr size_t kChunkFirstRead = 16 * 1024;
 constexpr size_t kChunkHeader = offsetof(_PyStackChunk, data);
+/// From 3.12 on, C code that calls Python (a module's __call__ through its type's slot) leaves an
+/// entry frame on the thread's C stack between the two Python frames: one per nn.Module level of
+/// a model's stack, each outside every chunk. Older ones lie at higher addresses of the same C
+/// stack, a few KiB apart: the stack above the first one met is copied in one read of this
+/// much, which holds the next ones (20 levels: 22 reads a walk before, 3-4 after).
+constexpr size_t kCStackWindow = 32 * 1024;
 /// A chain longer than this (skipped shim frames included) is taken for a cycle of stale links.
 constexpr size_t kMaxLinks = 4 * kMaxPythonFrames;
 /// Header bytes of a code object read to validate it: everything before its bytecode.
@@ -120,6 +126,15 @@ bool RemoteStackReader::copy_next_chunk() {
   return true;
 }
 
+void RemoteStackReader::copy_window(const void* from) {
+  const size_t offset = regions_.empty() ? 0 : regions_.back().offset + regions_.back().len;
+  if (regions_.size() >= kMaxRegions || offset >= kCopyBudget) return;
+  ++reads_;
+  const size_t got =
+      safe_memory::read_prefix(from, copy_.data() + offset, std::min(kCStackWindow, kCopyBudget - offset));
+  if (got > 0) regions_.push_back(Region{reinterpret_cast<uintptr_t>(from), got, offset});
+}
+
 const char* RemoteStackReader::copied(const void* frame, size_t size) const {
   // As integers: `frame` may be any value a torn read produced, and pointer arithmetic on it can
   // wrap (a link near the top of the address space passed `at + size <= end` and the copy then
@@ -180,8 +195,11 @@ Walk RemoteStackReader::frames(const RemoteThread& t, RawFrame* out, size_t max,
     while (in_copy == nullptr && copy_next_chunk()) in_copy = copied(f, sizeof(InterpFrame));
     if (in_copy != nullptr) {
       std::memcpy(static_cast<void*>(&copy), in_copy, sizeof(InterpFrame));
-    } else if (!read(f, &copy, sizeof(copy))) {
-      return Walk::Torn;
+    } else {
+      if (!read(f, &copy, sizeof(copy))) return Walk::Torn;
+      // An entry frame with frames beyond it: the next entry frames are likely above it (see
+      // kCStackWindow). (The outermost one, where the thread entered Python, has none.)
+      if (copy.owner == frame_layout::kOwnedByCStack && copy.previous != nullptr) copy_window(f);
     }
     const auto* next = copy.previous;
     if (copy.owner < 0 || copy.owner > frame_layout::kOwnedByCStack) return Walk::Torn;

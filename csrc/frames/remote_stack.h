@@ -86,6 +86,8 @@ class RemoteStackReader {
   void copy_chunk(const void* chunk, size_t used);
   /// Copies the chunk before the last one copied; false when there is none (or it does not add up).
   bool copy_next_chunk();
+  /// Copies the thread's C stack from an entry frame up (see kCStackWindow in the .cpp).
+  void copy_window(const void* from);
   /// Where `size` bytes at `frame` are in the copies, or nullptr.
   const char* copied(const void* frame, size_t size) const;
   /// One fault-safe read, counted.

@@ -128,4 +128,14 @@ def test_the_frame_reader_reads_real_threads(version: str, tmp_path: Path) -> No
         levels = [f[1] for f in stack if str(f[1]).startswith("deep")]
         assert levels == [f"deep{d}" for d in range(40, -1, -1)], stack
     assert max(threads["deep0"]["frame_reads"]) <= 6, threads["deep0"]["frame_reads"]
+    # 20 levels entered through a type's __call__ slot (a model's nn.Module levels): from 3.12 on
+    # each leaves an entry frame on the C stack, outside every chunk. All 20 read, and the C stack
+    # above the first one copied in one read (22 reads a walk before).
+    nested = [below(s, "leaf_spin") for s in threads["layers"]["stacks"]]
+    nested = [s for s in nested if s]
+    assert nested, threads["layers"]
+    for stack in nested:
+        assert [f[1] for f in stack[1:22]] == ["__call__"] * 20 + ["layers"], stack
+        assert all(f[2] == line("layer") for f in stack[1:21]), stack
+    assert max(threads["layers"]["frame_reads"]) <= 6, threads["layers"]["frame_reads"]
     assert out["torn"] < 100, out["torn"]  # 1,000 rounds of 5+ threads: a torn read is rare

@@ -36,6 +36,24 @@ for _d in range(DEPTH):
 exec(f"def deep{DEPTH}(stop):\n    leaf_spin(stop)\n")
 
 
+class Layer:
+    """A module-like object: each level is entered through its type's __call__ slot (C), so from
+    3.12 on every level adds an entry frame on the C stack between two Python frames."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, stop):
+        self.inner(stop)  # @layer
+
+
+def layers(stop):
+    net = leaf_spin
+    for _ in range(20):
+        net = Layer(net)
+    net(stop)
+
+
 def blocked(ev):
     ev.wait()  # @wait
 
@@ -51,7 +69,14 @@ def main():
     stop, ev = threading.Event(), threading.Event()
     threads = [
         threading.Thread(target=f, args=(a,), name=f.__name__)
-        for f, a in ((mid, stop), (consume, stop), (blocked, ev), (churn, stop), (deep0, stop))  # noqa: F821
+        for f, a in (
+            (mid, stop),
+            (consume, stop),
+            (blocked, ev),
+            (churn, stop),
+            (deep0, stop),  # noqa: F821 - defined by exec above
+            (layers, stop),
+        )
     ]
     for t in threads:
         t.start()
