@@ -13,6 +13,10 @@
 //   - code objects are validated once and cached by address; the cache never keeps them alive
 //     (no reference is taken here), so the sampler hands new ones to the session's CodeRegistry
 //     through a GIL-holding drain that validates them again (sampler.cpp).
+// Reads are system calls (safe_memory), so a walk copies memory in large pieces: each chunk of the
+// thread's frame stack, and from 3.12 on the C stack above its first C-to-Python entry frame, one
+// read each (a few a walk, where it was one per frame: remote_stack.cpp). Frames are parsed from
+// those copies, taken at one instant each.
 // What a torn read can still produce is a stack that mixes two instants of the same thread (a
 // frame popped and another pushed at the same address between two reads): one sample on a
 // neighbouring line. That is the price of never stopping the program's threads.
