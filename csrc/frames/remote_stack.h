@@ -79,8 +79,8 @@ class RemoteStackReader {
   uint64_t reads() const { return reads_; }
 
  private:
-  /// A copied stretch of a thread's frame stack: chunk memory at `at`, `len` bytes, at `offset`
-  /// in copy_.
+  /// A copied stretch of a thread's memory (a chunk of its frame stack, or its C stack above an
+  /// entry frame): `len` bytes from address `at`, at `offset` in copy_.
   struct Region {
     uintptr_t at = 0;
     size_t len = 0;
@@ -99,7 +99,7 @@ class RemoteStackReader {
   void read_top(const PyThreadState& ts, RemoteThread* r);
 
   std::vector<char> copy_;            // the regions' bytes, back to back
-  std::vector<Region> regions_;       // this walk's copies, innermost chunk first
+  std::vector<Region> regions_;       // this walk's copies, in the order they were made
   const void* next_chunk_ = nullptr;  // the chunk before the last one copied (not read yet)
   uint64_t reads_ = 0;
   std::unordered_map<PyObject*, CodeInfo> codes_;
