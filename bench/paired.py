@@ -414,7 +414,8 @@ CAPTURE_KEYS = ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_py
                 "outermost_ops", "op_start_name_ns", "op_start_nodes_ns", "op_start_rest_ns")
 
 
-def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False) -> dict:
+def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False, after_round=None) -> dict:
+    """``after_round(out)``, if given, sees the rounds done so far after each round."""
     out: dict = {m: {"ratios": [], "base_s": [], "prof_s": [], "capture": [], "cpu_ratios": []} for m in modes}
     for _ in range(rounds):
         for m in modes:
@@ -438,6 +439,8 @@ def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False)
             r["prof_s"].append(b)
             if cap:
                 r["capture"].append({k: cap.get(k) for k in CAPTURE_KEYS})
+        if after_round is not None:
+            after_round(out)
     return out
 
 
@@ -599,18 +602,27 @@ def main() -> None:
     results: list[dict] = []
     meta = {"gpu": gpu, "torch": torch.__version__, "python": sys.version.split()[0], "rounds": args.rounds,
             "argv": sys.argv, "date": stamp}
-    def save() -> None:
+    def save(partial: dict | None = None) -> None:
+        """Writes the results; ``partial``: a workload under way, saved quietly with them."""
+        rows = results + ([partial] if partial is not None and all(r is not partial for r in results) else [])
         with open(base + ".json", "w") as f:
-            json.dump({"meta": meta, "results": results}, f, indent=1, default=str)
-        md = table(results)
+            json.dump({"meta": meta, "results": rows}, f, indent=1, default=str)
+        md = table(rows)
         with open(base + ".md", "w") as f:
             f.write(f"Paired in-process overhead, {gpu}, torch {meta['torch']}, {args.rounds} rounds "
                     f"(`{' '.join(sys.argv)}`)\n\n{md}\n")
-        print(md, flush=True)
+        if partial is None:
+            print(md, flush=True)
 
     def run_block(res: dict, raw: dict, step, n: int, block: list[str], manual: bool = False) -> None:
+        def checkpoint(done: dict) -> None:
+            # Saved after every round: a call cut off at its deadline keeps the rounds it ran.
+            res["modes"] = summarise({**raw, **done}, n)
+            res["raw"] = {**raw, **done}
+            save(res)
+
         try:
-            raw.update(run_pairs(step, n, block, args.rounds, manual))
+            raw.update(run_pairs(step, n, block, args.rounds, manual, after_round=checkpoint))
         except Exception as e:  # a tool that cannot run here is a finding, not the end
             res.setdefault("block_errors", {})[",".join(block)] = repr(e)[:300]
             print(traceback.format_exc(), file=sys.stderr)
