@@ -30,6 +30,8 @@ timeout "$left" python3 bench/paired.py --out "$LOG" \
   ${PAIRED_ARGS:---workloads small_gpt small_gpt_compiled decode cnn_loader --modes aa dlpt dlpt_nosampler torchprof cupti_floor --rounds 8} \
   >"$LOG/paired.txt" 2>"$LOG/paired.err"
 rc=$?
-[ $rc -eq 124 ] && echo "paired bench stopped at the time limit (${left} s): the table has the workloads done"
+# The bench saves its table after every round: a cut-off run's .md has the rounds it ran.
+[ $rc -eq 124 ] && echo "paired bench stopped at the time limit (${left} s): the table below has the rounds done" \
+  && ls -t "$LOG"/paired-*.md 2>/dev/null | head -1 | xargs -r tail -n +3 >>"$LOG/paired.txt"
 echo "== paired ($(( $(date +%s) - start )) s in all)"
 tail -30 "$LOG/paired.txt"
