@@ -32,7 +32,7 @@ def consume(stop):
 DEPTH = 40
 _BODY = "".join(f"    v{i} = stop\n" for i in range(60))
 for _d in range(DEPTH):
-    exec(f"def deep{_d}(stop):\n{_BODY}    deep{_d + 1}(stop)  # @deep\n")
+    exec(f"def deep{_d}(stop):\n{_BODY}    deep{_d + 1}(stop)\n")
 exec(f"def deep{DEPTH}(stop):\n    leaf_spin(stop)\n")
 
 
