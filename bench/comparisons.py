@@ -71,7 +71,7 @@ def compare(raw: dict, c: Comparison) -> dict | None:
 
 
 def compare_all(raw: dict) -> dict[str, dict]:
-    """Every comparison whose two modes ran, by key ("dlpt/cupti_floor", ...)."""
+    """Every comparison whose two modes ran, by its key (mode and against, joined by a slash)."""
     out = {}
     for c in COMPARISONS:
         s = compare(raw, c)
