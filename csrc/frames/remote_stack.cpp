@@ -83,9 +83,13 @@ void RemoteStackReader::read_top(const PyThreadState& ts, RemoteThread* r) {
 
 RemoteStackReader::RemoteStackReader() : copy_(kCopyBudget) { regions_.reserve(kMaxRegions); }
 
+size_t RemoteStackReader::copied_bytes() const {
+  return regions_.empty() ? 0 : regions_.back().offset + regions_.back().len;
+}
+
 void RemoteStackReader::copy_chunk(const void* chunk, size_t used) {
   next_chunk_ = nullptr;
-  const size_t offset = regions_.empty() ? 0 : regions_.back().offset + regions_.back().len;
+  const size_t offset = copied_bytes();
   if (chunk == nullptr || !aligned(chunk) || regions_.size() >= kMaxRegions || offset + kChunkHeader > kCopyBudget)
     return;
   ++reads_;
@@ -101,7 +105,7 @@ bool RemoteStackReader::copy_next_chunk() {
   const void* chunk = next_chunk_;
   next_chunk_ = nullptr;
   if (chunk == nullptr || regions_.empty() || regions_.size() >= kMaxRegions || !aligned(chunk)) return false;
-  const size_t offset = regions_.back().offset + regions_.back().len;
+  const size_t offset = copied_bytes();
   if (offset + kChunkHeader > kCopyBudget) return false;
   char* to = copy_.data() + offset;
   const size_t first = std::min(kChunkFirstRead, kCopyBudget - offset);
@@ -127,7 +131,7 @@ bool RemoteStackReader::copy_next_chunk() {
 }
 
 void RemoteStackReader::copy_window(const void* from) {
-  const size_t offset = regions_.empty() ? 0 : regions_.back().offset + regions_.back().len;
+  const size_t offset = copied_bytes();
   if (regions_.size() >= kMaxRegions || offset >= kCopyBudget) return;
   ++reads_;
   const size_t got =
@@ -183,7 +187,7 @@ Walk RemoteStackReader::frames(const RemoteThread& t, RawFrame* out, size_t max,
                                std::vector<PyObject*>* fresh_codes) {
   *n_out = 0;
   regions_.clear();
-  next_chunk_ = nullptr;
+  next_chunk_ = nullptr;  // (a thread without a chunk: none from the last walk either)
   if (t.chunk != nullptr && t.chunk_end > t.chunk)
     copy_chunk(t.chunk, static_cast<size_t>(static_cast<const char*>(t.chunk_end) - static_cast<const char*>(t.chunk)));
   size_t n = 0;

@@ -86,6 +86,8 @@ class RemoteStackReader {
     size_t len = 0;
     size_t offset = 0;
   };
+  /// Bytes of copy_ in use: where the next region goes.
+  size_t copied_bytes() const;
   /// Copies the newest chunk's used part (`used` bytes from its start, header included).
   void copy_chunk(const void* chunk, size_t used);
   /// Copies the chunk before the last one copied; false when there is none (or it does not add up).
