@@ -218,6 +218,9 @@ PYBIND11_MODULE(_C, m) {
         "Stops capture; the running epoch ends as `last_counted` (as counted if end_epoch was never called).");
   m.def("end_epoch", &dlpt::end_epoch, py::arg("counted"),
         "Ends the running epoch as counted (per-step work) or not; a step mark; returns the new epoch.");
+  m.def("cut_counted", &dlpt::cut_counted,
+        "Every epoch that ended so far is outside the steps from now on: the warm-up's provisional "
+        "steps, dropped when the step time is still falling (call right after end_epoch).");
   m.def("set_collecting", &dlpt::set_collecting);
   m.def("set_tracing", &dlpt::set_tracing, py::arg("on"),
         "Tracing off (dlpt's callbacks disabled, CUPTI flushed then disabled or detached) or on again.");

@@ -83,6 +83,13 @@ uint32_t end_epoch(bool counted) {
   return next;
 }
 
+void cut_counted() {
+  Session* s = current_session();
+  if (s == nullptr) return;
+  s->epochs.cut();
+  host::on_cut(*s);
+}
+
 void set_tracing(bool on) {
   Session* s = current_session();
   if (s == nullptr || s->tracing.load(std::memory_order_acquire) == on) return;

@@ -36,6 +36,11 @@ void mark_step();
 /// interval takes the class given here. 0 when no profile runs (a forked child).
 uint32_t end_epoch(bool counted);
 
+/// Every epoch that ended so far is outside the steps from now on (Epochs::cut): the warm-up's
+/// provisional steps, dropped when it sees the step time still falling. Call right after an
+/// end_epoch. A no-op when no profile runs.
+void cut_counted();
+
 /// Tracing off or on for the running session (idempotent; a no-op without one). Off: dlpt's
 /// RecordFunction callbacks disabled, CUPTI's driver-API callbacks disabled and its activity
 /// flushed (the caller synchronised the devices) and disabled, or CUPTI detached altogether

@@ -39,7 +39,14 @@ void Epochs::finish(bool last_counted) {
   if (e < kFolding - 1) current_.store(e + 1, std::memory_order_release);
 }
 
+void Epochs::cut() {
+  cut_epoch_.store(current_.load(std::memory_order_relaxed), std::memory_order_release);
+  // Release: a holder that sees the new generation also sees the new cut epoch.
+  cut_gen_.fetch_add(1, std::memory_order_release);
+}
+
 bool Epochs::counted(uint32_t e) const {
+  if (e < cut_epoch_.load(std::memory_order_acquire)) return false;
   if (e >= current_.load(std::memory_order_acquire)) return tail_counted_.load(std::memory_order_relaxed);
   const std::atomic<uint64_t>* words = chunks_[e >> kChunkBits].load(std::memory_order_acquire);
   if (words == nullptr) return false;
@@ -115,7 +122,18 @@ Metrics& EpochMetrics::at_slow(uint32_t e, const Epochs& epochs) {
   }
 }
 
+void EpochMetrics::catch_up_with_cuts(const Epochs& epochs) {
+  const uint32_t gen = epochs.cut_generation();
+  if (gen == cut_gen_) return;
+  // Everything filed as counted so far belongs to epochs before the cut (a fold files only
+  // epochs that ended, and this runs before any fold after the cut).
+  move_metrics(counted_, outside_);
+  sq_[0] = sq_[1] = sq_[2] = 0;
+  cut_gen_ = gen;
+}
+
 void EpochMetrics::fold_pending(uint32_t t, const Epochs& epochs) {
+  catch_up_with_cuts(epochs);
   if (epochs.counted(t)) {
     // The epoch's amounts on this node, read just before they move (an add racing with this
     // read moves with them: in the sums, not in the squares).
@@ -131,7 +149,7 @@ void EpochMetrics::fold_all(const Epochs& epochs) {
   uint32_t t = tag_.load(std::memory_order_acquire);
   // No fold can be under way after capture; if one were, its epoch is the last one.
   if (t == Epochs::kFolding) t = epochs.current();
-  fold_pending(t, epochs);
+  fold_pending(t, epochs);  // catches up with the cuts first
   Metrics& to = folded(t, epochs);
   if (Metrics* c = carry_.load(std::memory_order_acquire)) move_metrics(*c, to);
 }

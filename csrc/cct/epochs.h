@@ -17,6 +17,12 @@
 //   folded.
 // - Classes are one bit per epoch (Epochs), in chunks allocated as epochs end: 2 million steps
 //   take 256 KiB.
+// - A cut (Epochs::cut, the warm-up's: dlpt/capture/warmup.py) turns every epoch that ended
+//   before it into outside: the warm-up counts its steps provisionally and drops them when it
+//   sees the step time still falling. Future folds read the new class; what each holder already
+//   filed as counted moves to outside when it next looks (its cut generation is behind):
+//   EpochMetrics at its next fold, the other holders (op details, the host sampler, the idle
+//   blame) likewise or at once.
 #pragma once
 
 #include <atomic>
@@ -47,8 +53,15 @@ class Epochs {
   /// (GPU records flushed at stop) or after it (a callback racing with stop) take the same class.
   void finish(bool last_counted);
 
-  /// [MT] Whether ended epoch `e` (e < current(), or any epoch after finish) was counted.
+  /// [MT] Whether ended epoch `e` (e < current(), or any epoch after finish) was counted: given
+  /// as counted when it ended, and not before the last cut.
   bool counted(uint32_t e) const;
+
+  /// [GIL] Every epoch that ended so far is outside from now on (see the top of this file).
+  void cut();
+  /// [MT] How many cuts there were: a holder that filed counted amounts under an older value
+  /// moves them to outside before it files more.
+  uint32_t cut_generation() const { return cut_gen_.load(std::memory_order_acquire); }
 
   /// Whether end() was called in this session.
   bool ever_ended() const { return ever_ended_.load(std::memory_order_acquire); }
@@ -69,6 +82,8 @@ class Epochs {
   std::atomic<bool> finished_{false};
   // The class of every epoch from the last one on, once finished (before: never asked).
   std::atomic<bool> tail_counted_{true};
+  std::atomic<uint32_t> cut_epoch_{0};  // epochs below it are outside (the last cut)
+  std::atomic<uint32_t> cut_gen_{0};
   std::atomic<std::atomic<uint64_t>*> chunks_[kMaxChunks] = {};
 };
 
@@ -122,6 +137,10 @@ class EpochMetrics {
   Metrics pending_;
   Metrics counted_, outside_;
   double sq_[3] = {0, 0, 0};  // see sq_cpu_ticks(); written only by the folding thread
+  // The cut generation counted_ and sq_ were filed under (Epochs::cut_generation); only the
+  // folding thread reads or writes it. Behind: counted_ moves to outside_ before the next fold.
+  uint32_t cut_gen_ = 0;
+  void catch_up_with_cuts(const Epochs& epochs);
   // Costs of the running epoch added while another thread folds this node: moved into
   // `pending_` by the next fold (so never filed into an earlier epoch). Allocated on first use:
   // folds overlap with adds of the same node rarely.

@@ -3,7 +3,17 @@
 namespace dlpt {
 
 template <typename T>
+void OpDetails::Split<T>::catch_up_with_cuts(const Epochs& epochs) {
+  const uint32_t gen = epochs.cut_generation();
+  if (gen == cut_gen) return;
+  outside.add(counted);  // filed before the cut: every epoch it holds is outside now
+  counted = T{};
+  cut_gen = gen;
+}
+
+template <typename T>
 T& OpDetails::Split<T>::at(uint32_t e, const Epochs& epochs) {
+  catch_up_with_cuts(epochs);
   if (has_pending && e != pending_epoch) {
     // An epoch that already ended (an op that read the epoch before a boundary): its class is
     // known. A later one: the pending epoch ended, fold it.
@@ -19,6 +29,7 @@ T& OpDetails::Split<T>::at(uint32_t e, const Epochs& epochs) {
 
 template <typename T>
 void OpDetails::Split<T>::fold(const Epochs& epochs) {
+  catch_up_with_cuts(epochs);
   if (!has_pending) return;
   (epochs.counted(pending_epoch) ? counted : outside).add(pending);
   pending = T{};

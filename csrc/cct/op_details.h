@@ -9,7 +9,8 @@
 //
 // Like node metrics, counts are split by the class of the epoch they were added in (epochs.h):
 // each entry keeps its counted and outside counts and the counts of one pending epoch, folded
-// when a later epoch adds to it and at export.
+// when a later epoch adds to it and at export; counted counts of an older cut generation move
+// to outside first (Epochs::cut).
 //
 // [MT] Written by op threads under one mutex: a few hundred calls per step at most (collectives,
 // matmuls, convolutions, attention), never the per-op hot path.
@@ -63,9 +64,11 @@ class OpDetails {
   struct Split {
     T counted{}, outside{}, pending{};
     uint32_t pending_epoch = 0;
+    uint32_t cut_gen = 0;  // the cut generation `counted` was filed under
     bool has_pending = false;
     T& at(uint32_t e, const Epochs& epochs);
     void fold(const Epochs& epochs);
+    void catch_up_with_cuts(const Epochs& epochs);
   };
   struct Count {
     uint64_t n = 0;

@@ -112,7 +112,8 @@ py::dict result() {
 }
 
 /// Test seam: IdleBlame fed with (kind, a, b, c, d) records in order — ("mark", t, recorded),
-/// ("work", device, start, end), ("sample", t, node, weight, gil), ("settle", now) — then finished.
+/// ("work", device, start, end), ("sample", t, node, weight, gil), ("settle", now), ("cut") — then
+/// finished.
 py::dict blame_seam(bool gpu, const std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t, uint64_t>>& ops) {
   IdleBlame b(gpu);
   for (const auto& [kind, a, x, y, z] : ops) {
@@ -124,6 +125,8 @@ py::dict blame_seam(bool gpu, const std::vector<std::tuple<std::string, uint64_t
       b.sample(a, static_cast<NodeId>(x), y, z != 0);
     } else if (kind == "settle") {
       b.settle(a);
+    } else if (kind == "cut") {
+      b.cut();
     }
   }
   HostResult r;

@@ -184,6 +184,11 @@ void on_mark(Session& s, bool recorded, bool ended_counted) {
   }
 }
 
+void on_cut(Session& s) {
+  Capture* c = live_for(s);
+  if (c != nullptr && !c->stopped && c->blame) c->blame->cut();
+}
+
 void on_drain() {
   Capture* c = g_live.load(std::memory_order_acquire);
   if (c != nullptr && !c->stopped) c->sampler.drain_codes();

@@ -77,6 +77,9 @@ uint64_t clock_ns(const Session& s);
 /// A boundary within microseconds of the last one (a switch right after an epoch's end) updates
 /// the interval it opened.
 void on_mark(Session& s, bool recorded, bool ended_counted = true);
+/// [GIL] A cut of `s`'s epochs (cct/epochs.h), right after a step boundary: the idle blame
+/// drops the steps before it.
+void on_cut(Session& s);
 /// [GIL] The step boundary's code-reference drain (controller.cpp).
 void on_drain();
 }  // namespace dlpt::host

@@ -34,6 +34,14 @@ void IdleBlame::set_open(bool recorded) {
   if (!intervals_.empty()) intervals_.back().recorded = recorded;
 }
 
+void IdleBlame::cut() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i + 1 < intervals_.size(); ++i) intervals_[i].recorded = false;
+  totals_.steps = 0;
+  totals_.host.clear();
+  totals_.devices.clear();
+}
+
 void IdleBlame::work(uint32_t device, uint64_t start, uint64_t end) {
   if (!gpu_ || end <= start) return;
   std::lock_guard<std::mutex> lock(mu_);

@@ -68,6 +68,9 @@ class IdleBlame {
   void classify_open(bool counted);
   /// The open interval is recorded or not (a switch right after the mark that opened it).
   void set_open(bool recorded);
+  /// A cut (cct/epochs.h): every step before the open interval was provisional and is dropped,
+  /// resolved (its sums) or not (no longer recorded).
+  void cut();
   void work(uint32_t device, uint64_t start, uint64_t end);
   void sample(uint64_t t, NodeId node, uint64_t weight_ns, bool gil);
   /// Resolves closed steps that ended at least kSettleNs before `now`.

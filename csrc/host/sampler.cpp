@@ -160,15 +160,18 @@ void Sampler::run() {
 }
 
 void Sampler::file_pending(const Epochs& epochs) {
+  if (const uint32_t gen = epochs.cut_generation(); gen != cut_gen_) {
+    // Filed before a cut: every epoch those cells hold is outside now.
+    if (outside_cells_.size() < cells_.size()) outside_cells_.resize(cells_.size());
+    for (size_t i = 0; i < cells_.size(); ++i) outside_cells_[i].add(cells_[i]);
+    cells_.clear();
+    cut_gen_ = gen;
+  }
   if (pending_.empty()) return;
   std::vector<HostCell>& to = epochs.counted(pending_epoch_) ? cells_ : outside_cells_;
   for (const auto& [node, c] : pending_) {
     if (node >= to.size()) to.resize(std::max<size_t>(node + 1, to.size() * 2));
-    HostCell& t = to[node];
-    t.wall_ns += c.wall_ns;
-    t.gil_ns += c.gil_ns;
-    t.cpu_ns += c.cpu_ns;
-    t.samples += c.samples;
+    to[node].add(c);
   }
   pending_.clear();
 }

@@ -53,6 +53,12 @@ struct HostCell {
   uint64_t gil_ns = 0;   // ... of which the thread held the GIL (ran Python)
   uint64_t cpu_ns = 0;   // the thread's CPU time over those intervals
   uint64_t samples = 0;
+  void add(const HostCell& o) {
+    wall_ns += o.wall_ns;
+    gil_ns += o.gil_ns;
+    cpu_ns += o.cpu_ns;
+    samples += o.samples;
+  }
 };
 
 // The sampler's numbers (host_result()["stats"], saved as meta.host's keys), defined once as
@@ -154,6 +160,7 @@ class Sampler {
   std::vector<HostCell> outside_cells_;
   std::unordered_map<NodeId, HostCell> pending_;
   uint32_t pending_epoch_ = 0;
+  uint32_t cut_gen_ = 0;  // the cut generation cells_ were filed under (Epochs::cut)
   void file_pending(const Epochs& epochs);
   std::vector<PyObject*> fresh_;
   SamplerStats stats_;

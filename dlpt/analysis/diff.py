@@ -18,16 +18,10 @@ function, line number) instead, and the result says so.
 Values are per profiled step when both sessions detected steps (runs of different lengths
 compare), else totals.
 
-Significance (docs/numbers.md): when both sessions saved per-step second moments (format 3),
-each line's change is tested with Welch's t-test on its per-step means (the line's per-step
-spread from :mod:`dlpt.model.spread`), and the p-values of all the lines compared
-are corrected for their number with Holm's method at a family-wise rate of 5%: two runs of the
-same program flag no line in at least 95% of comparisons. A change is also called significant
-only when it is at least :data:`MIN_EFFECT` of the larger side and :data:`MIN_SHARE` of the
-larger total (Welch alone would flag a 0.1% shift measured over many steps, or a 1 us line).
-What all lines share (:meth:`SessionDiff.run_factor`: a busier host makes every line slower at
-once, which per-step noise does not capture) is divided out of B before testing, and stated;
-the step line and the totals show the run-wide change. Significant changes are listed first.
+Verdicts (docs/numbers.md): when both sessions saved per-step second moments (format 3), each
+line's change is judged by :mod:`dlpt.analysis.diff_test`: against what the whole run shares
+(the run shift, from the lines' median ratio), with per-step and run-to-run noise, Holm-corrected
+over the lines; "can't tell" where one pair of runs cannot separate a line from the host.
 """
 
 from __future__ import annotations
@@ -37,6 +31,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt.analysis.diff_test import FASTER, SLOWER, LineSample, RunShift, judge_lines
 from dlpt.model.calibration import Calibration, calibration
 from dlpt.model.folding import report_tree
 from dlpt.model.meta import StepTime, program_argv, step_time
@@ -46,7 +41,6 @@ from dlpt.model.resume_names import parse_resume_name
 from dlpt.model.session import Session
 from dlpt.model.source_text import session_sources
 from dlpt.model.spread import SpreadTable, has_moments
-from dlpt.model.stats import holm, welch
 from dlpt.model.tree import Node, add_metrics, walk
 
 __all__ = [
@@ -58,14 +52,7 @@ __all__ = [
     "Change",
     "diff_sessions",
     "function_key",
-    "MIN_EFFECT",
 ]
-
-#: The smallest change called significant, relative to the larger side (a line 10% slower is
-#: worth a look; smaller ones on a shared host are mostly the host)...
-MIN_EFFECT = 0.10
-#: ...and relative to the larger run's total of the metric (a 1 µs line that doubled is not news).
-MIN_SHARE = 0.01
 
 LEAF_KINDS = ("kernel", "memcpy", "memset", "sync")
 _TIME_KEY = {"kernel": "gpu_ns", "memcpy": "copy_ns", "memset": "memset_ns", "sync": "sync_ns"}
@@ -158,15 +145,20 @@ class Side:
 
 @dataclass(frozen=True)
 class Change:
-    """A line's change, tested: per-step means and spreads of both sides, Welch's p-value and
-    whether it is significant after Holm's correction (and at least MIN_EFFECT)."""
+    """A line's change, judged (:mod:`dlpt.analysis.diff_test`): per-step means and spreads of
+    both sides, its ratio after the run shift, the p-value and the verdict."""
 
     a: float
     b: float
     sd_a: float
     sd_b: float
+    ratio: float
     p: float
-    significant: bool
+    verdict: str  # diff_test.SLOWER, FASTER, SAME or CANT_TELL
+
+    @property
+    def significant(self) -> bool:
+        return self.verdict in (SLOWER, FASTER)
 
 
 @dataclass
@@ -200,46 +192,34 @@ class SessionDiff:
         s = self.a if side == "a" else self.b
         return math.sqrt(metric(cost.spread)) / s.scale
 
-    def changes(self, metric: Metric) -> dict[LineKey, Change]:
-        """Every row with a value of ``metric`` tested (Welch's t, Holm-corrected over those
-        rows; see the module docstring); {} when the sessions cannot be tested."""
+    def judge(self, metric: Metric) -> tuple[RunShift | None, dict[LineKey, Change]]:
+        """The run shift and every row with a value of ``metric``, judged (see
+        :mod:`dlpt.analysis.diff_test`); (None, {}) when the sessions cannot be tested."""
         if not self.tested:
-            return {}
+            return None, {}
         rows = [r for r in self.rows if self.value(metric, r, "a") or self.value(metric, r, "b")]
-        f = self.run_factor(metric)
-        stats = []
-        for r in rows:
-            a, b = self.value(metric, r, "a"), self.value(metric, r, "b")
-            sa, sb = self.spread(metric, r, "a"), self.spread(metric, r, "b")
-            stats.append((a, b, sa, sb, welch(a, sa, self.a.steps, b / f, sb / f, self.b.steps)))
-        passed = holm([p for *_, p in stats])
-        floor = MIN_SHARE * max(self.total(metric, "a"), self.total(metric, "b") / f)
-        out = {}
-        for r, (a, b, sa, sb, p), ok in zip(rows, stats, passed, strict=True):
-            d = abs(b / f - a)
-            big = d >= MIN_EFFECT * max(abs(a), abs(b / f)) and d >= floor
-            out[r.key] = Change(a, b, sa, sb, p, ok and big)
-        return out
+        samples = [
+            LineSample(
+                self.value(metric, r, "a"),
+                self.value(metric, r, "b"),
+                self.spread(metric, r, "a"),
+                self.spread(metric, r, "b"),
+                self.a.steps,
+                self.b.steps,
+            )
+            for r in rows
+        ]
+        total = max(self.total(metric, "a"), self.total(metric, "b"))
+        shift, verdicts = judge_lines(samples, total)
+        out = {
+            r.key: Change(x.a, x.b, x.sd_a or 0.0, x.sd_b or 0.0, v.ratio, v.p, v.verdict)
+            for r, x, v in zip(rows, samples, verdicts, strict=True)
+        }
+        return shift, out
 
-    def run_factor(self, metric: Metric) -> float:
-        """What every line's change shares: the median of the B/A ratios of the lines present in
-        both runs, each weighted by its cost (A + B). A busier host, another CPU clock or a
-        different GPU moves all lines together; a line that changed is an outlier and does not
-        move the median. Lines are tested after dividing B by it (1.0 when no line is in both)."""
-        pairs = []
-        for r in self.rows:
-            a, b = self.value(metric, r, "a"), self.value(metric, r, "b")
-            if a > 0 and b > 0:
-                pairs.append((b / a, a + b))
-        if not pairs:
-            return 1.0
-        pairs.sort()
-        half, acc = sum(w for _, w in pairs) / 2, 0.0
-        for ratio, w in pairs:
-            acc += w
-            if acc >= half:
-                return ratio
-        return pairs[-1][0]
+    def changes(self, metric: Metric) -> dict[LineKey, Change]:
+        """Every row with a value of ``metric``, judged; {} when the sessions cannot be tested."""
+        return self.judge(metric)[1]
 
     def ranked(self, metric: Metric, changes: dict[LineKey, Change] | None = None) -> list[LineDiff]:
         """Rows with any value of ``metric``: significant changes first (when ``changes`` holds

@@ -161,6 +161,8 @@ class MemoryCapture:
         schedule counted the step), unless the schedule ignored the boundary."""
         if not self.enabled or schedule.last_counted is None:
             return
+        if schedule.last_cut:  # the warm-up dropped every step so far: their peaks too
+            self._core.memory_restart_steps()
         self._core.memory_step_end(schedule.last_counted)
 
     def stop(self, run_as_step: bool) -> MemoryExport | None:

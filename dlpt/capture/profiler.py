@@ -278,6 +278,7 @@ class Profile:
             self.calibrate,
             C.end_epoch,
             self._set_tracing,
+            cut=C.cut_counted,
             only=CALL if self.step_on else None,
             on_warm=self._arm_timeline,
             # The timeline's window closes when tracing stops: no untraced window inside it.

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dlpt.capture.step_times import StepTimes
-from dlpt.capture.warmup import Warmup
+from dlpt.capture.warmup import CUT, FIRST, Warmup
 
 __all__ = ["StepSchedule", "PairedWindows", "CALL", "FIRST_WINDOW", "EVERY", "WINDOW", "NEIGHBOURS"]
 
@@ -125,7 +125,8 @@ class PairedWindows:
 
 class StepSchedule:
     """Decides, at each step boundary, how the step that ended is classified and whether the
-    next one is traced. ``end_epoch(counted)`` and ``set_tracing(on)`` are the native core's;
+    next one is traced. ``end_epoch(counted)``, ``set_tracing(on)`` and ``cut()`` (every epoch
+    that ended so far is outside the steps: the warm-up's provisional steps) are the native core's;
     ``only``: the one source of steps that counts (CALL when a step_on function is named).
     ``on_warm``: called once, when the warm-up is over, before the boundary where it ended is
     passed to the core (the timeline window opens at that boundary: its steps are counted ones).
@@ -140,6 +141,7 @@ class StepSchedule:
         calibrate: bool,
         end_epoch: Callable[[bool], Any],
         set_tracing: Callable[[bool], Any],
+        cut: Callable[[], Any] | None = None,
         only: str | None = None,
         clock: Callable[[], int] = time.perf_counter_ns,
         on_warm: Callable[[], Any] | None = None,
@@ -148,6 +150,7 @@ class StepSchedule:
         self.active = active
         self.calibrate = calibrate
         self._end_epoch, self._set_tracing = end_epoch, set_tracing
+        self._cut = cut
         self._only = only
         self._clock = clock
         self._on_warm = on_warm
@@ -155,7 +158,7 @@ class StepSchedule:
         self.warmup = Warmup(skip_first)
         self.source: str | None = None
         self.seen = 0  # steps that ended
-        self.counted = 0  # traced steps counted (what per-step figures divide by)
+        self.counted = 0  # traced steps counted (what per-step figures divide by), provisional ones too
         self.traced = StepTimes(seed=1)  # wall times of counted steps (switch steps left out)
         self.untraced = StepTimes(seed=2)
         self.paired = PairedWindows()
@@ -170,8 +173,9 @@ class StepSchedule:
         self._since_window = 0  # counted steps since the last window closed
         self._in_call = False
         # The last boundary: whether it ended a counted step (None: ignored; memory per step
-        # follows it).
+        # follows it) and whether it dropped every step before it (a cut of the warm-up).
         self.last_counted: bool | None = None
+        self.last_cut = False
         self.start_ns = self._last = 0
         self.counted_ns = 0  # wall time of counted steps
         self.first_counted_ns: int | None = None  # when the first counted step began
@@ -201,6 +205,7 @@ class StepSchedule:
         """A step just ended (``source``: "optimizer", "manual" or CALL; ``began_ns``, for a call,
         when it began)."""
         self.last_counted = None
+        self.last_cut = False
         if self._only is not None and source != self._only:
             return
         if source == "optimizer" and self.source == "manual":
@@ -237,22 +242,40 @@ class StepSchedule:
                 end, self._hold_end = self._hold_end, None
                 end()  # before the epoch ends: its own time (reading back) stays in the held step
             self._end_epoch(False)
-        elif self._warmup_step(wall):
-            self._end_epoch(False)
         else:
-            self._end_epoch(True)
-            self.last_counted = True
-            self.counted += 1
-            self._since_window += 1
-            self.counted_ns += wall
-            if self.first_counted_ns is None:
-                self.first_counted_ns = began
-            self.last_counted_ns = now
-            if self._time(self.traced, wall):
-                self.paired.traced(wall)
+            said = self._warmup_step(wall)
+            self._end_epoch(said != FIRST)
+            if said == CUT:
+                self._drop_counted()
+            elif said != FIRST:
+                self._count(wall, began, now)
         self._in_call = False
         self._switch(self._wants_tracing())
         self._last = self._clock()  # a switch's own time is the next step's, dropped with it
+
+    def _count(self, wall: int, began: int, now: int) -> None:
+        """The step that just ended counts (provisionally while the warm-up runs)."""
+        self.last_counted = True
+        self.counted += 1
+        self._since_window += 1
+        self.counted_ns += wall
+        if self.first_counted_ns is None:
+            self.first_counted_ns = began
+        self.last_counted_ns = now
+        if self._time(self.traced, wall):
+            self.paired.traced(wall)
+
+    def _drop_counted(self) -> None:
+        """A cut: every step counted so far, and the one that just ended, is outside the steps
+        (the native core moves what they recorded; memory per step follows ``last_cut``). No
+        untraced window opens before the warm-up ends, so none is lost here."""
+        if self._cut is not None:
+            self._cut()
+        self.last_cut = True
+        self.counted = self._since_window = self.counted_ns = 0
+        self.first_counted_ns = self.last_counted_ns = None
+        self.traced = StepTimes(seed=1)
+        self.paired = PairedWindows()
 
     def hold(self, steps: int, at_end: Callable[[], None]) -> None:
         """The next ``steps`` steps belong to another measurement (PC sampling: slow kernels,
@@ -274,13 +297,14 @@ class StepSchedule:
         stops the native core with the last epoch not counted)."""
         self.stop_ns = self._clock()
         self.paired.close()
+        self.warmup.finish()
 
     # -- decisions ------------------------------------------------------------------------------
 
-    def _warmup_step(self, wall: int) -> bool:
-        """Whether the step that ended is warm-up; tells ``on_warm`` when the warm-up just ended
-        (with --skip-first N at the end of its N-th step, automatically at the end of the first
-        counted step)."""
+    def _warmup_step(self, wall: int) -> str:
+        """What the warm-up says of the step that ended (dlpt.capture.warmup: FIRST, PROVISIONAL,
+        CUT or COUNTED); tells ``on_warm`` when the warm-up just ended (with --skip-first N at the
+        end of its N-th step, automatically at the end of the step that ended it)."""
         was_over = self.warmup.over
         warm = self.warmup.step(wall)
         if not was_over and self.warmup.over and self._on_warm is not None:
@@ -350,6 +374,9 @@ class StepSchedule:
                 "walls_ns": list(w.walls),
                 "auto": w.skip_first is None,
                 **({"settled": w.settled} if w.settled is not None else {}),
+                **({"cuts": w.cuts} if w.cuts else {}),
+                # Counted without the warm-up having ended (the run ended first): provisional.
+                **({"provisional": w.provisional} if w.provisional else {}),
                 "reason": w.reason,
             },
             "outside": {"before_ns": before, "after_ns": after if self.last_counted_ns is not None else 0},

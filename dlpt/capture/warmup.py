@@ -4,57 +4,135 @@ compiled run's steps falling from ~16 ms to ~10 ms over its first 70 iterations)
 as steps.
 
 Decided online, at the end of each step, from the wall times seen so far (a step's costs are
-classified when it ends, :mod:`dlpt.capture.schedule`). The rule ("a window of steps whose time
-no longer falls", docs/numbers.md):
+classified when it ends, :mod:`dlpt.capture.schedule`). The rule (docs/numbers.md, "The
+warm-up", with its measured rates):
 
-- the first step is never counted automatically: there is nothing to compare it with, and when
-  steps end at optimizer steps (or ``prof.step()``) its interval starts with the profile and
-  holds the program's own set-up; it is left out of every window below;
-- at each later step, the last :data:`WINDOW` step times (at least :data:`MIN_WINDOW` of them)
-  are *steady* when two trends both fall no faster than :data:`FALL_PER_STEP` of their median
-  per step (or :data:`FALL_FLOOR_NS`, for very short steps): the Theil-Sen slope (the median of
-  the slopes between every pair of points) of the step times, which one slow step does not move
-  and which sees a fall under symmetric jitter; and that of their minima in blocks of
-  :data:`BLOCK` steps, which sees a fall under a busy host (it only ever makes steps slower, so
-  each block's fastest step follows the program's own trend however many steps it delayed);
-- the warm-up is over after :data:`STEADY_CHECKS` steady windows in a row (one noisy window does
-  not end it), and at the latest after :data:`MAX_WARMUP` steps: a loop whose steps never settle
-  (variable-length batches, a run still compiling) is counted from there, and the report says so.
+- the first step is never counted: there is nothing to compare it with, and when steps end at
+  optimizer steps (or ``prof.step()``) its interval starts with the profile and holds the
+  program's own set-up;
+- every later step is counted *provisionally*: counted unless a fall is seen after it. At each
+  step, the latest :data:`WINDOW` step times since the provisional start (at least
+  :data:`MIN_WINDOW`) are tested for a fall that is both **real** (Mann-Kendall's trend test:
+  the pairs of steps that got faster outnumber those that got slower beyond what chance gives at
+  one-sided 5%, so one slow step or symmetric jitter does not make one) and **material** (the
+  fall across the window, the Theil-Sen slope times its length, is at least :data:`MATERIAL` of
+  the window's median: a fall that small would not change a per-step figure by more). On such a
+  fall, every step so far is dropped (a *cut*: the native core moves what they counted outside
+  the steps) and counting starts again after it. Where a busy host delays steps at random, the
+  fall is also looked for in the fastest step of each block of :data:`BLOCK` steps (a host only
+  makes steps slower, so each block's fastest follows the program's own trend);
+- the warm-up is *over* once :data:`STEADY` steps in a row passed without a cut and the trend of
+  the latest :data:`LONG_WINDOW` does not fall by a material amount, real or not (a slow fall
+  under noise may escape the test for a while; it does not end the warm-up). From then on no
+  cut: untraced measurement windows, the timeline and PC sampling may start. At the latest it
+  is over after :data:`MAX_WARMUP` steps, which the report then says;
+- a run that ends before that keeps its provisional steps: it is counted from the step after
+  the last cut (from the second step when no fall was ever seen), and the header says so. Only a
+  run whose steps were still falling at its last step counts none.
 
-Rising step times end the warm-up like flat ones: only a fall means the program is still
-getting faster. With ``--skip-first N`` the first N steps are the warm-up, whatever their times.
+Rising step times never cut: only a fall means the program is still getting faster. With
+``--skip-first N`` the first N steps are the warm-up, whatever their times.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections.abc import Sequence
 
-__all__ = ["Warmup", "MAX_WARMUP", "WINDOW", "BLOCK", "MIN_WINDOW", "FALL_PER_STEP", "theil_sen_slope"]
+__all__ = [
+    "Warmup",
+    "LONG_WINDOW",
+    "STEADY",
+    "EARLY",
+    "MAX_WARMUP",
+    "WINDOW",
+    "MIN_WINDOW",
+    "BLOCK",
+    "MATERIAL",
+    "theil_sen_slope",
+    "falls",
+    "FIRST",
+    "PROVISIONAL",
+    "CUT",
+    "COUNTED",
+]
 
-#: Step times whose trend is tested (the latest ones, the first step excluded).
+#: A fall is looked for in the latest WINDOW step times since the provisional start, and in the
+#: latest LONG_WINDOW (a slow fall under noise shows over more steps)...
 WINDOW = 16
-#: Steps per block whose minimum is taken (see the module docstring).
-BLOCK = 4
-#: No test before this many step times (fewer cannot tell a fall from noise).
-MIN_WINDOW = 12
-#: A window falls when its step times fall by more than this share of its median per step...
-FALL_PER_STEP = 0.002
-#: ...and by more than this much per step (host jitter of very short steps).
-FALL_FLOOR_NS = 2_000
-#: Steady windows in a row that end the warm-up.
-STEADY_CHECKS = 3
+LONG_WINDOW = 32
+#: ...and the warm-up ends after this many provisional steps without a cut (later than the
+#: window: ending it late costs no counted step, the provisional ones count from their start).
+STEADY = 32
+#: The second step is dropped with the first when it took this much longer than the third
+#: (allocator growth, autotuning of backward shapes, optimizer state: too few steps for a test)
+#: and at least EARLY_NS longer (steps of tens of microseconds jitter by a quarter on their own).
+EARLY = 0.25
+EARLY_NS = 100_000
+#: No test on fewer step times (Mann-Kendall cannot call 5 points a trend at 5%).
+MIN_WINDOW = 6
+#: Steps per block whose fastest is taken (the busy-host test, see the module docstring).
+BLOCK = 3
+#: A fall across the window smaller than this share of its median is not material.
+MATERIAL = 0.05
+#: One-sided 0.1% for Mann-Kendall's S (its normal approximation): the test runs at every step, and a
+#: false cut throws steps away.
+Z_ONE_SIDED = 3.09
 #: The warm-up ends after at most this many steps.
 MAX_WARMUP = 100
 #: Wall times of the warm-up steps kept for the report.
 KEPT = 20
 
+#: What :meth:`Warmup.step` says of the step that just ended.
+FIRST = "first"  # the first step: outside the steps
+PROVISIONAL = "provisional"  # counted, unless a later cut drops it
+CUT = "cut"  # this step and every step before it: outside the steps
+COUNTED = "counted"  # counted for good (the warm-up is over)
 
-def theil_sen_slope(values: list[int] | list[float]) -> float:
+
+def theil_sen_slope(values: Sequence[float]) -> float:
     """The median of the slopes between every pair of points (x = 0, 1, ...): a trend that a
     few outliers do not move."""
     n = len(values)
     slopes = [(values[j] - values[i]) / (j - i) for i in range(n) for j in range(i + 1, n)]
     return float(statistics.median(slopes)) if slopes else 0.0
+
+
+def _mann_kendall_falls(values: Sequence[float]) -> bool:
+    """Whether ``values`` fall beyond chance (one-sided 5%): Kendall's S (pairs that rose minus
+    pairs that fell) at or below minus its 95th percentile under no trend."""
+    n = len(values)
+    if n < 3:
+        return False
+    s = sum((values[j] > values[i]) - (values[j] < values[i]) for i in range(n) for j in range(i + 1, n))
+    return s < 0 and -s >= Z_ONE_SIDED * math.sqrt(n * (n - 1) * (2 * n + 5) / 18)
+
+
+def falls(values: Sequence[float]) -> bool:
+    """Whether step times ``values`` (oldest first) fall by a real and material amount (see the
+    module docstring): in the times themselves or in their blocks' fastest."""
+    if len(values) < MIN_WINDOW:
+        return False
+    median = statistics.median(values)
+    if median <= 0:
+        return False
+    across = -theil_sen_slope(values) * (len(values) - 1)
+    if across >= MATERIAL * median and _mann_kendall_falls(values):
+        return True
+    whole = values[len(values) % BLOCK :]
+    fastest = [min(whole[i : i + BLOCK]) for i in range(0, len(whole), BLOCK)]
+    if len(fastest) < 4:
+        return False
+    across = -theil_sen_slope(fastest) / BLOCK * (len(whole) - 1)
+    return across >= MATERIAL * median and _mann_kendall_falls(fastest)
+
+
+def _trend_falls(values: Sequence[float]) -> bool:
+    """Whether the trend of ``values`` falls by a material amount across them (the estimate
+    alone, real or not): the warm-up does not end on a window that still falls, however noisy."""
+    median = statistics.median(values)
+    return median > 0 and -theil_sen_slope(values) * (len(values) - 1) >= MATERIAL * median
 
 
 class Warmup:
@@ -63,59 +141,105 @@ class Warmup:
     def __init__(self, skip_first: int | None) -> None:
         self.skip_first = skip_first
         self.over = skip_first == 0
-        self.steps = 0  # steps classified as warm-up
+        self.steps = 0  # steps outside the count so far: the first, and every step up to the last cut
         self.walls: list[int] = []  # their wall times (the first KEPT)
         self.reason = "--skip-first 0" if skip_first == 0 else ""
         self.settled: bool | None = None  # automatic detection: whether the steps settled
-        self._recent: list[int] = []  # the latest WINDOW step times, the first step left out
-        self._steady = 0  # steady windows in a row
+        self.cuts = 0  # falls seen (each dropped the steps before it)
+        self.last_cut = 0  # the step of the last cut (0: none)
+        self.seen = 0  # steps that ended
+        self._since: list[int] = []  # the latest step times tested (at most LONG_WINDOW; see _cut)
+        self._provisional: list[int] = []  # every provisional step time, for the report's walls
 
-    def _is_steady(self) -> bool:
-        xs = self._recent
-        if len(xs) < MIN_WINDOW:
-            return False
-        median = statistics.median(xs)
-        allowed = max(FALL_PER_STEP * median, FALL_FLOOR_NS)
-        if theil_sen_slope(xs) < -allowed:
-            return False
-        whole = xs[len(xs) % BLOCK :]  # whole blocks, the latest steps kept
-        minima = [min(whole[i : i + BLOCK]) for i in range(0, len(whole), BLOCK)]
-        return theil_sen_slope(minima) / BLOCK >= -allowed
+    @property
+    def provisional(self) -> int:
+        """Steps counted provisionally (since the last cut; 0 once the warm-up is over)."""
+        return 0 if self.over else len(self._provisional)
 
-    def step(self, wall_ns: int) -> bool:
-        """The step that just ended took ``wall_ns``; returns whether it is warm-up (not counted).
-        Once the warm-up is over, every later step is counted."""
+    def step(self, wall_ns: int) -> str:
+        """The step that just ended took ``wall_ns``: FIRST, PROVISIONAL, CUT or COUNTED (see the
+        module's constants)."""
         if self.over:
-            return False
-        n = self.steps + 1  # this step's number
-        done = False
-        if self.skip_first is None and n > 1:
-            self._recent.append(wall_ns)
-            del self._recent[:-WINDOW]
-            self._steady = self._steady + 1 if self._is_steady() else 0
-            if self._steady >= STEADY_CHECKS:
-                done, self.settled = True, True
-                self.reason = (
-                    f"until the step time stopped falling (the trend of the last {len(self._recent)} "
-                    f"steps and of their minima within {FALL_PER_STEP:.1%} per step, {STEADY_CHECKS} times "
-                    "in a row); "
-                    "lazy start-up, compilation and autotuning run there"
-                )
-            elif n > MAX_WARMUP:
-                done, self.settled = True, False
-                self.reason = (
-                    f"the step time had not stopped falling after {MAX_WARMUP} steps: counted from "
-                    f"step {n}, the first counted steps may still be getting faster"
-                )
-        if done:
-            self.over = True
-            return False
+            return COUNTED
+        self.seen += 1
+        if self.skip_first is not None:
+            return self._skip_first(wall_ns)
+        if self.seen == 1:
+            self._keep(wall_ns)
+            self.steps = 1
+            return FIRST
+        self._since.append(wall_ns)
+        del self._since[:-LONG_WINDOW]
+        self._provisional.append(wall_ns)
+        early = self.seen == 3 and not self.cuts and self._since[0] > (1 + EARLY) * self._since[1] + EARLY_NS
+        if early or falls(self._since[-WINDOW:]) or (len(self._since) > WINDOW and falls(self._since)):
+            return self._cut()
+        if len(self._provisional) >= STEADY and not _trend_falls(self._since):
+            self._end(settled=True)
+            return COUNTED
+        if self.seen >= MAX_WARMUP:
+            # A full window without a fall is a steady state that the bound came before.
+            self._end(settled=len(self._provisional) >= WINDOW)
+            return COUNTED
+        return PROVISIONAL
+
+    def _skip_first(self, wall_ns: int) -> str:
+        self._keep(wall_ns)
         self.steps += 1
-        if len(self.walls) < KEPT:
-            self.walls.append(wall_ns)
-        if self.skip_first is not None and self.steps >= self.skip_first:
+        if self.steps >= self.skip_first:  # type: ignore[operator]  # skip_first is set here
             # N steps exactly: over as soon as the last one ends, so that the next step is traced
             # and reported as counted from its start (the status line says "tracing").
             self.over = True
             self.reason = f"--skip-first {self.skip_first}"
-        return True
+        return FIRST
+
+    def _cut(self) -> str:
+        for w in self._provisional:
+            self._keep(w)
+        self.steps = self.seen
+        self.cuts += 1
+        self.last_cut = self.seen
+        # The latest steps stay in the window: a fall that goes on is cut again at the next step,
+        # not MIN_WINDOW steps later.
+        del self._since[: -(MIN_WINDOW - 1)]
+        self._provisional.clear()
+        if self.seen >= MAX_WARMUP:
+            self._end(settled=False)
+        return CUT
+
+    def _keep(self, wall_ns: int) -> None:
+        if len(self.walls) < KEPT:
+            self.walls.append(wall_ns)
+
+    def _end(self, settled: bool) -> None:
+        self.over, self.settled = True, settled
+        if settled:
+            self.reason = (
+                f"until the step time stopped falling (no real fall of {MATERIAL:.0%} or more in "
+                f"{min(STEADY, len(self._provisional))} steps in a row); lazy start-up, compilation "
+                "and autotuning run there"
+            )
+        else:
+            self.reason = (
+                f"the step time had not stopped falling after {MAX_WARMUP} steps: counted from "
+                f"step {self.steps + 1}, the first counted steps may still be getting faster"
+            )
+        self._provisional.clear()
+
+    def finish(self) -> None:
+        """The run ended: provisional steps stay counted; the reason says from where."""
+        if self.over or self.skip_first is not None:
+            return
+        n = len(self._provisional)
+        self.settled = False
+        if not self.cuts:
+            self.reason = (
+                f"the run ended after {self.seen} steps, too few to tell a warm-up: counted from step 2"
+            )
+        elif n:
+            self.reason = (
+                f"up to the last fall of the step time (step {self.last_cut}); the run ended {n} "
+                f"step{'s' if n != 1 else ''} later, before they could be shown steady"
+            )
+        else:
+            self.reason = f"the step time was still falling at the run's last step (step {self.seen})"

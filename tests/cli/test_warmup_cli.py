@@ -64,7 +64,8 @@ def test_a_run_that_never_settles_is_profiled_after_the_bound_and_says_so(runs: 
     r, s = runs["falls"]
     assert r.rc == 0, r.err
     warmup = s["meta"]["steps"]["warmup"]
-    assert warmup["settled"] is False and warmup["steps"] == 100
+    # Cut while the fall goes on, up to the bound (the last cut within a few steps of it).
+    assert warmup["settled"] is False and 85 <= warmup["steps"] <= 100, warmup
     assert s["meta"]["steps"]["profiled"] >= 20  # still profiled
     assert "had not stopped falling after 100 steps" in _flat(r.out)
 

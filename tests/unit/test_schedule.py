@@ -12,26 +12,38 @@ import pytest
 
 from dlpt.capture.schedule import CALL, EVERY, FIRST_WINDOW, WINDOW, StepSchedule
 from dlpt.capture.step_times import SAMPLE, SAVED, StepTimes
-from dlpt.capture.warmup import MAX_WARMUP, MIN_WINDOW, STEADY_CHECKS, Warmup, theil_sen_slope
+from dlpt.capture.warmup import MAX_WARMUP, STEADY, Warmup, theil_sen_slope
 
 MS = 1_000_000
 
 
 class Run:
-    """A schedule on a fake clock; ``epochs`` records end_epoch's classifications, ``switches``
-    set_tracing's calls."""
+    """A schedule on a fake clock; ``epochs`` records end_epoch's classifications, ``cuts`` how
+    many epochs had ended at each cut, ``switches`` set_tracing's calls."""
 
     def __init__(self, **kw: Any) -> None:
         self.now = 0
         self.epochs: list[bool] = []
+        self.cuts: list[int] = []
         self.switches: list[bool] = []
         kw.setdefault("skip_first", None)
         kw.setdefault("active", None)
         kw.setdefault("calibrate", True)
         self.s = StepSchedule(
-            end_epoch=self.epochs.append, set_tracing=self.switches.append, clock=lambda: self.now, **kw
+            end_epoch=self.epochs.append,
+            set_tracing=self.switches.append,
+            cut=lambda: self.cuts.append(len(self.epochs)),
+            clock=lambda: self.now,
+            **kw,
         )
         self.s.start()
+
+    @property
+    def classes(self) -> list[bool]:
+        """Each epoch's final class, as the native core files it: counted when it ended, and not
+        before the last cut (csrc/cct/epochs.h)."""
+        last = self.cuts[-1] if self.cuts else 0
+        return [c and i >= last for i, c in enumerate(self.epochs)]
 
     def step(self, ns: int, source: str = "optimizer") -> None:
         self.now += ns
@@ -46,19 +58,21 @@ class Run:
 
 
 def test_warm_up_ends_once_the_step_time_stops_falling() -> None:
-    r = Run()
-    walls = [8000 * MS, 50 * MS, 16 * MS] + [15 * MS] * 12
+    r = Run(calibrate=False)
+    walls = [8000 * MS, 50 * MS, 16 * MS] + [15 * MS] * 40
     for ns in walls:
         r.step(ns)
-    # The first test needs MIN_WINDOW step times after step 1 (step 11); three steady windows in
-    # a row (steps 11, 12, 13): counted from step 13.
-    first = 1 + MIN_WINDOW + STEADY_CHECKS - 1
-    assert r.epochs == [False] * (first - 1) + [True] * (len(walls) - first + 1)
-    assert r.s.warmup.steps == first - 1 and r.s.warmup.settled is True
-    assert r.s.warmup.walls[:4] == [8000 * MS, 50 * MS, 16 * MS, 15 * MS]
+    # Step 2 took over 25% longer than step 3: both dropped with the first (a cut at step 3);
+    # counted from step 4, the warm-up over after STEADY steps without a fall.
+    assert r.cuts == [3] and r.classes == [False] * 3 + [True] * (len(walls) - 3)
+    assert r.s.warmup.over and r.s.warmup.settled is True
+    assert r.s.warmup.steps == 3 and r.s.warmup.walls[:3] == [8000 * MS, 50 * MS, 16 * MS]
+    assert r.s.counted == len(walls) - 3 and r.s.traced.n == len(walls) - 3  # the dropped are out
     meta = r.s.meta()
-    assert meta["warmup"]["auto"] is True and meta["warmup"]["settled"] is True
-    assert meta["warmup"]["steps"] == first - 1 and "stopped falling" in meta["warmup"]["reason"]
+    assert (
+        meta["warmup"]["auto"] is True and meta["warmup"]["settled"] is True and meta["warmup"]["cuts"] == 1
+    )
+    assert meta["warmup"]["steps"] == 3 and "stopped falling" in meta["warmup"]["reason"]
 
 
 def compiled_like(seed: int, n: int = 200) -> list[int]:
@@ -75,12 +89,14 @@ def compiled_like(seed: int, n: int = 200) -> list[int]:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_a_compiled_run_whose_steps_fall_for_70_iterations_is_not_counted_from_step_3(seed: int) -> None:
-    w = Warmup(None)
+    r = Run()
     walls = compiled_like(seed)
-    counted = [ns for ns in walls if not w.step(ns)]
-    assert w.settled is True
+    for ns in walls:
+        r.step(ns)
+    counted = [ns for ns, c in zip(walls, r.classes, strict=True) if c]
+    assert r.s.warmup.settled is True
     # Counting starts once the fall is over (its last steps at ~10.1 ms), never at step 3.
-    assert 60 <= w.steps <= MAX_WARMUP
+    assert 55 <= r.classes.index(True) + 1 <= MAX_WARMUP
     # What is counted is the steady state: its median within 2% of 10 ms.
     assert abs(statistics.median(counted) - 10 * MS) < 0.02 * 10 * MS
 
@@ -89,9 +105,9 @@ def test_the_first_step_is_never_counted_automatically_and_skip_first_is_exact()
     even = Run()
     for _ in range(20):
         even.step(10 * MS)
-    # Flat from the start: counted after the shortest warm-up (its first step included there).
-    first = 1 + MIN_WINDOW + STEADY_CHECKS - 1
-    assert even.epochs == [False] * (first - 1) + [True] * (20 - first + 1)
+    # Flat from the start: every step but the first, provisionally (the warm-up is not over yet).
+    assert even.classes == [False] + [True] * 19 and not even.cuts and not even.s.warmup.over
+    assert even.s.counted == 19
     exact = Run(skip_first=2)
     for ns in (9000 * MS, 10 * MS, 10 * MS, 500 * MS):
         exact.step(ns)
@@ -102,21 +118,52 @@ def test_the_first_step_is_never_counted_automatically_and_skip_first_is_exact()
 
 
 def test_noisy_steps_without_a_trend_settle_but_rising_ones_do_too() -> None:
-    noisy, rising = Run(), Run()
+    noisy, rising = Run(calibrate=False), Run(calibrate=False)
     for i in range(40):
         noisy.step((10 + 10 * (i % 2)) * MS)  # 10, 20, 10, 20...: noisy, not falling
         rising.step((10 + i) * MS)  # getting slower: nothing to wait for
-    assert noisy.s.warmup.settled is True and noisy.s.warmup.steps < 20
-    assert rising.s.warmup.settled is True and rising.s.warmup.steps < 20
+    assert not rising.cuts and rising.s.warmup.settled is True and rising.classes == [False] + [True] * 39
+    # 20 ms then 10 ms: the second step took twice the third, dropped with the first; no other cut.
+    assert noisy.cuts == [3] and noisy.s.warmup.settled is True and noisy.classes == [False] * 3 + [True] * 37
 
 
 def test_steps_that_never_settle_are_counted_after_the_longest_warm_up() -> None:
     r = Run()
     for i in range(MAX_WARMUP + 3):
         r.step((200 - i) * MS)  # falling by 0.5-1% a step, forever
-    assert r.epochs[:MAX_WARMUP] == [False] * MAX_WARMUP and all(r.epochs[MAX_WARMUP:])
+    # Cut at every step while the fall goes on, until the bound: counted from there.
+    assert r.cuts[-1] == MAX_WARMUP and r.classes == [False] * MAX_WARMUP + [True] * 3
     assert r.s.warmup.settled is False and r.s.meta()["warmup"]["settled"] is False
     assert "had not stopped falling" in r.s.warmup.reason
+
+
+@pytest.mark.parametrize("steps", [5, 10, 20])
+def test_a_short_run_that_ends_in_its_warm_up_is_counted_from_its_second_step(steps: int) -> None:
+    r = Run()
+    rng = random.Random(steps)
+    for i in range(steps):
+        r.step(round((900 if i == 0 else 10 * (1 + rng.uniform(-0.1, 0.1))) * MS))
+    r.s.close()
+    meta = r.s.meta()
+    assert meta["profiled"] == steps - 1 and r.classes == [False] + [True] * (steps - 1)
+    assert meta["warmup"]["settled"] is False and meta["warmup"]["provisional"] == steps - 1
+    assert "too few to tell a warm-up: counted from step 2" in meta["warmup"]["reason"]
+
+
+def test_a_run_still_falling_at_its_end_counts_none_and_one_that_flattened_counts_from_its_last_fall() -> (
+    None
+):
+    falling, flattened = Run(), Run()
+    for i in range(30):
+        falling.step((40 - i) * MS)  # 2.5-3% a step until the end
+        flattened.step(max(20, 40 - i) * MS)  # flat from step 21
+    for r in (falling, flattened):
+        r.s.close()
+    assert falling.s.counted == 0 and "still falling" in falling.s.warmup.reason
+    assert falling.classes == [False] * 30
+    last = flattened.cuts[-1]
+    assert 21 <= last < 30 and flattened.classes == [False] * last + [True] * (30 - last)
+    assert "before they could be shown steady" in flattened.s.warmup.reason
 
 
 def test_theil_sen_slope_ignores_an_outlier() -> None:
@@ -191,7 +238,7 @@ def test_calls_the_gaps_between_them_are_outside_and_no_call_is_dropped() -> Non
     assert r.s.seen == 1 + FIRST_WINDOW + WINDOW
 
 
-def test_a_run_that_ends_in_its_warm_up_counts_nothing_and_says_how_long_it_ran() -> None:
+def test_a_run_of_one_step_counts_nothing_and_says_how_long_it_ran() -> None:
     r = Run()
     r.step(900 * MS)
     r.now += 50 * MS
@@ -240,7 +287,7 @@ def test_step_times_stay_bounded_and_exact_where_they_can() -> None:
 @pytest.mark.parametrize("skip", [None, 0, 3])
 def test_warmup_reports_its_reason(skip: int | None) -> None:
     w = Warmup(skip)
-    for ns in [50 * MS] + [10 * MS] * 20:
+    for ns in [50 * MS] + [10 * MS] * (STEADY + 5):
         w.step(ns)
     assert w.over and w.reason
 
@@ -288,10 +335,13 @@ def test_on_warm_is_told_before_the_boundary_that_ends_the_warm_up_reaches_the_c
         r.s._end_epoch = epochs.append
         for ns in (8000 * MS, 50 * MS, *([15 * MS] * 40)):
             r.step(ns)
-        first_counted = epochs.index(True)
-        assert seen == [first_counted - 1 if skip else first_counted], (skip, seen, epochs)
-        assert skip is None or first_counted == skip
+        if skip:
+            first_counted = epochs.index(True)
+            assert seen == [first_counted - 1] and first_counted == skip, (skip, seen, epochs)
+        else:  # step 2 (50 ms) dropped with step 3 (a cut), then STEADY provisional steps
+            assert seen == [3 + STEADY - 1], (seen, epochs)
     r0: list[int] = []
+    # (The calibration windows after it are outside too: not the point here.)
     Run(skip_first=0, on_warm=lambda: r0.append(1)).step(5 * MS)
     assert r0 == [], "over from the start: the caller arms the window at start"
 

@@ -60,8 +60,14 @@ class Rank:
     lines: RankLines | None = None
 
     @functools.cached_property
+    def counted(self) -> int:
+        """The steps this rank counted (0: none; its work is all outside steps)."""
+        return self.session.typed_meta.profiled_steps
+
+    @property
     def steps(self) -> int:
-        return max(1, self.session.typed_meta.profiled_steps)
+        """What its totals are divided by: its counted steps, 1 when it counted none."""
+        return max(1, self.counted)
 
     @property
     def host(self) -> str:
@@ -138,7 +144,7 @@ class RankTotals:
     a GPU session, CPU op time outside waits for collectives on a CPU one."""
 
     rank: int
-    steps: int
+    steps: int  # what its figures are divided by (1 when it counted none)
     step_wall_ns: float  # a traced step (its median)
     gpu_ns: float
     comm_ns: float
@@ -149,6 +155,7 @@ class RankTotals:
     untraced_step_ns: float | None = None  # a step run untraced in the same run, if measured
     sync_ns: float = 0.0  # host time blocked in synchronising CUDA calls
     api_ns: float = 0.0  # host time in CUDA API calls (the synchronising ones included)
+    counted: int = 0  # steps the rank counted (0: no per-step figure of it is a step's)
 
     @property
     def compute_ns(self) -> float:
@@ -194,6 +201,7 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
         gpu=gpu,
         sync_ns=rank.per_step(sums.get("sync_ns", 0)),
         api_ns=rank.per_step(sums.get("api_ns", 0)),
+        counted=rank.counted,
     )
 
 

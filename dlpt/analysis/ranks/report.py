@@ -3,7 +3,7 @@ show (they only format it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlpt.analysis.ranks.arrivals import Arrivals, arrival_waits, rank_collectives
 from dlpt.analysis.ranks.lines import LineTable, line_table, one_thread, rank_lines
@@ -72,6 +72,19 @@ class RankReport:
     # delay outside the recorded work): reported, not named.
     unnamed: list[Straggler]
     timelines: RankTimelines | None = None  # the ranks' GPU streams on one clock (--timeline)
+    # Ranks that counted no step: their figures are not a step's, so no verdict across ranks
+    # (straggler or none) is given while any is here.
+    lacking: list[int] = field(default_factory=list)
+
+    @property
+    def judged(self) -> bool:
+        """Whether the straggler verdict rests on counted steps of every rank."""
+        return not self.lacking
+
+    @property
+    def fewest_steps(self) -> int:
+        """The fewest steps any rank counted: what a verdict across ranks rests on."""
+        return min((t.counted for t in self.per_rank.values()), default=0)
 
     @property
     def step_ns(self) -> float:
@@ -131,11 +144,16 @@ def rank_report(rs: RankSet, metric: str | Metric | None = None, show_all: bool 
         )
         sites = collective_sites(rs, root, gpu)
         w = waits(per_rank, _arrivals(rs) if gpu else None)
-        candidates = find_stragglers(w, per_rank, sites)
+        lacking = sorted(r for r, t in per_rank.items() if t.counted == 0)
+        candidates = [] if lacking else find_stragglers(w, per_rank, sites)
         step = median([t.step_wall_ns for t in per_rank.values() if t.step_wall_ns > 0])
+        fewest = min((t.counted for t in per_rank.values()), default=0)
         for s in candidates:
+            s.counted = fewest
             classify(s, lines, gpu, step)
         named = [s for s in candidates if not s.unexplained]
         unnamed = [s for s in candidates if s.unexplained]
         timelines = side_by_side(rs)
-        return RankReport(rs, gpu, m, per_rank, trees, root, lines, sites, w, named, unnamed, timelines)
+        return RankReport(
+            rs, gpu, m, per_rank, trees, root, lines, sites, w, named, unnamed, timelines, lacking
+        )

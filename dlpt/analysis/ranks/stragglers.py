@@ -38,8 +38,8 @@ what it is called:
 - a **straggler** when work of its own explains the others' wait: lines whose cost on it
   exceeds the others' median by more than its pace explains (a ``time.sleep`` or a
   data-loading line that only it runs, a kernel on its own data), their excess together at
-  least the same floor. Its *pace* is the weighted median of its per-line cost ratios to the
-  others (:func:`_typical_ratio`);
+  least the same floor. Its *pace* is the median of its per-line cost ratios to the others,
+  each line one vote, lines that wait in collectives left out (:func:`_pace`);
 - a **slower rank** otherwise: it ran the same lines as the others, each longer by about its
   pace (a busier or slower CPU, a throttled GPU: the machine, not the program). Ranks that do
   the same work on an unevenly loaded machine are this: the report says how much slower, and
@@ -109,6 +109,8 @@ MAX_CAUSES = 3
 # data, a larger kernel) is absent elsewhere or a multiple of the others'.
 OWN_LINE_RATIO = 1.5
 NOTICEABLE_PACE = 1.05  # a slowdown on the shared lines below this is not worth a word
+PACE_SHARE = 0.01  # a line votes on the pace when it holds at least this share of the others' work
+PACE_LINES = 3  # lines that are not candidates needed to set the pace without the candidates
 
 # The straggler's own GPU work at a line: kernels, copies and memsets outside communication.
 GPU_COMPUTE = Metric(
@@ -221,6 +223,7 @@ class Straggler:
     unexplained: bool = False  # no work of its own explains the wait (slower, or outside the code): not named
     lead: Lead | None = None  # step by step, from arrivals: in how many steps the others' GPUs waited for it
     floor_ns: float = 0.0  # the least wait (and own work) that names it: steady ones have a lower one
+    counted: int = 0  # the fewest steps any rank counted: what the per-step wait rests on
 
     @property
     def slowdown(self) -> Slowdown | None:
@@ -246,10 +249,13 @@ class Straggler:
         return f"ran the shared lines {d.ratio:.2f}x as long on its {what} (a busier or slower {device})"
 
     def steps_text(self) -> str:
-        """In how many steps the other ranks' GPUs waited for it, from the arrivals ('in 19 of
-        19 steps'; '' without them): how steady the wait per step is."""
+        """What the verdict rests on: in how many steps the other ranks' GPUs waited for it, from
+        the arrivals ('in 19 of 19 steps'), else the counted steps its per-step wait is a mean of
+        ('over 33 counted steps'; '' when not known)."""
         d = self.lead
-        return f"in {d.waited_in} of {d.steps} steps" if d is not None else ""
+        if d is not None:
+            return f"in {d.waited_in} of {d.steps} steps"
+        return f"over {self.counted} counted step{'s' if self.counted != 1 else ''}" if self.counted else ""
 
     def why_waited_for(self) -> str:
         """Why the others waited for it, when no line of its own explains it: its pace, or
@@ -333,15 +339,20 @@ def explain(s: Straggler, lines: LineTable, gpu: bool) -> None:
     others = [i for i in range(len(lines.order)) if i != col]
     found: list[Cause] = []
     own_work = torch.zeros(len(lines), dtype=torch.float64)
+    # Lines where any rank waited for a collective measure waiting, not work: never a pace.
+    waiting = (lines.values(WAIT) > 0).any(dim=1) | (lines.values(COMM) > 0).any(dim=1)
+    floor = max(CAUSE_SHARE * s.waited_ns, 1.0)
+    per_metric = []
     for metric in [HOST_WORK, GPU_COMPUTE] if gpu else [HOST_WORK, METRICS["cpu"]]:
         v = lines.values(metric).to(torch.float64)
-        own = v[:, col]
-        rest = row_median(v[:, others]).to(torch.float64)
-        floor = max(CAUSE_SHARE * s.waited_ns, 1.0)
+        own, rest = v[:, col], row_median(v[:, others]).to(torch.float64)
         candidate = own - rest >= floor
-        # Its pace from the lines that are not candidates: a line of its own must not set the
-        # pace it is measured against (with few lines, it would hold most of the weight).
-        k = _typical_ratio(own[~candidate], rest[~candidate])
+        per_metric.append((metric, own, rest, candidate, _pace(own, rest, candidate, waiting)))
+    # One pace for the rank: a busier host slows everything it does, and each metric sees that
+    # with noise of its own (CPU op time of short ops hardly at all); a line of its own must
+    # stand out above the larger of the two.
+    k = max(p for *_, p in per_metric)
+    for metric, own, rest, candidate, _ in per_metric:
         beyond = own - k * rest  # what the same lines, run at its pace, do not explain
         mine = candidate & (beyond >= floor) & (own >= OWN_LINE_RATIO * k * rest)
         own_work = torch.maximum(own_work, torch.where(mine, beyond, torch.zeros_like(beyond)))
@@ -354,19 +365,24 @@ def explain(s: Straggler, lines: LineTable, gpu: bool) -> None:
     s.own_work_ns = float(own_work.sum())
 
 
-def _typical_ratio(own: torch.Tensor, rest: torch.Tensor) -> float:
+def _pace(own: torch.Tensor, rest: torch.Tensor, candidate: torch.Tensor, waiting: torch.Tensor) -> float:
     """The rank's pace on the lines every rank runs: the median of its per-line cost ratios to
-    the others, each line weighted by the others' cost there (at least 1: a rank faster on the
-    shared lines has none of its wait to explain by pace). A uniformly busier CPU or a throttled
-    GPU stretches every line by about this; a line of its own stands out above it."""
-    both = rest > 0
-    if not bool(both.any()):
+    the others, each line one vote (at least 1: a rank faster on the shared lines has none of its
+    wait to explain by pace). A uniformly busier CPU or a throttled GPU stretches every line by
+    about this; a line of its own stands out above it. The lines that vote: run by every rank,
+    at least ``PACE_SHARE`` of the others' work, not waiting in collectives; the candidates left
+    out when :data:`PACE_LINES` others remain (a line of its own must not set the pace it is
+    measured against), all of them otherwise (a busier host makes every line a candidate: it is
+    then the pace, not a line of its own; with two lines the two cannot be told apart)."""
+    shared = (rest > 0) & (own > 0) & ~waiting
+    if bool(shared.any()):
+        shared &= rest >= PACE_SHARE * float(rest[shared].sum())
+    votes = shared & ~candidate
+    if int(votes.sum()) < PACE_LINES:
+        votes = shared
+    if not bool(votes.any()):
         return 1.0
-    ratio, weight = own[both] / rest[both], rest[both]
-    order = torch.argsort(ratio)
-    cum = torch.cumsum(weight[order], 0)
-    mid = int(torch.searchsorted(cum, cum[-1] / 2))
-    return max(1.0, float(ratio[order][min(mid, len(order) - 1)]))
+    return max(1.0, float(torch.median(own[votes] / rest[votes])))
 
 
 def classify(s: Straggler, lines: LineTable, gpu: bool, step_ns: float) -> None:

@@ -157,7 +157,8 @@ def once_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
             ", ..." if len(walls) > 5 else ""
         )
         reason = str(warmup.get("reason") or "")
-        value = f"the first {n} step{'s' if n != 1 else ''} ({shown})" + (f", {reason}" if reason else "")
+        first = f"the first {n} steps" if n != 1 else "the first step"
+        value = f"{first} ({shown})" + (f", {reason}" if reason else "")
         unsettled = warmup.get("settled") is False  # ended at its bound: the steps kept falling
         out.append(Fact("warmup", f"warm-up: {value}", "warn" if unsettled else "info", "warm-up", value))
     outside = obj(steps.get("outside"))
@@ -203,8 +204,8 @@ def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
         # The automatic warm-up never ended: every step's work is outside steps. Said, so that
         # "nothing recorded" per step is not read as a broken capture.
         lines.append(
-            f"no step counted: all {seen} step{'s' if seen != 1 else ''} seen were warm-up (the step "
-            'time had not stopped falling when the run ended; their work is under "Outside steps"); '
+            f"no step counted: the step time was still falling at the last of the {seen} "
+            f'step{"s" if seen != 1 else ""} seen (their work is under "Outside steps"); '
             "a longer run, or --skip-first N to count every step after the first N"
         )
     out = [Fact("step_notes", text, "warn") for text in lines]

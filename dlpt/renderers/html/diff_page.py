@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from dlpt.analysis.diff import LineCost, SessionDiff, Side
+from dlpt.analysis.diff_test import CANT_TELL, FASTER, SAME, SLOWER
 from dlpt.model.processors import METRICS, Metric
 from dlpt.model.resume_names import display_name
 from dlpt.model.safe_files import write_text_file
@@ -80,6 +81,9 @@ def _side(s: Side) -> dict[str, Any]:
     }
 
 
+_VERDICT_CODE = {SLOWER: 1, FASTER: 1, SAME: 0, CANT_TELL: 2}
+
+
 def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
     """The JSON-ready model of ``d``; ``metric`` is shown first."""
     offered = {n: m for n, m in METRICS.items() if m(d.a.total) > 0 or m(d.b.total) > 0}
@@ -87,15 +91,21 @@ def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
         {"name": n, "label": m.label, "unit": m.unit, "keys": list(METRIC_KEYS[n])}
         for n, m in offered.items()
     ]
-    # Each row's test per offered metric (absent when the sessions cannot be tested).
-    tests = {n: d.changes(m) for n, m in offered.items()}
+    # Each row's verdict per offered metric (absent when the sessions cannot be tested):
+    # 1 changed, 0 within noise, 2 can't tell (dlpt.analysis.diff_test); the run shift beside.
+    judged = {n: d.judge(m) for n, m in offered.items()}
     rows = []
     for r in d.rows:
         row: dict[str, Any] = {"a": _cost(r.a), "b": _cost(r.b)}
-        sig = {n: int(c[r.key].significant) for n, c in tests.items() if r.key in c}
+        sig = {n: _VERDICT_CODE[c[r.key].verdict] for n, (_, c) in judged.items() if r.key in c}
         if sig:
             row["sig"] = sig
         rows.append(row)
+    shifts = {
+        n: {"factor": sh.factor, "lo": sh.lo, "hi": sh.hi, "lines": sh.lines, "verdict": sh.verdict}
+        for n, (sh, _) in judged.items()
+        if sh is not None
+    }
     return {
         "format": "dlpt-diff-model",
         "version": 1,
@@ -107,6 +117,7 @@ def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
         "a": _side(d.a),
         "b": _side(d.b),
         "tested": d.tested,
+        "shifts": shifts,
         "step_change": d.step_change(),
         "rows": rows,
         "units": units_model(),  # what assets/util.js formats numbers with, as the report page

@@ -158,6 +158,9 @@ def _model(rep: RankReport) -> dict[str, Any]:
         "untraced_spread": _spread(rep.untraced_spread),
         "wait_rule": rep.wait_rule,
         "waits": {"low": low, "high": high},
+        # Ranks that counted no step: no straggler verdict (dlpt.analysis.ranks.report).
+        "lacking": list(rep.lacking),
+        "fewest_steps": rep.fewest_steps,
         "missing": [{"rank": r, "why": why} for r, why in rep.rs.missing.items()],
         "notes": list(rep.rs.notes),
         "ranks": [

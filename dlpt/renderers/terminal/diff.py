@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dlpt.analysis.diff import Change, Leaf, LineDiff, SessionDiff, Side
+from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_LINES, MIN_SHARE, SAME, SLOWER, RunShift
 from dlpt.model.processors import Metric
 from dlpt.model.resume_names import display_name
 from dlpt.renderers.terminal.format import Fmt
@@ -91,13 +92,16 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
         if verdict:
             step.append(f"  {verdict}", "bold" if verdict == "significant" else "dim")
         out.append(step)
-    if d.tested:
-        f = d.run_factor(metric)
-        shared = f" after dividing B by {f:.2f}x, what all lines share" if abs(f - 1) >= 0.005 else ""
+    shift, _ = d.judge(metric)
+    if shift is not None:
+        out.append(
+            Text(f"  run  {shift_text(shift)}", "bold" if shift.verdict in (SLOWER, FASTER) else "dim")
+        )
         out.append(
             Text(
-                f"  change: Welch's t on per-step means{shared}, Holm-corrected over the lines "
-                "compared (5%), at least 10% and 1% of the total: * significant, ~ within noise",
+                "  change: each line against what the run shares, with per-step and run-to-run noise, "
+                "Holm-corrected over the lines (5%), at least 10% and 1% of the total: "
+                "* changed, ~ within noise, ? can't tell",
                 "dim",
             )
         )
@@ -124,9 +128,31 @@ def _step_text(fmt: Fmt, side: Side) -> str:
     return f"{text} {side.step_kind}"
 
 
+def shift_text(shift: RunShift) -> str:
+    """What the whole run shares, in words: "B/A 1.31x (1.22-1.41) from 5 lines: the whole run
+    changed" or why it cannot be told."""
+    if not shift.known:
+        return (
+            f"can't tell what the whole run shares from what one line did: {shift.lines} "
+            f"line{'s' if shift.lines != 1 else ''} of at least {MIN_SHARE:.0%} of the total in both runs "
+            f"({MIN_LINES} needed)"
+        )
+    basis = (
+        f"B/A {shift.factor:.2f}x ({shift.lo:.2f}-{shift.hi:.2f}) shared by the {shift.lines} lines compared"
+    )
+    if shift.verdict == SAME:
+        return f"{basis}: the run as a whole did not change"
+    return (
+        f"{basis}: the whole run is {shift.verdict} (a host, clock or input change); "
+        "lines are judged after it"
+    )
+
+
 def _change(c: Change | None) -> Text:
     if c is None:
         return Text("")
+    if c.verdict == CANT_TELL:
+        return Text("?", "bold yellow")
     return Text("*", "bold red") if c.significant else Text("~", "dim")
 
 

@@ -103,7 +103,7 @@ class RanksHeader(View):
             lines.append(Text(f"{which} missing: {fmt.clean(why)}", "bold red"))
         for note in rs.notes:
             lines.append(Text(fmt.clean(note), "bold yellow"))
-        steps = sorted({t.steps for t in per_rank.values()})
+        steps = sorted({t.counted for t in per_rank.values()})
         walls, untraced = self.report.step_spread, self.report.untraced_spread
         if walls is not None:
             lines.append(
@@ -139,7 +139,9 @@ class RanksHeader(View):
             if s.pace_text():
                 t.append(f"; it also {s.pace_text()}")
             lines.append(t)
-        if not self.report.stragglers and not self.report.unnamed and len(per_rank) > 1:
+        if not self.report.judged:
+            lines.append(_no_verdict(self.report))
+        elif not self.report.stragglers and not self.report.unnamed and len(per_rank) > 1:
             lines.append(_no_straggler(self.report, fmt))
         for s in self.report.unnamed:
             lines.append(_unnamed(s, fmt))
@@ -220,6 +222,20 @@ def _no_straggler(report: RankReport, fmt: Fmt) -> Text:
     t = Text("no straggler: ", "bold green")
     share = f"{100 * (high - low) / step:.1f}% of the step" if step > 0 else fmt.time(high - low)
     t.append(f"ranks' waits per step within {share} ({fmt.time(low)} to {fmt.time(high)})")
+    n = report.fewest_steps
+    t.append(f", over {n} counted step{'s' if n != 1 else ''} per rank or more", "dim")
+    return t
+
+
+def _no_verdict(report: RankReport) -> Text:
+    """The header's line when some rank counted no step: no straggler verdict either way."""
+    gone = report.lacking
+    which = f"rank {gone[0]}" if len(gone) == 1 else f"ranks {_ranges(gone)}"
+    t = Text("stragglers not judged: ", "bold yellow")
+    t.append(
+        f"{which} counted no step (all {'its' if len(gone) == 1 else 'their'} steps were warm-up "
+        "or skipped): the ranks' waits per step are not a step's"
+    )
     return t
 
 

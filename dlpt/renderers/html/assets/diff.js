@@ -99,12 +99,13 @@
           cls: function (r, v) { return v > 0 ? "worse" : v < 0 ? "better" : "same"; } },
         { label: "ratio", value: function (r) { var a = self.val(r, "a"), b = self.val(r, "b"); return a && b ? b / a : b ? 1e9 : 0; },
           text: function (r) { return self.ratio(self.val(r, "a"), self.val(r, "b"), r); } },
-        // Welch + Holm per metric (docs/numbers.md): 1 significant, 0 within noise, absent untested.
-        // Sorted on: significant first, then within noise, then untested; each by |change|.
-        { label: "test", value: function (r) { return (testOf(r) + 1) * 1e18 + Math.abs(self.val(r, "b") - self.val(r, "a")); },
-          text: function (r) { var t = testOf(r); return t === 1 ? "significant" : t === 0 ? "within noise" : ""; },
+        // The verdict per metric (docs/numbers.md): 1 changed, 2 can't tell, 0 within noise, absent
+        // untested. Sorted on: changed first, then can't tell, then within noise, then untested;
+        // each by |change|.
+        { label: "test", value: function (r) { var t = testOf(r); return [0, 1, 3, 2][t + 1] * 1e18 + Math.abs(self.val(r, "b") - self.val(r, "a")); },
+          text: function (r) { var t = testOf(r); return t === 1 ? "changed" : t === 2 ? "can't tell" : t === 0 ? "within noise" : ""; },
           cls: function (r) { return testOf(r) === 1 ? "worse" : "same"; },
-          title: "Welch's t on per-step means, Holm-corrected over the lines compared, after dividing out what all lines share, and at least 10%" },
+          title: "each line against what the whole run shares, with per-step and run-to-run noise, Holm-corrected over the lines (5%), at least 10% and 1% of the total; can't tell: too few lines to tell the line from the host" },
         { label: "line", text: function (r) { var o = r.a || r.b; return where(o) + " " + o.function + " " + (o.text || ""); } }
       ],
       key: function (r) { return String(r.index); },
@@ -143,6 +144,14 @@
     });
     if (raw.step_change) {
       h.appendChild(D.el("div", { className: "muted", text: "step time change: " + raw.step_change + " (the step medians' 95% intervals " + (raw.step_change === "significant" ? "do not overlap)" : "overlap)") }));
+    }
+    var shift = (raw.shifts || {})[this.metric.name];
+    if (shift) {
+      var basis = "B/A " + shift.factor.toFixed(2) + "x (" + shift.lo.toFixed(2) + "\u2013" + shift.hi.toFixed(2) + ") shared by the " + shift.lines + " lines compared";
+      var said = shift.verdict === "can't tell" ? "can't tell what the whole run shares from what one line did: " + shift.lines + " lines of at least 1% of the total in both runs (3 needed)" :
+        shift.verdict === "same" ? basis + ": the run as a whole did not change" :
+        basis + ": the whole run is " + shift.verdict + " (a host, clock or input change); lines are judged after it";
+      h.appendChild(D.el("div", { className: "muted", text: "run: " + said }));
     }
     var ta = this.total("a"), tb = this.total("b");
     h.appendChild(D.el("div", { className: "facts totals" },

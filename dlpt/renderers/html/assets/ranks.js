@@ -104,7 +104,12 @@
     }
     raw.missing.forEach(function (m) { h.appendChild(D.el("div", { className: "warning", text: "rank " + m.rank + " missing: " + m.why })); });
     raw.notes.forEach(function (n) { h.appendChild(D.el("div", { className: "warning", text: n })); });
-    if (raw.stragglers.length) {
+    var lacking = raw.lacking || [];
+    if (lacking.length) {
+      h.appendChild(D.el("div", { className: "verdict", text: "stragglers not judged: rank" + (lacking.length > 1 ? "s " : " ") +
+        lacking.join(", ") + " counted no step (all " + (lacking.length > 1 ? "their" : "its") +
+        " steps were warm-up or skipped): the ranks' waits per step are not a step's" }));
+    } else if (raw.stragglers.length) {
       raw.stragglers.forEach(function (s) {
         h.appendChild(D.el("div", { className: "verdict bad", text: "straggler: rank " + s.rank + " \u2014 the other ranks waited " + D.fmtTime(s.waited) + " per step for it" + stepsOf(s) +
           (s.pace ? "; it also " + s.pace : "") }));
@@ -129,7 +134,8 @@
     } else if (raw.ranks.length > 1 && !(raw.unnamed || []).length) {
       var spread = raw.step_ns ? (100 * (raw.waits.high - raw.waits.low) / raw.step_ns).toFixed(1) + "% of the step" : D.fmtTime(raw.waits.high - raw.waits.low);
       h.appendChild(D.el("div", { className: "verdict good", text: "no straggler: ranks' waits per step within " + spread +
-        " (" + D.fmtTime(raw.waits.low) + " to " + D.fmtTime(raw.waits.high) + ")" }));
+        " (" + D.fmtTime(raw.waits.low) + " to " + D.fmtTime(raw.waits.high) + "), over " + raw.fewest_steps +
+        " counted step" + (raw.fewest_steps === 1 ? "" : "s") + " per rank or more" }));
     }
     (raw.unnamed || []).forEach(function (s) {
       h.appendChild(D.el("div", { className: "verdict", text: "no straggler in the code: rank " + s.rank + " " + s.why +

@@ -1,0 +1,243 @@
+"""The known-answer harness: every verdict dlpt prints, checked on runs whose truth is set by
+construction, many times each, with how often it was right (docs/numbers.md quotes the tables).
+
+    python bench/verdicts.py diff   --pairs 20 [--busy 2] [--dir DIR]   # dlpt diff on lines.py pairs
+    python bench/verdicts.py judge  DIR                                 # the diff tables again from saved runs
+    python bench/verdicts.py warmup [--seeds 300]                       # the warm-up rule on simulated series
+    python bench/verdicts.py steps  --runs 10 [--busy 2]                # warm-up end to end: the README's command, short runs
+    python bench/verdicts.py ranks  --runs 10                           # stragglers: two gloo ranks, one sleeping
+
+``--busy K`` runs K processes that spin on the CPU for the whole run (a host "with both cores
+busy" on a 2-core machine). Tables go to stdout and to bench/results/verdicts-<part>-<host>-<date>.md
+with the raw outcomes beside them (.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
+
+import verdict_diff
+from verdict_rates import Rate, table
+from verdict_runs import REPO, busy_host, profile
+
+RESULTS = REPO / "bench" / "results"
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in name).strip("_").lower()
+
+
+def _write(part: str, title: str, rates: list[Rate], raw: dict, notes: list[str]) -> Path:
+    stamp = time.strftime("%Y-%m-%d-%H%M%S")
+    host = os.environ.get("VERDICTS_HOST") or f"cpu{os.cpu_count()}"
+    base = RESULTS / f"verdicts-{part}-{host}-{stamp}"
+    text = "\n".join([f"# {title}", "", *notes, "", table(rates), ""])
+    base.with_suffix(".md").write_text(text)
+    base.with_suffix(".json").write_text(json.dumps({"rates": [r.as_dict() for r in rates], **raw}, indent=1))
+    print(text)
+    print(f"wrote {base}.md and .json")
+    return base
+
+
+def run_diff(args: argparse.Namespace) -> None:
+    root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    runs: list[dict] = []
+    with busy_host(args.busy):
+        for i in range(args.pairs):
+            for steps in sorted({c.steps for c in verdict_diff.CASES}):
+                for side in ("a", "b"):
+                    out = root / f"base{steps}" / f"{i}-{side}.json"
+                    out.parent.mkdir(exist_ok=True)
+                    runs.append(profile(verdict_diff.base_args(steps), out))
+            for case in verdict_diff.CASES:
+                if case.changed is None and not case.host:
+                    continue  # A/A: the base pair
+                out = root / _slug(case.name) / f"{i}.json"
+                out.parent.mkdir(exist_ok=True)
+                runs.append(profile(verdict_diff.case_args(case), out))
+            print(f"pair {i + 1}/{args.pairs} done", flush=True)
+    (root / "runs.json").write_text(json.dumps({"busy": args.busy, "runs": runs}, indent=1))
+    judge_diff(root)
+
+
+def judge_diff(root: Path) -> None:
+    meta = json.loads((root / "runs.json").read_text()) if (root / "runs.json").exists() else {}
+    rates: list[Rate] = []
+    raw: dict = {}
+    for case in verdict_diff.CASES:
+        outcomes = []
+        for a in sorted((root / f"base{case.steps}").glob("*-a.json")):
+            i = a.name.split("-")[0]
+            b = (root / f"base{case.steps}" / f"{i}-b.json") if case.changed is None and not case.host else (
+                root / _slug(case.name) / f"{i}.json")
+            if b.exists():
+                outcomes.append(verdict_diff.judge_pair(a, b, case.changed))
+        rates += verdict_diff.rates(case, outcomes)
+        raw[case.name] = [o.__dict__ for o in outcomes]
+    loads = [r["load"] for r in meta.get("runs", [])]
+    notes = [
+        f"`python bench/verdicts.py diff --busy {meta.get('busy', '?')}` on {platform.node()} "
+        f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}; load average before each run "
+        f"{min(loads, default=0):.1f}-{max(loads, default=0):.1f}. Programs: bench/known_answers/lines.py "
+        f"(counts {verdict_diff.BASE}: LINE-B 67% of the step, LINE-A 11%).",
+    ]
+    _write("diff", "dlpt diff on pairs of known truth", rates, {"outcomes": raw, "runs": meta}, notes)
+
+
+def run_warmup(args: argparse.Namespace) -> None:
+    if args.old:
+        os.environ["VERDICTS_HOST"] = os.environ.get("VERDICTS_HOST", "sim") + "-old"
+    import verdict_warmup as vw
+
+    rates: list[Rate] = []
+    rows, raw = [], {}
+    rule = vw.OldRule(args.old) if args.old else None
+    for case in vw.CASES:
+        runs = [vw.simulate(case, seed, rule) for seed in range(args.seeds)]
+        rates += vw.rates(case, runs)
+        rows.append(vw.summary(case, runs))
+        raw[case.name] = [{"counted": len(r.counted), "first": min(r.counted, default=0),
+                           "falling": r.falling_counted, "thrown": r.steady_thrown} for r in runs]
+    notes = [
+        f"`python bench/verdicts.py warmup --seeds {args.seeds}{' --old ' + args.old if args.old else ''}`: "
+        f"{args.old or 'dlpt/capture/warmup.py'} on simulated step times (bench/verdict_warmup.py), "
+        "each case over that many seeds.",
+        "",
+        vw.SUMMARY_HEADER,
+        *rows,
+    ]
+    _write("warmup", "The warm-up rule on step times of known truth", rates, {"runs": raw}, notes)
+
+
+def run_steps(args: argparse.Namespace) -> None:
+    """The warm-up end to end: the README's main command, a 10-step run, a settling run."""
+    root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    cases = [
+        ("the README's command (examples/mlp_train.py, 60 steps)", [str(REPO / "examples" / "mlp_train.py")],
+         ">= 20 steps counted", lambda m: m["steps"]["profiled"] >= 20),
+        ("a 10-step run (lines.py 10 4 24 8)", ["lines.py", "10", "4", "24", "8"],
+         ">= 5 steps counted", lambda m: m["steps"]["profiled"] >= 5),
+        ("settling: +20 ms falling over 48 steps, 90 steps (settle.py)", ["settle.py", "90", "48", "20"],
+         "none of the first 30 steps counted", lambda m: m["steps"]["warmup"]["steps"] >= 30),
+    ]
+    rates: list[Rate] = []
+    raw: dict = {}
+    with busy_host(args.busy):
+        for name, argv, verdict, right in cases:
+            metas = []
+            for i in range(args.runs):
+                out = root / f"{_slug(name)[:40]}-{i}.json"
+                r = profile(argv, out)
+                if r["rc"] == 0:
+                    metas.append(json.loads(out.read_text())["meta"])
+            rates.append(Rate(name, verdict, sum(1 for m in metas if right(m)), len(metas), (">=", 0.95)))
+            raw[name] = [{"profiled": m["steps"]["profiled"], "warmup": m["steps"]["warmup"]} for m in metas]
+    counted = {k: [r["profiled"] for r in v] for k, v in raw.items()}
+    notes = [
+        f"`python bench/verdicts.py steps --runs {args.runs} --busy {args.busy}` on {platform.node()} "
+        f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}. Steps counted per run: "
+        + "; ".join(f"{k}: {v}" for k, v in counted.items()),
+    ]
+    _write("steps", "The warm-up end to end, on a busy host", rates, {"runs": raw}, notes)
+
+
+def run_ranks(args: argparse.Namespace) -> None:
+    import verdict_ranks as vr
+
+    root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    rates: list[Rate] = []
+    raw: dict = {}
+    for case in vr.CASES:
+        outs = []
+        for i in range(args.runs):
+            out = root / _slug(case.name) / f"{i}.json"
+            out.parent.mkdir(exist_ok=True)
+            if vr.run(case, out)["rc"] == 0:
+                outs.append(vr.judge(out))
+        rates += vr.rates(case, outs)
+        raw[case.name] = [o.__dict__ for o in outs]
+    notes = [
+        f"`python bench/verdicts.py ranks --runs {args.runs}` on {platform.node()} ({os.cpu_count()} cores), "
+        f"{time.strftime('%Y-%m-%d')}: two gloo ranks under torchrun (bench/known_answers/ranks.py).",
+    ]
+    _write("ranks", "Stragglers on jobs of known truth", rates, {"outcomes": raw}, notes)
+
+
+def judge_gpu(root: Path) -> None:
+    """The diff tables of bench/verdict_gpu.py's runs (unpacked into ``root``)."""
+    import tarfile
+
+    from verdict_diff import Case, judge_pair, rates as diff_rates
+
+    for tar in root.glob("*.tar.gz"):
+        with tarfile.open(tar) as t:
+            t.extractall(root, filter="data")
+    rates: list[Rate] = []
+    raw: dict = {}
+    workloads = sorted({p.name.split("-")[0] for p in root.glob("*-a1-*.json")})
+    for wl in workloads:
+        for name, other, changed in (("A/A", "a2", None), ("LINE-EXTRA x1.5", "b15", "LINE-EXTRA"),
+                                     ("LINE-EXTRA x2", "b2", "LINE-EXTRA")):
+            case = Case(f"{wl}: {name}", (0, 0, 0), changed)
+            outcomes = []
+            for a in sorted(root.glob(f"{wl}-a1-*.json")):
+                b = root / a.name.replace("-a1-", f"-{other}-")
+                if b.exists():
+                    outcomes.append(judge_pair(a, b, changed))
+            rates += diff_rates(case, outcomes)
+            raw[case.name] = [o.__dict__ for o in outcomes]
+    notes = [f"`python bench/verdict_gpu.py` on the device, judged here with `python bench/verdicts.py judge-gpu`; "
+             f"{os.environ.get('VERDICTS_HOST', '')}"]
+    _write("diff-gpu", "dlpt diff on GPU workloads with a known extra matmul", rates, {"outcomes": raw}, notes)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="part", required=True)
+    d = sub.add_parser("diff")
+    d.add_argument("--pairs", type=int, default=20)
+    d.add_argument("--busy", type=int, default=2)
+    d.add_argument("--dir", default="/tmp/dlpt-verdicts-diff")
+    w = sub.add_parser("warmup")
+    w.add_argument("--seeds", type=int, default=300)
+    w.add_argument("--old", help="a warm-up module of an earlier build (git show REV:dlpt/capture/warmup.py)")
+    st = sub.add_parser("steps")
+    st.add_argument("--runs", type=int, default=10)
+    st.add_argument("--busy", type=int, default=2)
+    st.add_argument("--dir", default="/tmp/dlpt-verdicts-steps")
+    rk = sub.add_parser("ranks")
+    rk.add_argument("--runs", type=int, default=10)
+    rk.add_argument("--dir", default="/tmp/dlpt-verdicts-ranks")
+    jg = sub.add_parser("judge-gpu")
+    jg.add_argument("dir")
+    j = sub.add_parser("judge")
+    j.add_argument("dir")
+    args = ap.parse_args()
+    if args.part == "diff":
+        run_diff(args)
+    elif args.part == "warmup":
+        run_warmup(args)
+    elif args.part == "steps":
+        run_steps(args)
+    elif args.part == "ranks":
+        run_ranks(args)
+    elif args.part == "judge-gpu":
+        judge_gpu(Path(args.dir))
+    elif args.part == "judge":
+        judge_diff(Path(args.dir))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""Which lines changed between two runs, beyond what the whole run shares: ``dlpt diff``'s
+verdicts (docs/numbers.md, "dlpt diff: what is significant", has the rule and its measured rates).
+
+Each line's change is read on a log scale: ``l = log(B / A)`` of its own cost per step. A line's
+``l`` is what every line shares (the host got busier, another clock, another GPU: the *run
+shift*) plus its own change plus noise, and the noise has two parts:
+
+- per-step noise, which the run itself measures: the line's per-step spread over its steps
+  (:mod:`dlpt.model.spread`), ``s`` on the log scale;
+- run-to-run noise, which one pair of runs cannot see from inside either run (a shared host is
+  busier in one run's stretch of time than in the other's and the load lands unevenly on the
+  lines): estimated from how far the lines' ``l`` scatter around their median beyond their
+  per-step noise, pooled with a prior (:data:`PRIOR_LINE_NOISE`, worth :data:`PRIOR_LINES`
+  lines): ``tau``.
+
+The run shift is the median of the ``l`` of the *measurable* lines (present in both runs, at
+least :data:`MIN_SHARE` of a run's total), each line one vote, not weighted by its cost: a line
+that changed is an outlier among them, even when it holds most of the step (a cost-weighted
+median *is* such a line). It takes :data:`MIN_LINES` measurable lines; with fewer, what the run
+shares cannot be told from what one line did, and every line whose raw change would count is
+"can't tell".
+
+A line's test: ``z = (l - shift) / sqrt(s^2 + tau^2 + var(shift))``, the shift and tau taken
+from the other lines (a line that changed must not widen the noise it is tested against),
+against Student's t with ``PRIOR_LINES + lines - 1`` degrees of freedom, the p-values
+Holm-corrected over the lines tested (family-wise 5%), and a change must also be at least
+:data:`MIN_EFFECT` of the line and :data:`MIN_SHARE` of the larger run's total.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dlpt.model.stats import holm, t_cdf, t_quantile
+
+__all__ = [
+    "LineSample",
+    "Verdict",
+    "RunShift",
+    "judge_lines",
+    "MIN_EFFECT",
+    "MIN_SHARE",
+    "MIN_LINES",
+    "PRIOR_LINE_NOISE",
+    "PRIOR_LINES",
+    "SLOWER",
+    "FASTER",
+    "SAME",
+    "CANT_TELL",
+]
+
+#: The smallest change called significant, relative to the line (a line 10% slower is worth a
+#: look; smaller ones on a shared host are mostly the host)...
+MIN_EFFECT = 0.10
+#: ...and relative to the larger run's total of the metric (a 1 us line that doubled is not news).
+#: Also the share a line needs to vote on the run shift.
+MIN_SHARE = 0.01
+#: Measurable lines needed to tell what the whole run shares from what one line did.
+MIN_LINES = 3
+#: What the lines' scatter is pooled with: a run-to-run noise of PRIOR_LINE_NOISE (log scale)
+#: worth PRIOR_LINES lines. A handful of lines gives a scatter estimate that swings from near
+#: zero to several times the truth; pooled, a few lines cannot talk it down to nothing or up
+#: past every real change, and many lines outweigh it (docs/numbers.md: measured on
+#: bench/verdicts.py's runs).
+PRIOR_LINE_NOISE = 0.05
+PRIOR_LINES = 6
+
+SLOWER, FASTER, SAME, CANT_TELL = "slower", "faster", "same", "can't tell"
+
+
+@dataclass(frozen=True)
+class LineSample:
+    """One line in both runs: per-step means and per-step standard deviations of its own cost,
+    and the counted steps on each side (``sd`` None: the session saved no per-step spreads)."""
+
+    a: float
+    b: float
+    sd_a: float | None
+    sd_b: float | None
+    n_a: int
+    n_b: int
+
+    def log_se(self) -> float | None:
+        """The per-step noise of ``log(b / a)`` (delta method); None without spreads."""
+        if self.sd_a is None or self.sd_b is None or self.a <= 0 or self.b <= 0:
+            return None
+        va = (self.sd_a / self.a) ** 2 / max(1, self.n_a)
+        vb = (self.sd_b / self.b) ** 2 / max(1, self.n_b)
+        return math.sqrt(va + vb)
+
+
+@dataclass(frozen=True)
+class RunShift:
+    """What every line shares between A and B: ``factor`` (B over A; 1.0 when it cannot be
+    told), its 95% interval, the measurable lines it rests on, their scatter beyond per-step
+    noise (``tau``, log scale) and its verdict: SLOWER/FASTER (the whole run changed), SAME
+    (the interval holds 1) or CANT_TELL (fewer than MIN_LINES measurable lines)."""
+
+    factor: float
+    lo: float
+    hi: float
+    lines: int
+    tau: float
+    verdict: str
+
+    @property
+    def known(self) -> bool:
+        return self.verdict != CANT_TELL
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One line's change: its ratio after the run shift, the p-value and the verdict."""
+
+    ratio: float  # (B / A) / shift; inf for a line new in B
+    p: float
+    verdict: str  # SLOWER, FASTER, SAME or CANT_TELL
+
+    @property
+    def significant(self) -> bool:
+        return self.verdict in (SLOWER, FASTER)
+
+
+def _measurable(x: LineSample, total: float) -> bool:
+    return x.a > 0 and x.b > 0 and max(x.a, x.b) >= MIN_SHARE * total
+
+
+def _robust_sd(values: Sequence[float], centre: float) -> float:
+    """1.4826 x the median absolute deviation: a standard deviation that outliers (the lines
+    that changed) do not move."""
+    return 1.4826 * statistics.median(abs(v - centre) for v in values) if values else 0.0
+
+
+def _shift_of(logs: Sequence[float], per_step: Sequence[float]) -> tuple[float, float, float]:
+    """(shift, tau, standard error of the shift) of lines with log ratios ``logs`` and per-step
+    variances ``per_step`` (log scale); tau pooled with the prior (see PRIOR_LINE_NOISE)."""
+    shift = statistics.median(logs)
+    noise = statistics.median(per_step) if per_step else 0.0
+    scatter = _robust_sd(logs, shift)
+    seen = max(0.0, scatter * scatter - noise)
+    n = len(logs) - 1  # degrees of freedom of the scatter
+    tau = math.sqrt((PRIOR_LINES * PRIOR_LINE_NOISE**2 + n * seen) / (PRIOR_LINES + n))
+    # The median of n values of spread sigma has a standard error of about sqrt(pi/2) sigma/sqrt(n).
+    return shift, tau, math.sqrt(math.pi / 2 * (noise + tau * tau) / len(logs))
+
+
+def _df(lines: int) -> int:
+    """Degrees of freedom of a noise estimated from ``lines`` lines pooled with the prior."""
+    return PRIOR_LINES + max(0, lines - 1)
+
+
+def _votes(lines: Sequence[LineSample], total: float) -> list[int]:
+    return [i for i, x in enumerate(lines) if _measurable(x, total)]
+
+
+def run_shift(lines: Sequence[LineSample], total: float) -> RunShift:
+    """The run shift of ``lines`` (see the module docstring); ``total``: the larger run's total."""
+    votes = _votes(lines, total)
+    if len(votes) < MIN_LINES:
+        return RunShift(1.0, 1.0, 1.0, len(votes), PRIOR_LINE_NOISE, CANT_TELL)
+    logs = [math.log(lines[i].b / lines[i].a) for i in votes]
+    per_step = [se * se for i in votes if (se := lines[i].log_se()) is not None]
+    shift, tau, se = _shift_of(logs, per_step)
+    half = t_quantile(0.975, _df(len(votes))) * se
+    lo, hi = math.exp(shift - half), math.exp(shift + half)
+    verdict = SAME if lo <= 1.0 <= hi else (SLOWER if shift > 0 else FASTER)
+    return RunShift(math.exp(shift), lo, hi, len(votes), tau, verdict)
+
+
+def _against_the_others(
+    lines: Sequence[LineSample], votes: list[int], i: int
+) -> tuple[float, float, float, int]:
+    """(shift, tau, shift's standard error, lines) from the measurable lines other than ``i``:
+    a line that changed must not widen the noise it is tested against (with a handful of
+    lines, it would be a fifth of the scatter estimate)."""
+    others = [j for j in votes if j != i]
+    if len(others) < MIN_LINES - 1:
+        others = votes
+    logs = [math.log(lines[j].b / lines[j].a) for j in others]
+    per_step = [se * se for j in others if (se := lines[j].log_se()) is not None]
+    shift, tau, se = _shift_of(logs, per_step)
+    return shift, tau, se, len(others)
+
+
+def judge_lines(lines: Sequence[LineSample], total: float) -> tuple[RunShift, list[Verdict]]:
+    """The run shift and every line's verdict, in the order of ``lines`` (see the module
+    docstring). ``total``: the larger run's total of the metric, per step."""
+    shift = run_shift(lines, total)
+    votes = _votes(lines, total)
+    floor = MIN_SHARE * total
+    raw: list[tuple[float, float, bool]] = []  # (ratio after the shift, p, large enough)
+    for i, x in enumerate(lines):
+        if x.a <= 0 or x.b <= 0:  # a line in one run only: its whole cost is the change
+            big = max(x.a, x.b) >= floor
+            raw.append((math.inf if x.b > 0 else 0.0, 0.0 if big else 1.0, big))
+            continue
+        if shift.known:
+            log_shift, tau, se_shift, n = _against_the_others(lines, votes, i)
+        else:
+            log_shift, tau, se_shift, n = 0.0, PRIOR_LINE_NOISE, 0.0, 1
+        l_line = math.log(x.b / x.a) - log_shift
+        se = x.log_se()
+        var = (se * se if se is not None else 0.0) + tau * tau + se_shift * se_shift
+        p = min(1.0, 2.0 * t_cdf(-abs(l_line) / math.sqrt(var), _df(n)))
+        b_adj = x.b / math.exp(log_shift)
+        d = abs(b_adj - x.a)
+        big = d >= MIN_EFFECT * max(x.a, b_adj) and d >= floor
+        raw.append((math.exp(l_line), p, big))
+    passed = holm([p for _, p, _ in raw])
+    out = []
+    for (ratio, p, big), ok in zip(raw, passed, strict=True):
+        if not (ok and big):
+            verdict = SAME
+        elif not shift.known and math.isfinite(ratio) and ratio > 0:
+            verdict = CANT_TELL  # the line's change and the host's cannot be told apart
+        else:
+            verdict = SLOWER if ratio > 1 else FASTER
+        out.append(Verdict(ratio, p, verdict))
+    return shift, out
