@@ -53,6 +53,9 @@
   X(op_start_name_ns, U64, stop, "sampled: outermost records finding their name's id and flags")                 \
   X(op_start_nodes_ns, U64, stop, "... outermost forward ops finding their op and forward phase nodes")          \
   X(op_start_rest_ns, U64, stop, "... the rest of their start: record stack, sequence ranges, windows")          \
+  X(deferred_ops, U64, stop, "outermost forward ops started without a walk (lean op mode)")                       \
+  X(deferred_at_launch, U64, stop, "... walked at a launch, allocation or recorded nested op inside them")     \
+  X(deferred_at_end, U64, stop, "... walked at their end: they launched nothing but made an autograd node")       \
   X(tracing_switches, U64, live, "set_tracing calls that switched tracing off or on")                           \
   X(tracing_switch_ns, U64, live, "time those switches took, in all (flushing CUPTI's records included)")        \
   X(tsc, BOOL, stop, "host ticks are TSC cycles (else steady_clock nanoseconds)")                                \
