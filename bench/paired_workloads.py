@@ -17,8 +17,9 @@ The launch microbenchmarks (the DLPT group's overhead suite's shape, issue 50), 
 launch is the whole story; each step is one line of Python run many times, 10 steps a chunk:
 - tiny_add: 10,000 launches of `a + b` on two 1-element tensors (100,000 a chunk): an op that
   launches, the launch path at its shortest.
-- tiny_triton: 10,000 launches of a one-block Triton add kernel (100,000 a chunk): launches outside
-  any aten op, each found from the Python stack (needs triton).
+- tiny_triton: 2,000 launches of a one-block Triton add kernel (20,000 a chunk; Triton's Python
+  launcher is slower than an aten op's): launches outside any aten op, each found from the Python
+  stack (needs triton).
 - heavy_mm: 100 launches of a 4096x4096 bf16 matmul (1,000 a chunk): GPU-bound, where a
   profiler's per-launch cost must vanish.
 """
@@ -131,10 +132,10 @@ def tiny_triton():
     a, b, c = (torch.ones(16, device="cuda") for _ in range(3))
 
     def step():
-        for _ in range(10_000):
+        for _ in range(2_000):
             add[(1,)](a, b, c, 16, block=16)
 
-    return "tiny_triton_10k_launches", step, 10
+    return "tiny_triton_2k_launches", step, 10
 
 
 def heavy_mm():
@@ -148,7 +149,7 @@ def heavy_mm():
 
 
 #: Kernel launches a step of each launch microbenchmark makes (bench/paired.py's per-launch column).
-LAUNCHES_PER_STEP = {"tiny_add": 10_000, "tiny_triton": 10_000, "heavy_mm": 100}
+LAUNCHES_PER_STEP = {"tiny_add": 10_000, "tiny_triton": 2_000, "heavy_mm": 100}
 
 BUILDERS = {
     "cnn_loader": cnn_loader,
