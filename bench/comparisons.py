@@ -26,16 +26,19 @@ from dlpt.model.stats import median_interval
 
 @dataclass(frozen=True)
 class Comparison:
-    """``mode`` over ``against``, per round; ``target`` is the most the quotient may be."""
+    """``mode`` over ``against``, per round; ``target`` is the most the quotient may be. With
+    ``added``, the quotient is of the time each adds (ratio - 1; rounds where ``against`` added
+    nothing are left out): what a launch costs against what it costs under CUPTI's floor."""
 
     mode: str
     against: str
     target: float
     meaning: str
+    added: bool = False
 
     @property
     def key(self) -> str:
-        return f"{self.mode}/{self.against}"
+        return f"{self.mode}{'+' if self.added else ''}/{self.against}{'+' if self.added else ''}"
 
 
 #: The issue's targets (issue 32): dlpt at most 1.05x CUPTI's floor and under torch.profiler; the
@@ -51,6 +54,8 @@ COMPARISONS = (
     Comparison("dlpt_exact", "cupti_floor", 1.05, "--exact-ops over CUPTI's floor"),
     Comparison("dlpt_lean", "dlpt_exact", 1.00, "lean op starts over exact ones"),
     Comparison("dlpt", "dlpt_exact", 1.00, "dlpt's default over --exact-ops"),
+    # The tiny-launch loop's target (tiny_add): dlpt's added time per launch within 1.5x of CUPTI's.
+    Comparison("dlpt", "cupti_floor", 1.50, "dlpt's added time over the floor's (tiny launches)", added=True),
 )
 
 
@@ -68,7 +73,10 @@ def quotients(raw: dict, c: Comparison) -> list[float]:
     to pool calls, concatenate each call's quotients (bench/pool.py)."""
     if c.mode not in raw or c.against not in raw:
         return []
-    return [a / b for a, b in zip(raw[c.mode]["ratios"], raw[c.against]["ratios"], strict=False) if b > 0]
+    pairs = zip(raw[c.mode]["ratios"], raw[c.against]["ratios"], strict=False)
+    if c.added:
+        return [(a - 1) / (b - 1) for a, b in pairs if b > 1]
+    return [a / b for a, b in pairs if b > 0]
 
 
 def compare(raw: dict, c: Comparison) -> dict | None:

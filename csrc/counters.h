@@ -49,7 +49,7 @@
   X(site_misses, U64, stop, "walks whose frame chain no site cache held (its path was built)")                   \
   X(anchors_taken, U64, stop, "anchors taken: frames a later walk may stop at")                                  \
   X(self_op_start_ns, U64, stop, "sampled time in op start callbacks (part of self_ns; their walks included)")   \
-  X(outermost_ops, U64, stop, "outermost forward ops started (each walks the Python stack)")                     \
+  X(outermost_ops, U64, stop, "outermost forward ops started (each walks the Python stack if exact)")            \
   X(op_start_name_ns, U64, stop, "sampled: outermost records finding their name's id and flags")                 \
   X(op_start_nodes_ns, U64, stop, "... outermost forward ops finding their op and forward phase nodes")          \
   X(op_start_rest_ns, U64, stop, "... the rest of their start: record stack, sequence ranges, windows")          \

@@ -63,7 +63,7 @@ class Counters(TypedDict):
     site_misses: int  # walks whose frame chain no site cache held (its path was built)
     anchors_taken: int  # anchors taken: frames a later walk may stop at
     self_op_start_ns: int  # sampled time in op start callbacks (part of self_ns; their walks included)
-    outermost_ops: int  # outermost forward ops started (each walks the Python stack)
+    outermost_ops: int  # outermost forward ops started (each walks the Python stack if exact)
     op_start_name_ns: int  # sampled: outermost records finding their name's id and flags
     op_start_nodes_ns: int  # ... outermost forward ops finding their op and forward phase nodes
     op_start_rest_ns: int  # ... the rest of their start: record stack, sequence ranges, windows

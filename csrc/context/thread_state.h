@@ -198,7 +198,7 @@ class ThreadState {
   OwnedCounter site_misses;        // walks whose chain no site cache held (path built)
   OwnedCounter anchors_taken;      // anchors taken (frame_anchors.h)
   OwnedCounter op_start_ticks;     // sampled time in op start callbacks
-  OwnedCounter outermost_ops;      // outermost forward ops started (each walks the Python stack)
+  OwnedCounter outermost_ops;      // outermost forward ops started (each walks the Python stack if exact)
   OwnedCounter op_name_ticks;      // sampled: outermost records finding their name's id and flags
   OwnedCounter op_nodes_ticks;     // ... outermost forward ops finding their op and phase nodes
   OwnedCounter op_rest_ticks;      // ... and the rest of their start (record stack, sequence ranges, windows)
