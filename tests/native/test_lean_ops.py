@@ -196,3 +196,26 @@ def test_the_native_core_says_which_mode_ran():
     with pytest.raises(ValueError, match="op_mode"):
         C.start(False, [], True, op_mode="fast")
     assert not C.running()
+
+
+def generated(x: torch.Tensor, corr: int):
+    for i in range(3):
+        yield outer_launch(x, corr + 2 * i)  # @yield
+
+
+def test_a_launch_inside_an_op_a_generator_runs_lands_on_the_generators_line():
+    # The op's caller is a generator's frame, alive while the op runs (a generator cannot yield in
+    # the middle of an op): its chain is as frozen as a function's.
+    x = torch.ones(4)
+    sessions = {}
+    for exact in (True, False):
+        with dlpt.profile(gpu=False, exact_ops=exact, sample_hz=0) as prof:
+            with torch.no_grad():
+                list(generated(x, 7_000))
+            for k in range(6):
+                T.kernel_record(7_000 + k, 0, 5, 0, "k")
+        sessions[exact] = prof.session
+    q = Q(sessions[False])
+    kernels = q.kernels(q.under_line(HERE, line_of("yield", generated)))
+    assert sum(k["m"]["kernels"] for k in kernels) == 6
+    assert kernel_paths(q) == kernel_paths(Q(sessions[True]))
