@@ -39,6 +39,13 @@
 // torch.compile region was seen (a compiled backward's extern ops are the model's own ops), or
 // (decided on the Python side) on several ranks or while a torch.distributed process group
 // exists (collectives in backward hooks are c10d ops).
+//
+// Lean op starts (OpMode::Lean, the default with GPU capture; docs/overhead.md, issue 50): an
+// outermost forward op's start walks no Python stack (ThreadState::push_deferred). Its first
+// launch, allocation or recorded nested record walks from its caller's frame (launch_context);
+// an op that launched nothing but made an autograd node walks at its end (its backward is grafted
+// under its line); an op that did neither gets no node, and its CPU time reaches its line only
+// through the host sampler. Compiled regions, FLOP-counted ops and collectives start as before.
 #include <pthread.h>
 
 #include "aten_ops.h"
