@@ -26,25 +26,36 @@ from dlpt.model.stats import median_interval
 
 @dataclass(frozen=True)
 class Comparison:
-    """``mode`` over ``against``, per round; ``target`` is the most the quotient may be."""
+    """``mode`` over ``against``, per round; ``target`` is the most the quotient may be. With
+    ``added``, the quotient is of the time each adds (ratio - 1; rounds where ``against`` added
+    nothing are left out): what a launch costs against what it costs under CUPTI's floor."""
 
     mode: str
     against: str
     target: float
     meaning: str
+    added: bool = False
 
     @property
     def key(self) -> str:
-        return f"{self.mode}/{self.against}"
+        return f"{self.mode}{'+' if self.added else ''}/{self.against}{'+' if self.added else ''}"
 
 
 #: The issue's targets (issue 32): dlpt at most 1.05x CUPTI's floor and under torch.profiler; the
 #: host sampler at most +2% (dlpt against dlpt without it); --memory at most +5% over dlpt.
+#: Issue 50: the lean op starts (dlpt's GPU default, dlpt_lean named) against the floor, and what
+#: they save over exact ones (--exact-ops: dlpt_exact, whose own row against the floor stays).
 COMPARISONS = (
     Comparison("dlpt", "cupti_floor", 1.05, "dlpt over CUPTI's floor"),
     Comparison("dlpt", "torchprof", 1.00, "dlpt over torch.profiler"),
     Comparison("dlpt", "dlpt_nosampler", 1.02, "what the host sampler adds"),
     Comparison("dlpt_memory", "dlpt", 1.05, "what --memory adds"),
+    Comparison("dlpt_lean", "cupti_floor", 1.05, "lean op starts over CUPTI's floor"),
+    Comparison("dlpt_exact", "cupti_floor", 1.05, "--exact-ops over CUPTI's floor"),
+    Comparison("dlpt_lean", "dlpt_exact", 1.00, "lean op starts over exact ones"),
+    Comparison("dlpt", "dlpt_exact", 1.00, "dlpt's default over --exact-ops"),
+    # The tiny-launch loop's target (tiny_add): dlpt's added time per launch within 1.5x of CUPTI's.
+    Comparison("dlpt", "cupti_floor", 1.50, "dlpt's added time over the floor's (tiny launches)", added=True),
 )
 
 
@@ -56,12 +67,25 @@ def verdict(lo: float, hi: float, target: float) -> str:
     return "can't tell"
 
 
-def compare(raw: dict, c: Comparison) -> dict | None:
-    """The per-round quotients of ``c`` from ``raw`` (mode -> {"ratios": [...]}, rounds in order),
-    summarised; None unless both modes ran."""
+def quotients(raw: dict, c: Comparison) -> list[float]:
+    """``c``'s mode over its against, round by round, from ``raw`` (mode -> {"ratios": [...]},
+    rounds in order); empty unless both modes ran. Rounds of different calls are never paired:
+    to pool calls, concatenate each call's quotients (bench/pool.py)."""
     if c.mode not in raw or c.against not in raw:
-        return None
-    q = [a / b for a, b in zip(raw[c.mode]["ratios"], raw[c.against]["ratios"], strict=False) if b > 0]
+        return []
+    pairs = zip(raw[c.mode]["ratios"], raw[c.against]["ratios"], strict=False)
+    if c.added:
+        return [(a - 1) / (b - 1) for a, b in pairs if b > 1]
+    return [a / b for a, b in pairs if b > 0]
+
+
+def compare(raw: dict, c: Comparison) -> dict | None:
+    """The per-round quotients of ``c`` from ``raw`` summarised; None unless both modes ran."""
+    return summary(quotients(raw, c), c)
+
+
+def summary(q: list[float], c: Comparison) -> dict | None:
+    """Quotients ``q`` of comparison ``c``: median, 95% interval, verdict; None without any."""
     if not q:
         return None
     lo, hi, how = median_interval(q)

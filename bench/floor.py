@@ -12,11 +12,16 @@ what it adds per RecordFunction record:
   rf_floor      torch's own machinery: a global RecordFunction callback with dlpt's settings
                 (FUNCTION, BACKWARD_FUNCTION, USER_SCOPE; no inputs) that only counts records
   dlpt_nopy     dlpt without Python-frame capture (ops, forward/backward, scopes), no CUPTI
-  dlpt          dlpt, CPU side (what runs on every op with or without a GPU), no CUPTI
+  dlpt          dlpt, CPU side (what runs on every op with or without a GPU), no CUPTI; exact op
+                starts (the CPU default: every outermost op walks the Python stack)
+  dlpt_lean     the same with lean op starts (exact_ops=False, the GPU default: no walk at an op's
+                start; on the CPU nothing launches, so no op walks, none gets a node; issue 50)
   dlpt_nested   dlpt with nested_ops=True (every nested op recorded), no CUPTI
 
 Workloads:
   gpt           examples/gpu_gpt.py's GPT at a tiny size: forward, backward, AdamW
+  decode        the same GPT's forward without autograd, one token longer each call (8 calls):
+                the op mix of a decode loop (views, reshapes, small ops in nested modules)
   fwd_d5/d50    a chain of 64 tiny forward ops (no autograd) called at Python depth 5 / 50
   bwd           16 tiny ops with autograd, then backward (backward records dominate)
   sites_1/100   the 64 forward ops from 1 call site / spread over 100 distinct call sites
@@ -24,6 +29,11 @@ Workloads:
 "records" is what the rf_floor callback counted per iteration (start callbacks: every op,
 nested and backward ones included). "ns/record over plain" = (mode - plain) / records;
 "over floor" = (mode - rf_floor) / records: dlpt's own cost on top of torch's machinery.
+
+The dlpt modes' rows also give what dlpt's own self-timer measured (meta.capture, median over
+rounds; steadier than the wall time on a shared machine, since it times dlpt's code only): its
+time per record, its op starts' time per outermost op, and the walks of the Python stack per
+outermost op (1 in the exact mode, 0 in the lean mode on the CPU, where nothing launches).
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ import torch  # noqa: E402
 
 import dlpt  # noqa: E402
 
-MODES = ("plain", "aa", "rf_floor", "dlpt_nopy", "dlpt", "dlpt_nested")
+MODES = ("plain", "aa", "rf_floor", "dlpt_nopy", "dlpt", "dlpt_lean", "dlpt_nested")
 
 
 def native():
@@ -84,7 +94,7 @@ def profiler(mode: str):
                 native().stop()
 
         return NoPy()
-    return dlpt.profile(gpu=False, nested_ops=(mode == "dlpt_nested"))
+    return dlpt.profile(gpu=False, nested_ops=(mode == "dlpt_nested"), exact_ops=mode != "dlpt_lean")
 
 
 # -- workloads ------------------------------------------------------------------------------
@@ -141,6 +151,21 @@ def backward_chain() -> Callable[[], None]:
     return run
 
 
+def decode_calls() -> Callable[[], None]:
+    import gpu_gpt
+
+    torch.manual_seed(0)
+    model = gpu_gpt.GPT(vocab=512, seq=32, layers=2, width=64, heads=1).eval()
+    ids = torch.randint(0, 512, (1, 10))
+
+    def run() -> None:
+        with torch.no_grad():
+            for t in range(1, 9):
+                model(ids[:, :t], ids[:, 1 : t + 1])
+
+    return run
+
+
 def gpt_step() -> Callable[[], None]:
     import gpu_gpt
 
@@ -150,6 +175,7 @@ def gpt_step() -> Callable[[], None]:
 
 WORKLOADS: dict[str, Callable[[], Callable[[], None]]] = {
     "gpt": gpt_step,
+    "decode": decode_calls,
     "fwd_d5": lambda: at_depth(5, fwd_chain()),
     "fwd_d50": lambda: at_depth(50, fwd_chain()),
     "bwd": backward_chain,
@@ -185,13 +211,16 @@ def measure(name: str, rounds: int, target_s: float) -> dict:
     per = chunk(fn, 5)
     n = max(5, int(target_s / max(per, 1e-6)))
     times: dict[str, list[float]] = {m: [] for m in MODES}
+    own: dict[str, list[dict]] = {m: [] for m in MODES}  # the dlpt modes' meta.capture per chunk
     for _ in range(rounds):
         for m in MODES:
             if m in ("plain", "aa"):  # aa: a second unprofiled chunk, the noise of the pairing
                 times[m].append(chunk(fn, n))
             else:
-                with profiler(m):
+                with profiler(m) as p:
                     times[m].append(chunk(fn, n))
+                if isinstance(p, dlpt.profile):
+                    own[m].append(p.session.meta["capture"])
     recs = records_per_iter(fn)
     plain = [t for t in times["plain"]]
     floor = times["rf_floor"]
@@ -207,23 +236,43 @@ def measure(name: str, rounds: int, target_s: float) -> dict:
             "ratio_max": max(ratios),
             "ns_per_record": statistics.median(added) if added else None,
             "ns_over_floor": statistics.median(over_floor) if over_floor else None,
+            **self_time(own[m]),
         }
     return out
 
 
+def self_time(chunks: list[dict]) -> dict:
+    """dlpt's self-timer over its chunks (medians): ns per record, op-start ns per outermost op,
+    walks of the Python stack per outermost op."""
+
+    def median(num: str, den: str) -> float | None:
+        vals = [c[num] / c[den] for c in chunks if c.get(den)]
+        return statistics.median(vals) if vals else None
+
+    if not chunks:
+        return {}
+    return {"self_ns_per_record": median("self_ns", "op_records"),
+            "op_start_ns_per_outermost": median("self_op_start_ns", "outermost_ops"),
+            "walks_per_outermost": median("python_walks", "outermost_ops")}
+
+
 def table(results: list[dict]) -> str:
     lines = [
-        "| workload | records/iter | plain µs/iter | mode | ratio (min–max) | ns/record over plain | over floor |",
-        "|---|---|---|---|---|---|---|",
+        "| workload | records/iter | plain µs/iter | mode | ratio (min–max) | ns/record over plain | over floor "
+        "| dlpt's self ns/record | op start ns/outermost op | walks/outermost op |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         plain = r["modes"]["plain"]["us_per_iter"]
         for m in MODES[1:]:
             d = r["modes"][m]
+            own = [d.get(k) for k in ("self_ns_per_record", "op_start_ns_per_outermost", "walks_per_outermost")]
             lines.append(
                 f"| {r['workload']} | {r['records']:.0f} | {plain:.1f} | {m} | "
                 f"{d['ratio']:.3f}x ({d['ratio_min']:.2f}–{d['ratio_max']:.2f}) | "
-                f"{d['ns_per_record']:.0f} | {d['ns_over_floor']:.0f} |"
+                f"{d['ns_per_record']:.0f} | {d['ns_over_floor']:.0f} | "
+                + " | ".join("" if v is None else f"{v:.2f}" if k == 2 else f"{v:.0f}" for k, v in enumerate(own))
+                + " |"
             )
     return "\n".join(lines)
 

@@ -12,7 +12,11 @@ spread is the noise floor. The profiler is started before and stopped after its 
 Modes
   aa           A/A: both chunks unprofiled (noise floor)
   dlpt         dlpt.profile(): lines, ops, forward/backward, kernels, copies, syncs, and the host
-               sampler at its default 1 kHz
+               sampler at its default 1 kHz; its op mode is the default (lean on the GPU unless
+               DLPT_OPS says otherwise: the table's mode column says which ran)
+  dlpt_lean    dlpt.profile(exact_ops=False): lean op starts named (issue 50: no walk of the Python
+               stack at an op's start; its line is found at its first launch)
+  dlpt_exact   dlpt.profile(exact_ops=True): every op start walks (--exact-ops, the old default)
   dlpt_sampler the same, the sampler named explicitly (sample_hz=1000)
   dlpt_nosampler  dlpt.profile(sample_hz=0): dlpt without the host sampler; dlpt_sampler over it
                is what the sampler costs (csrc/host/sampler.h)
@@ -122,12 +126,13 @@ import torch  # noqa: E402
 from comparisons import compare_all, is_comparison  # noqa: E402
 from comparisons import row as comparison_row  # noqa: E402
 from paired_workloads import BUILDERS as PAIRED  # noqa: E402
+from paired_workloads import LAUNCHES_PER_STEP  # noqa: E402
 
 import dlpt  # noqa: E402
 
 from workloads import BUILDERS as SHARED  # noqa: E402
 
-DLPT_MODES = ("aa", "dlpt", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dlpt_noanchors", "dlpt_nomemo",
+DLPT_MODES = ("aa", "dlpt", "dlpt_lean", "dlpt_exact", "dlpt_memory", "dlpt_sampler", "dlpt_nosampler", "dlpt_noanchors", "dlpt_nomemo",
               "dlpt_inner0", "dlpt_timeline", "dlpt_nogpu", "dlpt_nested", "dlpt_nopy", "rf_floor", "cupti_floor",
               "dlpt_w4", "dlpt_w16", "dlpt_nowin", "dlpt_bwkept", "dlpt_flush0", "cupti_floor_flush0",
               "cupti_floor_kernel_only", "cupti_floor_launch_only", "cupti_floor_big_buffers", "cupti_floor_proton_like",
@@ -141,6 +146,7 @@ ALL_MODES = DLPT_MODES + PCS_MODES + ("dlpt_calibrated", "torchprof") + PROTON_M
 #: Workloads without an optimizer step: dlpt_calibrated marks their steps with prof.step().
 MANUAL_STEPS = ("decode",)
 DEFAULT_WORKLOADS = ("small_gpt", "small_gpt_compiled", "decode", "small_mlp", "resnet50", "gpt2")
+
 
 
 def native():
@@ -236,6 +242,7 @@ class Dlpt:
     def __exit__(self, *exc) -> None:
         session = self.prof.stop()
         self.capture = dict(session.meta.get("capture", {}))
+        self.op_mode = self.capture.get("op_mode")
         host = session.meta.get("host") or {}
         # The host sampler's own numbers: how many thread stacks it read and its CPU time.
         self.capture.update({f"host_{k}": host.get(k) for k in ("samples", "ticks", "max_threads", "sampler_cpu_ns",
@@ -331,6 +338,8 @@ def _no_calibration() -> dict:
 def profiler(mode: str):
     return {
         "dlpt": lambda: Dlpt(),
+        "dlpt_lean": lambda: Dlpt(exact_ops=False),
+        "dlpt_exact": lambda: Dlpt(exact_ops=True),
         "dlpt_sampler": lambda: Dlpt(sample_hz=1000),
         "dlpt_nosampler": lambda: Dlpt(sample_hz=0),
         "dlpt_noanchors": lambda: Dlpt(env={"DLPT_FRAME_ANCHORS": "0"}),
@@ -411,7 +420,8 @@ CAPTURE_KEYS = ("op_records", "api_callbacks", "self_ns", "rf_windows", "self_py
                 "host_safe_reads",
                 "python_walks", "python_frames_walked", "anchored_walks", "self_op_end_ns", "walk_read_ns",
                 "walk_site_ns", "walk_anchor_ns", "site_misses", "anchors_taken", "self_op_start_ns",
-                "outermost_ops", "op_start_name_ns", "op_start_nodes_ns", "op_start_rest_ns")
+                "outermost_ops", "op_start_name_ns", "op_start_nodes_ns", "op_start_rest_ns", "submitted",
+                "deferred_ops", "deferred_at_launch", "deferred_at_end")
 
 
 def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False, after_round=None) -> dict:
@@ -439,6 +449,7 @@ def run_pairs(step, n: int, modes: list[str], rounds: int, manual: bool = False,
             r["prof_s"].append(b)
             if cap:
                 r["capture"].append({k: cap.get(k) for k in CAPTURE_KEYS})
+                r["op_mode"] = getattr(p, "op_mode", None)
         if after_round is not None:
             after_round(out)
     return out
@@ -525,8 +536,22 @@ def summarise(raw: dict, steps: int) -> dict:
                     s[k] = statistics.median(vals)
                 elif vals:
                     s[k + "_per_step"] = statistics.median(vals) / steps
+            s.update(self_per(c))
+            if r.get("op_mode"):
+                s["op_mode"] = r["op_mode"]
         out[m] = s
     out.update(compare_all(raw))
+    return out
+
+
+def self_per(rounds: list[dict]) -> dict:
+    """dlpt's own time (its self-timer) per launch and per op start: the median over rounds of
+    each round's quotient (issue 50's target is per launch on decode)."""
+    out = {}
+    for key, den in (("self_ns_per_launch", "submitted"), ("self_ns_per_op", "op_records")):
+        vals = [x["self_ns"] / x[den] for x in rounds if x.get(den) and x.get("self_ns") is not None]
+        if vals:
+            out[key] = statistics.median(vals)
     return out
 
 
@@ -555,9 +580,9 @@ def long_run(step, steps: int = 300, chunks: int = 10) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| workload | base ms/step | mode | ratio (median) | min–max | rounds | dlpt self ns/step "
-             "| main thread's CPU time: ratio (min–max) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| workload | base ms/step | mode | ratio (median) | min–max | rounds | dlpt self µs/step "
+             "| self ns/launch | self ns/op | main thread's CPU time: ratio (min–max) | added µs/launch |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
             lines.append(f"| {r['workload']} | error: {r['error'][:80]} |||||")
@@ -574,15 +599,31 @@ def table(results: list[dict]) -> str:
                 continue
             self_ns = s.get("self_ns_per_step")
             cpu = (f"{s['cpu_ratio']:.3f}x ({s['cpu_min']:.2f}–{s['cpu_max']:.2f})" if "cpu_ratio" in s else "")
-            lines.append(f"| {r['workload']} | {s['base_ms']:.2f} | {m} | **{s['ratio']:.3f}x** | "
+            per = [s.get("self_ns_per_launch"), s.get("self_ns_per_op")]
+            name = f"{m} ({s['op_mode']})" if s.get("op_mode") else m
+            lines.append(f"| {r['workload']} | {s['base_ms']:.2f} | {name} | **{s['ratio']:.3f}x** | "
                          f"{s['min']:.2f}–{s['max']:.2f} | {s['rounds']} | "
-                         f"{'' if self_ns is None else f'{self_ns / 1e3:.0f} µs'} | {cpu} |")
+                         f"{'' if self_ns is None else f'{self_ns / 1e3:.0f} µs'} | "
+                         + " | ".join("" if v is None else f"{v:.0f}" for v in per)
+                         + f" | {cpu} | {added_per_launch(r, m)} |")
         if "long" in r:
             lg = r["long"]
             lines.append(f"| {r['workload']} | long run ({lg['chunks']}x{lg['steps_per_chunk']} steps) | dlpt | "
                          f"first {lg['first_ratio']:.3f}x, last {lg['last_ratio']:.3f}x | "
                          f"RSS {lg['rss_first_mb']:.0f} → {lg['rss_last_mb']:.0f} MB ||||")
     return "\n".join(lines)
+
+
+def added_per_launch(r: dict, m: str) -> str:
+    """A launch microbenchmark's added wall time per launch, µs: the median over rounds of the
+    profiled chunk's step time minus the unprofiled one's, over the launches of a step. What the
+    tiny-launch target compares (a mode's against cupti_floor's)."""
+    launches = LAUNCHES_PER_STEP.get(r["workload"])
+    raw = (r.get("raw") or {}).get(m) or {}
+    if not launches or not raw.get("prof_s"):
+        return ""
+    added = [(b - a) / launches for a, b in zip(raw["base_s"], raw["prof_s"], strict=False)]
+    return f"{statistics.median(added) * 1e6:.2f}"
 
 
 def main() -> None:

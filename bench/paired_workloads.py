@@ -12,6 +12,16 @@ Each builder returns (name, step, steps_per_chunk): step() runs one unit of work
   main process (num_workers=0) whose dataset builds each 128x3x96x96 batch on the CPU with a
   little augmentation: the GPU waits for the host at the start of every step, the case the
   data-loading suggestion is about.
+
+The launch microbenchmarks (the DLPT group's overhead suite's shape, issue 50), where the cost per
+launch is the whole story; each step is one line of Python run many times, 10 steps a chunk:
+- tiny_add: 10,000 launches of `a + b` on two 1-element tensors (100,000 a chunk): an op that
+  launches, the launch path at its shortest.
+- tiny_triton: 2,000 launches of a one-block Triton add kernel (20,000 a chunk; Triton's Python
+  launcher is slower than an aten op's): launches outside any aten op, each found from the Python
+  stack (needs triton).
+- heavy_mm: 100 launches of a 4096x4096 bf16 matmul (1,000 a chunk): GPU-bound, where a
+  profiler's per-launch cost must vanish.
 """
 
 from __future__ import annotations
@@ -99,9 +109,54 @@ def cnn_loader():
     return "cnn_dataloader_b128_96px", step, 20
 
 
+def tiny_add():
+    a, b = torch.ones(1, device="cuda"), torch.ones(1, device="cuda")
+
+    def step():
+        for _ in range(10_000):
+            a + b  # noqa: B018 - the launch is the point
+
+    return "tiny_add_10k_launches", step, 10
+
+
+def tiny_triton():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add(x, y, out, n, block: tl.constexpr):
+        i = tl.arange(0, block)
+        m = i < n
+        tl.store(out + i, tl.load(x + i, mask=m) + tl.load(y + i, mask=m), mask=m)
+
+    a, b, c = (torch.ones(16, device="cuda") for _ in range(3))
+
+    def step():
+        for _ in range(2_000):
+            add[(1,)](a, b, c, 16, block=16)
+
+    return "tiny_triton_2k_launches", step, 10
+
+
+def heavy_mm():
+    a, b = (torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+
+    def step():
+        for _ in range(100):
+            a @ b  # noqa: B018
+
+    return "heavy_mm_4096_bf16_100_launches", step, 10
+
+
+#: Kernel launches a step of each launch microbenchmark makes (bench/paired.py's per-launch column).
+LAUNCHES_PER_STEP = {"tiny_add": 10_000, "tiny_triton": 2_000, "heavy_mm": 100}
+
 BUILDERS = {
     "cnn_loader": cnn_loader,
     "small_gpt": small_gpt,
     "small_gpt_compiled": lambda: small_gpt(compiled=True),
     "decode": decode,
+    "tiny_add": tiny_add,
+    "tiny_triton": tiny_triton,
+    "heavy_mm": heavy_mm,
 }

@@ -113,6 +113,14 @@ class NoGcScope {
   int was_enabled_;
 };
 
+/// "auto", "exact" or "lean" (dlpt.profile's exact_ops, DLPT_OPS): OpMode.
+OpMode op_mode(const std::string& name) {
+  if (name == "auto") return OpMode::Auto;
+  if (name == "exact") return OpMode::Exact;
+  if (name == "lean") return OpMode::Lean;
+  throw std::invalid_argument("op_mode must be auto, exact or lean, not '" + name + "'");
+}
+
 py::dict stop(bool last_counted) {
   StopResult r = stop_capture(last_counted);
   const NoGcScope no_gc;
@@ -178,6 +186,7 @@ py::dict stop(bool last_counted) {
   for (const auto& [on, ns] : s.tracing_switch_log) switches.append(py::make_tuple(on, ns));
   out["tracing_switches"] = switches;
   out["gpu"] = s.gpu.load();
+  out["op_mode"] = s.lean_ops.load() ? "lean" : "exact";
   out["flush_s"] = r.tracer.flush_s;
   return out;
 }
@@ -190,7 +199,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "start",
       [](bool gpu, const std::vector<std::string>& cupti_candidates, bool collecting, bool python_frames,
-         bool nested_ops, const std::vector<std::string>& flops_ops, bool split_backward) {
+         bool nested_ops, const std::vector<std::string>& flops_ops, bool split_backward, const std::string& ops) {
         dlpt::CaptureOptions opts;
         opts.gpu = gpu;
         opts.cupti_candidates = cupti_candidates;
@@ -199,16 +208,18 @@ PYBIND11_MODULE(_C, m) {
         opts.nested_ops = nested_ops;
         opts.flops_ops = flops_ops;
         opts.split_backward = split_backward;
+        opts.op_mode = dlpt::op_mode(ops);
         dlpt::StartResult r = dlpt::start_capture(opts);
         py::dict out;
         out["gpu"] = r.gpu;
         out["reason"] = r.gpu_reason.empty() ? py::object(py::none()) : py::object(py::str(r.gpu_reason));
         out["cupti_path"] = r.cupti_path;
+        out["op_mode"] = r.lean_ops ? "lean" : "exact";
         return out;
       },
       py::arg("gpu"), py::arg("cupti_candidates"), py::arg("collecting") = true, py::arg("python_frames") = true,
       py::arg("nested_ops") = false, py::arg("flops_ops") = std::vector<std::string>{},
-      py::arg("split_backward") = false);
+      py::arg("split_backward") = false, py::arg("op_mode") = "auto");
   m.def("pause_function_records", &dlpt::pause_function_records,
         "Before a backward pass: aten-op records off (every thread); a token for resume, 0 if not paused.");
   m.def("resume_function_records", &dlpt::resume_function_records, "After that backward pass.");

@@ -49,6 +49,9 @@ StartResult start_capture(const CaptureOptions& options) {
       }
     }
   }
+  // Lean ops on GPU runs (exactness is owed to GPU work), exact on CPU runs unless asked.
+  res.lean_ops = opts.op_mode == OpMode::Lean || (opts.op_mode == OpMode::Auto && res.gpu);
+  s->lean_ops.store(res.lean_ops, std::memory_order_relaxed);
   s->collecting.store(opts.collecting, std::memory_order_release);
   if (opts.collecting) mark(*s);
   if (floor_mode == Floor::OpCallback) {
@@ -175,6 +178,9 @@ StopResult stop_capture(bool last_counted) {
     res.self.op_name_ns += ts.op_name_ticks.get();
     res.self.op_nodes_ns += ts.op_nodes_ticks.get();
     res.self.op_rest_ns += ts.op_rest_ticks.get();
+    res.self.deferred_ops += ts.deferred_ops.get();
+    res.self.deferred_at_launch += ts.deferred_at_launch.get();
+    res.self.deferred_at_end += ts.deferred_at_end.get();
   });
   res.self.self_ns = s->rate.to_ns(res.self.self_ns);
   res.self.python_ns = s->rate.to_ns(res.self.python_ns);

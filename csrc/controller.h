@@ -17,6 +17,7 @@ struct StartResult {
   bool gpu = false;
   std::string gpu_reason;  // why GPU capture is off, when it is
   std::string cupti_path;
+  bool lean_ops = false;  // outermost ops defer their Python walk (OpMode)
 };
 
 /// Starts a session: the op callback always, CUPTI when `opts.gpu`; in a floor mode (the
@@ -77,6 +78,10 @@ struct SelfCost {
   uint64_t op_name_ns = 0;      // sampled: outermost records finding their name
   uint64_t op_nodes_ns = 0;     // ... outermost forward ops finding their nodes
   uint64_t op_rest_ns = 0;      // ... the rest of their start
+  // Lean op starts (OpMode::Lean):
+  uint64_t deferred_ops = 0;        // outermost forward ops started without a walk
+  uint64_t deferred_at_launch = 0;  // ... walked at a launch inside them
+  uint64_t deferred_at_end = 0;     // ... walked at their end (an autograd node)
 };
 
 struct StopResult {

@@ -49,10 +49,13 @@
   X(site_misses, U64, stop, "walks whose frame chain no site cache held (its path was built)")                   \
   X(anchors_taken, U64, stop, "anchors taken: frames a later walk may stop at")                                  \
   X(self_op_start_ns, U64, stop, "sampled time in op start callbacks (part of self_ns; their walks included)")   \
-  X(outermost_ops, U64, stop, "outermost forward ops started (each walks the Python stack)")                     \
+  X(outermost_ops, U64, stop, "outermost forward ops started (each walks the Python stack if exact)")            \
   X(op_start_name_ns, U64, stop, "sampled: outermost records finding their name's id and flags")                 \
   X(op_start_nodes_ns, U64, stop, "... outermost forward ops finding their op and forward phase nodes")          \
   X(op_start_rest_ns, U64, stop, "... the rest of their start: record stack, sequence ranges, windows")          \
+  X(deferred_ops, U64, stop, "outermost forward ops started without a walk (lean op mode)")                       \
+  X(deferred_at_launch, U64, stop, "... walked at a launch, allocation or recorded nested op inside them")     \
+  X(deferred_at_end, U64, stop, "... walked at their end: they launched nothing but made an autograd node")       \
   X(tracing_switches, U64, live, "set_tracing calls that switched tracing off or on")                           \
   X(tracing_switch_ns, U64, live, "time those switches took, in all (flushing CUPTI's records included)")        \
   X(tsc, BOOL, stop, "host ticks are TSC cycles (else steady_clock nanoseconds)")                                \

@@ -58,6 +58,15 @@ struct BenchSwitches {
 /// thing).
 BenchSwitches read_bench_switches();
 
+/// How an outermost forward op finds its calling context (context/aten_ops.cpp, docs/overhead.md).
+///   Exact  every op start walks the Python stack: each op's CPU time and calls on its line
+///   Lean   no walk at the start: the op's context is found at its first launch (or recorded
+///          nested op), or at its end if it made an autograd node (its backward needs the line);
+///          an op that does neither has no node: its CPU time reaches its line only through
+///          the host sampler. Every launch keeps its exact line, context and op either way
+///   Auto   Lean when GPU capture is on, else Exact (CPU op time is then the main metric)
+enum class OpMode : uint8_t { Auto = 0, Exact = 1, Lean = 2 };
+
 struct CaptureOptions {
   bool gpu = true;            // CUPTI: kernels, copies, memsets, syncs
   bool python_frames = true;  // walk the Python stack at outermost ops and bare launches
@@ -67,6 +76,7 @@ struct CaptureOptions {
   // A FUNCTION-scope callback of its own, which backward passes pause (aten_ops.cpp): no aten-op
   // records inside backward passes. Off: one callback for every scope (several ranks).
   bool split_backward = false;
+  OpMode op_mode = OpMode::Auto;
   std::vector<std::string> cupti_candidates;
   // Ops whose input shapes are recorded for FLOP counting (empty: none). Needs RecordFunction
   // inputs for every op, and every nested op recorded: an opt-in (--flops).

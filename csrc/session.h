@@ -68,6 +68,9 @@ class Session {
   std::atomic<uint64_t> last_forward_thread{0};
   /// Whether GPU capture (CUPTI) is on for this session.
   std::atomic<bool> gpu{false};
+  /// Outermost forward ops defer their Python walk (OpMode::Lean, resolved from opts.op_mode and
+  /// whether CUPTI attached). Set by start_capture before the op callbacks are installed.
+  std::atomic<bool> lean_ops{false};
   /// Whether tracing runs (set_tracing): off, dlpt's callbacks are disabled and record nothing.
   std::atomic<bool> tracing{true};
   /// Bumped at every set_tracing switch: a CUDA API call that entered before one and exits (or

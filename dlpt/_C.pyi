@@ -15,6 +15,7 @@ class StartInfo(TypedDict):
     gpu: bool
     reason: str | None
     cupti_path: str
+    op_mode: str  # "lean" (op starts walk no Python stack) or "exact"
 
 class Collective(TypedDict):
     collective: str
@@ -62,10 +63,13 @@ class Counters(TypedDict):
     site_misses: int  # walks whose frame chain no site cache held (its path was built)
     anchors_taken: int  # anchors taken: frames a later walk may stop at
     self_op_start_ns: int  # sampled time in op start callbacks (part of self_ns; their walks included)
-    outermost_ops: int  # outermost forward ops started (each walks the Python stack)
+    outermost_ops: int  # outermost forward ops started (each walks the Python stack if exact)
     op_start_name_ns: int  # sampled: outermost records finding their name's id and flags
     op_start_nodes_ns: int  # ... outermost forward ops finding their op and forward phase nodes
     op_start_rest_ns: int  # ... the rest of their start: record stack, sequence ranges, windows
+    deferred_ops: int  # outermost forward ops started without a walk (lean op mode)
+    deferred_at_launch: int  # ... walked at a launch, allocation or recorded nested op inside them
+    deferred_at_end: int  # ... walked at their end: they launched nothing but made an autograd node
     tracing_switches: int  # set_tracing calls that switched tracing off or on
     tracing_switch_ns: int  # time those switches took, in all (flushing CUPTI's records included)
     tsc: bool  # host ticks are TSC cycles (else steady_clock nanoseconds)
@@ -93,6 +97,7 @@ class StopResult(TypedDict):
     counters: Counters
     tracing_switches: list[tuple[bool, int]]  # each set_tracing switch: (on, ns it took)
     gpu: bool
+    op_mode: str  # "lean" or "exact" (csrc/options.h, OpMode)
     flush_s: float
 
 def start(
@@ -103,6 +108,7 @@ def start(
     nested_ops: bool = False,
     flops_ops: list[str] = ...,
     split_backward: bool = False,
+    op_mode: str = "auto",
 ) -> StartInfo: ...
 def pause_function_records() -> int: ...
 def resume_function_records(token: int) -> None: ...

@@ -7,6 +7,12 @@
 # PAIRED_ARGS overrides the paired bench's arguments (default below: four workloads, 8 rounds;
 # add dlpt_memory to --modes for the `--memory` row, at about +60 s). Verdicts need more than 8
 # rounds (bench/comparisons.py).
+# Issue 50 (lean op starts against --exact-ops; dlpt is the lean default on the GPU), two calls:
+#   NO_LAUNCH_PATH=1 PAIRED_ARGS="--workloads decode small_gpt --modes aa dlpt dlpt_exact cupti_floor
+#     torchprof --rounds 12" bash tools/device_cost.sh
+#   NO_LAUNCH_PATH=1 PAIRED_ARGS="--workloads tiny_add heavy_mm small_gpt_compiled --modes aa dlpt
+#     dlpt_exact cupti_floor torchprof --rounds 12" bash tools/device_cost.sh
+# then pool the calls' JSON (cost-out/paired-*.json in each cost.tar.gz): python bench/pool.py *.json
 set -o pipefail
 export PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 OUT=${OUT:-/tmp/dlpt-out}; mkdir -p "$OUT"

@@ -39,10 +39,18 @@
 // torch.compile region was seen (a compiled backward's extern ops are the model's own ops), or
 // (decided on the Python side) on several ranks or while a torch.distributed process group
 // exists (collectives in backward hooks are c10d ops).
+//
+// Lean op starts (OpMode::Lean, the default with GPU capture; docs/overhead.md, issue 50): an
+// outermost forward op's start walks no Python stack (ThreadState::push_deferred). Its first
+// launch, allocation or recorded nested record walks from its caller's frame (launch_context);
+// an op that launched nothing but made an autograd node walks at its end (its backward is grafted
+// under its line); an op that did neither gets no node, and its CPU time reaches its line only
+// through the host sampler. Compiled regions, FLOP-counted ops and collectives start as before.
 #include <pthread.h>
 
 #include "aten_ops.h"
 
+#include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
 
 #include <algorithm>
@@ -98,6 +106,11 @@ std::atomic<bool> g_compiled_seen{false};
 
 constexpr uint8_t kLearnCalls = 3;
 
+/// Ops that find their path at their start in lean mode too: a compiled region (the frames
+/// entered since it began are its own), an op whose inputs are recorded with its node (FLOPs),
+/// a collective (its record_param_comms child adds to its node). A handful per step.
+constexpr uint8_t kExactStart = kCompiledRegion | kFlops | kComm;
+
 /// The RecordFunction whose end must switch RecordFunction back on for this thread. At most one:
 /// inside a window no record starts on the thread. Kept outside ThreadState so that the switch
 /// happens even if the session ended meanwhile.
@@ -148,17 +161,6 @@ void begin_region(OpEntry& e) {
   if (!g_compiled_seen.load(std::memory_order_relaxed)) g_compiled_seen.store(true, std::memory_order_relaxed);
   e.region = true;
   e.region_frame = innermost_python_frame();
-}
-
-/// Remembers that forward sequence numbers from `seq` on were created inside `op` (see
-/// SeqRanges), so backward ops can be grafted under it.
-void record_forward_op(Session& s, ThreadState& ts, int64_t seq, NodeId op) {
-  if (seq < 0) return;
-  if (ts.seq_ranges == nullptr) ts.seq_ranges = &s.seq_ranges.get(ts.rf_thread_id);
-  ts.seq_ranges->add(seq, op);
-  if (s.last_forward_thread.load(std::memory_order_relaxed) != ts.rf_thread_id) {
-    s.last_forward_thread.store(ts.rf_thread_id, std::memory_order_relaxed);
-  }
 }
 
 /// An op recorded with its own node that may run its nested records in a window (see top):
@@ -242,7 +244,7 @@ void on_nested_start(Session& s, ThreadState& ts, const at::RecordFunction& rf, 
     // its CompiledFunctionBackward is grafted under.
     e.ctx_node = ts.phase(e.op_node, Phase::Forward);
     begin_region(e);
-    record_forward_op(s, ts, rf.seqNr(), e.op_node);
+    ts.note_forward_op(rf.seqNr(), e.op_node);
   }
   e.start = ticks();
   if (!compiled && parent.region && kind == NodeKind::Op) learn_or_open_window(s, ts, e, rf);
@@ -284,9 +286,18 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
     }
     return;
   }
+  ts.outermost_ops.add(1);
+  if (s.lean_ops.load(std::memory_order_relaxed) && !(flags & kExactStart)) {
+    // Lean: no walk now. The op's first launch finds its path (nested ops and later launches
+    // reuse it), or its end if it made an autograd node; an op that does neither has no node.
+    OpEntry& e = ts.push_deferred(&rf, id, rf.seqNr());
+    e.start = ticks();
+    learn_or_open_window(s, ts, e, rf);
+    parts.mark(ts.op_rest_ticks);
+    return;
+  }
   // An outermost forward op: capture the Python path once; nested ops and launches reuse it.
   size_t depth = 0;
-  ts.outermost_ops.add(1);
   const NodeId py = ts.python_context(&depth);
   parts.mark(ts.python_ticks);  // the walk (which also times its own parts)
   NodeId op = kNoNode;
@@ -299,7 +310,7 @@ void on_outermost_start(Session& s, ThreadState& ts, const SelfTimer& timer, con
   e.name_id = id;
   if (flags & kFlops) s.details.add_inputs(e.op_node, input_signature(rf), s.epochs.current());
   if (compiled) begin_region(e);
-  record_forward_op(s, ts, rf.seqNr(), e.op_node);
+  ts.note_forward_op(rf.seqNr(), e.op_node);
   e.start = ticks();
   if (!compiled) learn_or_open_window(s, ts, e, rf);
   parts.mark(ts.op_rest_ticks);
@@ -360,6 +371,13 @@ void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
   if (ts.top().rf != &rf && !unwind_to(ts, &rf)) {
     s->counters.unmatched_op_ends.fetch_add(1, std::memory_order_relaxed);
     return;
+  }
+  // A lean op that launched nothing but made an autograd node: its backward ops (a view's
+  // backward may launch kernels) are grafted under its line, so its path is walked now, while
+  // its caller's frame still runs the call.
+  if (ts.deferred_on_top() && ts.deferred_seq() >= 0 && at::sequence_number::peek() > ts.deferred_seq()) {
+    ts.resolve_deferred();
+    ts.deferred_at_end.add(1);
   }
   const OpEntry e = ts.top();
   ts.pop();

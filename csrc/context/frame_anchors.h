@@ -42,11 +42,11 @@ class FrameAnchors {
     uint32_t depth;         // its frame's depth from the root (0: the outermost)
   };
 
-  /// [MT] Walks the calling thread's frames (innermost first) to the root, or to the innermost
-  /// anchor still valid (then raw[n-1] is its frame and *hit its index; else -1). Drops the
-  /// anchors the walk showed gone.
-  size_t walk(RawFrame* raw, size_t max, int* hit) {
-    const size_t n = walk_python_frames_to(raw, max, marks_.data(), n_, hit);
+  /// [MT] Walks the calling thread's frames (innermost first, or from frame `from`: see
+  /// walk_python_frames) to the root, or to the innermost anchor still valid (then raw[n-1] is
+  /// its frame and *hit its index; else -1). Drops the anchors the walk showed gone.
+  size_t walk(RawFrame* raw, size_t max, int* hit, const void* from = nullptr) {
+    const size_t n = walk_python_frames_to(raw, max, marks_.data(), n_, hit, from);
     n_ = *hit >= 0 ? static_cast<size_t>(*hit) + 1 : 0;
     return n;
   }

@@ -74,6 +74,7 @@ void ThreadState::recycle(uint64_t tid) {
   depth_ = 0;
   open_ops_ = 0;
   learner_ = -1;
+  deferred_ = -1;
   forget_paths();
   requested_.fill(nullptr);
   thread_node_ = kNoNode;  // the thread node is keyed by the OS thread id
@@ -115,6 +116,42 @@ void ThreadState::pop() {
   --depth_;
   if (stack_[depth_].kind != EntryKind::TopScope) --open_ops_;
   if (learner_ == static_cast<int>(depth_)) learner_ = -1;
+  if (deferred_ == static_cast<int>(depth_)) deferred_ = -1;
+}
+
+OpEntry& ThreadState::push_deferred(const void* rf, uint32_t name_id, int64_t seq) {
+  deferred_frame_ = session.opts.python_frames ? innermost_python_frame() : nullptr;
+  deferred_seq_ = seq;
+  OpEntry& e = push(EntryKind::Op, rf);
+  e.name_id = name_id;
+  deferred_ = static_cast<int>(depth_) - 1;
+  deferred_ops.add(1);
+  return e;
+}
+
+void ThreadState::resolve_deferred() {
+  if (deferred_ < 0) return;
+  const size_t at = static_cast<size_t>(deferred_);
+  deferred_ = -1;
+  OpEntry& e = stack_[at];
+  // No frame at its start (a thread without Python): none below it now either.
+  const NodeId py = deferred_frame_ != nullptr ? python_context(nullptr, deferred_frame_) : kNoNode;
+  op_nodes(py != kNoNode ? py : thread_node(), e.name_id, &e.op_node, &e.ctx_node);
+  note_forward_op(deferred_seq_, e.op_node);
+  // Records opened inside it since (not recorded: a recorded one would have resolved it) take
+  // its context, as they took their parent's at their start.
+  for (size_t i = at + 1; i < depth_; ++i) {
+    if (stack_[i].ctx_node == kNoNode) stack_[i].ctx_node = stack_[i - 1].ctx_node;
+  }
+}
+
+void ThreadState::note_forward_op(int64_t seq, NodeId op) {
+  if (seq < 0) return;
+  if (seq_ranges == nullptr) seq_ranges = &session.seq_ranges.get(rf_thread_id);
+  seq_ranges->add(seq, op);
+  if (session.last_forward_thread.load(std::memory_order_relaxed) != rf_thread_id) {
+    session.last_forward_thread.store(rf_thread_id, std::memory_order_relaxed);
+  }
 }
 
 NodeId ThreadState::child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b) {
@@ -155,20 +192,20 @@ NodeId ThreadState::frame_node(NodeId parent, const RawFrame& f) {
   return frame_child(parent, f);
 }
 
-NodeId ThreadState::python_context(size_t* depth) {
+NodeId ThreadState::python_context(size_t* depth, const void* from) {
   if (depth) *depth = 0;
   if (!session.opts.python_frames) return kNoNode;
   SampledParts parts(sampling);
   RawFrame raw[kMaxPythonFrames];
   root_prefetch_.issue();  // the last walk's frames, requested together (frame_prefetch.h)
   int hit = -1;            // to the root, or to an anchor whose outer path is known
-  size_t n = anchors_.walk(raw, kMaxPythonFrames, &hit);
+  size_t n = anchors_.walk(raw, kMaxPythonFrames, &hit, from);
   if (hit >= 0 && anchors_.at(hit).depth + n > kMaxPythonFrames) {
     // Deeper than a capture keeps: a walk from the root keeps the innermost frames only, and
     // the same site must map to the same path either way.
     anchors_.clear();
     hit = -1;
-    n = walk_python_frames(raw, kMaxPythonFrames);
+    n = walk_python_frames(raw, kMaxPythonFrames, nullptr, from);
   }
   root_prefetch_.remember(raw, n);
   python_walks.add(1);
@@ -265,6 +302,10 @@ NodeId ThreadState::python_subpath(NodeId base, const void* since) {
 }
 
 NodeId ThreadState::launch_context() {
+  if (deferred_ >= 0) {  // a lean op's first launch: its path now (push_deferred)
+    resolve_deferred();
+    deferred_at_launch.add(1);
+  }
   if (depth_ > 0 && stack_[depth_ - 1].ctx_node != kNoNode) {
     const OpEntry& top = stack_[depth_ - 1];
     return top.region ? python_subpath(top.ctx_node, top.region_frame) : top.ctx_node;

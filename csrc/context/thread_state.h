@@ -118,6 +118,23 @@ class ThreadState {
   OpEntry* learner() { return learner_ >= 0 ? &stack_[static_cast<size_t>(learner_)] : nullptr; }
   void set_learner() { learner_ = static_cast<int>(depth_) - 1; }
 
+  // -- lean ops (OpMode::Lean): an outermost op whose context waits for its first launch -----
+  /// [MT] Pushes outermost forward op `name_id` without walking the Python stack: only the
+  /// innermost frame now is kept (the op's caller, which cannot return before the op does, so
+  /// its chain stays as it is). resolve_deferred() walks from it when a launch, a recorded
+  /// nested op or the op's autograd node needs the path; `seq` is the op's forward sequence
+  /// number (-1: none), recorded then (SeqRanges). At most one (an outermost op) at a time.
+  OpEntry& push_deferred(const void* rf, uint32_t name_id, int64_t seq);
+  /// [MT] The entry on top is the deferred op, still without a context.
+  bool deferred_on_top() const { return deferred_ >= 0 && static_cast<size_t>(deferred_) + 1 == depth_; }
+  int64_t deferred_seq() const { return deferred_seq_; }
+  /// [MT] The deferred op's path now (walked from its caller's frame): its op and forward nodes,
+  /// given to the records opened inside it since, and its sequence range. No-op without one.
+  void resolve_deferred();
+  /// [MT] Forward sequence numbers from `seq` on were created inside outermost op `op`
+  /// (SeqRanges): backward ops are grafted under it. Nothing for seq < 0.
+  void note_forward_op(int64_t seq, NodeId op);
+
   // -- lookups -------------------------------------------------------------------------------
   /// [MT] Child lookup through this thread's cache (nodes are immutable once created).
   NodeId child(NodeId parent, NodeKind kind, uint64_t a, uint64_t b = 0);
@@ -130,7 +147,8 @@ class ThreadState {
 
   /// Innermost node of the current Python path (frames and scopes), or kNoNode without frames
   /// (or with Python-frame capture off). `depth` receives the number of user-visible frames.
-  NodeId python_context(size_t* depth = nullptr);
+  /// `from`: walk from this frame of the thread's (still running) instead of the innermost.
+  NodeId python_context(size_t* depth = nullptr, const void* from = nullptr);
   /// The frames entered since frame `since` (a compiled region's start), as a path under `base`;
   /// `base` itself when there are none.
   NodeId python_subpath(NodeId base, const void* since);
@@ -180,10 +198,14 @@ class ThreadState {
   OwnedCounter site_misses;        // walks whose chain no site cache held (path built)
   OwnedCounter anchors_taken;      // anchors taken (frame_anchors.h)
   OwnedCounter op_start_ticks;     // sampled time in op start callbacks
-  OwnedCounter outermost_ops;      // outermost forward ops started (each walks the Python stack)
+  OwnedCounter outermost_ops;      // outermost forward ops started (each walks the Python stack if exact)
   OwnedCounter op_name_ticks;      // sampled: outermost records finding their name's id and flags
   OwnedCounter op_nodes_ticks;     // ... outermost forward ops finding their op and phase nodes
   OwnedCounter op_rest_ticks;      // ... and the rest of their start (record stack, sequence ranges, windows)
+  // Lean op starts (OpMode::Lean):
+  OwnedCounter deferred_ops;        // outermost forward ops started without a walk (lean ops)
+  OwnedCounter deferred_at_launch;  // ... walked at a launch, allocation or recorded nested op inside
+  OwnedCounter deferred_at_end;     // ... walked at their end: they made an autograd node, launched nothing
   std::array<ApiCounter, kMaxWatchedApis> apis;
 
   /// Self-time sampling: every kSelfSample-th callback is timed (see SelfTimer).
@@ -210,6 +232,9 @@ class ThreadState {
   size_t depth_ = 0;
   int open_ops_ = 0;
   int learner_ = -1;
+  int deferred_ = -1;                     // the deferred op's index on the record stack, or -1
+  const void* deferred_frame_ = nullptr;  // ... the innermost Python frame at its start (nullptr: none)
+  int64_t deferred_seq_ = -1;             // ... its forward sequence number
   std::vector<ScopeEntry> scopes_;
   // The scope state: 0 with no scope open; else an id of the exact stack of open scopes (each
   // (outer state, entry frame, name) interned once). Past kMaxScopeStates stacks, a new stack

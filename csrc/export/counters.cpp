@@ -34,6 +34,9 @@ CounterValues counter_values(const Session& s, const StopResult& r) {
   v.op_start_name_ns = r.self.op_name_ns;
   v.op_start_nodes_ns = r.self.op_nodes_ns;
   v.op_start_rest_ns = r.self.op_rest_ns;
+  v.deferred_ops = r.self.deferred_ops;
+  v.deferred_at_launch = r.self.deferred_at_launch;
+  v.deferred_at_end = r.self.deferred_at_end;
   v.tsc = s.rate.tsc();
   v.cupti_unsubscribe_error = r.tracer.unsubscribe_error;
   v.tracing_error = s.tracing_error;

@@ -14,24 +14,31 @@ using frame_layout::kOwnedByCStack;
 using frame_layout::kOwnedByGenerator;
 using frame_layout::top_frame;
 
-size_t walk_python_frames(RawFrame* out, size_t max, const void* stop) {
+namespace {
+/// Where a walk starts: frame `from`, else the calling thread's innermost frame (nullptr without
+/// a Python thread state).
+const InterpFrame* first_frame(const void* from) {
+  if (from != nullptr) return static_cast<const InterpFrame*>(from);
   // PyGILState_GetThisThreadState reads a thread-local: valid without holding the GIL.
   PyThreadState* ts = PyGILState_GetThisThreadState();
-  if (ts == nullptr) return 0;
+  return ts == nullptr ? nullptr : top_frame(ts);
+}
+}  // namespace
+
+size_t walk_python_frames(RawFrame* out, size_t max, const void* stop, const void* from) {
   size_t n = 0;
-  for (const InterpFrame* f = top_frame(ts); f != nullptr && f != stop && n < max; f = f->previous) {
+  for (const InterpFrame* f = first_frame(from); f != nullptr && f != stop && n < max; f = f->previous) {
     if (f->owner == kOwnedByCStack) continue;  // shim frames at C->Python entry: no user code
     out[n++] = RawFrame{f, frame_instr(f), nullptr, 0};
   }
   return n;
 }
 
-size_t walk_python_frames_to(RawFrame* out, size_t max, const activations::Mark* marks, size_t n_marks, int* hit) {
+size_t walk_python_frames_to(RawFrame* out, size_t max, const activations::Mark* marks, size_t n_marks, int* hit,
+                             const void* from) {
   *hit = -1;
-  PyThreadState* ts = PyGILState_GetThisThreadState();
-  if (ts == nullptr) return 0;
   size_t n = 0;
-  for (const InterpFrame* f = top_frame(ts); f != nullptr && n < max; f = f->previous) {
+  for (const InterpFrame* f = first_frame(from); f != nullptr && n < max; f = f->previous) {
     if (f->owner == kOwnedByCStack) continue;
     out[n++] = RawFrame{f, frame_instr(f), nullptr, 0};
     for (size_t i = 0; i < n_marks; ++i) {

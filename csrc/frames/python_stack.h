@@ -34,13 +34,16 @@ constexpr size_t kMaxPythonFrames = 256;
 /// [MT] Fills `out` with the calling thread's frames, innermost first (frame and instr only;
 /// C-stack shim frames skipped); returns how many. 0 on a thread without a Python thread state.
 /// The walk stops before frame `stop` when it is met (the frames entered since `stop` ran).
-size_t walk_python_frames(RawFrame* out, size_t max, const void* stop = nullptr);
+/// It starts at frame `from` (one of the calling thread's that is still running, e.g. the one
+/// that called the op now running: the frames entered since are left out), else the innermost.
+size_t walk_python_frames(RawFrame* out, size_t max, const void* stop = nullptr, const void* from = nullptr);
 
 /// [MT] As walk_python_frames, but the walk stops after the first frame met that is one of
 /// `marks` and still the activation it was taken of (activations.h): *hit is that mark's index,
 /// or -1 when the walk went to the root (or filled `max`). Marks met that are no longer their
-/// activation are walked past.
-size_t walk_python_frames_to(RawFrame* out, size_t max, const activations::Mark* marks, size_t n_marks, int* hit);
+/// activation are walked past. `from` as in walk_python_frames.
+size_t walk_python_frames_to(RawFrame* out, size_t max, const activations::Mark* marks, size_t n_marks, int* hit,
+                             const void* from = nullptr);
 
 /// [MT] The code object frame `f` (one of the calling thread's, on its stack) runs, borrowed;
 /// not checked to be a code object (3.13: the frame's executable).

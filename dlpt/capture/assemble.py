@@ -148,6 +148,7 @@ def build_session(capture: RawCapture, sources: Sequence[CaptureSource] = ()) ->
             "capture": dict(
                 c,
                 flush_s=raw["flush_s"],
+                op_mode=raw["op_mode"],
                 stop_s=capture.stop_s,
                 pid=os.getpid(),
                 inductor_unmapped_frames=mapped.unmapped_frames,

@@ -34,6 +34,7 @@ from dlpt.capture.assemble import RawCapture, build_session, start_meta
 from dlpt.capture.capture_source import CaptureSource, StopContext
 from dlpt.capture.flops.annotate import recorded_ops
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, check_options
+from dlpt.capture.op_mode import requested_op_mode
 from dlpt.capture.pc_sampling import pc_sampling_steps
 from dlpt.capture.profile_sources import (
     BackwardRecords,
@@ -146,6 +147,13 @@ class Profile:
             which source line inside each kernel is hot and why it stalls, and a fused Inductor
             kernel's samples shared among the model lines it fused (``meta.pc_sampling``;
             docs/pc-sampling.md). Off by default; the other steps run as without it.
+        exact_ops: True: every op's start walks the Python stack, so every op's CPU time and
+            calls land on its line. False: *lean*, op starts walk nothing; an op's line is found
+            at its first launch (every kernel, copy, memset and sync keeps its exact line and
+            op) or, if it made an autograd node, at its end; the CPU time of ops that launch
+            nothing reaches lines through the host sampler (``sample_hz``). None (the default):
+            ``$DLPT_OPS`` if set, else lean with GPU capture and exact without
+            (:mod:`dlpt.capture.op_mode`; ``meta.capture.op_mode`` says which ran).
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
@@ -173,6 +181,7 @@ class Profile:
         sample_hz: int = DEFAULT_SAMPLE_HZ,
         timeline: int = 0,
         pc_sampling: int | bool = False,
+        exact_ops: bool | None = None,
     ) -> None:
         _check_count("skip_first", skip_first, allow_none=True)
         check_options(sample_hz, timeline)
@@ -192,6 +201,8 @@ class Profile:
         self.sample_hz = sample_hz
         self.timeline = timeline
         self.pc_sampling = pc_sampling_steps(pc_sampling)
+        self.exact_ops = None if exact_ops is None else bool(exact_ops)
+        self._op_mode = requested_op_mode(self.exact_ops)  # a bad $DLPT_OPS fails here
         self._session: Session | None = None
         self._schedule: StepSchedule | None = None
         self._step_lock = threading.Lock()
@@ -245,6 +256,7 @@ class Profile:
             self.memory,
             self.sample_hz,
             self.timeline,
+            self.exact_ops,
         )
 
     def _join(self, host: Profile) -> None:
@@ -253,7 +265,7 @@ class Profile:
             warnings.warn(
                 "dlpt: this profile joins the one already running (python -m dlpt); its options "
                 "(skip_first, active, calibrate, step_on, gpu, nested_ops, sources, flops, memory, "
-                "sample_hz, timeline) are ignored: give them on the command line instead",
+                "sample_hz, timeline, exact_ops) are ignored: give them on the command line instead",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -298,6 +310,7 @@ class Profile:
                 nested_ops=self.nested_ops,
                 flops_ops=recorded_ops() if self.flops else [],
                 split_backward=backward.mode == "paused",
+                op_mode=self._op_mode,
             )
         except BaseException:
             for source in started:

@@ -71,6 +71,7 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         calibrate=opts.calibrate == "on",
         gpu=not opts.no_gpu,
         nested_ops=opts.nested_ops,
+        exact_ops=True if opts.exact_ops else None,
         step_on=opts.step_on,
         sources=not opts.no_source,
         flops=opts.flops,

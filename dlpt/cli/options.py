@@ -133,6 +133,13 @@ def build_parser(prog: str = "dlpt") -> _Parser:
         help="also record ops inside ops (aten::mm under aten::matmul); slower",
     )
     p.add_argument(
+        "--exact-ops",
+        action="store_true",
+        help="walk the Python stack at every op start, so the CPU time of every op lands on its "
+        "line; without it, on GPU runs, ops that launch nothing get theirs from the host sampler "
+        "(kernels keep exact lines either way; slower on launch-bound loops)",
+    )
+    p.add_argument(
         "--flops",
         action="store_true",
         help="record op shapes for FLOPs, TFLOP/s and MFU per line (costs time on every op)",
@@ -251,6 +258,7 @@ def parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             ("--calibrate", opts.calibrate != "on"),
             ("--no-gpu", opts.no_gpu),
             ("--nested-ops", opts.nested_ops),
+            ("--exact-ops", opts.exact_ops),
             ("--step-on", opts.step_on is not None),
             ("--no-source", opts.no_source),
             ("--flops", opts.flops),

@@ -278,6 +278,9 @@ class Capture:
     op_start_name_ns: int | None = None
     op_start_nodes_ns: int | None = None
     op_start_rest_ns: int | None = None
+    deferred_ops: int | None = None
+    deferred_at_launch: int | None = None
+    deferred_at_end: int | None = None
     tracing_switches: int | None = None
     tracing_switch_ns: int | None = None
     tsc: bool | None = None
@@ -290,6 +293,9 @@ class Capture:
     inductor_unmapped_frames: int | None = None
     inductor_unmapped_kernels: int | None = None
     backward_ops: str | None = None  # aten-op records in backward passes: "paused" or "kept"
+    # "lean": op starts walked no Python stack (an op's line was found at its first launch; the
+    # CPU time of ops that launched nothing reached lines through the host sampler); "exact"
+    op_mode: str | None = None
 
 
 @dataclass(frozen=True)

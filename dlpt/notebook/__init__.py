@@ -44,6 +44,7 @@ Options: every option of the command line (python -m dlpt --help; %dlpt -h lists
     --metric M        --threshold PCT     --depth N      --show-all    --ascii     --verbose
     --skip-first N    --active M          --step-on NAME --calibrate on|off        --no-gpu
     --nested-ops      --flops             --memory       --sample-hz N --timeline N
+    --exact-ops       every op's CPU time on its line (GPU runs: ops that launch nothing are sampled)
     --pc-sampling     --peak-tflops N     --width N      --no-source
     -o FILE           save the session (python -m dlpt --load FILE shows it again)
     --html FILE       write the HTML report (--open: and open it in a browser)

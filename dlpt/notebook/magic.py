@@ -191,6 +191,7 @@ def run_profiled(
         calibrate=opts.calibrate == "on",
         gpu=not opts.no_gpu,
         nested_ops=opts.nested_ops,
+        exact_ops=True if opts.exact_ops else None,
         step_on=opts.step_on,
         sources=not opts.no_source,
         flops=opts.flops,

@@ -204,13 +204,15 @@ def test_the_magic_parses_every_command_line_option_with_the_same_parser(tmp_pat
 
 
 def test_capture_options_reach_the_profile(
-    shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("DLPT_OPS", "lean")  # --exact-ops must win over it
     out_file = tmp_path / "capture.json"
     body = "def step():\n    return x @ x\nfor _ in range(6):\n    step()\n"
     cell = (
         f"%%dlpt --step-on step --skip-first 1 --memory --sample-hz 0 --timeline 2 --calibrate off "
-        f"--no-source --active 4 --flops --pc-sampling --pc-sampling-steps 2 -q -o {out_file}\n{body}"
+        f"--no-source --active 4 --flops --pc-sampling --pc-sampling-steps 2 --exact-ops "
+        f"-q -o {out_file}\n{body}"
     )
     result, _ = run(shell, capsys, cell)
     assert result.success, result.error_in_exec
@@ -221,6 +223,7 @@ def test_capture_options_reach_the_profile(
     assert meta["host"]["sampling"] is False and meta["timeline"]["steps"] == 2
     assert meta["step_time"]["calibrate"] is False and meta["steps"]["profiled"] == 4
     assert not meta.get("sources")  # --no-source
+    assert meta["capture"]["op_mode"] == "exact"  # --exact-ops
 
 
 def test_output_options_write_their_files(

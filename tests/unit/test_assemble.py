@@ -88,6 +88,7 @@ def _raw(script: str) -> dict[str, Any]:
         "gpu_steps": {"0": [(100, 20_100, True, 9_000, 1_000, 19_000), (20_100, 20_000, True, 0, 0, 0)]},
         "counters": dict(COUNTERS),
         "gpu": True,
+        "op_mode": "lean",
         "flush_s": 0.01,
     }
 

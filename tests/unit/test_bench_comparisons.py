@@ -71,7 +71,24 @@ def test_the_issues_targets() -> None:
         "dlpt/torchprof": 1.00,
         "dlpt/dlpt_nosampler": 1.02,
         "dlpt_memory/dlpt": 1.05,
+        # issue 50: the lean op starts against the floor, --exact-ops against it, and the saving
+        "dlpt_lean/cupti_floor": 1.05,
+        "dlpt_exact/cupti_floor": 1.05,
+        "dlpt_lean/dlpt_exact": 1.00,
+        "dlpt/dlpt_exact": 1.00,
+        "dlpt+/cupti_floor+": 1.50,  # the tiny-launch loop: added time per launch over the floor's
     }
+
+
+def test_added_time_is_compared_per_round_without_the_unprofiled_part() -> None:
+    # The floor adds 20% a round, dlpt 26-34%: 1.3-1.7x the floor's added time, though its ratios
+    # are only 1.05-1.12x the floor's. A round where the floor added nothing is left out.
+    floor = [1.2, 1.2, 1.2, 1.0]
+    dlpt = [1.26, 1.30, 1.34, 1.5]
+    added = next(c for c in COMPARISONS if c.added)
+    s = compare(_raw(dlpt=dlpt, cupti_floor=floor), added)
+    assert s is not None and s["rounds"] == 3
+    assert s["ratio"] == pytest.approx(1.5) and s["per_round"] == pytest.approx([1.3, 1.5, 1.7])
 
 
 def test_the_row_states_interval_and_verdict() -> None:

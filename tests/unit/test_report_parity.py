@@ -19,6 +19,7 @@ from dlpt.renderers.terminal.report import render
 
 def _sessions(h: Any) -> dict[str, tuple[Session, dict[str, Any]]]:
     from tests.unit.test_calibrated_report import calibrated
+    from tests.unit.test_op_mode_report import session as op_mode_session
     from tests.unit.test_render import cpu_session
     from tests.unit.test_suggestions_view import flops_session
 
@@ -33,6 +34,7 @@ def _sessions(h: Any) -> dict[str, tuple[Session, dict[str, Any]]]:
         "hostile": (Session.from_dict(S.hostile()), {}),
         "calibrated": (calibrated(h, outside=True), {}),
         "as_traced": (calibrated(h, untraced=False), {}),
+        "lean_ops": (op_mode_session("lean"), {}),
     }
 
 
@@ -47,6 +49,7 @@ CASES = (
     "hostile",
     "calibrated",
     "as_traced",
+    "lean_ops",
 )
 
 

@@ -13,6 +13,7 @@ from dlpt.analysis.report.host_facts import host_facts, sampler_facts
 from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
 from dlpt.analysis.report.memory_facts import memory_facts, oom_facts
 from dlpt.analysis.report.model import Fact, Report
+from dlpt.analysis.report.op_mode import op_mode_facts
 from dlpt.analysis.report.outside import one_outside_line, outside_facts, outside_tree
 from dlpt.analysis.report.run import (
     once_facts,
@@ -83,6 +84,7 @@ def assemble_report(
         *step_notes(meta),
         Fact("totals", f"{per}: {line}" if steps else f"totals: {line}"),
         *capture_facts(meta),
+        *op_mode_facts(meta),
         *device_facts(meta, units),
         *memory_facts(a, units),
         *mfu_facts(a, units),

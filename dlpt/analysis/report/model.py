@@ -27,7 +27,7 @@ class Fact:
     """One statement of a report.
 
     ``kind`` says what it is about (``run``, ``steps``, ``step_wall``, ``totals``, ``capture``,
-    ``device``, ``measure``, ``communication``, ``graphs``, ``records``, ``compile``,
+    ``ops``, ``device``, ``measure``, ``communication``, ``graphs``, ``records``, ``compile``,
     ``threads``, ``cost``, ``versions``); ``text`` is the sentence both reports print; ``label``
     and ``value`` split it for a key/value layout where it has one (``label`` "" otherwise);
     ``share`` is a 0..1 proportion worth drawing (a GPU's busy share)."""

@@ -28,6 +28,7 @@ _FACT_KINDS = (
     "communication",
     "graphs",
     "memory",
+    "ops",
     "cost",
 )
 
