@@ -155,6 +155,9 @@ class Change:
     ratio: float
     p: float
     verdict: str  # diff_test.SLOWER, FASTER, SAME or CANT_TELL
+    lo: float = 0.0  # the ratio's 95% interval
+    hi: float = math.inf
+    why: str = ""  # what a CANT_TELL rests on: "host" or "noise"
 
     @property
     def significant(self) -> bool:
@@ -212,7 +215,7 @@ class SessionDiff:
         total = max(self.total(metric, "a"), self.total(metric, "b"))
         shift, verdicts = judge_lines(samples, total)
         out = {
-            r.key: Change(x.a, x.b, x.sd_a or 0.0, x.sd_b or 0.0, v.ratio, v.p, v.verdict)
+            r.key: Change(x.a, x.b, x.sd_a or 0.0, x.sd_b or 0.0, v.ratio, v.p, v.verdict, v.lo, v.hi, v.why)
             for r, x, v in zip(rows, samples, verdicts, strict=True)
         }
         return shift, out
@@ -235,15 +238,18 @@ class SessionDiff:
         return sorted(rows, key=order)
 
     def step_change(self) -> str:
-        """Whether the step times differ beyond their spread: "significant" when their medians'
-        intervals do not overlap, "within noise" when they do, "" when either lacks one."""
+        """Whether the step times differ beyond their spread: "differs" when their medians'
+        intervals do not overlap, "within noise" when they do, "" when either lacks one. Each
+        interval is its own run's: a host busier in one run than the other moves the step beyond
+        it, so "differs" says the runs differ (the host or the code), not that the code changed;
+        the lines and the run shift say which."""
         sa, sb = self.a.step, self.b.step
         if sa is None or sb is None or sa.median_lo_ns is None or sb.median_lo_ns is None:
             return ""
         if sa.median_hi_ns is None or sb.median_hi_ns is None:
             return ""
         apart = sa.median_hi_ns < sb.median_lo_ns or sb.median_hi_ns < sa.median_lo_ns
-        return "significant" if apart else "within noise"
+        return "differs" if apart else "within noise"
 
 
 def _program(session: Session) -> str:

@@ -24,7 +24,9 @@ A line's test: ``z = (l - shift) / sqrt(s^2 + tau^2 + var(shift))``, the shift a
 from the other lines (a line that changed must not widen the noise it is tested against),
 against Student's t with ``PRIOR_LINES + lines - 1`` degrees of freedom, the p-values
 Holm-corrected over the lines tested (family-wise 5%), and a change must also be at least
-:data:`MIN_EFFECT` of the line and :data:`MIN_SHARE` of the larger run's total.
+:data:`MIN_EFFECT` of the line and :data:`MIN_SHARE` of the larger run's total. A line that did
+not change is "within noise" only when its 95% interval rules out a :data:`RESOLVE`-fold change;
+otherwise "can't tell" (lines under :data:`MIN_SHARE` of the total are not news either way).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = [
     "MIN_EFFECT",
     "MIN_SHARE",
     "MIN_LINES",
+    "RESOLVE",
     "PRIOR_LINE_NOISE",
     "PRIOR_LINES",
     "SLOWER",
@@ -60,6 +63,10 @@ MIN_EFFECT = 0.10
 MIN_SHARE = 0.01
 #: Measurable lines needed to tell what the whole run shares from what one line did.
 MIN_LINES = 3
+#: "Within noise" is said only when no change of this factor or more fits the line's interval;
+#: otherwise, when no change is found, it is "can't tell" (no evidence of a change is not
+#: evidence of none: on a host whose load swings between runs, a 2x line can hide).
+RESOLVE = 1.5
 #: What the lines' scatter is pooled with: a run-to-run noise of PRIOR_LINE_NOISE (log scale)
 #: worth PRIOR_LINES lines. A handful of lines gives a scatter estimate that swings from near
 #: zero to several times the truth; pooled, a few lines cannot talk it down to nothing or up
@@ -113,11 +120,16 @@ class RunShift:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One line's change: its ratio after the run shift, the p-value and the verdict."""
+    """One line's change: its ratio after the run shift with a 95% interval, the p-value and
+    the verdict. ``why`` says what a CANT_TELL rests on: "host" (too few lines to tell the host
+    by) or "noise" (the interval holds both no change and a RESOLVE-fold one)."""
 
     ratio: float  # (B / A) / shift; inf for a line new in B
     p: float
     verdict: str  # SLOWER, FASTER, SAME or CANT_TELL
+    lo: float = 0.0
+    hi: float = math.inf
+    why: str = ""
 
     @property
     def significant(self) -> bool:
@@ -185,38 +197,59 @@ def _against_the_others(
     return shift, tau, se, len(others)
 
 
+@dataclass(frozen=True)
+class _Test:
+    ratio: float  # after the shift
+    lo: float  # its 95% interval
+    hi: float
+    p: float
+    big: bool  # at least MIN_EFFECT of the line and MIN_SHARE of the total
+
+
+def _test_line(x: LineSample, against: tuple[float, float, float, int], floor: float) -> _Test:
+    """``x`` against the shift of the other lines (``against``: log shift, tau, the shift's
+    standard error, the lines it rests on)."""
+    if x.a <= 0 or x.b <= 0:  # a line in one run only: its whole cost is the change
+        big = max(x.a, x.b) >= floor
+        ratio = math.inf if x.b > 0 else 0.0
+        return _Test(ratio, ratio, ratio, 0.0 if big else 1.0, big)
+    log_shift, tau, se_shift, n = against
+    l_line = math.log(x.b / x.a) - log_shift
+    se = x.log_se()
+    sd = math.sqrt((se * se if se is not None else 0.0) + tau * tau + se_shift * se_shift)
+    p = min(1.0, 2.0 * t_cdf(-abs(l_line) / sd, _df(n)))
+    half = t_quantile(0.975, _df(n)) * sd
+    b_adj = x.b / math.exp(log_shift)
+    d = abs(b_adj - x.a)
+    big = d >= MIN_EFFECT * max(x.a, b_adj) and d >= floor
+    return _Test(math.exp(l_line), math.exp(l_line - half), math.exp(l_line + half), p, big)
+
+
+def _verdict(t: _Test, passed: bool, host_known: bool, x: LineSample, floor: float) -> Verdict:
+    if passed and t.big:
+        if not host_known and math.isfinite(t.ratio) and t.ratio > 0:
+            return Verdict(t.ratio, t.p, CANT_TELL, t.lo, t.hi, "host")
+        return Verdict(t.ratio, t.p, SLOWER if t.ratio > 1 else FASTER, t.lo, t.hi)
+    if max(x.a, x.b) < floor or (1 / RESOLVE < t.lo < t.hi < RESOLVE):
+        return Verdict(t.ratio, t.p, SAME, t.lo, t.hi)  # not news, or no RESOLVE-fold change fits
+    return Verdict(t.ratio, t.p, CANT_TELL, t.lo, t.hi, "noise")
+
+
 def judge_lines(lines: Sequence[LineSample], total: float) -> tuple[RunShift, list[Verdict]]:
     """The run shift and every line's verdict, in the order of ``lines`` (see the module
     docstring). ``total``: the larger run's total of the metric, per step."""
     shift = run_shift(lines, total)
     votes = _votes(lines, total)
     floor = MIN_SHARE * total
-    raw: list[tuple[float, float, bool]] = []  # (ratio after the shift, p, large enough)
-    for i, x in enumerate(lines):
-        if x.a <= 0 or x.b <= 0:  # a line in one run only: its whole cost is the change
-            big = max(x.a, x.b) >= floor
-            raw.append((math.inf if x.b > 0 else 0.0, 0.0 if big else 1.0, big))
-            continue
-        if shift.known:
-            log_shift, tau, se_shift, n = _against_the_others(lines, votes, i)
-        else:
-            log_shift, tau, se_shift, n = 0.0, PRIOR_LINE_NOISE, 0.0, 1
-        l_line = math.log(x.b / x.a) - log_shift
-        se = x.log_se()
-        var = (se * se if se is not None else 0.0) + tau * tau + se_shift * se_shift
-        p = min(1.0, 2.0 * t_cdf(-abs(l_line) / math.sqrt(var), _df(n)))
-        b_adj = x.b / math.exp(log_shift)
-        d = abs(b_adj - x.a)
-        big = d >= MIN_EFFECT * max(x.a, b_adj) and d >= floor
-        raw.append((math.exp(l_line), p, big))
-    passed = holm([p for _, p, _ in raw])
-    out = []
-    for (ratio, p, big), ok in zip(raw, passed, strict=True):
-        if not (ok and big):
-            verdict = SAME
-        elif not shift.known and math.isfinite(ratio) and ratio > 0:
-            verdict = CANT_TELL  # the line's change and the host's cannot be told apart
-        else:
-            verdict = SLOWER if ratio > 1 else FASTER
-        out.append(Verdict(ratio, p, verdict))
-    return shift, out
+    tests = [
+        _test_line(
+            x,
+            _against_the_others(lines, votes, i) if shift.known else (0.0, PRIOR_LINE_NOISE, 0.0, 1),
+            floor,
+        )
+        for i, x in enumerate(lines)
+    ]
+    passed = holm([t.p for t in tests])
+    return shift, [
+        _verdict(t, ok, shift.known, x, floor) for t, ok, x in zip(tests, passed, lines, strict=True)
+    ]

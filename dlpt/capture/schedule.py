@@ -297,7 +297,8 @@ class StepSchedule:
         stops the native core with the last epoch not counted)."""
         self.stop_ns = self._clock()
         self.paired.close()
-        self.warmup.finish()
+        active = self.active is not None and self.counted >= self.active
+        self.warmup.finish(f"--active {self.active} ended the counting" if active else "the run ended")
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -307,8 +308,12 @@ class StepSchedule:
         end of its N-th step, automatically at the end of the step that ended it)."""
         was_over = self.warmup.over
         warm = self.warmup.step(wall)
-        if not was_over and self.warmup.over and self._on_warm is not None:
-            self._on_warm()
+        if not was_over and self.warmup.over:
+            # The steps counted provisionally are not the traced run before the first window:
+            # that starts now (the timeline's window, which opens here, is traced whole).
+            self._since_window = -1 if warm != FIRST else 0  # this step is counted next
+            if self._on_warm is not None:
+                self._on_warm()
         return warm
 
     def _time(self, times: StepTimes, wall: int) -> bool:

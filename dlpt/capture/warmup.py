@@ -226,19 +226,19 @@ class Warmup:
             )
         self._provisional.clear()
 
-    def finish(self) -> None:
-        """The run ended: provisional steps stay counted; the reason says from where."""
+    def finish(self, ended: str = "the run ended") -> None:
+        """The counting ended (``ended`` says how: the run's end, or --active's M steps reached
+        while they were still provisional): provisional steps stay counted; the reason says
+        from where."""
         if self.over or self.skip_first is not None:
             return
         n = len(self._provisional)
         self.settled = False
         if not self.cuts:
-            self.reason = (
-                f"the run ended after {self.seen} steps, too few to tell a warm-up: counted from step 2"
-            )
+            self.reason = f"{ended} after {self.seen} steps, too few to tell a warm-up: counted from step 2"
         elif n:
             self.reason = (
-                f"up to the last fall of the step time (step {self.last_cut}); the run ended {n} "
+                f"up to the last fall of the step time (step {self.last_cut}); {ended} {n} "
                 f"step{'s' if n != 1 else ''} later, before they could be shown steady"
             )
         else:

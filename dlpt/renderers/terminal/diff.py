@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dlpt.analysis.diff import Change, Leaf, LineDiff, SessionDiff, Side
-from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_LINES, MIN_SHARE, SAME, SLOWER, RunShift
+from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_LINES, MIN_SHARE, RESOLVE, SAME, SLOWER, RunShift
 from dlpt.model.processors import Metric
 from dlpt.model.resume_names import display_name
 from dlpt.renderers.terminal.format import Fmt
@@ -90,7 +90,7 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
         step.append_text(_delta(fmt, _STEP, d.a.step_ns, d.b.step_ns))
         verdict = d.step_change()
         if verdict:
-            step.append(f"  {verdict}", "bold" if verdict == "significant" else "dim")
+            step.append(f"  {verdict}", "bold" if verdict == "differs" else "dim")
         out.append(step)
     shift, _ = d.judge(metric)
     if shift is not None:
@@ -100,8 +100,9 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
         out.append(
             Text(
                 "  change: each line against what the run shares, with per-step and run-to-run noise, "
-                "Holm-corrected over the lines (5%), at least 10% and 1% of the total: "
-                "* changed, ~ within noise, ? can't tell",
+                "Holm-corrected over the lines (5%), at least 10% and 1% of the total: * changed, "
+                f"~ within noise (no {RESOLVE:g}x change fits), ? can't tell (the runs are too noisy, "
+                "or too few lines to tell a line from the host)",
                 "dim",
             )
         )
@@ -143,7 +144,7 @@ def shift_text(shift: RunShift) -> str:
     if shift.verdict == SAME:
         return f"{basis}: the run as a whole did not change"
     return (
-        f"{basis}: the whole run is {shift.verdict} (a host, clock or input change); "
+        f"{basis}: the whole run is {shift.verdict} (the host, a clock, the input, or a change on every line); "
         "lines are judged after it"
     )
 

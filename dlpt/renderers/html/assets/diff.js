@@ -143,7 +143,7 @@
         D.el("span", { className: "muted", text: side.program + (side.steps ? " \u00b7 " + side.steps + " steps" : " \u00b7 no steps detected") + (side.step ? " \u00b7 " + side.step : "") })));
     });
     if (raw.step_change) {
-      h.appendChild(D.el("div", { className: "muted", text: "step time change: " + raw.step_change + " (the step medians' 95% intervals " + (raw.step_change === "significant" ? "do not overlap)" : "overlap)") }));
+      h.appendChild(D.el("div", { className: "muted", text: "step time change: " + raw.step_change + " (the step medians' 95% intervals " + (raw.step_change === "differs" ? "do not overlap: the host or the code; the run line and the lines say which)" : "overlap)") }));
     }
     var shift = (raw.shifts || {})[this.metric.name];
     if (shift) {
