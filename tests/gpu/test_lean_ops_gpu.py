@@ -75,8 +75,8 @@ def test_training_kernels_land_as_with_exact_ops(monkeypatch: pytest.MonkeyPatch
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randn(64, 256, device="cuda")
     train(model, opt, x, 2)  # warm-up: cuBLAS handles, the optimizer's state
-    lean = profiled(lambda: train(model, opt, x, STEPS), None, monkeypatch)
-    exact = profiled(lambda: train(model, opt, x, STEPS), True, monkeypatch)
+    # Both from one line: a place is a path of (file, line) frames, the caller's included.
+    lean, exact = (profiled(lambda: train(model, opt, x, STEPS), mode, monkeypatch) for mode in (None, True))
     assert lean.meta["capture"]["op_mode"] == "lean" and exact.meta["capture"]["op_mode"] == "exact"
     assert places(lean) == places(exact)
     c = lean.meta["capture"]
@@ -90,8 +90,7 @@ def test_a_decode_loop_walks_only_for_ops_that_launch(monkeypatch: pytest.Monkey
     model = mlp().eval()
     x = torch.randn(8, 4, 256, device="cuda")
     decode(model, x, 2)
-    lean = profiled(lambda: decode(model, x, 16), None, monkeypatch)
-    exact = profiled(lambda: decode(model, x, 16), True, monkeypatch)
+    lean, exact = (profiled(lambda: decode(model, x, 16), mode, monkeypatch) for mode in (None, True))
     assert places(lean) == places(exact)
     c, e = lean.meta["capture"], exact.meta["capture"]
     assert c["outermost_ops"] == e["outermost_ops"] > 0
