@@ -1,11 +1,12 @@
 """The GPU part of the known-answer harness (bench/verdicts.py), run on the device: dlpt diff on
 real GPU workloads (the paired bench's compiled small GPT and HF GPT-2 decode) with a known extra
 matmul on one line (LINE-EXTRA: K bf16 matmuls of 2048x2048 per step in A, 1.5K or 2K in B).
+WORKLOAD runs one of them.
 Each profile is one run, in one process per workload (rebuilding a compiled model per run would
 spend the device time on compilation), alternating A, A', B x1.5 and B x2 for ROUNDS rounds;
 bench/verdicts.py judge-gpu reads them back here.
 
-    python bench/verdict_gpu.py OUT_DIR [ROUNDS]      # on the GPU machine
+    python bench/verdict_gpu.py OUT_DIR [ROUNDS] [WORKLOAD]      # on the GPU machine
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import dlpt  # noqa: E402
 import paired_workloads  # noqa: E402
 
-#: Matmuls on LINE-EXTRA per step in A (about 8% of a decode step, 15-25% of the GPT's).
-K = 8
+#: Matmuls on LINE-EXTRA per step in A, per workload: about 15-25% of the step's GPU time (a
+#: decode step is a 64-token generate call: ~240 launches of its own).
 CONFIGS = [("a1", 1.0), ("a2", 1.0), ("b15", 1.5), ("b2", 2.0)]
+
+
+K = {"small_gpt_compiled": 8, "decode": 240}
 
 
 def with_extra(step, k: int):
@@ -42,12 +46,15 @@ def with_extra(step, k: int):
 def main() -> None:
     out = sys.argv[1]
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    only = sys.argv[3] if len(sys.argv) > 3 else None
     os.makedirs(out, exist_ok=True)
     builders = {  # workload: (builder, steps per run: a decode step is a 64-token generate call)
         "small_gpt_compiled": (lambda: paired_workloads.small_gpt(compiled=True), 40),
         "decode": (paired_workloads.decode, 12),
     }
     for wl, (build, steps) in builders.items():
+        if only is not None and wl != only:
+            continue
         _, step, _ = build()
         for _ in range(3):  # compile, autotune, load kernels before any profile
             step()
@@ -55,7 +62,7 @@ def main() -> None:
         t0 = time.perf_counter()
         for r in range(rounds):
             for name, k in CONFIGS:
-                run = with_extra(step, round(K * k))
+                run = with_extra(step, round(K[wl] * k))
                 with dlpt.profile() as prof:
                     for _ in range(steps):
                         run()

@@ -102,9 +102,9 @@ def test_untraced_and_traced_steps_agree_with_the_scripts_own_timing(tmp_path: P
     cal = calibration(meta)
     assert cal.windows >= 3 and cal.measured, cal
     assert cal.ratio >= 1.0 or cal.text().startswith("within noise"), cal
-    # An eager run's steps do not fall after the first (counted from step 2, or 4 when step 2
-    # was slow); a compiled run's do, for dozens of steps (dlpt/capture/warmup.py).
-    assert s["warmup"]["settled"] is True and s["warmup"]["steps"] >= (12 if compiled else 1)
+    # The warm-up ended on steps that no longer fell (its steps depend on the run: an eager one
+    # counts from step 2; a compiled one whose steps fall, after the fall; dlpt/capture/warmup.py).
+    assert s["warmup"]["settled"] is True and s["warmup"]["steps"] >= 1
     # Untraced steps record nothing: the tree's per-step kernels are those of the counted steps.
     counted = s["profiled"]
     assert counted == steps - warm - s["untraced"]
