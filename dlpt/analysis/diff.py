@@ -157,7 +157,7 @@ class Change:
     verdict: str  # diff_test.SLOWER, FASTER, SAME or CANT_TELL
     lo: float = 0.0  # the ratio's 95% interval
     hi: float = math.inf
-    why: str = ""  # what a CANT_TELL rests on: "host" or "noise"
+    why: str = ""  # what a CANT_TELL rests on: "host", "noise" or "runs"
 
     @property
     def significant(self) -> bool:

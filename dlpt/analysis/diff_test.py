@@ -26,7 +26,9 @@ against Student's t with ``PRIOR_LINES + lines - 1`` degrees of freedom, the p-v
 Holm-corrected over the lines tested (family-wise 5%), and a change must also be at least
 :data:`MIN_EFFECT` of the line and :data:`MIN_SHARE` of the larger run's total. A line that did
 not change is "within noise" only when its 95% interval rules out a :data:`RESOLVE`-fold change;
-otherwise "can't tell" (lines under :data:`MIN_SHARE` of the total are not news either way).
+otherwise "can't tell" (lines under :data:`MIN_SHARE` of the total are not news either way). Two
+runs whose shift is itself :data:`RESOLVE`-fold or more are not compared line by line: every
+line is "can't tell".
 """
 
 from __future__ import annotations
@@ -117,12 +119,20 @@ class RunShift:
     def known(self) -> bool:
         return self.verdict != CANT_TELL
 
+    @property
+    def comparable(self) -> bool:
+        """Whether the runs can be compared line by line: when the whole run moved by RESOLVE or
+        more (a host whose load changed several-fold between them), the lines' responses to it
+        differ by as much as a real change (measured: 2x to 5x on lines of one pair)."""
+        return 1 / RESOLVE < self.factor < RESOLVE
+
 
 @dataclass(frozen=True)
 class Verdict:
     """One line's change: its ratio after the run shift with a 95% interval, the p-value and
     the verdict. ``why`` says what a CANT_TELL rests on: "host" (too few lines to tell the host
-    by) or "noise" (the interval holds both no change and a RESOLVE-fold one)."""
+    by), "noise" (the interval holds both no change and a RESOLVE-fold one) or "runs" (the whole
+    run moved RESOLVE-fold: not comparable line by line)."""
 
     ratio: float  # (B / A) / shift; inf for a line new in B
     p: float
@@ -221,11 +231,17 @@ def _test_line(x: LineSample, against: tuple[float, float, float, int], floor: f
     half = t_quantile(0.975, _df(n)) * sd
     b_adj = x.b / math.exp(log_shift)
     d = abs(b_adj - x.a)
-    big = d >= MIN_EFFECT * max(x.a, b_adj) and d >= floor
+    # At least MIN_EFFECT of the line after the shift, and MIN_SHARE of the total before it: a
+    # line of a few tenths of a percent (the backward call's own engine time) is moved by a busy
+    # host in its own way, and dividing by a large shift would blow its change up to a share.
+    big = d >= MIN_EFFECT * max(x.a, b_adj) and abs(x.b - x.a) >= floor
     return _Test(math.exp(l_line), math.exp(l_line - half), math.exp(l_line + half), p, big)
 
 
-def _verdict(t: _Test, passed: bool, host_known: bool, x: LineSample, floor: float) -> Verdict:
+def _verdict(t: _Test, passed: bool, shift: RunShift, x: LineSample, floor: float) -> Verdict:
+    host_known = shift.known
+    if max(x.a, x.b) >= floor and host_known and not shift.comparable:
+        return Verdict(t.ratio, t.p, CANT_TELL, t.lo, t.hi, "runs")
     if passed and t.big:
         if not host_known and math.isfinite(t.ratio) and t.ratio > 0:
             return Verdict(t.ratio, t.p, CANT_TELL, t.lo, t.hi, "host")
@@ -251,5 +267,5 @@ def judge_lines(lines: Sequence[LineSample], total: float) -> tuple[RunShift, li
     ]
     passed = holm([t.p for t in tests])
     return shift, [
-        _verdict(t, ok, shift.known, x, floor) for t, ok, x in zip(tests, passed, lines, strict=True)
+        _verdict(t, ok, shift, x, floor) for t, ok, x in zip(tests, passed, lines, strict=True)
     ]

@@ -143,9 +143,14 @@ def shift_text(shift: RunShift) -> str:
     )
     if shift.verdict == SAME:
         return f"{basis}: the run as a whole did not change"
+    if not shift.comparable:
+        return (
+            f"{basis}: the whole run is {shift.verdict} by {RESOLVE:g}x or more (the host's load changed "
+            "several-fold between the runs?): too different to compare line by line"
+        )
     return (
-        f"{basis}: the whole run is {shift.verdict} (the host, a clock, the input, or a change on every line); "
-        "lines are judged after it"
+        f"{basis}: the whole run is {shift.verdict} (the host, a clock, the input, or a change on "
+        "every line); lines are judged after it"
     )
 
 
