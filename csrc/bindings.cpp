@@ -9,6 +9,7 @@
 #include "context/aten_ops.h"
 #include "context/thread_state.h"
 #include "controller.h"
+#include "ending/bindings.h"
 #include "export/counters.h"
 #include "export/nodes.h"
 #include "frames/activations.h"
@@ -270,4 +271,5 @@ PYBIND11_MODULE(_C, m) {
   dlpt::memory::bind_memory(m, t);
   dlpt::host::register_bindings(m);        // host sampler, idle blame, timeline (csrc/host/)
   dlpt::pcsampling::register_bindings(m);  // CUPTI PC sampling (csrc/pcsampling/)
+  dlpt::ending::register_bindings(m);      // the end of the process after a signal (csrc/ending/)
 }

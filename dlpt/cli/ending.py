@@ -34,7 +34,7 @@ from dlpt.finish import Ending
 from dlpt.model.render_limit import check_renderable
 from dlpt.model.session import Session
 
-__all__ = ["CliEnding", "finish_run", "open_html"]
+__all__ = ["CliEnding", "finish_run", "open_html", "steps_of"]
 
 
 def finish_run(prof: profile, opts: argparse.Namespace, signals: Signals) -> bool:
@@ -45,18 +45,23 @@ def finish_run(prof: profile, opts: argparse.Namespace, signals: Signals) -> boo
     Signals are held while stopping and saving (at most the grace: dlpt.cli.signals); they cut
     the report short. This may run on dlpt's signal thread while the main thread is stuck in
     the program (SIGTERM, SIGHUP): then no rank waits for the others."""
-    signals.remaining = [
-        "stopping the profile",
-        *([f"the session ({opts.output})"] if opts.output is not None else []),
-        *(f"the {o.what} ({o.path})" for o in opts.outputs),
-        *([] if opts.no_report else ["the report"]),
-    ]
+    signals.remaining = steps_of(opts)
     ending = CliEnding(opts, signals)
     ok = ending.run(prof)
     role = ending.role
     if role is not None and opts.open and role.chatty:
         open_html([ending.own(o) for o in opts.outputs])
     return ok
+
+
+def steps_of(opts: argparse.Namespace) -> list[str]:
+    """What finishing the run does, in order: named when a signal's grace runs out first."""
+    return [
+        "stopping the profile",
+        *([f"the session ({opts.output})"] if opts.output is not None else []),
+        *(f"the {o.what} ({o.path})" for o in opts.outputs),
+        *([] if opts.no_report else ["the report"]),
+    ]
 
 
 class CliEnding(Ending):
@@ -88,7 +93,7 @@ class CliEnding(Ending):
         voice.stop_status_line()
 
     def step_done(self) -> None:
-        self.signals.remaining.pop(0)
+        self.signals.step_done()
 
     def placed(self, session: Session) -> None:
         # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish), and its
@@ -182,16 +187,19 @@ class CliEnding(Ending):
                 ok = False
         if across:
             try:
-                with signals.interruptible(), report_output(voice.say, "the report across ranks"):
+                # A signal, before or during the wait, ends it: what is there is reported.
+                with signals.deferred():
                     rs = gather_ranks(
                         opts.output_abs if self.saved else None,
                         role,
                         self.saved,
                         session,
-                        0.0 if signals.ending else opts.rank_timeout,  # after SIGTERM: what is there
+                        0.0 if signals.ending else opts.rank_timeout,
                         voice.inform,
                         store,
+                        stop=lambda: signals.ending,
                     )
+                with signals.interruptible(), report_output(voice.say, "the report across ranks"):
                     rep = rank_report(rs, opts.metric, opts.show_all)
                     if not opts.no_report:
                         cross_rank_report(rep, render_kwargs(opts), where)

@@ -32,13 +32,14 @@ from dlpt.api import profile
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ
 from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
 from dlpt.cli import outputs, report_target, voice
-from dlpt.cli.ending import finish_run, open_html
+from dlpt.cli.ending import finish_run, open_html, steps_of
 from dlpt.cli.launch import LaunchError, exit_status, install, resolve, run_program
 from dlpt.cli.loads import check_one_job
 from dlpt.cli.options import parse_command_line
 from dlpt.cli.own_imports import preload
+from dlpt.cli.process_end import Death, end_process
 from dlpt.cli.report_target import render_kwargs
-from dlpt.cli.signals import Signals, end_process
+from dlpt.cli.signals import Signals
 from dlpt.cli.status_line import StatusLine
 from dlpt.cli.stdout_guard import report_output
 from dlpt.errors import DlptError, UsageError
@@ -91,7 +92,8 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     except BaseException:
         voice.stop_status_line()
         raise
-    signals = Signals(voice.say, opts.signal_grace)
+    signals = Signals(voice.say, opts.signal_grace, prefix=lambda: voice.PREFIX[0])
+    signals.remaining = steps_of(opts)  # what the grace names if it runs out before any of it
     signals.terminate_with(lambda: finish_run(prof, opts, signals))
     pid = os.getpid()
     # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
@@ -103,14 +105,17 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     outcome = run_program(prog, signals.note if holds else None)
     if os.getpid() != pid:  # a forked child returned: the profile and the report are the parent's
         return exit_status(outcome)
+    sigint_at_end = prog.sigint_at_end if holds else signal.getsignal(signal.SIGINT)
+    signals.program_ended(sigint_at_end)  # this thread finishes (or waits for the one that does)
     finish_run(prof, opts, signals)  # what failed there was said; the status stays the program's
     status = exit_status(outcome)
     # The interpreter's shutdown (joining the program's non-daemon threads) sees the handlers
     # plain python would: Ctrl-C ends the wait, SIGTERM kills.
-    signals.restore(prog.sigint_at_end if holds else signal.getsignal(signal.SIGINT))
+    signals.restore(sigint_at_end)
     if signals.status is not None:  # a signal arrived while dlpt finished: die of it (end_process)
         return signals.status
-    return status
+    late = signals.deliver_to_program()  # what the program's own handlers were held for meanwhile
+    return exit_status(late) if late is not None else status
 
 
 def _load(opts: argparse.Namespace) -> int:
@@ -197,7 +202,7 @@ def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: 
 
 def entry() -> NoReturn:
     """The ``dlpt`` command and ``python -m dlpt``: the command line, then end as it says (death
-    by a signal where plain python would die of it: dlpt.cli.signals.end_process)."""
+    by a signal where plain python would die of it: dlpt.cli.process_end.end_process)."""
     sys.exit(end_process(run()))
 
 
@@ -205,12 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line as a function: the exit status a shell would show (the program's own
     status when a program was run; 128 + N where the process would die of signal N)."""
     status = run(argv)
-    return 128 - status if status < 0 else status
+    return 128 + int(status) if isinstance(status, Death) else status
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit status (the program's own status when a program was
-    run), ``-N`` where the process must die of signal N (:func:`dlpt.cli.signals.end_process`)."""
+    run, as python's exit gives it: 0-255), or a :class:`~dlpt.cli.process_end.Death` where the
+    process must die of a signal (:func:`dlpt.cli.process_end.end_process`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     voice.QUIET[0], voice.STATUS_LINE[0] = False, None
     if args[:1] == ["diff"]:  # the subcommand; a script named diff runs as ./diff

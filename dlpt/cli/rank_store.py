@@ -77,10 +77,12 @@ class RankStore:
         timeout_s: float,
         *,
         on_wait: Callable[[list[int]], None] | None = None,
+        stop: Callable[[], bool] = lambda: False,
         poll_s: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
     ) -> Collected:
-        """The summaries of ``ranks`` for their ``n``-th profile, waiting at most ``timeout_s``."""
+        """The summaries of ``ranks`` for their ``n``-th profile, waiting at most ``timeout_s``
+        (less once ``stop`` says so: a signal arrived)."""
         out = Collected()
         pending = set(ranks)
         labels: dict[bytes, list[tuple[str, str, int]]] = {}  # ranks of the same code: read once
@@ -89,7 +91,7 @@ class RankStore:
         while pending:
             self._take(pending, n, out, labels)
             elapsed = clock() - start
-            if not pending or elapsed >= timeout_s:
+            if not pending or elapsed >= timeout_s or stop():
                 break
             if not told and on_wait is not None:
                 on_wait(sorted(pending))
