@@ -180,6 +180,10 @@ py::dict stop(bool last_counted) {
   out["tracing_switches"] = switches;
   out["gpu"] = s.gpu.load();
   out["flush_s"] = r.tracer.flush_s;
+  // Numbered op and scope names past the first ones of their pattern, by pattern (StringTable).
+  py::dict folded;
+  for (const auto& [pattern, n] : s.tree.strings.folds()) folded[py::str(pattern)] = n;
+  out["folded_names"] = folded;
   return out;
 }
 

@@ -94,6 +94,9 @@ class StopResult(TypedDict):
     tracing_switches: list[tuple[bool, int]]  # each set_tracing switch: (on, ns it took)
     gpu: bool
     flush_s: float
+    # numbered op and scope names folded into their pattern ("batch_#"), by pattern: how many
+    # (past csrc/cct/tree.h's kNamesBeforeFolding kept as they are)
+    folded_names: dict[str, int]
 
 def start(
     gpu: bool,

@@ -290,6 +290,9 @@ class Capture:
     inductor_unmapped_frames: int | None = None
     inductor_unmapped_kernels: int | None = None
     backward_ops: str | None = None  # aten-op records in backward passes: "paused" or "kept"
+    # numbered op and scope names folded into their pattern ("batch_#" for record_function
+    # f"batch_{i}"), by pattern: how many, past the first 256 kept as they are
+    folded_names: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dlpt.analysis.report.memory_facts import memory_facts, oom_facts
 from dlpt.analysis.report.model import Fact, Report
 from dlpt.analysis.report.outside import one_outside_line, outside_facts, outside_tree
 from dlpt.analysis.report.run import (
+    folded_notes,
     once_facts,
     rank_label,
     run_facts,
@@ -97,6 +98,7 @@ def assemble_report(
         *record_facts(meta, units),
         *attribution_facts(meta),
         *thread_notes(meta),
+        *folded_notes(meta),
         *self_cost(meta, units),
         *sampler_facts(a, units),
         *versions(meta, sep),
