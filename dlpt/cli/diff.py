@@ -97,14 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from dlpt.analysis.diff import default_diff_metric, diff_sessions
     from dlpt.model.processors import get_metric
-    from dlpt.model.render_limit import TooLargeToRender, check_renderable
+    from dlpt.model.render_limit import TooLargeToRender, check_sessions
     from dlpt.model.session import Session
     from dlpt.renderers.terminal.diff import render_diff
     from dlpt.renderers.terminal.output import print_to
 
     try:
         a, b = Session.load(opts.a), Session.load(opts.b)
-        check_renderable(len(a.nodes) + len(b.nodes), "a comparison")  # both: dlpt.model.render_limit
+        check_sessions("a comparison", a, b)  # both: dlpt.model.render_limit
     except DlptError as e:
         _say(f"diff: {e}" if isinstance(e, TooLargeToRender) else str(e))
         return EXIT_USAGE

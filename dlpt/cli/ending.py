@@ -31,7 +31,7 @@ from dlpt.cli.signals import Interrupted, Signals
 from dlpt.cli.stdout_guard import program_output_flushed, report_output
 from dlpt.errors import DlptError
 from dlpt.finish import Ending
-from dlpt.model.render_limit import check_renderable
+from dlpt.model.render_limit import check_sessions
 from dlpt.model.session import Session
 
 __all__ = ["CliEnding", "finish_run", "open_html", "steps_of"]
@@ -64,6 +64,10 @@ def steps_of(opts: argparse.Namespace) -> list[str]:
     ]
 
 
+class _NothingPrinted(Exception):
+    """Nothing was rendered into the report file: it is left as it was (no empty file)."""
+
+
 class CliEnding(Ending):
     """The command line's part in the run's one ending (:class:`dlpt.finish.Ending`): signals
     held while stopping and saving, the status line put away, and one of several ranks' own
@@ -85,6 +89,7 @@ class CliEnding(Ending):
         self.opts, self.signals = opts, signals
         self.role: Role | None = None
         self.store: rank_store.RankStore | None = None
+        self.printed = False  # a report was rendered (into the report file, if one is asked for)
 
     def held(self) -> contextlib.AbstractContextManager[object]:
         return self.signals.deferred()
@@ -126,11 +131,16 @@ class CliEnding(Ending):
         if not ((not opts.no_report and role.prints_own) or across or self._pages()):
             return True  # nothing to write
         target = opts.report.for_path(role.path)
+        self.printed = False
         try:
             with target.open() as where:
                 ok = self._report(session, where)
+                if target.path is not None and not self.printed:
+                    raise _NothingPrinted  # the file stays as it was (safe_files: atomic)
             if target.path is not None:
                 self.inform(f"wrote the text report to {target.path}")
+        except _NothingPrinted:
+            pass
         except (OSError, DlptError) as e:
             voice.say(f"could not write the text report to {target.path}: {e}")
             ok = False
@@ -167,7 +177,7 @@ class CliEnding(Ending):
             return ok
         if role.prints_own and not opts.no_report and not (across and role.report_ranks == "0"):
             try:
-                check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
+                check_sessions("the text report", session)  # dlpt.model.render_limit
             except DlptError as e:
                 voice.say(f"not printing the report: {e}")
                 return False
@@ -176,6 +186,7 @@ class CliEnding(Ending):
                 guard = report_output(voice.say) if where.get("file") is None else contextlib.nullcontext()
                 with signals.interruptible(), guard:
                     self.render_report(session, where)
+                self.printed = True
             except Interrupted as e:
                 voice.say(
                     f"report interrupted ({e}); the profile was saved"
@@ -203,6 +214,7 @@ class CliEnding(Ending):
                     rep = rank_report(rs, opts.metric, opts.show_all)
                     if not opts.no_report:
                         cross_rank_report(rep, render_kwargs(opts), where)
+                        self.printed = True
                 ok = (
                     outputs.write_rank_pages(
                         rep, pages, voice.say if not opts.quiet else voice.say_failures, opts.force

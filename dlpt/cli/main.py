@@ -43,7 +43,7 @@ from dlpt.cli.signals import Signals
 from dlpt.cli.status_line import StatusLine
 from dlpt.cli.stdout_guard import report_output
 from dlpt.errors import DlptError, UsageError
-from dlpt.model.render_limit import check_renderable
+from dlpt.model.render_limit import check_sessions
 from dlpt.model.session import Session
 
 __all__ = ["main", "run", "entry"]
@@ -137,16 +137,15 @@ def _load(opts: argparse.Namespace) -> int:
             voice.say(str(e))
             return EXIT_USAGE
         return 0
+    try:  # before the view, which is as large: dlpt.model.render_limit
+        check_sessions("the text report" if not opts.no_report else "a report", session)
+    except DlptError as e:
+        voice.say(f"not printing the report: {e}" if not opts.no_report else f"not writing the files: {e}")
+        return EXIT_USAGE
     # Folded and analysed once for the report and every file (dlpt.analysis.view).
     view = build_view(session, ViewOptions(show_all=opts.show_all, peak_tflops=opts.peak_tflops))
-    if not opts.no_report:
-        try:
-            check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
-        except DlptError as e:
-            voice.say(f"not printing the report: {e}")
-            return EXIT_USAGE
-        if not _print_loaded(opts, print_report, view, **render_kwargs(opts)):
-            return EXIT_USAGE
+    if not opts.no_report and not _print_loaded(opts, print_report, view, **render_kwargs(opts)):
+        return EXIT_USAGE
     say = voice.say_failures if opts.quiet else voice.say
     ok = outputs.write_all(view, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force)
     if opts.open:
