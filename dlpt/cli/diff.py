@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from dlpt.cli import report_target
 from dlpt.cli.outputs import add_force, check_writable
-from dlpt.cli.stdout_guard import report_output, say_line
+from dlpt.cli.stdout_guard import Printed, report_output, say_line
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.processors import METRICS
 
@@ -112,10 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)
     try:
         # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
-        guard = report_output(_say, "the comparison") if target.path is None else contextlib.nullcontext()
-        with target.open() as where, guard:
+        guard = (
+            report_output(_say, "the comparison")
+            if target.path is None
+            else contextlib.nullcontext(Printed())
+        )
+        with target.open() as where, guard as printed:
             ascii = opts.ascii or Console(file=where.get("file")).options.ascii_only  # the encoding's
             print_to(render_diff(d, metric, opts.threshold / 100.0, ascii), **where)
+        if printed.failed:  # said; stdout could not take it (a full disk)
+            return EXIT_USAGE
     except (OSError, DlptError) as e:
         _say(f"could not write the text report to {target.path}: {e}")
         return EXIT_USAGE

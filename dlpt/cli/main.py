@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from dlpt.analysis.ranks.report import rank_report
@@ -41,7 +41,7 @@ from dlpt.cli.process_end import Death, end_process
 from dlpt.cli.report_target import render_kwargs
 from dlpt.cli.signals import Signals
 from dlpt.cli.status_line import StatusLine
-from dlpt.cli.stdout_guard import report_output
+from dlpt.cli.stdout_guard import Printed, report_output
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.render_limit import check_sessions
 from dlpt.model.session import Session
@@ -85,6 +85,10 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         voice.STATUS_LINE[0] = StatusLine(prof.status).start()
     try:
         prof.start()
+    except UsageError as e:  # an environment switch's value (DLPT_FLOOR, DLPT_SUSPEND)
+        voice.stop_status_line()
+        voice.say(f"error: {e}")
+        return EXIT_USAGE
     except DlptError as e:
         voice.stop_status_line()
         voice.say(f"cannot start profiling: {e}")
@@ -185,10 +189,12 @@ def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: 
     """Print a loaded session's report to ``opts``' target (stdout or ``--report-file``);
     whether it worked."""
     # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
-    guard = report_output(voice.say) if opts.report.path is None else contextlib.nullcontext()
+    guard = report_output(voice.say) if opts.report.path is None else contextlib.nullcontext(Printed())
     try:
-        with guard:
+        with guard as printed:
             report_target.print_with(opts.report, printer, *args, **kwargs)
+        if printed.failed:  # said; stdout could not take it (a full disk): dlpt's own failure
+            return False
     except (OSError, DlptError) as e:
         voice.say(
             f"could not write the text report to {opts.report.path}: {e}" if opts.report.path else str(e)
@@ -221,7 +227,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["diff"]:  # the subcommand; a script named diff runs as ./diff
         from dlpt.cli.diff import main as diff_main
 
-        return diff_main(args[1:])
+        return _interruptible(lambda: diff_main(args[1:]))
     try:
         opts, program = parse_command_line(args)
     except UsageError as e:
@@ -231,5 +237,14 @@ def run(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0
     voice.QUIET[0] = opts.quiet
     if opts.load is not None:
-        return _load(opts)
+        return _interruptible(lambda: _load(opts))
     return _run(opts, program)
+
+
+def _interruptible(command: Callable[[], int]) -> int:
+    """One of dlpt's own commands (``--load``, ``dlpt diff``): Ctrl-C ends it as it ends a plain
+    command, by SIGINT, without a traceback of dlpt's frames."""
+    try:
+        return command()
+    except KeyboardInterrupt:
+        return Death(signal.SIGINT)
