@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from dlpt.model.session import Session
 
-from .helpers import Result, env, write
+from .helpers import MANY_SITES, STUCK_IN_C, Result, popen, signal_after, write
 
 # Holds the GIL for minutes in one C call, after a few profiled steps: no Python handler runs,
 # no other thread gets the GIL.
@@ -31,9 +29,10 @@ print(sum(itertools.repeat(1, 10**11)))
 """
 
 # An asyncio loop with a signal handler (for the signal named on the command line), closed,
-# then a native wait that no signal interrupts (a mutex locked twice).
-ASYNCIO_THEN_STUCK = """\
-import asyncio, ctypes, signal, sys, torch
+# then a native wait that no signal interrupts (helpers.STUCK_IN_C).
+ASYNCIO_THEN_STUCK = (
+    """\
+import asyncio, signal, sys, torch
 x = torch.ones(16, 16)
 for _ in range(5):
     x = (x @ x).clamp(-1, 1)  # @ops
@@ -41,12 +40,9 @@ async def main():
     asyncio.get_running_loop().add_signal_handler(getattr(signal, sys.argv[1]), lambda: None)
     await asyncio.sleep(0.01)
 asyncio.run(main())
-libc = ctypes.CDLL(None)
-mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER (glibc)
-libc.pthread_mutex_lock(mutex)
-print("stuck", flush=True)
-libc.pthread_mutex_lock(mutex)
 """
+    + STUCK_IN_C
+)
 
 # The preemption pattern, with the signal sent by the program itself just before it exits 0:
 # its handler has run, and dlpt must not take it for one that arrived while it finishes. Nothing
@@ -83,15 +79,6 @@ x = torch.ones(4) + 1  # @work
 sorted([signal.SIGINT, "x"], key=_thread.interrupt_main)
 """
 
-# Many distinct call sites: stopping and saving the profile takes seconds.
-BIG = """\
-import sys, torch
-x = torch.ones(2)
-src = "\\n".join(f"y = x + {i}" for i in range(int(sys.argv[1])))
-exec(compile(src, "generated.py", "exec"))
-print("done", flush=True)
-"""
-
 QUICK = "import torch\nx = torch.ones(4) + 1\nprint('done', flush=True)\n"
 
 SLEEPY = """\
@@ -101,37 +88,6 @@ t0 = time.time()
 while time.time() - t0 < 1.5:
     x = (x @ x).clamp(-1, 1)
 """
-
-
-def _popen(args: list[str], cwd: Path, extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    e = env()
-    e.update(extra or {})
-    return subprocess.Popen(
-        [sys.executable, *args], cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
-def _signal_after(
-    p: subprocess.Popen[str], line: str, signum: int, delay: float = 0.0, stream: str = "out"
-) -> tuple[Result, float]:
-    """Send ``signum`` ``delay`` seconds after ``line`` appeared on stdout (or stderr); how it
-    ended and how long after the signal (inf: killed after 60 s)."""
-    pipe = p.stdout if stream == "out" else p.stderr
-    assert pipe is not None
-    seen = []
-    while line not in (text := pipe.readline()):
-        seen.append(text)
-        assert text or p.poll() is None, "".join(seen)
-    time.sleep(delay)
-    t = time.monotonic()
-    p.send_signal(signum)
-    try:
-        out, err = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        return Result(p.returncode, out, "".join(seen) + err), float("inf")
-    return Result(p.returncode, out, "".join(seen) + err), time.monotonic() - t
 
 
 def _finish(p: subprocess.Popen[str]) -> Result:
@@ -152,7 +108,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "preempted.py": PREEMPTED,
         "caught.py": CAUGHT_CTRL_C,
         "edge.py": CTRL_C_AT_THE_END,
-        "big.py": BIG,
+        "big.py": MANY_SITES,
         "quick.py": QUICK,
         "sleepy.py": SLEEPY,
     }.items():
@@ -162,7 +118,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_sigterm_ends_a_program_that_holds_the_gil_within_the_grace(root: Path) -> None:
     args = ["-m", "dlpt", "--signal-grace", "2", "-o", "hog.json", "hog.py"]
-    r, took = _signal_after(_popen(args, root), "stuck", signal.SIGTERM, 0.2)
+    r, took = signal_after(popen(args, root), "stuck", signal.SIGTERM, 0.2)
     assert r.rc == -signal.SIGTERM, (r.rc, r.err)
     assert took < 2 + 3, took  # the grace, and slack for a loaded machine
     skipped = "stopping the profile, the session (hog.json), the report"
@@ -174,7 +130,7 @@ def test_sigterm_after_an_asyncio_loop_saves_and_dies(root: Path, theirs: str) -
     name = f"aio-{theirs}.json"
     args = ["-m", "dlpt", "--signal-grace", "5", "-o", name, "aio.py", theirs]
     # asyncio gave SIGTERM back as SIG_DFL: dlpt takes it again within a quarter second.
-    r, took = _signal_after(_popen(args, root), "stuck", signal.SIGTERM, 1.0)
+    r, took = signal_after(popen(args, root), "stuck", signal.SIGTERM, 1.0)
     assert r.rc == -signal.SIGTERM, (r.rc, r.err)
     assert took < 5, (took, r.err)
     assert f"dlpt: saved profile to {name}" in r.err, r.err
@@ -184,13 +140,13 @@ def test_sigterm_after_an_asyncio_loop_saves_and_dies(root: Path, theirs: str) -
 @pytest.mark.parametrize("script", ["preempted.py", "caught.py"])
 def test_a_signal_the_program_handled_is_not_a_death(root: Path, script: str) -> None:
     for i in range(3):
-        r = _finish(_popen(["-m", "dlpt", "--no-report", "-o", f"handled{i}.json", script], root))
+        r = _finish(popen(["-m", "dlpt", "--no-report", "-o", f"handled{i}.json", script], root))
         assert r.rc == 0, (i, r.rc, r.err)
         assert r.err.strip() == f"dlpt: saved profile to handled{i}.json", r.err
 
 
 def test_a_ctrl_c_as_the_program_ends_keeps_the_profile(root: Path) -> None:
-    r = _finish(_popen(["-m", "dlpt", "--no-report", "-o", "edge.json", "edge.py"], root))
+    r = _finish(popen(["-m", "dlpt", "--no-report", "-o", "edge.json", "edge.py"], root))
     assert r.rc == -signal.SIGINT, (r.rc, r.err)  # the Ctrl-C, noted: death by SIGINT after the save
     assert "dlpt: saved profile to edge.json" in r.err, r.err
     assert "TypeError" in r.err and "dlpt/" not in r.err.replace("dlpt: saved", ""), r.err
@@ -203,7 +159,7 @@ RANK0 = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}
 def test_rank_0_waits_for_no_rank_after_sigterm_during_the_save(root: Path) -> None:
     # SIGTERM just after the program's last line, while ~50k call sites are stopped and saved.
     args = ["-m", "dlpt", "-o", "ranked.json", "--rank-timeout", "60", "big.py", "50000"]
-    r, took = _signal_after(_popen(args, root, RANK0), "done", signal.SIGTERM, 0.3)
+    r, took = signal_after(popen(args, root, RANK0), "done", signal.SIGTERM, 0.3)
     assert r.rc == -signal.SIGTERM, (r.rc, r.err)
     assert took < 20, (took, r.err)  # not the 60 s --rank-timeout
     assert "waiting up to" not in r.err, r.err
@@ -212,7 +168,7 @@ def test_rank_0_waits_for_no_rank_after_sigterm_during_the_save(root: Path) -> N
 def test_a_signal_during_the_wait_for_ranks_ends_it_with_a_report(root: Path) -> None:
     args = ["-m", "dlpt", "-o", "waiting.json", "--rank-timeout", "60", "quick.py"]
     waiting = "waiting up to 60 s for rank 1"
-    r, took = _signal_after(_popen(args, root, RANK0), waiting, signal.SIGTERM, 0.3, "err")
+    r, took = signal_after(popen(args, root, RANK0), waiting, signal.SIGTERM, 0.3, "err")
     assert r.rc == -signal.SIGTERM, (r.rc, r.err)
     assert took < 10, (took, r.err)
     assert "rank 1 missing" in r.out and "across ranks" in r.out, (r.out, r.err)
@@ -220,7 +176,7 @@ def test_a_signal_during_the_wait_for_ranks_ends_it_with_a_report(root: Path) ->
 
 
 def test_the_watchdog_is_not_sampled_as_a_program_thread(root: Path) -> None:
-    r = _finish(_popen(["-m", "dlpt", "--no-report", "-o", "sampled.json", "sleepy.py"], root))
+    r = _finish(popen(["-m", "dlpt", "--no-report", "-o", "sampled.json", "sleepy.py"], root))
     assert r.rc == 0, r.err
     nodes = Session.load(root / "sampled.json").nodes
     assert any(n.get("m", {}).get("host_ns") for n in nodes), "the program's thread was sampled"
