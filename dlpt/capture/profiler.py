@@ -292,7 +292,12 @@ class Profile:
             for source in self._capture_sources:
                 source.start()
                 started.append(source)
-            self._start_info = self._start_core(C, want_gpu, backward.mode == "paused")
+            self._start_info = native.start(
+                want_gpu,
+                nested_ops=self.nested_ops,
+                flops_ops=recorded_ops() if self.flops else [],
+                split_backward=backward.mode == "paused",
+            )
         except BaseException:
             for source in started:
                 source.unhook()
@@ -309,22 +314,6 @@ class Profile:
         schedule.start()
         self._clock_started = True
         self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
-
-    def _start_core(self, C: Any, want_gpu: bool, split_backward: bool) -> dict[str, Any]:
-        """The native core's start. A bad value of one of its environment switches (DLPT_FLOOR,
-        DLPT_SUSPEND: csrc/options.h) is a UsageError, said in one line."""
-        try:
-            info: dict[str, Any] = C.start(
-                want_gpu,
-                native.cupti_candidates() if want_gpu else [],
-                True,
-                nested_ops=self.nested_ops,
-                flops_ops=recorded_ops() if self.flops else [],
-                split_backward=split_backward,
-            )
-        except ValueError as e:  # std::invalid_argument: only a switch's value (csrc/options.cpp)
-            raise UsageError(str(e)) from None
-        return info
 
     def _make_capture_sources(
         self, C: Any, schedule: StepSchedule, backward: BackwardRecords

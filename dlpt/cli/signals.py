@@ -102,13 +102,9 @@ def _ends(handler: _F) -> _F:
     return handler
 
 
-_forked = [False]
-
-
 def _in_child() -> None:
     """After fork(), in the child: SIGTERM and SIGHUP kill it again, unless the program set a
     handler of its own (the native handler and grace are gone: csrc/ending)."""
-    _forked[0] = True
     for sig in ENDING:
         with contextlib.suppress(ValueError, OSError):
             if _dlpts(signal.getsignal(sig)):
@@ -206,7 +202,6 @@ class Signals:
             self._end(signum)
 
         on_ending.dlpt_handler = True  # type: ignore[attr-defined]
-        self._on_ending = on_ending
         for sig in ENDING:
             with contextlib.suppress(ValueError):  # not the main thread
                 if signal.getsignal(sig) == signal.SIG_DFL:
