@@ -9,6 +9,7 @@
 #include "context/aten_ops.h"
 #include "context/thread_state.h"
 #include "controller.h"
+#include "ending/bindings.h"
 #include "export/counters.h"
 #include "export/nodes.h"
 #include "frames/activations.h"
@@ -188,6 +189,10 @@ py::dict stop(bool last_counted) {
   out["gpu"] = s.gpu.load();
   out["op_mode"] = s.lean_ops.load() ? "lean" : "exact";
   out["flush_s"] = r.tracer.flush_s;
+  // Numbered op and scope names past the first ones of their pattern, by pattern (StringTable).
+  py::dict folded;
+  for (const auto& [pattern, n] : s.tree.strings.folds()) folded[py::str(pattern)] = n;
+  out["folded_names"] = folded;
   return out;
 }
 
@@ -284,4 +289,5 @@ PYBIND11_MODULE(_C, m) {
   dlpt::memory::bind_memory(m, t);
   dlpt::host::register_bindings(m);        // host sampler, idle blame, timeline (csrc/host/)
   dlpt::pcsampling::register_bindings(m);  // CUPTI PC sampling (csrc/pcsampling/)
+  dlpt::ending::register_bindings(m);      // the end of the process after a signal (csrc/ending/)
 }

@@ -1,5 +1,7 @@
 #include "op_details.h"
 
+#include <cstring>
+
 namespace dlpt {
 
 template <typename T>
@@ -43,9 +45,15 @@ void OpDetails::add_comm(NodeId op, const CommCall& c, uint32_t epoch) {
   it->second.counts.at(epoch, epochs_).add(CommCounts{c.calls, c.in_bytes, c.out_bytes});
 }
 
-void OpDetails::add_inputs(NodeId op, std::string signature, uint32_t epoch) {
+void OpDetails::add_inputs(NodeId op, std::string_view signature, uint32_t epoch) {
   std::lock_guard<std::mutex> lock(mu_);
-  inputs_[{op, std::move(signature)}].at(epoch, epochs_).n += 1;
+  auto it = inputs_.find(InputKey{op, signature});
+  if (it == inputs_.end()) {
+    char* text = static_cast<char*>(arena_.resource()->allocate(signature.size() + 1, 1));
+    std::memcpy(text, signature.data(), signature.size());
+    it = inputs_.emplace(InputKey{op, std::string_view(text, signature.size())}, Split<Count>{}).first;
+  }
+  it->second.at(epoch, epochs_).n += 1;
 }
 
 std::map<NodeId, CommCall> OpDetails::comm(bool counted) {
@@ -70,7 +78,7 @@ std::map<std::pair<NodeId, std::string>, uint64_t> OpDetails::inputs(bool counte
   for (auto& [key, split] : inputs_) {
     split.fold(epochs_);
     const uint64_t n = counted ? split.counted.n : split.outside.n;
-    if (n) out.emplace(key, n);
+    if (n) out.emplace(std::make_pair(key.op, std::string(key.signature)), n);
   }
   return out;
 }

@@ -12,19 +12,26 @@
 // when a later epoch adds to it and at export; counted counts of an older cut generation move
 // to outside first (Epochs::cut).
 //
+// Input signatures (their text and their map's nodes) live in an arena of their own
+// (mapped_arena.h): made now and then for the whole run, they must not pin the program's freed
+// tensor memory.
+//
 // [MT] Written by op threads under one mutex: a few hundred calls per step at most (collectives,
 // matmuls, convolutions, attention), never the per-op hot path.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory_resource>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "../common.h"
 #include "epochs.h"
+#include "mapped_arena.h"
 
 namespace dlpt {
 
@@ -43,7 +50,7 @@ class OpDetails {
   /// [MT] One call of collective op `op`, in epoch `epoch`.
   void add_comm(NodeId op, const CommCall& c, uint32_t epoch);
   /// [MT] One call of op `op` with input signature `signature`, in epoch `epoch`.
-  void add_inputs(NodeId op, std::string signature, uint32_t epoch);
+  void add_inputs(NodeId op, std::string_view signature, uint32_t epoch);
 
   /// [GIL, after capture and Epochs::finish] Snapshots for export: the counts of counted epochs
   /// (`counted`) or of the others; entries with no call in that class are left out.
@@ -79,10 +86,18 @@ class OpDetails {
     Split<CommCounts> counts;
   };
 
+  /// An op node and its signature's text (in arena_).
+  struct InputKey {
+    NodeId op;
+    std::string_view signature;
+    bool operator<(const InputKey& o) const { return op != o.op ? op < o.op : signature < o.signature; }
+  };
+
   const Epochs& epochs_;
   std::mutex mu_;
   std::map<NodeId, CommEntry> comm_;
-  std::map<std::pair<NodeId, std::string>, Split<Count>> inputs_;
+  MappedArena arena_;  // before inputs_: its nodes live in it
+  std::pmr::map<InputKey, Split<Count>> inputs_{arena_.resource()};
 };
 
 }  // namespace dlpt

@@ -53,6 +53,10 @@ void Metrics::add_duration(uint64_t ns) {
 
 uint32_t StringTable::intern(std::string_view s, const char** stable_text) {
   std::lock_guard<std::mutex> lock(mu_);
+  return insert_locked(s, stable_text);
+}
+
+uint32_t StringTable::insert_locked(std::string_view s, const char** stable_text) {
   auto it = ids_.find(s);
   if (it != ids_.end()) {
     if (stable_text) *stable_text = strings_[it->second].c_str();
@@ -63,6 +67,45 @@ uint32_t StringTable::intern(std::string_view s, const char** stable_text) {
   ids_.emplace(std::string_view(strings_.back()), id);
   if (stable_text) *stable_text = strings_.back().c_str();
   return id;
+}
+
+namespace {
+/// `s` with every run of digits written "#"; empty when it has none.
+std::string digit_pattern(std::string_view s) {
+  std::string out;
+  bool any = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool digit = s[i] >= '0' && s[i] <= '9';
+    if (!digit) {
+      out += s[i];
+    } else if (i == 0 || s[i - 1] < '0' || s[i - 1] > '9') {
+      out += '#';
+      any = true;
+    }
+  }
+  return any ? out : std::string();
+}
+}  // namespace
+
+uint32_t StringTable::intern_name(std::string_view s, const char** stable_text, bool* folded) {
+  *folded = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ids_.count(s) != 0) return insert_locked(s, stable_text);
+  std::string pattern = digit_pattern(s);
+  if (pattern.empty()) return insert_locked(s, stable_text);
+  uint32_t& kept = variants_[pattern];
+  if (kept < kNamesBeforeFolding) {
+    ++kept;
+    return insert_locked(s, stable_text);
+  }
+  *folded = true;
+  ++folded_[pattern];
+  return insert_locked(pattern, stable_text);
+}
+
+std::vector<std::pair<std::string, uint64_t>> StringTable::folds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {folded_.begin(), folded_.end()};
 }
 
 std::string StringTable::get(uint32_t id) const {

@@ -82,16 +82,32 @@ struct Node {
 /// Interned strings (op names, kernel names, scope names). [MT] under its own mutex.
 /// Strings never move once interned (a deque), so `stable_text` pointers stay valid for the
 /// table's lifetime.
+///
+/// Op and scope names (intern_name) may be made afresh without end: a record_function named
+/// f"batch_{i}" each step would add a name and its subtree every step. The first
+/// kNamesBeforeFolding names that differ only in their numbers are kept as they are; every later
+/// one becomes their pattern, numbers written "#" ("batch_#"), and is counted (folds()).
 class StringTable {
  public:
+  static constexpr uint32_t kNamesBeforeFolding = 256;
+
   uint32_t intern(std::string_view s, const char** stable_text = nullptr);
+  /// Like intern, for an op or scope name: `*folded` tells whether the id is that of the name's
+  /// pattern instead (`*stable_text` is then the pattern's text, not `s`).
+  uint32_t intern_name(std::string_view s, const char** stable_text, bool* folded);
   std::string get(uint32_t id) const;
   size_t size() const;
+  /// (pattern, names folded into it) of every pattern that folded some.
+  std::vector<std::pair<std::string, uint64_t>> folds() const;
 
  private:
+  uint32_t insert_locked(std::string_view s, const char** stable_text);
+
   mutable std::mutex mu_;
   std::deque<std::string> strings_;
   std::unordered_map<std::string_view, uint32_t> ids_;  // views into strings_
+  std::unordered_map<std::string, uint32_t> variants_;  // pattern -> names of it kept as they are
+  std::unordered_map<std::string, uint64_t> folded_;    // pattern -> names of it folded
 };
 
 class Tree {

@@ -6,23 +6,35 @@
 #include <torch/csrc/distributed/c10d/ParamCommsUtils.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "../session.h"
 #include "thread_state.h"
 
 namespace dlpt {
 
+namespace {
+/// `v` in decimal, appended without a temporary string.
+void append_int(std::string& out, int64_t v) {
+  char digits[24];
+  const int n = std::snprintf(digits, sizeof(digits), "%lld", static_cast<long long>(v));
+  out.append(digits, static_cast<size_t>(n));
+}
+}  // namespace
+
 /// JSON text of a record's inputs: tensors as ["T", [dtype, [sizes]]] (["T", null] when undefined),
 /// tensor lists as ["TL", [[dtype, [sizes]], ...]], numbers and booleans as themselves, None as
 /// null, int and bool lists as lists; anything else as "?". Non-finite doubles are written as
 /// nan/inf (not JSON): readers map them to None. What dlpt.capture.flops needs to evaluate torch's FLOP formulas.
-std::string input_signature(const at::RecordFunction& rf) {
-  std::string out = "[";
+std::string_view input_signature(const at::RecordFunction& rf) {
+  thread_local std::string out;
+  out.assign(1, '[');
   auto ints = [&](c10::IntArrayRef values) {
     out += '[';
     for (size_t i = 0; i < values.size(); ++i) {
       if (i) out += ',';
-      out += std::to_string(values[i]);
+      append_int(out, values[i]);
     }
     out += ']';
   };
@@ -59,7 +71,7 @@ std::string input_signature(const at::RecordFunction& rf) {
     } else if (v.isBool()) {
       out += v.toBool() ? "true" : "false";
     } else if (v.isInt()) {
-      out += std::to_string(v.toInt());
+      append_int(out, v.toInt());
     } else if (v.isDouble()) {
       out += std::to_string(v.toDouble());
     } else if (v.isIntList()) {

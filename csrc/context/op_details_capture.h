@@ -7,7 +7,7 @@
 // in build time. Checked against torch 2.11 (CUDA) and 2.13 (CPU).
 #pragma once
 
-#include <string>
+#include <string_view>
 
 namespace at {
 struct RecordFunction;
@@ -18,8 +18,11 @@ namespace dlpt {
 class Session;
 class ThreadState;
 
-/// [MT] JSON text of a record's inputs (only valid when the callback asked for inputs).
-std::string input_signature(const at::RecordFunction& rf);
+/// [MT] JSON text of a record's inputs (only valid when the callback asked for inputs), in a
+/// buffer of the calling thread's: valid until its next call. No allocation per call once the
+/// buffer has grown: a run calls it for every matmul, and a string made and freed each time
+/// between the program's tensors was part of what fragmented the heap under --flops.
+std::string_view input_signature(const at::RecordFunction& rf);
 
 /// [MT] At a collective's "record_param_comms" record: what it moves, added to the enclosing
 /// c10d op's node.

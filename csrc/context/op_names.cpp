@@ -76,9 +76,16 @@ OpNames::TextSlot OpNames::by_content(const char* name) {
   }
   // First sighting on this thread: intern (the session-wide table may know it already).
   const char* stable = nullptr;
-  const uint32_t id = strings_.intern(std::string_view(name, len), &stable);
+  bool folded = false;
+  const uint32_t id = strings_.intern_name(std::string_view(name, len), &stable, &folded);
   if (id >= infos_.size()) infos_.resize(id + 1);
-  infos_[id].flags = flags_of(std::string_view(name, len));
+  if (!infos_[id].seen) {
+    infos_[id].seen = true;
+    infos_[id].flags = flags_of(stable);  // the name's, or the pattern's it was folded into
+  }
+  // A folded name is not kept here (its text is not `stable`'s): numbered names made without
+  // end must not grow this table either; each of them is looked up in the session's table.
+  if (folded) return TextSlot{h, stable, id};
   if ((text_count_ + 1) * 2 > texts_.size()) grow_text_table();
   const size_t mask2 = texts_.size() - 1;
   size_t i = h & mask2;

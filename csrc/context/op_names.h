@@ -38,6 +38,7 @@ void set_flops_ops(const std::vector<std::string>& names);
 
 /// Per thread, per name: flags and what was learned about the op's nested records.
 struct NameInfo {
+  bool seen = false;  // this thread has set the flags
   uint8_t flags = 0;
   uint8_t learned_calls = 0;  // outermost calls observed with nested records visible
   uint16_t max_nested = 0;    // most nested records one such call made

@@ -9,6 +9,7 @@
 
 #include "../context/thread_state.h"
 #include "../frames/safe_memory.h"
+#include "../own_threads.h"
 #include "host_capture.h"
 #include "idle_blame.h"
 #include "timeline.h"
@@ -203,7 +204,9 @@ void Sampler::tick(uint64_t weight_ns) {
   RemoteThread threads[kMaxThreads];
   const size_t n = reader_.threads(interp_, gil_holder, threads, kMaxThreads);
   stats_.max_threads = std::max<uint64_t>(stats_.max_threads, n);
-  for (size_t i = 0; i < n; ++i) sample_thread(threads[i], weight_ns, clock);
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_own_thread(threads[i].tid)) sample_thread(threads[i], weight_ns, clock);  // not dlpt's watchdog
+  }
   for (auto it = tracks_.begin(); it != tracks_.end();) {
     it = it->second.seen == tick_no_ ? std::next(it) : tracks_.erase(it);
   }

@@ -153,6 +153,7 @@ def build_session(capture: RawCapture, sources: Sequence[CaptureSource] = ()) ->
                 pid=os.getpid(),
                 inductor_unmapped_frames=mapped.unmapped_frames,
                 inductor_unmapped_kernels=mapped.unmapped_kernels,
+                **({"folded_names": dict(raw["folded_names"])} if raw.get("folded_names") else {}),
             ),
             "threads_running": threads_running(),
             "sources": collect_sources(nodes) if capture.keep_source_text else {},

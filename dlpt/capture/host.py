@@ -16,11 +16,12 @@ not read the interpreter while it is torn down).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
 from typing import Any
 
 from dlpt.capture import native
-from dlpt.errors import UsageError
+from dlpt.errors import NativeUnavailableError, UsageError
 
 __all__ = [
     "DEFAULT_SAMPLE_HZ",
@@ -30,6 +31,8 @@ __all__ = [
     "HostCapture",
     "check_options",
     "thread_names",
+    "mark_own_thread",
+    "unmark_own_thread",
 ]
 
 # On by default at 1 kHz. It was off for a while: a Hugging Face generate loop on an H100 crashed
@@ -52,6 +55,19 @@ def check_options(sample_hz: object, timeline: object) -> None:
     ):
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= top:
             raise UsageError(f"{name} must be an integer from 0 to {top}, got {value!r}")
+
+
+def mark_own_thread() -> None:
+    """The calling thread is dlpt's own (its signal watchdog, its status line): the sampler does
+    not record it as the program's. Any thread, with the GIL; nothing without the native core."""
+    with contextlib.suppress(NativeUnavailableError):
+        native.core().mark_own_thread()
+
+
+def unmark_own_thread() -> None:
+    """The calling thread is sampled again (it is about to end)."""
+    with contextlib.suppress(NativeUnavailableError):
+        native.core().unmark_own_thread()
 
 
 def _stop_at_exit() -> None:

@@ -15,7 +15,7 @@ import site
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dlpt.errors import NativeUnavailableError
+from dlpt.errors import NativeUnavailableError, UsageError
 from dlpt.model.kernel_names import shorten_kernel_name
 
 if TYPE_CHECKING:
@@ -40,6 +40,24 @@ def core() -> ModuleType:
             ) from None
         _module = _C
     return _module
+
+
+def start(gpu: bool, *, nested_ops: bool, flops_ops: list[str], split_backward: bool) -> dict[str, Any]:
+    """The native core's start (recording at once, Python frames walked). A bad value of one of
+    its environment switches (DLPT_FLOOR, DLPT_SUSPEND: csrc/options.h) is a UsageError, said
+    in one line."""
+    try:
+        info: dict[str, Any] = core().start(
+            gpu,
+            cupti_candidates() if gpu else [],
+            True,
+            nested_ops=nested_ops,
+            flops_ops=flops_ops,
+            split_backward=split_backward,
+        )
+    except ValueError as e:  # std::invalid_argument: only a switch's value (csrc/options.cpp)
+        raise UsageError(str(e)) from None
+    return info
 
 
 def cupti_candidates() -> list[str]:

@@ -27,9 +27,11 @@ import os
 import threading
 import time
 import warnings
+import weakref
 from typing import Any
 
 from dlpt.capture import native
+from dlpt.capture import running as running_profile
 from dlpt.capture.assemble import RawCapture, build_session, start_meta
 from dlpt.capture.capture_source import CaptureSource, StopContext
 from dlpt.capture.flops.annotate import recorded_ops
@@ -48,6 +50,7 @@ from dlpt.capture.profile_sources import (
     StepCalls,
     backward_ops,
 )
+from dlpt.capture.running import weak_method
 from dlpt.capture.schedule import CALL, StepSchedule
 from dlpt.capture.status import ProfileStatus
 from dlpt.capture.step_on import parse_spec
@@ -56,8 +59,6 @@ from dlpt.model.rank_paths import rank_path, session_rank
 from dlpt.model.safe_text import escape_control
 from dlpt.model.session import Session
 
-_running_lock = threading.Lock()
-_running: Profile | None = None
 _in_forked_child = False  # this process was fork()ed from the one that imported dlpt
 
 
@@ -65,10 +66,9 @@ def _forget_in_child() -> None:
     """After fork(), in the child: the parent's profile is not this process's to stop. Its hooks
     go (the child's optimizer steps and step_on calls cost nothing), its locks are new (another
     thread may have held one at fork())."""
-    global _running, _running_lock, _in_forked_child
-    parent, _running = _running, None
+    global _in_forked_child
+    parent = running_profile.forget()
     _in_forked_child = True  # CUDA may be unusable here: stop() makes no GPU measurement
-    _running_lock = threading.Lock()
     if parent is not None:
         parent._step_lock = threading.Lock()
         parent._unhook()
@@ -224,9 +224,11 @@ class Profile:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> Profile:
-        global _running
-        with _running_lock:
-            host = _running
+        lost = running_profile.lost(lambda host: host.joinable and host is not self)
+        with running_profile.lock:
+            if lost:  # started earlier, never stopped, unreachable now (dlpt.capture.running)
+                running_profile.abandon()
+            host = running_profile.current()
             if host is not None:
                 if not host.joinable or host is self:
                     raise ProfilerBusyError(
@@ -234,12 +236,12 @@ class Profile:
                     )
                 self._join(host)
                 return self
-            _running = self
+            running_profile.record(running_profile.Running(weakref.ref(self), [], None, False))  # starting
         try:
             self._start()
         except BaseException:
-            with _running_lock:
-                _running = None
+            with running_profile.lock:
+                running_profile.record(None)
             raise
         return self
 
@@ -292,7 +294,7 @@ class Profile:
             self._set_tracing,
             cut=C.cut_counted,
             only=CALL if self.step_on else None,
-            on_warm=self._arm_timeline,
+            on_warm=weak_method(self, "_arm_timeline"),
             # The timeline's window closes when tracing stops: no untraced window inside it.
             first_window=self.timeline + 1,
         )
@@ -303,10 +305,8 @@ class Profile:
             for source in self._capture_sources:
                 source.start()
                 started.append(source)
-            self._start_info = C.start(
+            self._start_info = native.start(
                 want_gpu,
-                native.cupti_candidates() if want_gpu else [],
-                True,
                 nested_ops=self.nested_ops,
                 flops_ops=recorded_ops() if self.flops else [],
                 split_backward=backward.mode == "paused",
@@ -318,6 +318,11 @@ class Profile:
             for source in started:
                 source.ended()
             raise
+        running_profile.record(
+            running_profile.Running(
+                weakref.ref(self), self._capture_sources, schedule, bool(self._start_info.get("gpu"))
+            )
+        )
         for source in self._capture_sources:
             source.began(bool(self._start_info.get("gpu")))
         schedule.start()
@@ -330,10 +335,15 @@ class Profile:
         """This run's capture sources, in the order they start, step and stop (see
         dlpt/capture/profile_sources.py: the hooks first, then what runs beside the core)."""
         self._compile = CompileEvents()
-        sources: list[CaptureSource] = [OptimizerSteps(lambda: self._on_step("optimizer")), Collectives()]
+        # Hooks in torch and in the program hold the profile weakly (dlpt.capture.running).
+        sources: list[CaptureSource] = [
+            OptimizerSteps(weak_method(self, "_on_optimizer_step")),
+            Collectives(),
+        ]
         sources.append(backward)
         if self.step_on is not None:
-            sources.append(StepCalls(self.step_on, self._on_call_begin, self._on_call_end))
+            begin, end = weak_method(self, "_on_call_begin"), weak_method(self, "_on_call_end")
+            sources.append(StepCalls(self.step_on, begin, end))
         sources.append(self._compile)
         if self.memory:
             sources.append(Memory(C))
@@ -371,8 +381,11 @@ class Profile:
         """Mark the end of a step (optional: optimizer steps are detected anyway)."""
         if self._inside_host and self._host is not None:
             self._host.step()
-        elif _running is self:
+        elif running_profile.current() is self:
             self._on_step("manual")
+
+    def _on_optimizer_step(self) -> None:
+        self._on_step("optimizer")
 
     def _on_step(self, source: str, began_ns: int | None = None) -> None:
         native.core().drain_code_refs()
@@ -413,11 +426,10 @@ class Profile:
 
         A profile that joined a running one only leaves it (see the class docstring) and
         returns None."""
-        global _running
         if self._host is not None:  # joined: leave (again, harmlessly)
             self._inside_host = False
             return None
-        if _running is not self:
+        if running_profile.current() is not self:
             if self._pid and self._pid != os.getpid():
                 raise UsageError(
                     f"this dlpt profile belongs to process {self._pid}; "
@@ -450,8 +462,8 @@ class Profile:
             for source in self._capture_sources:  # the sampler's result, compile events: after it
                 source.ended()
         finally:
-            with _running_lock:
-                _running = None
+            with running_profile.lock:
+                running_profile.record(None)
         capture = RawCapture(
             raw,
             self._meta,
@@ -569,4 +581,5 @@ class Profile:
 
 def running() -> Profile | None:
     """The profile running in this process, if any."""
-    return _running
+    found: Profile | None = running_profile.current()
+    return found

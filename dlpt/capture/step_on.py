@@ -55,6 +55,11 @@ _active: StepOn | None = None  # the StepOn whose main-script defs are being wra
 
 def parse_spec(spec: str) -> tuple[str | None, list[str]]:
     """(module or None, qualname parts) of a step_on NAME; UsageError if it is not a name."""
+    if not isinstance(spec, str):
+        raise UsageError(
+            f'step_on must be a function\'s name (a string such as "generate" or '
+            f'"Model.forward"), got {type(spec).__name__} {spec!r:.60}'
+        )
     module, _, qualname = spec.rpartition(":") if ":" in spec else (None, "", spec)
     parts = qualname.split(".")
     if not all(p.isidentifier() for p in parts) or (

@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from dlpt.cli import report_target
 from dlpt.cli.outputs import add_force, check_writable
-from dlpt.cli.stdout_guard import report_output, say_line
+from dlpt.cli.stdout_guard import Printed, report_output, say_line
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.processors import METRICS
 
@@ -97,14 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from dlpt.analysis.diff import default_diff_metric, diff_sessions
     from dlpt.model.processors import get_metric
-    from dlpt.model.render_limit import TooLargeToRender, check_renderable
+    from dlpt.model.render_limit import TooLargeToRender, check_sessions
     from dlpt.model.session import Session
     from dlpt.renderers.terminal.diff import render_diff
     from dlpt.renderers.terminal.output import print_to
 
     try:
         a, b = Session.load(opts.a), Session.load(opts.b)
-        check_renderable(len(a.nodes) + len(b.nodes), "a comparison")  # both: dlpt.model.render_limit
+        check_sessions("a comparison", a, b)  # both: dlpt.model.render_limit
     except DlptError as e:
         _say(f"diff: {e}" if isinstance(e, TooLargeToRender) else str(e))
         return EXIT_USAGE
@@ -112,10 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)
     try:
         # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
-        guard = report_output(_say, "the comparison") if target.path is None else contextlib.nullcontext()
-        with target.open() as where, guard:
+        guard = (
+            report_output(_say, "the comparison")
+            if target.path is None
+            else contextlib.nullcontext(Printed())
+        )
+        with target.open() as where, guard as printed:
             ascii = opts.ascii or Console(file=where.get("file")).options.ascii_only  # the encoding's
             print_to(render_diff(d, metric, opts.threshold / 100.0, ascii), **where)
+        if printed.failed:  # said; stdout could not take it (a full disk)
+            return EXIT_USAGE
     except (OSError, DlptError) as e:
         _say(f"could not write the text report to {target.path}: {e}")
         return EXIT_USAGE

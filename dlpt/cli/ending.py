@@ -31,10 +31,10 @@ from dlpt.cli.signals import Interrupted, Signals
 from dlpt.cli.stdout_guard import program_output_flushed, report_output
 from dlpt.errors import DlptError
 from dlpt.finish import Ending
-from dlpt.model.render_limit import check_renderable
+from dlpt.model.render_limit import check_sessions
 from dlpt.model.session import Session
 
-__all__ = ["CliEnding", "finish_run", "open_html"]
+__all__ = ["CliEnding", "finish_run", "open_html", "steps_of"]
 
 
 def finish_run(prof: profile, opts: argparse.Namespace, signals: Signals) -> bool:
@@ -45,18 +45,27 @@ def finish_run(prof: profile, opts: argparse.Namespace, signals: Signals) -> boo
     Signals are held while stopping and saving (at most the grace: dlpt.cli.signals); they cut
     the report short. This may run on dlpt's signal thread while the main thread is stuck in
     the program (SIGTERM, SIGHUP): then no rank waits for the others."""
-    signals.remaining = [
-        "stopping the profile",
-        *([f"the session ({opts.output})"] if opts.output is not None else []),
-        *(f"the {o.what} ({o.path})" for o in opts.outputs),
-        *([] if opts.no_report else ["the report"]),
-    ]
+    signals.remaining = steps_of(opts)
     ending = CliEnding(opts, signals)
     ok = ending.run(prof)
     role = ending.role
     if role is not None and opts.open and role.chatty:
         open_html([ending.own(o) for o in opts.outputs])
     return ok
+
+
+def steps_of(opts: argparse.Namespace) -> list[str]:
+    """What finishing the run does, in order: named when a signal's grace runs out first."""
+    return [
+        "stopping the profile",
+        *([f"the session ({opts.output})"] if opts.output is not None else []),
+        *(f"the {o.what} ({o.path})" for o in opts.outputs),
+        *([] if opts.no_report else ["the report"]),
+    ]
+
+
+class _NothingPrinted(Exception):
+    """Nothing was rendered into the report file: it is left as it was (no empty file)."""
 
 
 class CliEnding(Ending):
@@ -80,6 +89,7 @@ class CliEnding(Ending):
         self.opts, self.signals = opts, signals
         self.role: Role | None = None
         self.store: rank_store.RankStore | None = None
+        self.printed = False  # a report was rendered (into the report file, if one is asked for)
 
     def held(self) -> contextlib.AbstractContextManager[object]:
         return self.signals.deferred()
@@ -88,7 +98,7 @@ class CliEnding(Ending):
         voice.stop_status_line()
 
     def step_done(self) -> None:
-        self.signals.remaining.pop(0)
+        self.signals.step_done()
 
     def placed(self, session: Session) -> None:
         # One of several ranks: its own files, its own voice (dlpt.cli.rank_finish), and its
@@ -121,11 +131,16 @@ class CliEnding(Ending):
         if not ((not opts.no_report and role.prints_own) or across or self._pages()):
             return True  # nothing to write
         target = opts.report.for_path(role.path)
+        self.printed = False
         try:
             with target.open() as where:
                 ok = self._report(session, where)
+                if target.path is not None and not self.printed:
+                    raise _NothingPrinted  # the file stays as it was (safe_files: atomic)
             if target.path is not None:
                 self.inform(f"wrote the text report to {target.path}")
+        except _NothingPrinted:
+            pass
         except (OSError, DlptError) as e:
             voice.say(f"could not write the text report to {target.path}: {e}")
             ok = False
@@ -162,7 +177,7 @@ class CliEnding(Ending):
             return ok
         if role.prints_own and not opts.no_report and not (across and role.report_ranks == "0"):
             try:
-                check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
+                check_sessions("the text report", session)  # dlpt.model.render_limit
             except DlptError as e:
                 voice.say(f"not printing the report: {e}")
                 return False
@@ -171,6 +186,7 @@ class CliEnding(Ending):
                 guard = report_output(voice.say) if where.get("file") is None else contextlib.nullcontext()
                 with signals.interruptible(), guard:
                     self.render_report(session, where)
+                self.printed = True
             except Interrupted as e:
                 voice.say(
                     f"report interrupted ({e}); the profile was saved"
@@ -182,19 +198,23 @@ class CliEnding(Ending):
                 ok = False
         if across:
             try:
-                with signals.interruptible(), report_output(voice.say, "the report across ranks"):
+                # A signal, before or during the wait, ends it: what is there is reported.
+                with signals.deferred():
                     rs = gather_ranks(
                         opts.output_abs if self.saved else None,
                         role,
                         self.saved,
                         session,
-                        0.0 if signals.ending else opts.rank_timeout,  # after SIGTERM: what is there
+                        0.0 if signals.ending else opts.rank_timeout,
                         voice.inform,
                         store,
+                        stop=lambda: signals.ending,
                     )
+                with signals.interruptible(), report_output(voice.say, "the report across ranks"):
                     rep = rank_report(rs, opts.metric, opts.show_all)
                     if not opts.no_report:
                         cross_rank_report(rep, render_kwargs(opts), where)
+                        self.printed = True
                 ok = (
                     outputs.write_rank_pages(
                         rep, pages, voice.say if not opts.quiet else voice.say_failures, opts.force

@@ -82,6 +82,7 @@ def gather(
     run_id: str | None,
     *,
     on_wait: Callable[[list[int]], None] | None = None,
+    stop: Callable[[], bool] = lambda: False,
     poll_s: float = 0.25,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
@@ -90,7 +91,8 @@ def gather(
 
     ``template`` is the ``-o`` path every rank applied the per-rank rule to; ``own`` is rank 0's
     (rank, path, session), not re-read; ``since`` the wall-clock time (``time.time()``) this
-    rank started profiling; ``on_wait`` is told which ranks are awaited before the first wait."""
+    rank started profiling; ``on_wait`` is told which ranks are awaited before the first wait;
+    ``stop`` ends the wait early (a signal arrived: what is there is reported)."""
     out = Gathered()
     rank0, path0, session0 = own
     out.sessions[rank0] = (path0, session0)
@@ -113,7 +115,7 @@ def gather(
             else:
                 out.missing[r] = f"{why} at {path}"
         elapsed = clock() - start
-        if not pending or elapsed >= timeout_s:
+        if not pending or elapsed >= timeout_s or stop():
             break
         if not told and on_wait is not None:
             on_wait(sorted(pending))

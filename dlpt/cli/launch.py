@@ -15,6 +15,7 @@ starting at the program's own code) and gives python's exit status.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # CPython's C module of signal: no stub
 import ast
 import builtins
 import contextlib
@@ -28,8 +29,10 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt.capture import signal_end
 from dlpt.capture.sources import remember_source
 from dlpt.capture.step_on import instrument_main
+from dlpt.cli.process_end import Death, program_status
 from dlpt.errors import UsageError
 
 __all__ = ["LaunchError", "Program", "resolve", "install", "run_program", "exit_status"]
@@ -208,18 +211,27 @@ def install(prog: Program) -> None:
 def run_program(prog: Program, hold_sigint: Any) -> BaseException | None:
     """Execute the program; return how it ended (None for a normal end).
 
-    The moment it ends, Ctrl-C is only noted (``hold_sigint``), through a direct call of the
-    built-in ``signal.signal``: a Ctrl-C pending then is handled by the new handler, never raised
-    in dlpt's own code (a call of a Python function first would check for it)."""
+    The moment it ends, Ctrl-C is only noted (``hold_sigint``), installed through a native call
+    (dlpt.capture.signal_end.quiet_setter) that nothing checks for signals before: a Ctrl-C
+    pending then is noted, never raised in dlpt's own code (Python's ``signal.signal`` runs the
+    pending handlers, KeyboardInterrupt's included, before it changes one)."""
+    setter = (signal_end.quiet_setter() or _python_setter) if hold_sigint is not None else None
+    set_fn = _signal.signal
+    outcome: BaseException | None = None
     try:
         exec(prog.code, prog.module.__dict__)
     except BaseException as e:  # noqa: BLE001 - every way out (SystemExit, Ctrl-C) is the outcome
-        if hold_sigint is not None:
-            prog.sigint_at_end = signal.signal(signal.SIGINT, hold_sigint)
-        return e
-    if hold_sigint is not None:
-        prog.sigint_at_end = signal.signal(signal.SIGINT, hold_sigint)
-    return None
+        outcome = e
+    if setter is not None:
+        prog.sigint_at_end, interrupts = setter(set_fn, signal.SIGINT, hold_sigint)
+        if interrupts:  # a Ctrl-C came as the program ended: noted as one that came now
+            hold_sigint(signal.SIGINT, None)
+    return outcome
+
+
+def _python_setter(set_fn: Any, signum: int, handler: Any) -> tuple[Any, int]:
+    """quiet_setter without the native core (never in a run: a profile needs it)."""
+    return set_fn(signum, handler), 0
 
 
 _DLPT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -250,7 +262,9 @@ def _strip_launcher_frames(tb: types.TracebackType | None) -> types.TracebackTyp
 
 
 def exit_status(outcome: BaseException | None) -> int:
-    """Translate how the program ended into python's exit status, printing what python prints."""
+    """Translate how the program ended into python's exit status, printing what python prints:
+    ``sys.exit(code)`` gives what python's exit gives (dlpt.cli.process_end.program_status), an
+    unhandled Ctrl-C a :class:`~dlpt.cli.process_end.Death` by SIGINT."""
     if outcome is None:
         return 0
     # The report and program output come before the traceback. The program may have closed
@@ -262,11 +276,11 @@ def exit_status(outcome: BaseException | None) -> int:
         if code is None:
             return 0
         if isinstance(code, int):
-            return code
+            return program_status(code)
         print(code, file=sys.stderr, flush=True)  # sys.exit("msg"): message, status 1
         return 1
     tb = _strip_launcher_frames(outcome.__traceback__)
     outcome.__traceback__ = tb
     sys.excepthook(type(outcome), outcome, tb)  # honour a hook the program installed
-    # Python ends by SIGINT itself after an unhandled Ctrl-C (-2: dlpt.cli.signals.end_process).
-    return -signal.SIGINT if isinstance(outcome, KeyboardInterrupt) else 1
+    # Python ends by SIGINT itself after an unhandled Ctrl-C (dlpt.cli.process_end.end_process).
+    return Death(signal.SIGINT) if isinstance(outcome, KeyboardInterrupt) else 1

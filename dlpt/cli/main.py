@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from dlpt.analysis.ranks.report import rank_report
@@ -32,17 +32,18 @@ from dlpt.api import profile
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ
 from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
 from dlpt.cli import outputs, report_target, voice
-from dlpt.cli.ending import finish_run, open_html
+from dlpt.cli.ending import finish_run, open_html, steps_of
 from dlpt.cli.launch import LaunchError, exit_status, install, resolve, run_program
 from dlpt.cli.loads import check_one_job
 from dlpt.cli.options import parse_command_line
 from dlpt.cli.own_imports import preload
+from dlpt.cli.process_end import Death, end_process
 from dlpt.cli.report_target import render_kwargs
-from dlpt.cli.signals import Signals, end_process
+from dlpt.cli.signals import Signals
 from dlpt.cli.status_line import StatusLine
-from dlpt.cli.stdout_guard import report_output
+from dlpt.cli.stdout_guard import Printed, report_output
 from dlpt.errors import DlptError, UsageError
-from dlpt.model.render_limit import check_renderable
+from dlpt.model.render_limit import check_sessions
 from dlpt.model.session import Session
 
 __all__ = ["main", "run", "entry"]
@@ -85,6 +86,10 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
         voice.STATUS_LINE[0] = StatusLine(prof.status).start()
     try:
         prof.start()
+    except UsageError as e:  # an environment switch's value (DLPT_FLOOR, DLPT_SUSPEND)
+        voice.stop_status_line()
+        voice.say(f"error: {e}")
+        return EXIT_USAGE
     except DlptError as e:
         voice.stop_status_line()
         voice.say(f"cannot start profiling: {e}")
@@ -92,7 +97,8 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     except BaseException:
         voice.stop_status_line()
         raise
-    signals = Signals(voice.say, opts.signal_grace)
+    signals = Signals(voice.say, opts.signal_grace, prefix=lambda: voice.PREFIX[0])
+    signals.remaining = steps_of(opts)  # what the grace names if it runs out before any of it
     signals.terminate_with(lambda: finish_run(prof, opts, signals))
     pid = os.getpid()
     # Ctrl-C is held once the program ends, unless it is ignored (a background job) or cannot be
@@ -104,14 +110,17 @@ def _run(opts: argparse.Namespace, program: list[str]) -> int:
     outcome = run_program(prog, signals.note if holds else None)
     if os.getpid() != pid:  # a forked child returned: the profile and the report are the parent's
         return exit_status(outcome)
+    sigint_at_end = prog.sigint_at_end if holds else signal.getsignal(signal.SIGINT)
+    signals.program_ended(sigint_at_end)  # this thread finishes (or waits for the one that does)
     finish_run(prof, opts, signals)  # what failed there was said; the status stays the program's
     status = exit_status(outcome)
     # The interpreter's shutdown (joining the program's non-daemon threads) sees the handlers
     # plain python would: Ctrl-C ends the wait, SIGTERM kills.
-    signals.restore(prog.sigint_at_end if holds else signal.getsignal(signal.SIGINT))
+    signals.restore(sigint_at_end)
     if signals.status is not None:  # a signal arrived while dlpt finished: die of it (end_process)
         return signals.status
-    return status
+    late = signals.deliver_to_program()  # what the program's own handlers were held for meanwhile
+    return exit_status(late) if late is not None else status
 
 
 def _load(opts: argparse.Namespace) -> int:
@@ -133,16 +142,15 @@ def _load(opts: argparse.Namespace) -> int:
             voice.say(str(e))
             return EXIT_USAGE
         return 0
+    try:  # before the view, which is as large: dlpt.model.render_limit
+        check_sessions("the text report" if not opts.no_report else "a report", session)
+    except DlptError as e:
+        voice.say(f"not printing the report: {e}" if not opts.no_report else f"not writing the files: {e}")
+        return EXIT_USAGE
     # Folded and analysed once for the report and every file (dlpt.analysis.view).
     view = build_view(session, ViewOptions(show_all=opts.show_all, peak_tflops=opts.peak_tflops))
-    if not opts.no_report:
-        try:
-            check_renderable(len(session.nodes), "the text report")  # dlpt.model.render_limit
-        except DlptError as e:
-            voice.say(f"not printing the report: {e}")
-            return EXIT_USAGE
-        if not _print_loaded(opts, print_report, view, **render_kwargs(opts)):
-            return EXIT_USAGE
+    if not opts.no_report and not _print_loaded(opts, print_report, view, **render_kwargs(opts)):
+        return EXIT_USAGE
     say = voice.say_failures if opts.quiet else voice.say
     ok = outputs.write_all(view, opts.outputs, opts.metric, opts.show_all, say, opts.peak_tflops, opts.force)
     if opts.open:
@@ -182,10 +190,12 @@ def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: 
     """Print a loaded session's report to ``opts``' target (stdout or ``--report-file``);
     whether it worked."""
     # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
-    guard = report_output(voice.say) if opts.report.path is None else contextlib.nullcontext()
+    guard = report_output(voice.say) if opts.report.path is None else contextlib.nullcontext(Printed())
     try:
-        with guard:
+        with guard as printed:
             report_target.print_with(opts.report, printer, *args, **kwargs)
+        if printed.failed:  # said; stdout could not take it (a full disk): dlpt's own failure
+            return False
     except (OSError, DlptError) as e:
         voice.say(
             f"could not write the text report to {opts.report.path}: {e}" if opts.report.path else str(e)
@@ -198,7 +208,7 @@ def _print_loaded(opts: argparse.Namespace, printer: Any, *args: Any, **kwargs: 
 
 def entry() -> NoReturn:
     """The ``dlpt`` command and ``python -m dlpt``: the command line, then end as it says (death
-    by a signal where plain python would die of it: dlpt.cli.signals.end_process)."""
+    by a signal where plain python would die of it: dlpt.cli.process_end.end_process)."""
     sys.exit(end_process(run()))
 
 
@@ -206,18 +216,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line as a function: the exit status a shell would show (the program's own
     status when a program was run; 128 + N where the process would die of signal N)."""
     status = run(argv)
-    return 128 - status if status < 0 else status
+    return 128 + int(status) if isinstance(status, Death) else status
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit status (the program's own status when a program was
-    run), ``-N`` where the process must die of signal N (:func:`dlpt.cli.signals.end_process`)."""
+    run, as python's exit gives it: 0-255), or a :class:`~dlpt.cli.process_end.Death` where the
+    process must die of a signal (:func:`dlpt.cli.process_end.end_process`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     voice.QUIET[0], voice.STATUS_LINE[0] = False, None
     if args[:1] == ["diff"]:  # the subcommand; a script named diff runs as ./diff
         from dlpt.cli.diff import main as diff_main
 
-        return diff_main(args[1:])
+        return _interruptible(lambda: diff_main(args[1:]))
     try:
         opts, program = parse_command_line(args)
     except UsageError as e:
@@ -227,5 +238,14 @@ def run(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0
     voice.QUIET[0] = opts.quiet
     if opts.load is not None:
-        return _load(opts)
+        return _interruptible(lambda: _load(opts))
     return _run(opts, program)
+
+
+def _interruptible(command: Callable[[], int]) -> int:
+    """One of dlpt's own commands (``--load``, ``dlpt diff``): Ctrl-C ends it as it ends a plain
+    command, by SIGINT, without a traceback of dlpt's frames."""
+    try:
+        return command()
+    except KeyboardInterrupt:
+        return Death(signal.SIGINT)

@@ -19,12 +19,12 @@ from dlpt.capture.pc_sampling import MAX_STEPS as PC_MAX_STEPS
 from dlpt.capture.ranks.env import env_problem, from_env
 from dlpt.capture.step_on import parse_spec
 from dlpt.cli import outputs, report_target, voice
+from dlpt.cli.grace import DEFAULT_GRACE_S, GRACE_ENV, grace_s
 from dlpt.cli.help_text import EXAMPLES
 from dlpt.cli.rank_finish import (
     DEFAULT_TIMEOUT_S,
     REPORT_RANKS,
 )
-from dlpt.cli.signals import DEFAULT_GRACE_S, GRACE_ENV, grace_s
 from dlpt.errors import UnsafeFileError, UsageError
 from dlpt.model.processors import METRICS
 from dlpt.model.rank_paths import expand_load, rank_path

@@ -138,9 +138,11 @@ def gather_ranks(
     timeout_s: float,
     say: Callable[[str], None],
     store: RankStore | None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> RankSet:
     """Rank 0: every rank's session (a summary, through the store) or saved file (``template``,
-    the ``-o`` path), waiting at most ``timeout_s`` for the missing ones."""
+    the ``-o`` path), waiting at most ``timeout_s`` for the missing ones, and no longer once
+    ``stop`` says so (a signal arrived)."""
     assert role.rank is not None
 
     def waiting(ranks: list[int]) -> None:
@@ -149,7 +151,7 @@ def gather_ranks(
 
     if store is not None:
         others = [r for r in range(role.world_size) if r != role.rank]
-        got = store.collect(others, store.finish_number(role.rank), timeout_s, on_wait=waiting)
+        got = store.collect(others, store.finish_number(role.rank), timeout_s, on_wait=waiting, stop=stop)
         loaded = [(own_path or f"rank {role.rank}", session)]
         loaded += [(f"rank {r} (summary)", s.session) for r, s in sorted(got.summaries.items())]
         rs = rank_set(loaded, got.missing)
@@ -166,6 +168,7 @@ def gather_ranks(
         _started(session),
         run_id,
         on_wait=waiting,
+        stop=stop,
     )
     return rank_set([files.sessions[r] for r in sorted(files.sessions)], files.missing)
 

@@ -13,7 +13,8 @@ profiles several windows pairs each rank's n-th summary with rank 0's n-th repor
 a rank that died is named missing, never waited on forever), reads and deletes them.
 
 Without a reachable agent store (torch older than 2.2, a launcher other than torchrun, a store
-that stopped answering) :func:`connect` returns None and the CLI gathers files instead
+that stopped answering: a plain connection tried first, for at most :data:`PROBE_TIMEOUT_S`)
+:func:`connect` returns None and the CLI gathers files instead
 (:mod:`dlpt.cli.gather`). Nothing here raises into the program: every failure becomes a reason.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +37,10 @@ from dlpt.model.session import Session
 __all__ = ["RankStore", "connect", "Collected"]
 
 CONNECT_TIMEOUT_S = 10.0
+# How long a first plain connection may take before the store counts as unreachable. TCPStore's
+# own client retries for its whole timeout and prints a C++ stack per try (a rank took 28 s and
+# 38 lines of stderr for a store that was gone).
+PROBE_TIMEOUT_S = 2.0
 
 
 @dataclass
@@ -77,10 +83,12 @@ class RankStore:
         timeout_s: float,
         *,
         on_wait: Callable[[list[int]], None] | None = None,
+        stop: Callable[[], bool] = lambda: False,
         poll_s: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
     ) -> Collected:
-        """The summaries of ``ranks`` for their ``n``-th profile, waiting at most ``timeout_s``."""
+        """The summaries of ``ranks`` for their ``n``-th profile, waiting at most ``timeout_s``
+        (less once ``stop`` says so: a signal arrived)."""
         out = Collected()
         pending = set(ranks)
         labels: dict[bytes, list[tuple[str, str, int]]] = {}  # ranks of the same code: read once
@@ -89,7 +97,7 @@ class RankStore:
         while pending:
             self._take(pending, n, out, labels)
             elapsed = clock() - start
-            if not pending or elapsed >= timeout_s:
+            if not pending or elapsed >= timeout_s or stop():
                 break
             if not told and on_wait is not None:
                 on_wait(sorted(pending))
@@ -117,6 +125,15 @@ class RankStore:
                 pending.discard(r)
 
 
+def _reachable(host: str, port: int, timeout_s: float) -> bool:
+    """Whether something accepts a TCP connection at ``host:port`` within ``timeout_s``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except (OSError, ValueError, OverflowError):  # refused, unroutable, a port past 65535
+        return False
+
+
 def connect(env: dict[str, str] | None = None, timeout_s: float = CONNECT_TIMEOUT_S) -> RankStore | None:
     """The job's agent store, or None where there is none to reach."""
     e = os.environ if env is None else env
@@ -126,6 +143,8 @@ def connect(env: dict[str, str] | None = None, timeout_s: float = CONNECT_TIMEOU
     if not host or not port.isdigit():
         return None
     run = "{}/{}".format(e.get("TORCHELASTIC_RUN_ID", "run"), e.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    if not _reachable(host, int(port), min(PROBE_TIMEOUT_S, timeout_s)):
+        return None
     try:
         from torch.distributed import TCPStore
 

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dlpt.capture.host import mark_own_thread, unmark_own_thread
 from dlpt.capture.status import ProfileStatus
 
 __all__ = ["StatusLine", "format_status", "process_writes"]
@@ -116,6 +117,7 @@ class StatusLine:
         self._thread: threading.Thread | None = None
         self._shown = False  # our text is on the row, the cursor after it, nothing written since
         self._ours = 0  # bytes we wrote since the last count
+        self._ticks = 0
         self._writes: int | None = None  # the process's bytes written at the last count
         self._last_foreign: float | None = None
         self._interval = 0.0  # between the program's last two writes
@@ -152,11 +154,17 @@ class StatusLine:
         return self
 
     def _run(self) -> None:
-        while not self._stop.wait(TICK_S):
-            try:
+        try:
+            while not self._stop.wait(TICK_S):
+                if self._ticks == 0:  # once the profile started (it loads the native core)
+                    mark_own_thread()  # dlpt's thread: not sampled as the program's
+                self._ticks += 1
                 self._tick()
-            except Exception:  # noqa: BLE001 - a status line must never hurt the program; it stops
-                return
+        except Exception:  # noqa: BLE001 - a status line must never hurt the program; it stops
+            return
+        finally:
+            if self._ticks:
+                unmark_own_thread()
 
     def _tick(self) -> None:
         with self._lock:

@@ -19,8 +19,9 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-__all__ = ["program_output_flushed", "report_output", "say_line"]
+__all__ = ["Printed", "program_output_flushed", "report_output", "say_line"]
 
 
 def program_output_flushed() -> bool:
@@ -50,24 +51,40 @@ def _drop_stdout() -> None:
             out.flush()
 
 
+@dataclass
+class Printed:
+    """How :func:`report_output`'s block went: ``failure`` says what stopped it (None: it
+    printed); ``reader_left`` for a pipe whose reader left (``| head``: the reader's choice)."""
+
+    failure: str | None = None
+    reader_left: bool = False
+
+    @property
+    def failed(self) -> bool:
+        """Whether stdout could not take the report (a full disk, a closed stdout): dlpt's own
+        commands (``--load``, ``dlpt diff``) end with status 2 then."""
+        return self.failure is not None and not self.reader_left
+
+
 @contextlib.contextmanager
-def report_output(say: Callable[[str], None], what: str = "the report") -> Iterator[None]:
-    """Print ``what`` inside the block; if stdout fails, ``say`` it in one line and go on."""
+def report_output(say: Callable[[str], None], what: str = "the report") -> Iterator[Printed]:
+    """Print ``what`` inside the block; if stdout fails, ``say`` it in one line and go on (what
+    went wrong is in the :class:`Printed` it gives)."""
+    printed = Printed()
     try:
-        yield
+        yield printed
         if sys.stdout is not None:
             sys.stdout.flush()
-    except SystemExit:  # rich on a broken pipe: it already sent stdout to /dev/null
-        say(f"could not print {what}: stdout is closed (broken pipe)")
-        _drop_stdout()
-    except BrokenPipeError:  # the reader left (``| head``): as rich says it
-        say(f"could not print {what}: stdout is closed (broken pipe)")
+    except (SystemExit, BrokenPipeError):  # the reader left (``| head``); rich says it with SystemExit
+        printed.failure, printed.reader_left = "stdout is closed (broken pipe)", True
         _drop_stdout()
     except OSError as e:
-        say(f"could not print {what}: {e.strerror or e}")
+        printed.failure = str(e.strerror or e)
         _drop_stdout()
     except ValueError:  # the program closed sys.stdout ("I/O operation on closed file")
-        say(f"could not print {what}: stdout is closed")
+        printed.failure = "stdout is closed"
+    if printed.failure is not None:
+        say(f"could not print {what}: {printed.failure}")
 
 
 def say_line(prefix: str, msg: str) -> None:

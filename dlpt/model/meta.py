@@ -296,6 +296,9 @@ class Capture:
     # "lean": op starts walked no Python stack (an op's line was found at its first launch; the
     # CPU time of ops that launched nothing reached lines through the host sampler); "exact"
     op_mode: str | None = None
+    # numbered op and scope names folded into their pattern ("batch_#" for record_function
+    # f"batch_{i}"), by pattern: how many, past the first 256 kept as they are
+    folded_names: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,21 @@ take 13 GB. Reports (the text report, the HTML report, the tree's exports, ``dlp
 therefore made of at most :data:`MAX_RENDER_NODES` nodes (~3.2 GB at the peak); a larger
 session is refused in one line (the session itself is kept and still saved with ``-o``;
 nothing is written over). A session that large is far beyond a real profile (100,000 call sites
-make ~300,000 nodes).
+make ~300,000 nodes). A timeline window's events and frames cost what nodes do (an 88 MB file of
+mostly timeline took 4.2 GB and a 661 MB perfetto export): they count with the nodes
+(:func:`render_size`), for every report and export, the perfetto one included.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dlpt.errors import DlptError
 
-__all__ = ["MAX_RENDER_NODES", "TooLargeToRender", "check_renderable"]
+if TYPE_CHECKING:
+    from dlpt.model.session import Session
+
+__all__ = ["MAX_RENDER_NODES", "TooLargeToRender", "check_renderable", "check_sessions", "render_size"]
 
 MAX_RENDER_NODES = 2_000_000
 _BYTES_PER_NODE = 1_600  # the measured peak per node (module docstring)
@@ -26,11 +33,29 @@ class TooLargeToRender(DlptError):
     """A session (or two, compared) with more nodes than a report is made of."""
 
 
-def check_renderable(nodes: int, what: str) -> None:
-    """Raise :class:`TooLargeToRender` when ``nodes`` (of the session, or of both sessions of a
-    comparison) exceed :data:`MAX_RENDER_NODES`; ``what`` names the report in the message."""
-    if nodes > MAX_RENDER_NODES:
+def check_renderable(nodes: int, what: str, timeline: int = 0) -> None:
+    """Raise :class:`TooLargeToRender` when ``nodes`` and ``timeline`` events (of the session, or
+    of both sessions of a comparison) exceed :data:`MAX_RENDER_NODES`; ``what`` names the report
+    in the message."""
+    if nodes + timeline > MAX_RENDER_NODES:
         gb = MAX_RENDER_NODES * _BYTES_PER_NODE / 1e9
+        size = f"{nodes:,} nodes and {timeline:,} timeline events" if timeline else f"{nodes:,} nodes"
+        together = " (together)" if timeline else ""
         raise TooLargeToRender(
-            f"{nodes:,} nodes: {what} is made of at most {MAX_RENDER_NODES:,} (about {gb:.1f} GB of memory)"
+            f"{size}: {what} is made of at most {MAX_RENDER_NODES:,}{together} (about {gb:.1f} GB of memory)"
         )
+
+
+def render_size(session: Session) -> tuple[int, int]:
+    """(nodes, timeline events and frames) of ``session``: what a report of it is made of."""
+    timeline = session.meta.get("timeline")
+    rows = 0
+    if isinstance(timeline, dict):
+        rows = sum(len(v) for v in (timeline.get("events"), timeline.get("frames")) if isinstance(v, list))
+    return len(session.nodes), rows
+
+
+def check_sessions(what: str, *sessions: Session) -> None:
+    """:func:`check_renderable` for ``sessions`` (both of a comparison) as they are."""
+    sizes = [render_size(s) for s in sessions]
+    check_renderable(sum(n for n, _ in sizes), what, sum(t for _, t in sizes))

@@ -25,7 +25,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO
 
 from dlpt.errors import UnsafeFileError
@@ -37,7 +37,7 @@ __all__ = [
     "check_output_path",
     "atomic_text_writer",
     "write_text_file",
-    "remove_partial_files",
+    "on_partial_files",
 ]
 
 
@@ -87,9 +87,23 @@ def _size(n: int) -> str:
 
 _TEMP_NAME_BYTES = 200  # of the target's name in the temporary file's: NAME_MAX is 255 bytes
 
-#: Temporary files being written: removed by :func:`remove_partial_files` when a signal ends
-#: the process in the middle of a save (dlpt.cli.signals).
+#: Temporary files being written: removed by the native grace when a signal ends the process in
+#: the middle of a save (dlpt.cli.signals), which :func:`on_partial_files` keeps told.
 _partial: set[str] = set()
+_partial_listeners: list[Callable[[list[str]], None]] = []
+
+
+def on_partial_files(listener: Callable[[list[str]], None]) -> Callable[[], None]:
+    """Call ``listener`` with the temporary files being written each time they change (a save
+    starts or ends); returns what stops it. Listeners must not raise."""
+    _partial_listeners.append(listener)
+    return lambda: _partial_listeners.remove(listener) if listener in _partial_listeners else None
+
+
+def _partial_changed() -> None:
+    now = sorted(_partial)
+    for listener in list(_partial_listeners):
+        listener(now)
 
 
 def check_output_path(
@@ -181,18 +195,6 @@ def _temp_prefix(file: str) -> str:
     return f".{os.fsdecode(name)}."
 
 
-def remove_partial_files() -> list[str]:
-    """Remove the temporary files of writes in progress (a signal ends the process before they
-    finish); returns their names. Safe to call from a signal handler's thread."""
-    removed = []
-    for tmp in list(_partial):
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-            removed.append(tmp)
-        _partial.discard(tmp)
-    return removed
-
-
 @contextlib.contextmanager
 def atomic_text_writer(
     path: str | os.PathLike[str],
@@ -226,6 +228,7 @@ def atomic_text_writer(
     directory = os.path.dirname(file)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(file), suffix=".tmp", dir=directory)
     _partial.add(tmp)
+    _partial_changed()
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             yield f
@@ -242,6 +245,7 @@ def atomic_text_writer(
         raise
     finally:
         _partial.discard(tmp)
+        _partial_changed()
     _sync_directory(directory)
 
 

@@ -13,9 +13,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.model.meta import Extras, Meta
-from dlpt.model.shape import MAX_INT, SchemaError, builder, check_int
+from dlpt.model.shape import MAX_INT, MAX_INT_TEXT, SchemaError, builder, check_int
 
-__all__ = ["SchemaError", "check_meta", "check_extras", "check_int", "MAX_INT", "SCHEMA", "EXTRAS"]
+__all__ = [
+    "SchemaError",
+    "check_meta",
+    "check_extras",
+    "check_int",
+    "MAX_INT",
+    "MAX_INT_TEXT",
+    "SCHEMA",
+    "EXTRAS",
+]
 
 #: The typed meta keys.
 SCHEMA = frozenset(f.name for f in dataclasses.fields(Meta))

@@ -18,7 +18,7 @@ from dlpt.errors import SessionFormatError, UnsafeFileError
 from dlpt.model.gc_pause import gc_paused
 from dlpt.model.meta import Meta
 from dlpt.model.safe_files import atomic_text_writer, read_regular_file
-from dlpt.model.schema import MAX_INT, SchemaError, check_extras, check_int, check_meta
+from dlpt.model.schema import MAX_INT, MAX_INT_TEXT, SchemaError, check_extras, check_int, check_meta
 
 __all__ = ["Session", "FORMAT", "VERSION", "KINDS", "MAX_FILE_BYTES"]
 
@@ -349,7 +349,7 @@ class _NodeChecker:
                 raise self._bad(
                     i,
                     f"has an invalid {what} {_show(k)}: {_show(v)} "
-                    "(metrics are non-negative integers below 2**64)",
+                    f"(metrics are non-negative integers below {MAX_INT_TEXT})",
                 )
 
     def _explain(self, n: dict[str, Any], i: int) -> None:

@@ -4,9 +4,10 @@ function that checks a parsed value all the way down and returns the typed objec
 
 A field's annotation says what it holds:
 
-- ``int``: a count or a time in ns, an int (not a bool) in [0, 2**64), what the native core
-  counts in (so formatting one can never overflow a float); ``bool``, ``str``; ``float``: any
-  number; ``Any``: anything.
+- ``int``: a count or a time in ns, an int (not a bool) in [0, 2**63): a signed 64-bit integer,
+  what the analysis computes in (torch's int64 tensors: a larger value in a hostile file crashed
+  the report across ranks), far above any real count; ``bool``, ``str``; ``float``: any number;
+  ``Any``: anything.
 - ``Annotated[T, check]``: ``check(value, where)`` says what is allowed (a signed integer, a
   duration in seconds, a row of integers); the value is kept as it is.
 - ``list[T]``, ``dict[str, T]``, a nested dataclass, ``T | None``.
@@ -29,6 +30,7 @@ from dlpt.model.safe_text import escape_control
 
 __all__ = [
     "MAX_INT",
+    "MAX_INT_TEXT",
     "SchemaError",
     "Build",
     "builder",
@@ -42,7 +44,8 @@ __all__ = [
     "int_row",
 ]
 
-MAX_INT = 2**64  # exclusive bound of every count and time in a session
+MAX_INT = 2**63  # exclusive bound of every count and time in a session: an int64 holds it
+MAX_INT_TEXT = "2**63"
 
 #: Checks ``value`` (found at ``where``) and returns its typed form.
 Build = Callable[[Any, str], Any]
@@ -72,7 +75,7 @@ def short(v: object) -> str:
 
 
 def check_int(v: object) -> bool:
-    """A count or a time in ns: an int (not a bool) in [0, 2**64)."""
+    """A count or a time in ns: an int (not a bool) in [0, 2**63)."""
     return type(v) is int and 0 <= v < MAX_INT
 
 
@@ -81,7 +84,7 @@ def check_int(v: object) -> bool:
 
 def _u64(v: Any, where: str) -> None:
     if not check_int(v):
-        raise SchemaError(where, f"must be a non-negative integer below 2**64, got {short(v)}")
+        raise SchemaError(where, f"must be a non-negative integer below {MAX_INT_TEXT}, got {short(v)}")
 
 
 def signed_int(v: Any, where: str) -> None:

@@ -33,7 +33,7 @@ from dlpt.errors import UsageError
 from dlpt.model.meta import program_argv
 from dlpt.model.own_files import FOLDED_HEADER
 from dlpt.model.processors import METRICS, Metric, default_metric, get_metric
-from dlpt.model.render_limit import check_renderable
+from dlpt.model.render_limit import check_sessions
 from dlpt.model.resume_names import display_name
 from dlpt.model.safe_files import write_text_file
 from dlpt.model.session import Session
@@ -268,11 +268,10 @@ def write_export(
     force: bool = False,
 ) -> None:
     """Write the ``fmt`` export of a session or of the run's view of it to ``path`` atomically
-    (an existing file only if dlpt wrote it, or with ``force``: dlpt.model.safe_files). The
-    tree's exports are made of at most dlpt.model.render_limit's nodes."""
+    (an existing file only if dlpt wrote it, or with ``force``: dlpt.model.safe_files). Every
+    export is made of at most dlpt.model.render_limit's nodes and timeline events."""
     session = source.session if isinstance(source, SessionView) else source
-    if fmt in ("speedscope", "folded"):
-        check_renderable(len(session.nodes), f"a {fmt} export")
+    check_sessions(f"a {fmt} export", session)
     if fmt == "speedscope":
         text = (
             json.dumps(speedscope(source, metric, show_all), separators=(",", ":"), ensure_ascii=True) + "\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,6 +17,28 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 180
+
+# Program text: stuck for good in a C wait that signals do not interrupt (a mutex locked twice),
+# after printing "stuck": the main thread never returns to the interpreter, as in a hung
+# rendezvous.
+STUCK_IN_C = """\
+import ctypes
+libc = ctypes.CDLL(None)
+mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER (glibc)
+libc.pthread_mutex_lock(mutex)
+print("stuck", flush=True)
+libc.pthread_mutex_lock(mutex)
+"""
+
+# A program with as many distinct call sites as its first argument: stopping and saving its
+# profile takes seconds (50,000: a 15 MB session); it prints "done" at its end.
+MANY_SITES = """\
+import sys, torch
+x = torch.ones(2)
+src = "\\n".join(f"y = x + {i}" for i in range(int(sys.argv[1])))
+exec(compile(src, "generated.py", "exec"))
+print("done", flush=True)
+"""
 
 
 @dataclass
@@ -77,3 +100,40 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+def popen(args: Sequence[str], cwd: Path, extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``python *args`` started in ``cwd`` (env() with ``extra``), stdout and stderr piped."""
+    e = env()
+    e.update(extra or {})
+    return subprocess.Popen(
+        [sys.executable, *args], cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def signal_after(
+    p: subprocess.Popen[str], line: str, signum: int, delay: float = 0.0, stream: str = "out"
+) -> tuple[Result, float]:
+    """Send ``signum`` ``delay`` seconds after ``line`` appeared on stdout (``stream`` "err":
+    stderr); how the process ended and how long after the signal (inf: killed after 90 s).
+    What was read of ``stream`` before the signal leads that stream in the result."""
+    pipe = p.stdout if stream == "out" else p.stderr
+    assert pipe is not None
+    seen = []
+    while line not in (text := pipe.readline()):
+        seen.append(text)
+        assert text or p.poll() is None, "".join(seen)
+    time.sleep(delay)
+    t = time.monotonic()
+    p.send_signal(signum)
+    try:
+        out, err = p.communicate(timeout=90)
+        took = time.monotonic() - t
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        took = float("inf")
+    before = "".join(seen)
+    if stream == "out":
+        return Result(p.returncode, before + out, err), took
+    return Result(p.returncode, out, before + err), took

@@ -165,3 +165,27 @@ def test_the_report_across_ranks_follows_the_same_rules(env: dict) -> None:
     assert "4 of 4 ranks" in text and not _trailing(text) and not ANSI.search(text)
     piped: Result = env["results"]["ranks_pipe"]
     assert piped.rc == 0 and piped.out == text  # the same width rule for a pipe and a file
+
+
+# A session too large to render (the limit lowered by the program itself, which shares dlpt's
+# process: real ones are millions of nodes): nothing is rendered, so the report file stays.
+UNRENDERABLE = """\
+import torch
+import dlpt.model.render_limit as limit
+limit.MAX_RENDER_NODES = 1
+x = torch.ones(4) + 1
+"""
+
+
+def test_a_report_not_rendered_leaves_the_report_file(tmp_path: Path) -> None:
+    write(tmp_path / "quick.py", "import torch\nx = torch.ones(4) + 1\n")
+    write(tmp_path / "unrenderable.py", UNRENDERABLE)
+    first = run_many({"x": Job(["--report-file", "r.txt", "quick.py"], tmp_path)})["x"]
+    assert first.rc == 0 and "wrote the text report to r.txt" in first.err, first.err
+    before = (tmp_path / "r.txt").read_text()
+    assert "Top-down" in before
+    r = run_many({"x": Job(["--report-file", "r.txt", "-o", "s.json", "unrenderable.py"], tmp_path)})["x"]
+    assert r.rc == 0, r.err
+    assert "dlpt: not printing the report: " in r.err and "wrote the text report" not in r.err, r.err
+    assert (tmp_path / "r.txt").read_text() == before
+    assert not list(tmp_path.glob(".r.txt.*")), "no temporary file left"

@@ -16,30 +16,20 @@ import pytest
 
 from dlpt.model.session import Session
 
-from .helpers import Job, Result, env, run_many, write
+from .helpers import MANY_SITES, STUCK_IN_C, Job, env, popen, run_many, signal_after, write
 
-# Stuck for good in a C wait that signals do not interrupt (a mutex locked twice): the main
-# thread never returns to the interpreter, as in a hung rendezvous.
-STUCK = """\
-import ctypes, torch
+# Stuck in a C wait after some profiled ops (helpers.STUCK_IN_C).
+STUCK = (
+    """\
+import torch
 x = torch.ones(16, 16)
 for _ in range(20):
     x = (x @ x).clamp(-1, 1)  # @ops
-libc = ctypes.CDLL(None)
-mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER (glibc)
-libc.pthread_mutex_lock(mutex)
-print("stuck", flush=True)
-libc.pthread_mutex_lock(mutex)
 """
+    + STUCK_IN_C
+)
 
-# Many distinct call sites: stopping and saving the profile takes seconds.
-BIG = """\
-import sys, torch
-x = torch.ones(2)
-src = "\\n".join(f"y = x + {i}" for i in range(int(sys.argv[1])))
-exec(compile(src, "generated.py", "exec"))
-print("done", flush=True)
-"""
+BIG = MANY_SITES
 
 LOOP = """\
 import time, torch
@@ -49,34 +39,6 @@ t0 = time.time()
 while time.time() - t0 < 60:
     x = x + 1
 """
-
-
-def _popen(args: list[str], cwd: Path, extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    e = env()
-    e.update(extra or {})
-    return subprocess.Popen(
-        [sys.executable, *args], cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
-def _signal_after(
-    p: subprocess.Popen[str], line: str, signum: int, delay: float = 0.0
-) -> tuple[Result, float]:
-    """Send ``signum`` ``delay`` seconds after the program printed ``line``; how it ended and
-    how long after the signal."""
-    assert p.stdout is not None
-    while line not in p.stdout.readline():
-        assert p.poll() is None, p.stderr.read() if p.stderr else ""
-    time.sleep(delay)
-    t = time.monotonic()
-    p.send_signal(signum)
-    try:
-        out, err = p.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        return Result(p.returncode, out, err), float("inf")
-    return Result(p.returncode, out, err), time.monotonic() - t
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +52,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_to_a_process_stuck_in_native_code_saves_and_kills_it(root: Path, signum: int) -> None:
-    plain, _ = _signal_after(_popen(["stuck.py"], root), "stuck", signum)
+    plain, _ = signal_after(popen(["stuck.py"], root), "stuck", signum)
     name = f"stuck{signum}.json"
-    r, took = _signal_after(_popen(["-m", "dlpt", "-o", name, "stuck.py"], root), "stuck", signum)
+    r, took = signal_after(popen(["-m", "dlpt", "-o", name, "stuck.py"], root), "stuck", signum)
     assert plain.rc == -signum
     assert r.rc == -signum, (r.rc, r.err)  # died of the signal (WIFSIGNALED), as plain python
     assert took < 10, took  # within the default grace
@@ -104,8 +66,8 @@ def test_a_signal_to_a_process_stuck_in_native_code_saves_and_kills_it(root: Pat
 def test_a_large_profile_is_saved_on_sigterm_while_it_stops(root: Path) -> None:
     # ~50k call sites (a 15 MB session): stopping and saving takes seconds here, longer than the
     # one-second grace dlpt used to give; SIGTERM arrives just after the program's last line.
-    r, took = _signal_after(
-        _popen(["-m", "dlpt", "-o", "big.json", "--no-report", "big.py", "50000"], root),
+    r, took = signal_after(
+        popen(["-m", "dlpt", "-o", "big.json", "--no-report", "big.py", "50000"], root),
         "done",
         signal.SIGTERM,
         0.3,
@@ -127,7 +89,7 @@ def test_the_grace_bounds_the_save_and_is_configurable(root: Path, how: str) -> 
         args += ["--signal-grace", "0.2"]
     else:
         extra = {"DLPT_SIGNAL_GRACE": "0.2"}
-    r, took = _signal_after(_popen([*args, "big.py", "50000"], root, extra), "done", signal.SIGTERM)
+    r, took = signal_after(popen([*args, "big.py", "50000"], root, extra), "done", signal.SIGTERM)
     assert r.rc == -signal.SIGTERM, (r.rc, r.err)
     assert took < 5, took
     assert "dlpt: SIGTERM: ending now, after 0.2 s; skipped: " in r.err, r.err
@@ -151,7 +113,7 @@ def test_a_bad_grace_is_a_usage_error(root: Path, args: list[str], extra: dict[s
 def test_rank_0_waits_for_no_rank_after_sigterm(root: Path) -> None:
     ranks = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}
     args = ["-m", "dlpt", "-o", "ranked.json", "--rank-timeout", "60", "stuck.py"]
-    r, took = _signal_after(_popen(args, root, ranks), "stuck", signal.SIGTERM)
+    r, took = signal_after(popen(args, root, ranks), "stuck", signal.SIGTERM)
     assert r.rc == -signal.SIGTERM, (r.rc, r.err)
     assert took < 10, (took, r.err)  # not the 60 s --rank-timeout
     assert "waiting up to" not in r.err

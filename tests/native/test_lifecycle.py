@@ -63,6 +63,36 @@ def test_two_independent_profiles_still_conflict() -> None:
         dlpt.profile().start()
 
 
+@pytest.mark.parametrize("step_on", [None, "train"])
+def test_a_running_profile_nobody_can_reach_does_not_block_the_next(step_on: str | None) -> None:
+    """A notebook cell run twice: it started a profile by hand and raised before its stop(); the
+    name now holds a new profile, and the old one's hooks (optimizer steps, step_on) must not
+    keep it running for the rest of the process."""
+    m = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+    def train() -> None:
+        m(torch.ones(2, 4)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+
+    prof = dlpt.profile(gpu=False, sample_hz=0, step_on=step_on)
+    prof.start()
+    train()
+    with pytest.warns(RuntimeWarning, match="nothing refers to it any more"):
+        prof = dlpt.profile(gpu=False, sample_hz=0, step_on=step_on)  # the old one is lost
+        prof.start()
+    train()
+    session = prof.stop()
+    assert session is not None and any(n["name"] == "aten::linear" for n in session.nodes)
+
+
+@pytest.mark.parametrize("step_on", [123, b"train", ["train"]])
+def test_step_on_that_is_not_a_name_is_a_usage_error(step_on: object) -> None:
+    with pytest.raises(UsageError, match=r"^step_on must be a function's name \(a string"):
+        dlpt.profile(step_on=step_on)  # type: ignore[arg-type]  # what a user may pass anyway
+
+
 # -- source text -------------------------------------------------------------------------------
 
 

@@ -22,9 +22,10 @@ CSRC = Path(__file__).resolve().parents[2] / "csrc"
 LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
     (
         "base",
-        "thread-contract markers, node ids, the clock, counters, options",
-        ("common.h", "clock", "counters.h", "options"),
+        "thread-contract markers, node ids, the clock, counters, options, dlpt's own threads",
+        ("common.h", "clock", "counters.h", "options", "own_threads"),
     ),
+    ("ending", "the end of the process after a signal: a C handler, a grace without the GIL", ("ending/",)),
     ("cct", "the calling-context tree and what hangs on it (epochs, busy time, correlation)", ("cct/",)),
     ("frames", "Python frames (the caller's; other threads' read fault-safely), code objects", ("frames/",)),
     ("session", "one profile's state: the tree, its threads, its code registry", ("session",)),

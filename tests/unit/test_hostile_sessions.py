@@ -47,6 +47,8 @@ REFUSED = {
     "meta_distributed_no_rank.json": "meta.distributed lacks the key 'rank'",
     "kernel_algorithm_list.json": "node 1.x.algorithm must be a string",
     "metric_above_2_64.json": "invalid metric 'gpu_ns'",
+    # What an int64 holds, as the analysis does (--load A B crashed past it in ranks/lines.py).
+    "metric_above_int64.json": "9223372036854775808 (metrics are non-negative integers below 2**63)",
     "metric_nan.json": "invalid metric 'gpu_ns'",
     "line_above_2_64.json": "invalid line",
     "kernel_grid_string.json": "node 1.x.grid must be a list",
@@ -134,6 +136,36 @@ def test_control_characters_and_markup_in_every_string_are_escaped() -> None:
     for where in ("host", "nccl", "allreduce", "dtype", "GPU 0"):
         assert f"{where}\\x1b[2J" in text, where
     text.encode("utf-8")  # no lone surrogate left to break the output stream
+
+
+def test_the_reason_for_no_gpu_activity_is_escaped() -> None:
+    """meta.gpu.reason, shown where a session has no GPU activity at all (the one string of a
+    session that reached the terminal raw)."""
+    reason = "reason\x1b[2J\x1b[31m\x07\r\u202e"
+    nodes = [
+        {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
+        {"id": 1, "parent": 0, "kind": "frame", "name": "main", "file": "/a.py", "line": 3, "m": {}},
+        {
+            "id": 2,
+            "parent": 1,
+            "kind": "op",
+            "name": "aten::mm",
+            "file": "",
+            "line": 0,
+            "m": {"calls": 1, "cpu_ns": 9},
+        },
+    ]
+    meta = {"gpu": {"enabled": False, "reason": reason}}
+    session = Session.from_dict({"format": "dlpt-session", "version": 2, "meta": meta, "nodes": nodes})
+    out = io.StringIO()
+    console = Console(file=out, width=140, color_system=None, force_terminal=False)
+    for view in ("kernels", "summary", "tree"):
+        console.print(render(session, view=view, metric="gpu", threshold=0.0))
+    text = out.getvalue()
+    assert "No GPU activity recorded (reason\\x1b[2J" in text, text
+    assert "memsets) recorded (reason\\x1b[2J" in text, text
+    for raw in ("\x1b", "\x07", "\r", "\u202e"):
+        assert raw not in text
 
 
 def test_suggestions_derived_from_hostile_strings_are_escaped_too() -> None:

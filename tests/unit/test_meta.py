@@ -21,7 +21,7 @@ from dlpt.model.meta import (
 from dlpt.model.schema import SCHEMA, SchemaError, check_meta
 from dlpt.model.session import FORMAT, VERSION, Session
 
-U64 = "must be a non-negative integer below 2**64"
+U64 = "must be a non-negative integer below 2**63"
 ROOT = {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}}
 
 

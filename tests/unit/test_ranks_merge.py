@@ -281,3 +281,14 @@ def test_the_header_gives_each_ranks_step_as_a_range_not_a_median_no_rank_had(h:
     three = [_with_step_times(R.ddp_gpu(r, 3), 20.0 + r, 10.0 + r) for r in range(3)]
     text = " ".join(h.render_text(render_ranks(_ranks(three), threshold=0.0), width=200).split())
     assert "min 10.00ms (rank 0), median 11.00ms, max 12.00ms (rank 2)" in text, text
+
+
+def test_the_largest_counts_a_session_holds_add_up_without_a_crash() -> None:
+    """Every count at the largest a session holds (below 2**63): a line's sum passes what an
+    int64 holds and saturates (--load A B crashed: "Overflow when unpacking long long")."""
+    sessions = [R.gloo_cpu(r) for r in range(2)]
+    for s in sessions:
+        for n in s.nodes:
+            n["m"] = {k: 2**63 - 1 for k in n["m"]}
+    text = render_text_of(rank_report(_ranks(sessions), "cpu"))
+    assert "rank 1" in text

@@ -76,3 +76,26 @@ def test_the_text_report_of_a_loaded_session_past_the_bound_is_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("dlpt: not printing the report: ") and len(captured.err.splitlines()) == 1
+
+
+def test_timeline_events_count_with_the_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dlpt.cli.main import main
+    from tests.timeline_sessions import timeline_meta
+
+    d = S.gpt_eager()
+    d["meta"]["timeline"] = timeline_meta()  # 11 events and 2 frames
+    session = Session.from_dict(d)
+    session.save(tmp_path / "t.json")
+    # The bound between the nodes alone and the nodes with the timeline: only the timeline tips it.
+    monkeypatch.setattr("dlpt.model.render_limit.MAX_RENDER_NODES", len(session.nodes) + 5)
+    for fmt in ("perfetto", "speedscope"):
+        with pytest.raises(TooLargeToRender, match=r"nodes and 13 timeline events: a \w+ export"):
+            write_export(session, fmt, tmp_path / f"e.{fmt}")
+    with pytest.raises(TooLargeToRender):
+        write_html(session, tmp_path / "r.html")
+    assert not [p for p in tmp_path.iterdir() if p.name != "t.json"], "nothing written"
+    assert main(["--load", str(tmp_path / "t.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dlpt: not printing the report: ") and "13 timeline events" in err

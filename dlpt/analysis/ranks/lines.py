@@ -59,6 +59,7 @@ LINE_KEYS = (
 )
 
 LineKey = tuple[str, str, int]  # (file name, function, line)
+_INT64_MAX = torch.iinfo(torch.int64).max
 
 
 @contextlib.contextmanager
@@ -108,7 +109,9 @@ def rank_lines(tree: Node) -> RankLines:
     """The lines of one rank's report tree."""
     rows = flatten_by_line(tree)
     labels = [r.node for r in rows]
-    data = [[r.self.get(k, 0) for k in LINE_KEYS] for r in rows]
+    # A line's values add up its nodes', each below 2**63 (dlpt.model.shape): a sum may pass
+    # what an int64 holds, and saturates there.
+    data = [[min(r.self.get(k, 0), _INT64_MAX) for k in LINE_KEYS] for r in rows]
     values = (
         torch.tensor(data, dtype=torch.int64) if data else torch.zeros((0, len(LINE_KEYS)), dtype=torch.int64)
     )

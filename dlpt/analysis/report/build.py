@@ -16,6 +16,7 @@ from dlpt.analysis.report.model import Fact, Report
 from dlpt.analysis.report.op_mode import op_mode_facts
 from dlpt.analysis.report.outside import one_outside_line, outside_facts, outside_tree
 from dlpt.analysis.report.run import (
+    folded_notes,
     once_facts,
     rank_label,
     run_facts,
@@ -99,6 +100,7 @@ def assemble_report(
         *record_facts(meta, units),
         *attribution_facts(meta),
         *thread_notes(meta),
+        *folded_notes(meta),
         *self_cost(meta, units),
         *sampler_facts(a, units),
         *versions(meta, sep),

@@ -29,6 +29,7 @@ __all__ = [
     "once_facts",
     "step_notes",
     "thread_notes",
+    "folded_notes",
     "versions",
 ]
 
@@ -232,6 +233,22 @@ def thread_notes(meta: Mapping[str, Any]) -> list[Fact]:
             "warn",
         )
     ]
+
+
+def folded_notes(meta: Mapping[str, Any]) -> list[Fact]:
+    """Numbered op and scope names the capture folded into their pattern
+    (``meta.capture.folded_names``: a record_function named f"batch_{i}" each step)."""
+    folded = obj(obj(meta.get("capture")).get("folded_names"))
+    counts = sorted(
+        ((int_of(n), str(name)) for name, n in folded.items() if int_of(n)), key=lambda c: (-c[0], c[1])
+    )
+    if not counts:
+        return []
+    shown = ", ".join(f"{name} ({n:,} names)" for n, name in counts[:3]) + (
+        ", ..." if len(counts) > 3 else ""
+    )
+    text = f"numbered names folded into one row each, past the first 256 of each kind: {shown}"
+    return [Fact("records", text, "note")]
 
 
 def versions(meta: Mapping[str, Any], sep: str) -> list[Fact]:

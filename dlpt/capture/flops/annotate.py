@@ -11,7 +11,7 @@ too, and torch's registry holds both an op and the ops it calls (``aten::convolu
 frame, a ``<backward>`` or ``<cuda graph replay>`` phase (a backward grafted under a forward op
 is different work).
 
-Totals are kept below 2**64, the bound of every count in a session (a saved session holding more
+Totals are kept below 2**63, the bound of every count in a session (a saved session holding more
 would not load): a run long and fast enough to do more FLOPs on one op node saturates there.
 """
 
@@ -24,10 +24,11 @@ from typing import Any
 from dlpt.capture.flops.formulas import flop_dtype, flops_of, formula_ops
 from dlpt.capture.flops.signature import parse
 from dlpt.capture.flops.traffic import bytes_of, bytes_ops
+from dlpt.model.shape import MAX_INT
 
 __all__ = ["recorded_ops", "annotate"]
 
-_MAX = 2**64 - 1  # dlpt.model.shape.MAX_INT - 1: the largest count a session holds
+_MAX = MAX_INT - 1  # the largest count a session holds
 
 
 def recorded_ops() -> list[str]:

@@ -12,7 +12,7 @@ import os
 
 from dlpt.analysis.view import SessionView
 from dlpt.model.processors import Metric
-from dlpt.model.render_limit import check_renderable
+from dlpt.model.render_limit import check_sessions
 from dlpt.model.safe_files import write_text_file
 from dlpt.model.session import Session
 from dlpt.renderers.html.data import build_model
@@ -47,7 +47,7 @@ def render_html(
     for MFU (None: as the view given does). A session larger than a report is made of is refused
     (dlpt.model.render_limit)."""
     session = source.session if isinstance(source, SessionView) else source
-    check_renderable(len(session.nodes), "an HTML report")
+    check_sessions("an HTML report", session)
     model = build_model(source, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
     title = f"dlpt · {model['header']['title']}"
     return document(title, model, REPORT_SCRIPTS, REPORT_STYLES)

@@ -145,7 +145,7 @@ def _render(
     def tree() -> RenderableType:
         title = "Top-down (callees below their callers)"
         if total == 0:
-            return _nothing(m, title, session, outside=report.outside is not None and not report.steps)
+            return _nothing(m, title, session, fmt, outside=report.outside is not None and not report.steps)
         assert shown is not None
         capped = None if depth else MAX_DEPTH  # --depth given: that is the limit, as asked
         return TreeView(
@@ -175,7 +175,7 @@ def _render(
     def bottom_up() -> RenderableType:
         title = "Bottom-up (callers below)"
         if total == 0:
-            return _nothing(m, title, session)
+            return _nothing(m, title, session, fmt)
         inv = invert(sv.whole, m)
         return TreeView(limit_depth(prune(inv, m, threshold), depth), m, fmt, title, gpu)
 
@@ -224,13 +224,13 @@ def _render(
     elif view == "flat":
         parts.extend(flat())
     elif view == "kernels":
-        parts.append(kernels() if gpu else _no_gpu(session))
+        parts.append(kernels() if gpu else _no_gpu(session, fmt))
     elif view == "suggestions":
         if not report.suggestions:
             parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
         parts.append(WorkView(sv.work, fmt))
     elif view == "summary":
-        parts.extend([*gpu_tables(), syncs()] if gpu else [_no_gpu(session), syncs()])
+        parts.extend([*gpu_tables(), syncs()] if gpu else [_no_gpu(session, fmt), syncs()])
         parts.extend([collectives(), api()])
     else:  # all
         parts.extend(
@@ -249,7 +249,7 @@ def _render(
     return Group(*parts)
 
 
-def _nothing(m: Metric, title: str, session: Session, outside: bool = False) -> Text:
+def _nothing(m: Metric, title: str, session: Session, fmt: Fmt, outside: bool = False) -> Text:
     """Instead of a tree of zeros: the metric has no value anywhere in the session (or in its
     counted steps, when work ran outside them: then the outside section follows)."""
     if outside:
@@ -262,7 +262,7 @@ def _nothing(m: Metric, title: str, session: Session, outside: bool = False) -> 
     if m.name in ("gpu", "kernel", "copy", "memset", "kernels", "bytes"):
         gpu = session.typed_meta.gpu
         reason = gpu.reason if gpu is not None else None
-        text.append(f" ({reason})" if reason else "")
+        text.append(f" ({fmt.clean(reason)})" if reason else "")  # a session string
         text.append("; --metric cpu ranks by CPU op time")
     return text
 
@@ -275,10 +275,10 @@ def _note(m: Metric, fmt: Fmt, threshold: float, depth: int | None, show_all: bo
     return note + (f"; depth <= {depth}" if depth else "")
 
 
-def _no_gpu(session: Session) -> Text:
+def _no_gpu(session: Session, fmt: Fmt) -> Text:
     gpu = session.typed_meta.gpu
     reason = gpu.reason if gpu is not None else None
-    return Text("\nNo GPU activity recorded" + (f" ({reason})." if reason else "."), "yellow")
+    return Text("\nNo GPU activity recorded" + (f" ({fmt.clean(reason)})." if reason else "."), "yellow")
 
 
 def print_report(
