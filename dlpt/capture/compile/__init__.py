@@ -27,6 +27,13 @@ Private APIs and conventions used, by module:
   ``torch._inductor.utils.IndentedBuffer`` (its private ``_lines``), ``LineContext`` and
   the ``value``/``line_map`` of ``ValueWithLineMap``.
 
+- :mod:`.step_frames` (``--step-on`` on compiled functions):
+  ``torch._dynamo.eval_frame.skip_code`` (a per-code ``FrameExecStrategy``: the step wrapper's
+  frames run outside Dynamo when Dynamo is handed one, the frames they call are compiled).
+  Relied on: ``torch.compile(module)`` and ``module.compile()`` hand Dynamo the first frame below
+  ``Module.__call__`` (``OptimizedModule._initialize``), and frame strategies do not apply to calls
+  Dynamo inlines while tracing.
+
 Outside this package, only naming conventions: :mod:`dlpt.model.source_files` treats Inductor's cache
 directory (``torchinductor_<user>``), AOTAutograd's ``<file>:codegen(...)`` and FX's
 ``<eval_with_key>`` file names as library code.
