@@ -35,7 +35,9 @@ def _profile(compiled, x, w):
 
 def test_seeds_loading_code_and_kernels_all_land_somewhere_said():
     torch._dynamo.reset()
-    no_cache = {"fx_graph_cache": False}
+    # No on-disk cache (a graph cached by another checkout names its files); one compile thread
+    # (Inductor's thread pool would outlive the test, a thread running at later profiles' stop).
+    no_cache = {"fx_graph_cache": False, "compile_threads": 1}
     with torch._inductor.config.patch(no_cache), torch._functorch.config.patch(enable_autograd_cache=False):
         x, w = torch.randn(16, 16), torch.randn(16, 16, requires_grad=True)
         session = _profile(torch.compile(dropout_model), x, w)  # compiled inside the profile
@@ -70,7 +72,10 @@ def test_provenance_is_recorded_fresh_and_from_the_fx_graph_cache(tmp_path, monk
     wrappers = []
     for _ in range(2):  # the second compile is an FX-cache hit: no codegen, no provenance made
         torch._dynamo.reset()
-        with torch._functorch.config.patch(enable_autograd_cache=False):
+        with (
+            torch._functorch.config.patch(enable_autograd_cache=False),
+            torch._inductor.config.patch(compile_threads=1),
+        ):
             session = _profile(torch.compile(dropout_model), x, w)
         gen = {n["file"] for n in session.nodes if (n.get("x") or {}).get("generated")}
         wrappers.append(gen)
