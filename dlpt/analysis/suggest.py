@@ -3,6 +3,10 @@ at stop), else derived now by running every rule (sessions saved before dlpt had
 
 Ranking: per-step gains first, largest first; then one-off gains (compile time), largest first.
 A rule that fails is logged and skipped: a report never breaks over a suggestion.
+
+A run with no counted step has no step to claim a gain per: its per-step findings are left out
+(derived or saved), and only one-off ones remain. Without steps a rule's "per step" figures are
+the whole run's, so "-6.02s/step" would be a claim about a step that never was.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules import RULES
 from dlpt.model.processors import METRICS
 
-__all__ = ["derive", "bounded", "rank", "findings", "to_meta"]
+__all__ = ["derive", "bounded", "rank", "findings", "to_meta", "with_steps"]
 
 _log = logging.getLogger(__name__)
 
@@ -45,24 +49,29 @@ def bounded(f: Finding, a: Analysis) -> Finding:
     )
 
 
+def with_steps(found: list[Finding], a: Analysis) -> list[Finding]:
+    """``found`` without its per-step findings when ``a`` counted no step (module docstring)."""
+    return found if a.steps > 0 else [f for f in found if not f.per_step]
+
+
 def derive(a: Analysis) -> list[Finding]:
-    """Run every rule on ``a``; each gain bounded (:func:`bounded`); ranked."""
+    """Run every rule on ``a``; each gain bounded (:func:`bounded`); ranked; per-step ones only
+    when the run counted steps."""
     out: list[Finding] = []
     for rule in RULES:
         try:
             out.extend(bounded(f, a) for f in rule(a))
         except Exception:  # noqa: BLE001 - a broken rule must not break the report; logged
             _log.debug("suggestion rule %s failed", getattr(rule, "__name__", rule), exc_info=True)
-    return rank(out)
+    return rank(with_steps(out, a))
 
 
 def findings(a: Analysis) -> list[Finding]:
     """The session's saved suggestions if it has any list of them, else :func:`derive`'s."""
     saved = a.meta.get("suggestions")
     if isinstance(saved, list):
-        return rank(
-            [f for f in (Finding.from_dict(d) for d in saved if isinstance(d, dict)) if f is not None]
-        )
+        found = [f for f in (Finding.from_dict(d) for d in saved if isinstance(d, dict)) if f is not None]
+        return rank(with_steps(found, a))
     return derive(a)
 
 

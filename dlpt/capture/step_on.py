@@ -23,10 +23,17 @@ NAME is resolved as follows, and the originals are put back when the profile sto
   pandas or PIL that the program happens to import cannot become its steps.
 - Functions of the program's main script (``python -m dlpt --step-on step train.py``), nested
   ones included, are wrapped where they are defined: the CLI compiles the script with a decorator
-  on each matching ``def`` (:func:`instrument_main`).
+  on each matching ``def`` (:func:`instrument_main`), and wraps the value of each assignment to a
+  matching name (``g = torch.compile(f)`` for ``--step-on g``; a module, compiled or not, has its
+  calls counted through its ``forward``).
+- A class name (``--step-on GPT``) names the class's ``forward``: a call of the module.
 
-Calls made while Dynamo traces (the function runs inside a ``torch.compile``d region) are not
-counted: name an uncompiled caller instead. A generator or async function's "call" only creates
+Compiled functions count by the name the user wrote: ``--step-on f`` counts the calls of
+``g = torch.compile(f)``, ``--step-on forward`` (or ``GPT.forward``, ``GPT``) the calls of
+``torch.compile(model)`` and of ``model.compile()``'d models: the wrapper is the first frame
+Dynamo is handed, and runs outside it (:mod:`dlpt.capture.compile.step_frames`). A named function
+called *inside* compiled code is traced into the graph and not counted: name the compiled
+function or an uncompiled caller instead. A generator or async function's "call" only creates
 the generator or coroutine.
 """
 
@@ -40,14 +47,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from types import FunctionType, ModuleType
+from types import CodeType, FunctionType, MethodType, ModuleType
 from typing import Any
 
+from dlpt.capture.compile.step_frames import run_outside_dynamo
 from dlpt.capture.import_hooks import on_every_import, when_imported
 from dlpt.errors import UsageError
 from dlpt.model.source_files import file_kind
 
-__all__ = ["StepOn", "parse_spec", "instrument_main", "main_def"]
+__all__ = ["StepOn", "parse_spec", "instrument_main", "main_def", "main_value"]
 
 _MISSING = object()
 _active: StepOn | None = None  # the StepOn whose main-script defs are being wrapped
@@ -95,6 +103,7 @@ class StepOn:
     def start(self) -> None:
         global _active
         _active = self
+        self._cancel.append(run_outside_dynamo(_step_call_code()))
         if self.module is not None:
             self._cancel.append(when_imported(self.module, self._resolve_in))
             return
@@ -154,6 +163,9 @@ class StepOn:
             for cls in [v for v in namespace.values() if isinstance(v, type)]:
                 if cls.__module__ == name and first in vars(cls):
                     self._wrap_attr(cls, first, f"{name}:{cls.__qualname__}.{first}")
+            named = namespace.get(first)
+            if isinstance(named, type) and named.__module__ == name and "forward" in vars(named):
+                self._wrap_attr(named, "forward", f"{name}:{named.__qualname__}.forward")
             return
         owner = namespace.get(first)
         if not isinstance(owner, type) or owner.__module__ != name:
@@ -191,7 +203,7 @@ class StepOn:
         if isinstance(value, (staticmethod, classmethod)):
             inner = self.wrap(value.__func__, where)
             return None if inner is None else type(value)(inner)
-        if not isinstance(value, FunctionType) or getattr(value, "__dlpt_step_on__", False):
+        if not isinstance(value, (FunctionType, MethodType)) or getattr(value, "__dlpt_step_on__", False):
             return None
         fn = value
         if where.startswith("__main__:") or file_kind(fn.__code__.co_filename) == "user":
@@ -235,6 +247,16 @@ class StepOn:
             self.matched.append(f"__main__:{qualname}")
         return wrapper
 
+    def wrap_main_value(self, value: Any, qualname: str) -> Any:
+        """What :func:`instrument_main` assigns to a matching name: a function (``torch.compile``
+        returns one) wrapped; a module (an ``OptimizedModule`` too) with its own ``forward``
+        wrapped, put back at stop; anything else as it is."""
+        if isinstance(value, (FunctionType, MethodType)):
+            return self.wrap_main_def(value, qualname)
+        if callable(value) and isinstance(getattr(value, "forward", None), (FunctionType, MethodType)):
+            self._wrap_attr(value, "forward", f"__main__:{qualname}")
+        return value
+
 
 @functools.cache
 def _torch_dependencies() -> frozenset[str]:
@@ -254,6 +276,13 @@ def _is_compiling() -> Callable[[], bool]:
     return check if callable(check) else (lambda: False)
 
 
+def _step_call_code() -> CodeType:
+    """The code of :meth:`StepOn.wrap`'s wrapper, shared by every wrapper it makes."""
+    return next(
+        c for c in StepOn.wrap.__code__.co_consts if isinstance(c, CodeType) and c.co_name == "step_call"
+    )
+
+
 def main_def(qualname: str) -> Callable[[Any], Any]:
     """The decorator on a main-script def: counts its calls while a step_on profile runs."""
 
@@ -262,6 +291,17 @@ def main_def(qualname: str) -> Callable[[Any], Any]:
         return fn if active is None else active.wrap_main_def(fn, qualname)
 
     return decorate
+
+
+def main_value(qualname: str) -> Callable[[Any], Any]:
+    """Around the value of a main-script assignment to a matching name: counts its calls while a
+    step_on profile runs (:meth:`StepOn.wrap_main_value`)."""
+
+    def wrap(value: Any) -> Any:
+        active = _active
+        return value if active is None else active.wrap_main_value(value, qualname)
+
+    return wrap
 
 
 def _matches(qualname: str, module: str | None, parts: list[str]) -> bool:
@@ -273,18 +313,27 @@ def _matches(qualname: str, module: str | None, parts: list[str]) -> bool:
 
 def instrument_main(tree: ast.Module, spec: str) -> ast.Module:
     """Put :func:`main_def` on every def of the main script's ``tree`` that ``spec`` names (by
-    qualname, nested functions included); the rest of the tree is untouched."""
+    qualname, nested functions included; a named class's ``forward``), and :func:`main_value`
+    around the value of every assignment to a name it names; the rest of the tree is untouched."""
     module, parts = parse_spec(spec)
 
     def visit(nodes: list[Any], prefix: str) -> None:
         for node in nodes:
             if isinstance(node, ast.ClassDef):
+                forward = (
+                    f"{prefix}{node.name}.forward" if _matches(prefix + node.name, module, parts) else ""
+                )
+                for d in node.body:
+                    if isinstance(d, ast.FunctionDef) and d.name == "forward" and forward:
+                        d.decorator_list.insert(0, _call("main_def", forward, d))
                 visit(node.body, f"{prefix}{node.name}.")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 qualname = prefix + node.name
                 if _matches(qualname, module, parts):
-                    node.decorator_list.insert(0, _decorator(qualname, node))
+                    node.decorator_list.insert(0, _call("main_def", qualname, node))
                 visit(node.body, f"{qualname}.<locals>.")
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                _wrap_assigned(node, prefix, module, parts)
             else:  # if/for/while/with/try/match: the defs in their blocks
                 for _, value in ast.iter_fields(node):
                     if isinstance(value, list):
@@ -301,17 +350,30 @@ def instrument_main(tree: ast.Module, spec: str) -> ast.Module:
     return tree
 
 
-def _decorator(qualname: str, at: ast.AST) -> ast.expr:
-    """``__import__("dlpt.capture.step_on", fromlist=["main_def"]).main_def(qualname)``: no name is
-    added to the script's globals."""
+def _wrap_assigned(
+    node: ast.Assign | ast.AnnAssign, prefix: str, module: str | None, parts: list[str]
+) -> None:
+    """``name = value`` with ``name`` matching: ``name = main_value(qualname)(value)``."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    names = [t.id for t in targets if isinstance(t, ast.Name) and _matches(prefix + t.id, module, parts)]
+    if names and node.value is not None:
+        node.value = ast.Call(
+            func=_call("main_value", prefix + names[0], node), args=[node.value], keywords=[]
+        )
+        ast.copy_location(node.value, node.value.func)
+
+
+def _call(function: str, qualname: str, at: ast.AST) -> ast.expr:
+    """``__import__("dlpt.capture.step_on", fromlist=[function]).function(qualname)``: no name
+    is added to the script's globals."""
     imported = ast.Call(
         func=ast.Name("__import__", ast.Load()),
         args=[ast.Constant("dlpt.capture.step_on")],
-        keywords=[ast.keyword("fromlist", ast.List([ast.Constant("main_def")], ast.Load()))],
+        keywords=[ast.keyword("fromlist", ast.List([ast.Constant(function)], ast.Load()))],
     )
     call = ast.Call(
-        func=ast.Attribute(imported, "main_def", ast.Load()), args=[ast.Constant(qualname)], keywords=[]
+        func=ast.Attribute(imported, function, ast.Load()), args=[ast.Constant(qualname)], keywords=[]
     )
-    for node in ast.walk(call):  # every new node sits on the def's line
+    for node in ast.walk(call):  # every new node sits on the statement's line
         ast.copy_location(node, at)
     return call

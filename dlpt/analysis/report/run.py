@@ -199,6 +199,13 @@ def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
             f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
             f"skipped (--skip-first), but {what}"
         )
+    elif isinstance(step_on, str) and matched and not seen:
+        # Matched, never counted: most often a function that only runs inside compiled code,
+        # where Dynamo traces it into the graph. Said, so the per-run figures are read as such.
+        lines.append(
+            f"no call of {step_on} returned, so no step was counted (a function called inside "
+            "torch.compile'd code is traced, not called: name the compiled function)"
+        )
     warmup = obj(steps.get("warmup"))
     all_warm = warmup.get("auto") is True and int_of(warmup.get("steps")) >= seen
     if seen and all_warm and not profiled_steps(meta):

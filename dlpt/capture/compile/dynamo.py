@@ -4,7 +4,9 @@ Dynamo keeps per-compilation metrics (compile times, graph-break restart reasons
 guard of a recompilation) in a queue that holds only the most recent entries, so they are read at
 the end of every compilation, through Dynamo's compile-end callback, rather than once at stop.
 The compile-start callback is where Inductor is known to be in use: that is when the partition
-line-map patch (:mod:`dlpt.capture.compile.inductor_partitions`) goes in. Between the start and
+line-map patch (:mod:`dlpt.capture.compile.inductor_partitions`) goes in, and Inductor's kernel
+provenance is recorded from then on (:mod:`dlpt.capture.compile.provenance`; its tracking level is
+the program's again at stop). Between the start and
 the end callbacks :attr:`CompileEvents.compiling` is true (a status line shows the phase).
 
 Importing ``torch._dynamo`` takes about two seconds, so dlpt never does it: the callbacks are
@@ -18,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from dlpt.capture.compile import failures, inductor_partitions
+from dlpt.capture.compile import failures, inductor_partitions, provenance
 from dlpt.capture.compile.events import events_from_metrics
 from dlpt.capture.import_hooks import when_imported
 
@@ -89,8 +91,11 @@ class CompileEvents:
 
     def _on_compile_start(self, *_args: Any) -> None:
         self._compiling += 1
-        # Inductor is being used: make sure its graph partitions keep their line maps.
+        # Inductor is being used: make sure its graph partitions keep their line maps, and that
+        # its kernels' provenance is recorded.
         inductor_partitions.install()
+        if provenance.install():
+            provenance.enable()
 
     def _on_compile_end(self, *args: Any) -> None:
         self._compiling = max(0, self._compiling - 1)
@@ -101,6 +106,7 @@ class CompileEvents:
         with self._lock:
             self._active = False
         self._compiling = 0
+        provenance.restore()
         if self._cancel_wait is not None:
             self._cancel_wait()
             self._cancel_wait = None

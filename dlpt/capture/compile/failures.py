@@ -28,6 +28,8 @@ Reason = Literal[
     "wrapper_source",  # a generated wrapper could not be read: kernels lack graph/fused-op labels
     "partition_patch",  # the partition line-map patch does not fit this torch: not installed
     "partition_line_map",  # one partition's line map could not be kept (Inductor's splice used)
+    "step_skip",  # the --step-on wrapper could not be kept out of Dynamo: compiled calls not counted
+    "provenance",  # Inductor's kernel provenance could not be recorded or read: the line map serves
 ]
 
 _log = logging.getLogger(__name__)

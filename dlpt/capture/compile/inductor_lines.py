@@ -13,9 +13,14 @@ and the backward graph, or in two compiled functions, stays apart) and the ATen 
 kernel was made from (Inductor's ``# Topologically Sorted Source Nodes: [...], Original ATen:
 [...]`` comments, at the kernel's definition and at its call).
 
-Needs no Inductor config change. Sessions loaded later are already mapped. Generated frames that
-get no model line are counted (:class:`LineMapResult`) and the report says so; failures to read
-the line map are counted too (:mod:`dlpt.capture.compile.failures`).
+Each line's model frames come from Inductor's kernel provenance where the graph was compiled with
+it, else from the line map, else from the line reading what it writes
+(:mod:`dlpt.capture.compile.wrapper_lines`). The wrapper's module-level lines (imports, kernel
+definitions, ``async_compile.wait``) run once, when Inductor loads the module: their work is put
+under an ``Inductor: loading compiled code`` scope, not counted as unmapped. Sessions loaded later
+are already mapped. Generated frames that get no model line are counted (:class:`LineMapResult`)
+and the report says so; failures to read the line map are counted too
+(:mod:`dlpt.capture.compile.failures`).
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlpt.capture.compile import failures
+from dlpt.capture.compile.wrapper_lines import model_frames, wrapper_text
 
-__all__ = ["LineMapResult", "map_generated_frames", "wrapper_info"]
+__all__ = ["LineMapResult", "map_generated_frames", "wrapper_info", "LOADING"]
+
+LOADING = "Inductor: loading compiled code"  # the scope under a wrapper's module-level lines
 
 _log = logging.getLogger(__name__)
 
@@ -123,18 +131,25 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
     if cache is None:
         return LineMapResult(nodes)
     # Generated frames, with the model frames of their line (outermost first; empty when the
-    # line has no entry, e.g. the wrapper's own bookkeeping).
+    # line has none, e.g. the wrapper's own bookkeeping), and those of module-level lines.
     chains: dict[int, list[dict[str, Any]]] = {}
+    loading: set[int] = set()
+    sources: dict[str, int] = defaultdict(int)
     for n in nodes:
         if n["kind"] == "frame" and n["file"] in cache.linemaps:
             try:
-                frames = cache.stack_frames_for_code(n["file"], n["line"])
+                where = model_frames(cache, n["file"], n["line"])
             except Exception as e:  # noqa: BLE001 - never fail a profile over a line map; counted
                 failures.record("line_map", e)
-                frames = None
-            chains[n["id"]] = list(reversed(frames or []))
+                chains[n["id"]] = []
+                continue
+            chains[n["id"]] = list(reversed(where.frames))
+            sources["loading" if where.loading else where.source or "none"] += 1
+            if where.loading:
+                loading.add(n["id"])
     if not chains:
         return LineMapResult(nodes)
+    _log.debug("Inductor generated lines by where their model line came from: %s", dict(sources))
     children: dict[int, list[int]] = defaultdict(list)
     for n in nodes:
         if n["parent"] >= 0:
@@ -152,12 +167,13 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
                 calls_generated.add(n["parent"])
     for nid in calls_generated & chains.keys():
         chains[nid] = []
-    unmapped = [nid for nid, chain in chains.items() if not chain and nid not in calls_generated]
+    loading -= calls_generated
+    unmapped = [nid for nid, chain in chains.items() if not chain and nid not in calls_generated | loading]
     if unmapped:
         _log.debug(
             "Inductor line map: %d generated lines have no model line, e.g. %s",
             len(unmapped),
-            ", ".join(f"{nodes[i]['file']}:{nodes[i]['line']}" for i in unmapped[:5]),
+            "; ".join(_described(nodes[i], launches[i]) for i in unmapped[:8]),
         )
     out: list[dict[str, Any]] = []
     # (old id, new parent, generated module the node runs under or "")
@@ -172,6 +188,9 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
         if old in chains:
             module = node["file"]
             node["x"] = dict(node.get("x") or {}, generated="inductor")
+            if old in loading:
+                out.append(_loading_scope(len(out), attach))
+                attach = out[-1]["id"]
             for f in chains[old]:
                 out.append(
                     {
@@ -189,3 +208,15 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
         for c in reversed(children[old]):
             stack.append((c, attach, module))
     return LineMapResult(out, len(unmapped), sum(launches[i] for i in unmapped))
+
+
+def _loading_scope(nid: int, parent: int) -> dict[str, Any]:
+    """The scope under a module-level wrapper line: Inductor compiling and loading kernels."""
+    return {"id": nid, "parent": parent, "kind": "scope", "name": LOADING, "file": "", "line": 0, "m": {}}
+
+
+def _described(node: dict[str, Any], launches: int) -> str:
+    """``file:line (N launches): text`` of an unmapped generated line, for the debug log."""
+    lines = wrapper_text(node["file"]).lines
+    text = lines[node["line"] - 1].strip()[:100] if 0 < node["line"] <= len(lines) else ""
+    return f"{node['file']}:{node['line']} ({launches} launches): {text}"
