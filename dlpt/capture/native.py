@@ -42,10 +42,12 @@ def core() -> ModuleType:
     return _module
 
 
-def start(gpu: bool, *, nested_ops: bool, flops_ops: list[str], split_backward: bool) -> dict[str, Any]:
-    """The native core's start (recording at once, Python frames walked). A bad value of one of
-    its environment switches (DLPT_FLOOR, DLPT_SUSPEND: csrc/options.h) is a UsageError, said
-    in one line."""
+def start(
+    gpu: bool, *, nested_ops: bool, flops_ops: list[str], split_backward: bool, op_mode: str
+) -> dict[str, Any]:
+    """The native core's start (recording at once, Python frames walked; ``op_mode``: how op
+    starts find their line, dlpt.capture.op_mode). A bad value of one of its environment
+    switches (DLPT_FLOOR, DLPT_SUSPEND: csrc/options.h) is a UsageError, said in one line."""
     try:
         info: dict[str, Any] = core().start(
             gpu,
@@ -54,6 +56,7 @@ def start(gpu: bool, *, nested_ops: bool, flops_ops: list[str], split_backward: 
             nested_ops=nested_ops,
             flops_ops=flops_ops,
             split_backward=split_backward,
+            op_mode=op_mode,
         )
     except ValueError as e:  # std::invalid_argument: only a switch's value (csrc/options.cpp)
         raise UsageError(str(e)) from None

@@ -46,6 +46,22 @@ if r == 2:
 dist.destroy_process_group()
 """
 
+# Ten steps of two gloo ranks; rank 1 sleeps 30 ms before its all-reduce (issue 46: every rank
+# counted no step, and the report across ranks still said "no straggler").
+SHORT = """
+import sys, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+w = torch.nn.Parameter(torch.ones(64, 64))
+opt = torch.optim.SGD([w], lr=0.0)
+for _ in range(10):
+    (w @ w).tanh().sum().backward()
+    if dist.get_rank() == 1: time.sleep(0.03)  # @sleep
+    dist.all_reduce(w.grad)
+    opt.step()
+    opt.zero_grad()
+dist.destroy_process_group()
+"""
+
 # The API under mp.spawn: no launcher environment, the process group says the rank at stop.
 SPAWN = """
 import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
@@ -81,8 +97,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
     straggle = torchrun(2, "--skip-first", "2", "-o", str(fsdp / "run.json"))
     straggle += [EXAMPLE, "--mode", "fsdp2", "--steps", "5", "--straggle", "1", "--straggle-ms", "200"]
     out = {"fsdp": (run(Job(straggle, fsdp, dlpt=False)), fsdp)}
-    dies, spawn, tp = (tmp_path_factory.mktemp(n) for n in ("dies", "spawn", "tp"))
+    dies, spawn, tp, short = (tmp_path_factory.mktemp(n) for n in ("dies", "spawn", "tp", "short"))
     write(dies / "job.py", DIES)
+    write(short / "short.py", SHORT)
     write(spawn / "spawned.py", SPAWN)
     jobs = {
         "dies": Job(
@@ -91,6 +108,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
             dlpt=False,
         ),
         "spawn": Job(["spawned.py", str(spawn / "api.json"), str(spawn / "store")], spawn, dlpt=False),
+        "short": Job(torchrun(2, "-o", "short.json", "short.py"), short, dlpt=False),
+        "none counted": Job(torchrun(2, "--skip-first", "20", "-o", "none.json", "short.py"), short, dlpt=False),
         "load": Job(["--load", str(fsdp / "run.rank*.json"), "--threshold", "5"], fsdp),
         "tp": Job(
             torchrun(
@@ -145,6 +164,28 @@ def test_the_straggler_is_named(runs: dict) -> None:
     r, _ = runs["fsdp"]
     assert "straggler: rank 1" in r.out and "Straggler: rank 1" in r.out
     assert "straggler: rank 0" not in r.out
+
+
+def test_a_ten_step_job_names_its_straggler_from_the_steps_it_counted(runs: dict) -> None:
+    r, where = runs["short"]
+    assert r.rc == 0, r.err
+    flat = " ".join(r.out.replace("\u2502", " ").split())
+    counted = [_meta(where / f"short.rank{i}.json")["steps"]["profiled"] for i in (0, 1)]
+    assert min(counted) >= 5, counted  # counted under the warm-up's provisional steps
+    assert "straggler: rank 1" in flat and "counted step" in flat, r.out
+    assert f"short.py:{_line_of(SHORT, '@sleep')}" in flat, r.out  # its own line: the sleep
+
+
+def test_ranks_that_counted_no_step_get_no_verdict(runs: dict) -> None:
+    r, _ = runs["none counted"]
+    assert r.rc == 0, r.err
+    flat = " ".join(r.out.replace("\u2502", " ").split())
+    assert "stragglers not judged: ranks 0-1 counted no step" in flat, r.out
+    assert "no straggler" not in flat and "straggler: rank" not in flat
+
+
+def _line_of(source: str, tag: str) -> int:
+    return next(i for i, text in enumerate(source.splitlines(), start=1) if tag in text)
 
 
 def test_python_collectives_carry_their_bytes(runs: dict) -> None:
