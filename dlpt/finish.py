@@ -216,7 +216,7 @@ class Ending:
     before the program could chdir); ``files``: the HTML report and exports; ``report``: where
     the text report goes (None: no report) and ``render`` its options (``print_report``'s
     keywords: view, metric, threshold, ...); ``force``/``protected``: as for every file dlpt
-    writes (:mod:`dlpt.model.safe_files`). ``say`` tells what went wrong, ``inform`` what was done
+    writes (:mod:`dlpt.files.safe_files`). ``say`` tells what went wrong, ``inform`` what was done
     (quiet: nothing). ``tidy`` and ``prefer``: as :func:`stop`'s.
 
     A front door with more to do (the command line's signals and ranks) overrides the hooks

@@ -10,7 +10,7 @@ import random
 from typing import Any
 
 from dlpt.analysis.diff import diff_sessions
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 
 GPU = METRICS["gpu"]

@@ -4,7 +4,7 @@
     python tools/gen_cli_reference.py --check    # exit 1 if the committed file differs
 
 Every option comes from the parsers (``dlpt``, ``dlpt diff``, the ``%dlpt``/``%%dlpt`` magics),
-every metric from ``dlpt.model.processors.METRICS``, every view and export format from the
+every metric from ``dlpt.model.metrics.METRICS``, every view and export format from the
 tuples the CLI checks against. Views and export formats have no description in the code: they
 are written here, and a view or format without one stops the generator (so a new one cannot go
 undocumented). tests/unit/test_cli_reference.py runs the check.
@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))  # the checkout's dlpt, wherever this is run from
 
 from dlpt.cli.diff import build_parser as diff_parser  # noqa: E402
 from dlpt.cli.options import build_parser as cli_parser  # noqa: E402
-from dlpt.model.processors import METRICS  # noqa: E402
+from dlpt.model.metrics import METRICS  # noqa: E402
 from dlpt.notebook.options import build_parser as magic_parser  # noqa: E402
 from dlpt.renderers.exports import FORMATS  # noqa: E402
 from dlpt.renderers.terminal.report import VIEWS  # noqa: E402

@@ -16,7 +16,7 @@ from typing import Any
 
 from dlpt.model.comm_names import WAIT_OPS, WORK_WAIT, bus_bandwidth, family, is_collective_op, is_comm_kernel
 from dlpt.model.meta import int_of
-from dlpt.model.processors import METRICS, Metric
+from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.units import Units
 
 __all__ = ["COMM", "WAIT", "tree_columns", "comm_facts", "CollectiveRow", "collective_rows"]

@@ -2,7 +2,7 @@
 
 The unit of comparison is a source line's own cost: what the line caused itself (its ops,
 kernels, copies, syncs, CUDA API time), with work under deeper user lines counted at those
-lines. That is the ``self`` of :func:`dlpt.model.processors.flatten_by_line` on the report tree
+lines. That is the ``self`` of :func:`dlpt.trees.processors.flatten_by_line` on the report tree
 (library frames folded), so the lines' costs plus the work on no line add up to the total,
 and a change shows up at the line that caused it rather than at every caller above it.
 
@@ -33,15 +33,16 @@ from typing import Any
 
 from dlpt.analysis.diff_test import FASTER, SLOWER, LineSample, RunShift, judge_lines
 from dlpt.model.calibration import Calibration, calibration
-from dlpt.model.folding import report_tree
 from dlpt.model.meta import StepTime, program_argv, step_time
-from dlpt.model.node_contexts import CTX, context_of
-from dlpt.model.processors import METRICS, Metric, flatten_by_line
+from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.resume_names import parse_resume_name
 from dlpt.model.session import Session
 from dlpt.model.source_text import session_sources
-from dlpt.model.spread import SpreadTable, has_moments
 from dlpt.model.tree import Node, add_metrics, walk
+from dlpt.trees.folding import report_tree
+from dlpt.trees.node_contexts import CTX, context_of
+from dlpt.trees.processors import flatten_by_line
+from dlpt.trees.spread import SpreadTable, has_moments
 
 __all__ = [
     "Leaf",
@@ -108,7 +109,7 @@ class LineCost:
     inclusive: dict[str, int]
     leaves: dict[tuple[str, str], Leaf] = field(default_factory=dict)
     # Per metric: the line's own per-step variance times the steps squared (its nodes' summed,
-    # dlpt.model.spread); None when the session saved no second moments.
+    # dlpt.trees.spread); None when the session saved no second moments.
     spread: dict[str, int] | None = None
 
     @property

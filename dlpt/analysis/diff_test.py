@@ -6,7 +6,7 @@ Each line's change is read on a log scale: ``l = log(B / A)`` of its own cost pe
 shift*) plus its own change plus noise, and the noise has two parts:
 
 - per-step noise, which the run itself measures: the line's per-step spread over its steps
-  (:mod:`dlpt.model.spread`), ``s`` on the log scale;
+  (:mod:`dlpt.trees.spread`), ``s`` on the log scale;
 - run-to-run noise, which one pair of runs cannot see from inside either run (a shared host is
   busier in one run's stretch of time than in the other's and the load lands unevenly on the
   lines): estimated from how far the lines' ``l`` scatter around their median beyond their
@@ -266,6 +266,4 @@ def judge_lines(lines: Sequence[LineSample], total: float) -> tuple[RunShift, li
         for i, x in enumerate(lines)
     ]
     passed = holm([t.p for t in tests])
-    return shift, [
-        _verdict(t, ok, shift, x, floor) for t, ok, x in zip(tests, passed, lines, strict=True)
-    ]
+    return shift, [_verdict(t, ok, shift, x, floor) for t, ok, x in zip(tests, passed, lines, strict=True)]

@@ -4,7 +4,7 @@ GPU's datasheet peaks. Built once per report and shared by the MFU line, the wor
 every suggestion rule.
 
 The tree is the one every other output shows: the report passes its own whole folded tree
-(:func:`dlpt.model.folding.report_tree`'s, from the same :class:`~dlpt.model.folding.FoldedTable`), so a
+(:func:`dlpt.trees.folding.report_tree`'s, from the same :class:`~dlpt.trees.folding.FoldedTable`), so a
 line's work and time here are the line's in the tree, flat and HTML views. Without one, it is
 folded here the same way. It is built only when something walks it: the header's GPU idle line
 needs only the session's totals, and saved suggestions need no tree at all (a report of a
@@ -18,12 +18,12 @@ from typing import Any
 
 from dlpt.analysis.peaks import DevicePeaks, lookup
 from dlpt.model.calibration import calibrated_untraced
-from dlpt.model.folding import FoldedTable, session_totals
 from dlpt.model.meta import StepTime, int_of, step_time, wall_ns
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.model.source_files import file_kind
 from dlpt.model.tree import Node
+from dlpt.trees.folding import FoldedTable, session_totals
 
 __all__ = ["Analysis", "analyze", "user_line", "in_backward"]
 
@@ -201,7 +201,7 @@ def analyze(
     """The analysis of ``session``. ``root`` is the caller's whole report tree (library frames
     folded as the report folds them), or a function that builds it when first needed (then
     ``totals``, the session's summed metrics, spares building it for them); None: folded here
-    by :class:`~dlpt.model.folding.FoldedTable` with the report's default folding."""
+    by :class:`~dlpt.trees.folding.FoldedTable` with the report's default folding."""
     tree: Callable[[], Node]
     if root is None:
         # Folded only if a rule walks the tree (most sessions answer from their totals).

@@ -1,6 +1,6 @@
 """95% intervals of each source line's cost per step, from the per-step second moments a session
 saves (format 3; docs/numbers.md): for a per-step mean over N steps with per-step standard
-deviation sd (a line's: the square root of its nodes' summed variances, :mod:`dlpt.model.spread`), the
+deviation sd (a line's: the square root of its nodes' summed variances, :mod:`dlpt.trees.spread`), the
 interval is mean +- t(0.975, N-1) * sd / sqrt(N). Values here are half-widths scaled like every
 summed metric (times N), so dividing by the steps gives the per-step half-width."""
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 
-from dlpt.model.folding import FoldedTable
-from dlpt.model.processors import flatten_by_line
 from dlpt.model.session import Session
-from dlpt.model.spread import SpreadTable, has_moments
 from dlpt.model.stats import LEVEL, t_quantile
+from dlpt.trees.folding import FoldedTable
+from dlpt.trees.processors import flatten_by_line
+from dlpt.trees.spread import SpreadTable, has_moments
 
 __all__ = ["LineHalfWidths", "line_half_widths"]
 

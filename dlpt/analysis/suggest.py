@@ -18,7 +18,7 @@ from typing import Any
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules import RULES
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 
 __all__ = ["derive", "bounded", "rank", "findings", "to_meta", "with_steps"]
 

@@ -4,7 +4,7 @@ A run's outputs (the terminal report, the HTML report, the exports, the suggesti
 the session) show the same session folded the same way (library frames folded into their
 callers unless ``show_all``) and analysed the same way (one peak for MFU, one set of
 suggestions). :func:`build_view` makes that once, as a :class:`SessionView`: the session's
-:class:`~dlpt.model.folding.FoldedTable` (the one folding of the run: the work outside steps and
+:class:`~dlpt.trees.folding.FoldedTable` (the one folding of the run: the work outside steps and
 the per-step spreads reuse it), its whole tree, the :class:`~dlpt.analysis.inputs.Analysis` every
 fact and rule reads, the findings, the summary tables' rows (kernels, copies, CUDA API calls,
 syncs, collectives), the work tables' rows, the timeline's layout, the flat profiles and the
@@ -32,11 +32,12 @@ from dlpt.analysis.suggest import findings
 from dlpt.analysis.summary_tables import ApiRow, CopyRow, KernelRow, api_rows, copy_rows, kernel_rows
 from dlpt.analysis.timeline import TimelineView, timeline_view
 from dlpt.analysis.work_tables import WorkTables, work_tables
-from dlpt.model.folding import FoldedTable, SyncSite, compile_markers, has_outside, session_totals, whole_tree
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.processors import METRICS, FlatRow, Metric, flatten_by_kind, flatten_by_line
+from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
+from dlpt.trees.folding import FoldedTable, SyncSite, compile_markers, has_outside, session_totals, whole_tree
+from dlpt.trees.processors import FlatRow, flatten_by_kind, flatten_by_line
 
 __all__ = ["ViewOptions", "SessionView", "build_view", "view_of", "FLAT_TABLES"]
 

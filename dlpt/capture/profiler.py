@@ -55,7 +55,7 @@ from dlpt.capture.schedule import CALL, StepSchedule
 from dlpt.capture.status import ProfileStatus
 from dlpt.capture.step_on import parse_spec
 from dlpt.errors import DlptError, ProfilerBusyError, UsageError
-from dlpt.model.rank_paths import rank_path, session_rank
+from dlpt.files.rank_paths import rank_path, session_rank
 from dlpt.model.safe_text import escape_control
 from dlpt.model.session import Session
 
@@ -562,10 +562,10 @@ class Profile:
 
         One of several ranks (torchrun, SLURM, an initialised process group) writes its own
         file: ``{rank}`` in ``path`` is replaced by the rank, otherwise ``.rank<N>`` goes before
-        the extension (dlpt.model.rank_paths), so ranks never replace each other's sessions.
+        the extension (dlpt.files.rank_paths), so ranks never replace each other's sessions.
 
         An existing file is replaced only if dlpt wrote it (a session, an HTML report, an
-        export) or it is empty, unless ``force`` (dlpt.model.safe_files).
+        export) or it is empty, unless ``force`` (dlpt.files.safe_files).
 
         For a profile that joined a running one, the file is written when that one stops."""
         if self._host is not None and self._host._session is None:

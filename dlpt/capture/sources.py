@@ -15,7 +15,7 @@ without a file (``<string>``,
 :mod:`linecache` (notebook cells) or that dlpt was given to run (``python -m dlpt -c CODE``,
 :func:`remember_source`).
 
-Files are read like any file dlpt is pointed at (:mod:`dlpt.model.safe_files`): regular files only,
+Files are read like any file dlpt is pointed at (:mod:`dlpt.files.safe_files`): regular files only,
 never blocking, at most ``MAX_FILE_BYTES``. Code that exists only in memory (notebook cells,
 which IPython registers in :mod:`linecache` without a file) is taken from there.
 """
@@ -30,7 +30,7 @@ import tokenize
 from collections.abc import Iterable
 from typing import Any
 
-from dlpt.model.safe_files import read_regular_file
+from dlpt.files.safe_files import read_regular_file
 from dlpt.model.source_files import file_kind, is_dlpt_file
 
 __all__ = ["CONTEXT", "MAX_FILE_BYTES", "LIBRARY_BYTES", "collect_sources", "file_lines", "remember_source"]

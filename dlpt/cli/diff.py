@@ -18,7 +18,7 @@ from dlpt.cli import report_target
 from dlpt.cli.outputs import add_force, check_writable
 from dlpt.cli.stdout_guard import Printed, report_output, say_line
 from dlpt.errors import DlptError, UsageError
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 
 __all__ = ["main"]
 
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
     from dlpt.analysis.diff import default_diff_metric, diff_sessions
-    from dlpt.model.processors import get_metric
+    from dlpt.model.metrics import get_metric
     from dlpt.model.render_limit import TooLargeToRender, check_sessions
     from dlpt.model.session import Session
     from dlpt.renderers.terminal.diff import render_diff

@@ -1,10 +1,10 @@
 """Rank 0 waits for the other ranks' sessions, on the filesystem only and for a bounded time.
 
 dlpt has no network code: the ranks of a job write their sessions to one path template
-(``-o run.json`` -> ``run.rank{N}.json``, :mod:`dlpt.model.rank_paths`), a shared directory when the
+(``-o run.json`` -> ``run.rank{N}.json``, :mod:`dlpt.files.rank_paths`), a shared directory when the
 job spans nodes. Rank 0, once its own session is saved, polls for the others' files until each
 is there or ``timeout_s`` has passed; no other rank ever waits. A file counts once it belongs to
-this run: sessions are written atomically (dlpt.model.safe_files), so one that exists is complete, but
+this run: sessions are written atomically (dlpt.files.safe_files), so one that exists is complete, but
 a file left by an earlier run with the same ``-o`` must not pass for this run's. It must name
 the rank it should hold (``meta.distributed.rank``), the same launch when both know it
 (``meta.distributed.run_id``: torchrun's run id, SLURM's job and step), and be written after
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlpt.errors import DlptError
-from dlpt.model.rank_paths import rank_path
+from dlpt.files.rank_paths import rank_path
 from dlpt.model.session import Session
 
 __all__ = ["Gathered", "gather", "CLOCK_SLACK_S"]

@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Sequence
 
 from dlpt.errors import UsageError
-from dlpt.model.rank_paths import session_rank
+from dlpt.files.rank_paths import session_rank
 from dlpt.model.session import Session
 
 __all__ = ["check_one_job"]

@@ -26,9 +26,9 @@ from dlpt.cli.rank_finish import (
     REPORT_RANKS,
 )
 from dlpt.errors import UnsafeFileError, UsageError
-from dlpt.model.processors import METRICS
-from dlpt.model.rank_paths import expand_load, rank_path
-from dlpt.model.write_target import absolute, resolve_target
+from dlpt.files.rank_paths import expand_load, rank_path
+from dlpt.files.write_target import absolute, resolve_target
+from dlpt.model.metrics import METRICS
 from dlpt.renderers.terminal.report import (
     VIEWS,  # imported now: the program's sys.path[0] replaces ours later
 )
@@ -340,13 +340,13 @@ def check_values(opts: argparse.Namespace) -> None:
 
 
 def _check_outputs(opts: argparse.Namespace, program: list[str]) -> None:
-    """Every output path must be writable before the program runs (dlpt.model.safe_files): a
+    """Every output path must be writable before the program runs (dlpt.files.safe_files): a
     new name, a file dlpt wrote, this process's stdout or stderr, or anything with --force;
     never the profiled script without --force."""
     opts.protected = {}
     if program and not program[0].startswith("-"):
         opts.protected[os.path.realpath(program[0])] = "the profiled script"
-    # Under a launcher every rank writes its own file (dlpt.model.rank_paths): check that one.
+    # Under a launcher every rank writes its own file (dlpt.files.rank_paths): check that one.
     problem = env_problem()
     if problem:
         voice.say(f"{problem}; profiling as a single process")

@@ -5,7 +5,7 @@ terminal report is still printed unless ``--no-report``.
 The CLI collects them while parsing (:func:`collect`), checks that every path can be written
 before the program runs (:func:`check_writable`, the same check as ``-o``'s), and writes them
 once the session exists (:func:`dlpt.finish.write_all`, in the run's one ending). Every file is
-written by :mod:`dlpt.model.safe_files`' rules, as sessions are: atomically, through a symlink
+written by :mod:`dlpt.files.safe_files`' rules, as sessions are: atomically, through a symlink
 to its target, never over a device, a FIFO or a directory; a failure is reported without
 stopping the other outputs.
 """
@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping
 
 from dlpt.analysis.ranks.report import RankReport
 from dlpt.errors import UnsafeFileError, UsageError
+from dlpt.files.rank_paths import RANK_FIELD
+from dlpt.files.safe_files import check_output_path
+from dlpt.files.write_target import Target, absolute
 from dlpt.finish import Output, write_all, write_one
-from dlpt.model.rank_paths import RANK_FIELD
-from dlpt.model.safe_files import check_output_path
-from dlpt.model.write_target import Target, absolute
 from dlpt.renderers.exports import FORMATS as EXPORT_FORMATS
 
 __all__ = [
@@ -43,7 +43,7 @@ def check_writable(
 ) -> Target:
     """Where ``path`` (given with ``flag``) would be written, or UsageError saying why it cannot
     be: checked before a possibly hour-long run rather than losing its output at the end
-    (dlpt.model.safe_files; ``force`` and ``protected`` as there)."""
+    (dlpt.files.safe_files; ``force`` and ``protected`` as there)."""
     try:
         return check_output_path(path, what_is_written(flag), force=force, protected=protected)
     except UnsafeFileError as e:
@@ -51,7 +51,7 @@ def check_writable(
 
 
 def what_is_written(flag: str) -> str:
-    """What a flag writes (dlpt.model.own_files: it replaces only that kind): "sessions", "HTML
+    """What a flag writes (dlpt.files.own_files: it replaces only that kind): "sessions", "HTML
     reports" or "FMT exports" for ``--export FMT``."""
     if flag == "-o":
         return "sessions"

@@ -4,7 +4,7 @@ and, on rank 0, the report across all ranks.
 Every rank runs the same ``python -m dlpt ...`` under torchrun, so without care every rank
 would print its full report to one terminal, interleaved, and save to one file. The policy:
 
-- ``-o PATH``, ``--html`` and ``--export`` name one file per rank (:mod:`dlpt.model.rank_paths`).
+- ``-o PATH``, ``--html`` and ``--export`` name one file per rank (:mod:`dlpt.files.rank_paths`).
 - ``--report-ranks 0`` (default): only rank 0 prints: the report across ranks. Every other rank
   sends rank 0 a bounded summary of its session through torchrun's rendezvous store
   (:mod:`dlpt.cli.rank_store`: no shared filesystem needed); rank 0 waits for them at most
@@ -30,7 +30,7 @@ from dlpt.analysis.ranks.report import RankReport
 from dlpt.analysis.ranks.summary import Summary
 from dlpt.cli.gather import gather
 from dlpt.cli.rank_store import RankStore
-from dlpt.model.rank_paths import rank_path, session_rank
+from dlpt.files.rank_paths import rank_path, session_rank
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import print_ranks

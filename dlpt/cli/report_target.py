@@ -3,7 +3,7 @@
 
 Without ``--report-file`` the report goes to stdout; with it, to FILE instead (without colour),
 so the report no longer mixes with the program's own output. FILE follows the rules of every
-file dlpt writes (:mod:`dlpt.model.safe_files`: atomically, through a symlink to its target,
+file dlpt writes (:mod:`dlpt.files.safe_files`: atomically, through a symlink to its target,
 never over a device, FIFO or directory), is checked before the program runs as ``-o``'s path is,
 and may not name another file of the same command (the session saved or loaded, the HTML
 report, an export). The width rules (``--width``, ``COLUMNS``, the terminal, else the report's
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlpt.errors import UnsafeFileError, UsageError
-from dlpt.model.safe_files import atomic_text_writer, check_output_path
+from dlpt.files.safe_files import atomic_text_writer, check_output_path
 from dlpt.renderers.terminal.output import MAX_WIDTH
 
 __all__ = [
@@ -107,7 +107,7 @@ def from_options(opts: argparse.Namespace, others: Iterable[tuple[str, str | Non
 
 def check(path: str, force: bool = False, protected: Mapping[str, str] | None = None) -> None:
     """UsageError saying why the report file ``path`` cannot be written (checked before the
-    program runs, like ``-o``; ``force`` and ``protected`` as in dlpt.model.safe_files)."""
+    program runs, like ``-o``; ``force`` and ``protected`` as in dlpt.files.safe_files)."""
     try:
         check_output_path(path, WHAT, force=force, protected=protected)
     except UnsafeFileError as e:

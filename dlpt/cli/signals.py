@@ -61,7 +61,7 @@ from dlpt.capture import signal_end
 from dlpt.cli.grace import DEFAULT_GRACE_S
 from dlpt.cli.process_end import Death, die_by_signal
 from dlpt.cli.signal_watchdog import Watchdog
-from dlpt.model.safe_files import on_partial_files
+from dlpt.files.safe_files import on_partial_files
 from dlpt.model.safe_text import escape_control
 
 __all__ = ["Signals", "Interrupted", "ENDING"]

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dlpt.errors import SessionFormatError, UnsafeFileError
+from dlpt.files.safe_files import atomic_text_writer, read_regular_file
 from dlpt.model.gc_pause import gc_paused
 from dlpt.model.meta import Meta
-from dlpt.model.safe_files import atomic_text_writer, read_regular_file
 from dlpt.model.schema import MAX_INT, MAX_INT_TEXT, SchemaError, check_extras, check_int, check_meta
 
 __all__ = ["Session", "FORMAT", "VERSION", "KINDS", "MAX_FILE_BYTES"]
@@ -145,10 +145,10 @@ class Session:
         then rename), so a crash mid-write never leaves a truncated session behind.
 
         A symlink is written through (its target changes, the link stays) unless it is a trap
-        (dlpt.model.write_target); an existing file is replaced only if dlpt wrote it (or it is
+        (dlpt.files.write_target); an existing file is replaced only if dlpt wrote it (or it is
         empty), or with ``force``; ``protected`` (real path -> what it is) are never replaced
         without ``force``. Anything else raises :class:`~dlpt.errors.UnsafeFileError`
-        (dlpt.model.safe_files). ``/dev/stdout`` and ``/dev/stderr`` are written as streams."""
+        (dlpt.files.safe_files). ``/dev/stdout`` and ``/dev/stderr`` are written as streams."""
         with atomic_text_writer(path, force=force, protected=protected) as f:
             for chunk in self.json_chunks():
                 f.write(chunk)

@@ -134,7 +134,7 @@ def _scale_model(s: Scale, ascii: bool) -> dict[str, Any]:
 
 
 def units_model(ascii: bool = False) -> dict[str, Any]:
-    """The table as JSON-ready data, keyed by :class:`~dlpt.model.processors.Metric` unit
+    """The table as JSON-ready data, keyed by :class:`~dlpt.model.metrics.Metric` unit
     (``ns``, ``bytes``, ``count``): what ``assets/util.js`` formats with (``D.setUnits``)."""
     return {
         "ns": _scale_model(TIME, ascii),

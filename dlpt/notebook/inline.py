@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 
 from dlpt.analysis.view import SessionView
-from dlpt.model.processors import Metric
+from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
 from dlpt.renderers.html import render_html
 

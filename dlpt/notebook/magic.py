@@ -38,9 +38,9 @@ from dlpt.cli.outputs import check_writable
 from dlpt.cli.report_target import render_kwargs
 from dlpt.cli.status_line import StatusLine
 from dlpt.errors import DlptError, UsageError
+from dlpt.files.write_target import absolute
 from dlpt.finish import Ending
 from dlpt.model.session import Session
-from dlpt.model.write_target import absolute
 from dlpt.notebook.inline import inline_report
 from dlpt.notebook.options import HelpShown, parse_cell, parse_line
 

@@ -30,12 +30,12 @@ from dlpt._version import __version__
 from dlpt.analysis.timeline import frame_label as line_label
 from dlpt.analysis.view import SessionView, view_of
 from dlpt.errors import UsageError
+from dlpt.files.own_files import FOLDED_HEADER
+from dlpt.files.safe_files import write_text_file
 from dlpt.model.meta import program_argv
-from dlpt.model.own_files import FOLDED_HEADER
-from dlpt.model.processors import METRICS, Metric, default_metric, get_metric
+from dlpt.model.metrics import METRICS, Metric, default_metric, get_metric
 from dlpt.model.render_limit import check_sessions
 from dlpt.model.resume_names import display_name
-from dlpt.model.safe_files import write_text_file
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, walk
 
@@ -129,7 +129,7 @@ def speedscope(
     return {
         "$schema": SPEEDSCOPE_SCHEMA,
         # Right after the schema: how dlpt recognises its own export before replacing a file
-        # (dlpt.model.own_files), whatever the length of the name.
+        # (dlpt.files.own_files), whatever the length of the name.
         "exporter": f"dlpt {__version__}",
         "name": _program(session),
         "activeProfileIndex": active,
@@ -150,7 +150,7 @@ def folded(
     for path, v in _paths(root, m):
         stack = ";".join(frame_label(n).replace(";", ",") for n in path) if path else "<root>"
         lines[stack] = lines.get(stack, 0) + v
-    # The header marks the file as dlpt's (dlpt.model.own_files): only it may be replaced.
+    # The header marks the file as dlpt's (dlpt.files.own_files): only it may be replaced.
     return FOLDED_HEADER + "".join(f"{stack} {v}\n" for stack, v in lines.items())
 
 
@@ -268,7 +268,7 @@ def write_export(
     force: bool = False,
 ) -> None:
     """Write the ``fmt`` export of a session or of the run's view of it to ``path`` atomically
-    (an existing file only if dlpt wrote it, or with ``force``: dlpt.model.safe_files). Every
+    (an existing file only if dlpt wrote it, or with ``force``: dlpt.files.safe_files). Every
     export is made of at most dlpt.model.render_limit's nodes and timeline events."""
     session = source.session if isinstance(source, SessionView) else source
     check_sessions(f"a {fmt} export", session)

@@ -5,7 +5,7 @@ once (dlpt.analysis.view).
 The counts come from a real run of the command line (:func:`dlpt.cli.main.main`, what ``python
 -m dlpt`` runs), in a subprocess whose driver wraps the constructors of
 :class:`dlpt.analysis.inputs.Analysis` (what ``analyze()`` makes) and
-:class:`dlpt.model.folding.FoldedTable` (a fold of the node table; the per-step spreads' fold is
+:class:`dlpt.trees.folding.FoldedTable` (a fold of the node table; the per-step spreads' fold is
 one too) and :class:`dlpt.analysis.timeline.TimelineView` before the command line starts.
 """
 
@@ -36,7 +36,7 @@ DRIVER = """\
 import json, os, sys
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.timeline import TimelineView
-from dlpt.model.folding import FoldedTable
+from dlpt.trees.folding import FoldedTable
 
 counts = {"analyses": 0, "folds": 0, "timelines": 0}
 where = os.path.abspath("counts.json")  # before the program may change directory

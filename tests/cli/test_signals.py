@@ -175,7 +175,7 @@ print("main done", flush=True)
 SLOW_SAVE = """\
 import os, signal, sys, time
 from dlpt.cli.signals import Signals
-from dlpt.model.safe_files import atomic_text_writer
+from dlpt.files.safe_files import atomic_text_writer
 say = lambda msg: print(f"dlpt: {msg}", file=sys.stderr, flush=True)
 signals = Signals(say, grace=1.0)
 signals.remaining = ["the session (slow.json)", "the report"]

@@ -12,9 +12,10 @@ import pytest
 import torch
 
 import dlpt
-from dlpt.model.folding import FoldedTable
-from dlpt.model.processors import METRICS, collapse_library, collapse_lone_forward
+from dlpt.model.metrics import METRICS
 from dlpt.model.tree import Node, build_tree, walk
+from dlpt.trees.folding import FoldedTable
+from dlpt.trees.processors import collapse_library, collapse_lone_forward
 
 pytestmark = pytest.mark.gpu
 

@@ -18,11 +18,11 @@ from rich.console import Console
 import dlpt
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.timeline import TimelineView
-from dlpt.model.folding import FoldedTable
 from dlpt.model.session import Session
 from dlpt.renderers.exports import write_export
 from dlpt.renderers.html import write_html
 from dlpt.renderers.terminal.report import render
+from dlpt.trees.folding import FoldedTable
 
 pytestmark = pytest.mark.gpu
 

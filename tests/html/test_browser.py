@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from dlpt.analysis.diff import diff_sessions
-from dlpt.model.folding import report_tree
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.model.tree import walk
 from dlpt.renderers.html import write_html
 from dlpt.renderers.html.diff_page import write_diff_html
+from dlpt.trees.folding import report_tree
 from tests import sessions as S
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

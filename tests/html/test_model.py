@@ -8,12 +8,12 @@ import random
 import re
 from pathlib import Path
 
-from dlpt.model.folding import report_tree
-from dlpt.model.node_contexts import CTX
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.renderers.html import render_html
 from dlpt.renderers.html.data import KEYS, METRIC_KEYS, build_model
+from dlpt.trees.folding import report_tree
+from dlpt.trees.node_contexts import CTX
 from tests import sessions as S
 
 MAX_10K_BYTES = 3 * 1024 * 1024

@@ -18,12 +18,12 @@ from rich.console import Console
 import dlpt
 import dlpt.capture.sources as sources_module
 from dlpt.capture.sources import CONTEXT
-from dlpt.model.folding import FoldedTable
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.source_files import file_kind
 from dlpt.model.tree import walk
 from dlpt.renderers.html import render_html
 from dlpt.renderers.terminal.report import render
+from dlpt.trees.folding import FoldedTable
 
 MODELING = """\
 import torch

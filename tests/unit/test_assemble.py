@@ -15,7 +15,7 @@ from dlpt.analysis.diff import diff_sessions
 from dlpt.capture.assemble import RawCapture, build_session, start_meta
 from dlpt.capture.profile_sources import Collectives, CompileEvents
 from dlpt.finish import finish_session
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.schema import EXTRAS, SCHEMA
 from dlpt.model.session import Session
 from dlpt.renderers.exports import folded, speedscope

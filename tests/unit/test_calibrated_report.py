@@ -163,7 +163,7 @@ def test_work_outside_steps_is_reported_once_and_kept_out_of_per_step_figures(h:
 
 def test_dlpt_diff_compares_the_programs_own_step_times(h: Any) -> None:
     from dlpt.analysis.diff import diff_sessions
-    from dlpt.model.processors import METRICS
+    from dlpt.model.metrics import METRICS
     from dlpt.renderers.html.diff_page import render_diff_html
     from dlpt.renderers.terminal.diff import render_diff
 

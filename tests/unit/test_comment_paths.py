@@ -1,7 +1,7 @@
 """Code comments stay true to the repository, as the documentation does (test_docs.py): every
 repository path a comment or docstring names exists (``dlpt/...``, ``csrc/...``, ``tests/...``,
 ``tools/...``, ``bench/...``, ``examples/...``), every module it names by its dotted name
-(``dlpt.model.folding``, ``dlpt.analysis.suggest.rank``) is a module of dlpt or a name defined
+(``dlpt.trees.folding``, ``dlpt.analysis.suggest.rank``) is a module of dlpt or a name defined
 in one, and inside csrc/ every file a comment names (``host/sampler.cpp``, ``tracer.cpp``) is a
 file of csrc/. The documentation's dotted names are held to the same rule.
 
@@ -158,12 +158,12 @@ def test_nothing_names_a_path_outside_the_repository(path: Path) -> None:
 def test_the_checks_catch_what_is_stale() -> None:
     text = python_comments('"""See dlpt/nowhere.py."""\nx = "dlpt/gone.py"  # and csrc/none.h\n')
     assert sorted(repository_paths(text)) == ["csrc/none.h", "dlpt/nowhere.py"]  # not the string
-    assert dotted_name_exists("dlpt.model.folding")
-    assert dotted_name_exists("dlpt.model.folding.report_tree")
+    assert dotted_name_exists("dlpt.trees.folding")
+    assert dotted_name_exists("dlpt.trees.folding.report_tree")
     assert dotted_name_exists("dlpt._C")
     assert dotted_name_exists("dlpt._C._testing")
     assert not dotted_name_exists("dlpt.insights")
-    assert not dotted_name_exists("dlpt.model.folding.no_such_function")
+    assert not dotted_name_exists("dlpt.trees.folding.no_such_function")
     assert comments(CSRC / "events.h").startswith(" The events")
     assert CSRC_FILE.findall("(tracer.cpp) and host/sampler.h") == ["tracer.cpp"]
     assert OUTSIDE.findall("see /work/shared/ANCHORS.md, ../shared/DESIGN.md; dlpt/shared/x") == [

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dlpt.analysis.diff import default_diff_metric, diff_sessions, function_key
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.renderers.terminal.diff import render_diff
 from tests import sessions as S

@@ -135,7 +135,7 @@ def test_the_path_check_catches_a_missing_path() -> None:
 
 
 def test_concepts_explains_every_metric() -> None:
-    from dlpt.model.processors import METRICS
+    from dlpt.model.metrics import METRICS
 
     concepts = (ROOT / "docs" / "concepts.md").read_text()
     table = concepts.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.renderers.exports import SPEEDSCOPE_SCHEMA, folded, speedscope, write_export
 from tests import sessions as S

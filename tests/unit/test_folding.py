@@ -1,7 +1,7 @@
-"""The report's tree, folded and pruned from the flat table (dlpt.model.folding), is the tree the
+"""The report's tree, folded and pruned from the flat table (dlpt.trees.folding), is the tree the
 processors give: prune(collapse_lone_forward(collapse_library(build_tree(s)))). Same nodes, same
 exclusive and inclusive metrics, same extras, the same forward/backward/compiled context bits as
-dlpt.model.node_contexts.tag_contexts gives before the lone <forward> phases go; library folding keeps model
+dlpt.trees.node_contexts.tag_contexts gives before the lone <forward> phases go; library folding keeps model
 code inside module calls. report_tree (what the HTML report, exports and dlpt diff start from) is
 that folding, unpruned."""
 
@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from dlpt.capture.exec_frames import mark_library_exec_frames
-from dlpt.model.folding import FoldedTable, report_tree
-from dlpt.model.node_contexts import CTX_KEY, tag_contexts
-from dlpt.model.processors import METRICS, collapse_library, collapse_lone_forward, prune
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, build_tree
+from dlpt.trees.folding import FoldedTable, report_tree
+from dlpt.trees.node_contexts import CTX_KEY, tag_contexts
+from dlpt.trees.processors import collapse_library, collapse_lone_forward, prune
 from tests.big_sessions import wide_session
 
 TORCH = "/opt/venv/lib/python3.11/site-packages/torch"

@@ -30,7 +30,9 @@ import dlpt
 PKG = Path(dlpt.__file__).parent
 
 _BASE = ("dlpt.errors", "dlpt.log", "dlpt._version")
-_MODEL = ("dlpt.model", *_BASE)
+_FILES = ("dlpt.files", *_BASE)
+_MODEL = ("dlpt.model", *_FILES)
+_TREES = ("dlpt.trees", *_MODEL)
 
 # What each part of dlpt may import from dlpt (by module-name prefix; the longest prefix wins).
 # No part imports the package face ("dlpt"): it sits above everything (test_nothing_imports_the_face).
@@ -38,6 +40,12 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.errors": (),
     "dlpt.log": (),
     "dlpt._version": (),
+    # File plumbing, below the model (sessions are saved and loaded through it).
+    "dlpt.files": _FILES,
+    "dlpt.files.own_files": (),
+    "dlpt.files.write_target": ("dlpt.errors",),
+    "dlpt.files.safe_files": ("dlpt.errors", "dlpt.files.own_files", "dlpt.files.write_target"),
+    "dlpt.files.rank_paths": ("dlpt.errors",),
     "dlpt.model": _MODEL,
     # Inside the model, the session format is the bottom: the tree and everything that reads it
     # build on it, never the other way round.
@@ -46,28 +54,27 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.model.meta": ("dlpt.model.shape",),
     "dlpt.model.schema": ("dlpt.model.meta", "dlpt.model.shape"),
     "dlpt.model.safe_text": (),
-    "dlpt.model.own_files": (),
-    "dlpt.model.write_target": ("dlpt.errors",),
-    "dlpt.model.safe_files": ("dlpt.errors", "dlpt.model.own_files", "dlpt.model.write_target"),
     "dlpt.model.gc_pause": (),
     "dlpt.model.units": (),
     "dlpt.model.session": (
         "dlpt.errors",
         "dlpt.model.gc_pause",
         "dlpt.model.meta",
-        "dlpt.model.safe_files",
+        "dlpt.files.safe_files",
         "dlpt.model.schema",
     ),
     "dlpt.model.tree": ("dlpt.model.session",),
     "dlpt.capture": ("dlpt.capture", "dlpt._C", *_MODEL),
-    "dlpt.analysis": ("dlpt.analysis", *_MODEL),
-    "dlpt.renderers": ("dlpt.renderers", "dlpt.analysis", *_MODEL),
+    # The tree operations every report starts from; capture never uses them.
+    "dlpt.trees": _TREES,
+    "dlpt.analysis": ("dlpt.analysis", *_TREES),
+    "dlpt.renderers": ("dlpt.renderers", "dlpt.analysis", *_TREES),
     # The page and the exports format the report model and the folded tree, never the terminal's.
-    "dlpt.renderers.html": ("dlpt.renderers.html", "dlpt.analysis", *_MODEL),
-    "dlpt.renderers.exports": ("dlpt.analysis", *_MODEL),
+    "dlpt.renderers.html": ("dlpt.renderers.html", "dlpt.analysis", *_TREES),
+    "dlpt.renderers.exports": ("dlpt.analysis", *_TREES),
     # The one ending of a run, under the API (whose stop it is) and the front ends.
-    "dlpt.finish": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
-    "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
+    "dlpt.finish": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_TREES),
+    "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_TREES),
     "dlpt.cli": (
         "dlpt.cli",
         "dlpt.api",
@@ -75,7 +82,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.capture",
         "dlpt.analysis",
         "dlpt.renderers",
-        *_MODEL,
+        *_TREES,
     ),
     # The notebook magic is a front end like the command line (it shares its status line).
     "dlpt.notebook": (
@@ -86,13 +93,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.capture",
         "dlpt.analysis",
         "dlpt.renderers",
-        *_MODEL,
+        *_TREES,
     ),
     "dlpt.__main__": ("dlpt.cli",),
 }
 
 #: Parts of dlpt that never print or draw: no rich.
-NO_RICH = ("dlpt.model", "dlpt.capture", "dlpt.analysis", "dlpt.api")
+NO_RICH = ("dlpt.files", "dlpt.model", "dlpt.trees", "dlpt.capture", "dlpt.analysis", "dlpt.api")
 
 
 def module_name(path: Path) -> str:

@@ -17,7 +17,7 @@ from dlpt.analysis.inputs import analyze
 from dlpt.analysis.report import build_report
 from dlpt.analysis.rules.activation_checkpointing import activation_checkpointing
 from dlpt.errors import SessionFormatError
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.renderers.html.data import build_model
 from dlpt.renderers.terminal.report import render

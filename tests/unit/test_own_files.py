@@ -1,5 +1,5 @@
 """An existing file is replaced only if dlpt wrote it: every kind of file dlpt writes is
-recognised from its first bytes, and nothing else is (dlpt.model.own_files, safe_files)."""
+recognised from its first bytes, and nothing else is (dlpt.files.own_files, safe_files)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from dlpt.errors import UnsafeFileError
-from dlpt.model.own_files import PREFIX_BYTES, written_by_dlpt
-from dlpt.model.safe_files import check_output_path, write_text_file
+from dlpt.files.own_files import PREFIX_BYTES, written_by_dlpt
+from dlpt.files.safe_files import check_output_path, write_text_file
 from dlpt.model.session import Session
 from dlpt.renderers.exports import write_export
 from dlpt.renderers.html import write_html

@@ -7,21 +7,19 @@ import sysconfig
 import pytest
 
 from dlpt.errors import UsageError
-from dlpt.model.processors import (
-    METRICS,
+from dlpt.model.metrics import METRICS, default_metric, get_metric
+from dlpt.model.source_files import file_kind, is_library_file
+from dlpt.model.tree import Node, build_tree, walk
+from dlpt.trees.processors import (
     collapse_library,
     collapse_lone_forward,
-    default_metric,
     flatten_by_kind,
     flatten_by_line,
-    get_metric,
     invert,
     limit_depth,
     mark_lines,
     prune,
 )
-from dlpt.model.source_files import file_kind, is_library_file
-from dlpt.model.tree import Node, build_tree, walk
 
 GPU = METRICS["gpu"]
 
@@ -66,7 +64,7 @@ def test_is_library_file(path: str, lib: bool) -> None:
 
 
 def test_dlpt_itself_is_library() -> None:
-    import dlpt.model.processors as p
+    import dlpt.trees.processors as p
 
     assert is_library_file(p.__file__)
 
@@ -222,9 +220,9 @@ def test_mark_lines_marks_a_copy_and_leaves_its_input_alone(h) -> None:
 
 def test_exec_frames_called_from_library_fold_like_library() -> None:
     from dlpt.capture.exec_frames import mark_library_exec_frames
-    from dlpt.model.processors import collapse_library
     from dlpt.model.session import Session
     from dlpt.model.tree import build_tree
+    from dlpt.trees.processors import collapse_library
 
     site = "/opt/venv/lib/python3.12/site-packages/triton/runtime/jit.py"
     nodes = [

@@ -1,4 +1,4 @@
-"""Which rank a process is (dlpt.capture.ranks.env) and where each rank writes (dlpt.model.rank_paths)."""
+"""Which rank a process is (dlpt.capture.ranks.env) and where each rank writes (dlpt.files.rank_paths)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from dlpt.capture.ranks.env import RankInfo, distributed_meta, from_env, run_id
 from dlpt.errors import UsageError
-from dlpt.model.rank_paths import expand_load, rank_path, rank_paths, session_rank
+from dlpt.files.rank_paths import expand_load, rank_path, rank_paths, session_rank
 
 
 def test_torchrun_environment() -> None:

@@ -15,7 +15,7 @@ from dlpt.analysis.ranks.merge import SpreadNode, imbalance, rank_set, report_tr
 from dlpt.analysis.ranks.report import rank_report
 from dlpt.analysis.ranks.stragglers import collective_sites
 from dlpt.errors import UsageError
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import render_ranks

@@ -12,10 +12,10 @@ import pytest
 
 from dlpt.analysis.diff import diff_sessions
 from dlpt.model.calibration import MIN_WINDOWS, calibration
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
-from dlpt.model.spread import node_spread
 from dlpt.model.stats import holm, mean_interval, median_interval, t_cdf, t_quantile, welch
+from dlpt.trees.spread import node_spread
 
 GPU = METRICS["gpu"]
 LINES = 20

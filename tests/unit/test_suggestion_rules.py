@@ -475,7 +475,7 @@ def test_suggestions_sit_on_the_users_line_not_a_packages_wrapper(h: Any) -> Non
     .__call__ rather than the user's model.generate(...) line."""
     from dlpt.analysis.inputs import user_line
     from dlpt.analysis.rules.launch import step_line
-    from dlpt.model.folding import FoldedTable
+    from dlpt.trees.folding import FoldedTable
 
     b = h.Builder()
     call = b.frame(b.frame(0, TRAIN, 60, "<module>"), TRAIN, 12, "main")

@@ -13,11 +13,11 @@ from dlpt.analysis.mfu import mfu
 from dlpt.analysis.view import build_view
 from dlpt.analysis.work import line_work
 from dlpt.errors import UsageError
-from dlpt.model.folding import report_tree
-from dlpt.model.processors import flatten_by_line
 from dlpt.model.session import Session
 from dlpt.model.tree import walk
 from dlpt.renderers.terminal.report import render
+from dlpt.trees.folding import report_tree
+from dlpt.trees.processors import flatten_by_line
 
 STEPS = 4
 M, K, N = 8192, 4096, 4096  # tokens x width x width of each linear in the golden MLP

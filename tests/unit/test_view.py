@@ -10,13 +10,13 @@ import pytest
 
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.view import ViewOptions, build_view, view_of
-from dlpt.model.folding import FoldedTable
 from dlpt.model.session import Session
-from dlpt.model.spread import SpreadTable
 from dlpt.model.tree import Node, walk
 from dlpt.renderers.exports import folded, speedscope
 from dlpt.renderers.html.data import build_model
 from dlpt.renderers.terminal.report import render
+from dlpt.trees.folding import FoldedTable
+from dlpt.trees.spread import SpreadTable
 from tests import sessions as S
 
 

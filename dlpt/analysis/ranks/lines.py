@@ -2,7 +2,7 @@
 
 A line is matched across ranks as ``dlpt diff`` matches lines: file name (not directory: ranks
 may run from different checkouts), function, line number. Its cost is its own: what it caused
-itself, deeper lines at their own rows (:func:`dlpt.model.processors.flatten_by_line` over the
+itself, deeper lines at their own rows (:func:`dlpt.trees.processors.flatten_by_line` over the
 rank's report tree). Values are per profiled step of each rank.
 
 The matrix is what makes a report across a thousand ranks affordable: a rank sends its lines
@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import torch
 
 from dlpt.analysis.diff import function_key
-from dlpt.model.processors import Metric, flatten_by_line
+from dlpt.model.metrics import Metric
 from dlpt.model.tree import Node
+from dlpt.trees.processors import flatten_by_line
 
 __all__ = [
     "LINE_KEYS",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 #: The metric keys a line carries across ranks: every metric of the cross-rank report is a sum
-#: of these (dlpt.model.processors.METRICS).
+#: of these (dlpt.model.metrics.METRICS).
 LINE_KEYS = (
     "gpu_ns",
     "copy_ns",

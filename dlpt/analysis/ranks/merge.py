@@ -19,12 +19,12 @@ from typing import Any
 
 from dlpt.analysis.ranks.lines import RankLines
 from dlpt.errors import UsageError
-from dlpt.model.folding import report_tree
+from dlpt.files.rank_paths import MAX_WORLD_SIZE
 from dlpt.model.meta import int_of, obj, step_time, wall_ns
-from dlpt.model.processors import Metric
-from dlpt.model.rank_paths import MAX_WORLD_SIZE
+from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
+from dlpt.trees.folding import report_tree
 
 __all__ = [
     "Rank",

@@ -27,7 +27,7 @@ from dlpt.analysis.ranks.stragglers import (
 )
 from dlpt.analysis.ranks.timelines import RankTimelines, side_by_side
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.processors import METRICS, Metric, get_metric
+from dlpt.model.metrics import METRICS, Metric, get_metric
 from dlpt.model.tree import Node
 
 __all__ = ["RankReport", "rank_report", "Spread", "spread"]

@@ -214,7 +214,7 @@ def encode(
     """``session``'s summary as it travels through the store (see the module's doc); ``timeline``
     and ``max_collectives`` as :func:`summarize` takes them."""
     from dlpt.analysis.ranks.lines import rank_lines
-    from dlpt.model.folding import report_tree
+    from dlpt.trees.folding import report_tree
 
     lines = rank_lines(report_tree(session, False))
     labels = json.dumps([[n.file, n.name, n.line] for n in lines.labels], separators=(",", ":")).encode()

@@ -10,7 +10,7 @@ from typing import Any
 from dlpt.analysis.report.model import Fact, Level
 from dlpt.model.calibration import calibrated_untraced
 from dlpt.model.meta import Gpu, StepTime, int_of, obj, step_time, typed_field, wall_ns
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.units import Units
 
 __all__ = ["totals", "capture_facts", "device_facts", "graph_facts", "record_facts", "self_cost"]

@@ -9,11 +9,12 @@ import os
 from dataclasses import replace
 
 from dlpt.analysis.report.model import Fact
-from dlpt.model.folding import FoldedTable
-from dlpt.model.processors import METRICS, Metric, flatten_by_line
+from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.model.units import PLAIN
+from dlpt.trees.folding import FoldedTable
+from dlpt.trees.processors import flatten_by_line
 
 __all__ = ["outside_tree", "outside_metric", "outside_facts", "one_outside_line", "TOP_LINES"]
 

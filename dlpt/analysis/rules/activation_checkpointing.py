@@ -22,7 +22,7 @@ from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.memory import device_peaks, has_memory, in_forward, oom_of
 from dlpt.analysis.rules.common import ms, per_step_text, size, where
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.tree import Node
 
 __all__ = ["activation_checkpointing", "MIN_SHARE", "MIN_BYTES"]

@@ -19,8 +19,8 @@ from dlpt.analysis.host import blamed, lines_text
 from dlpt.analysis.idle import step_idle
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules.common import CALIBRATED_BASIS, ms, significant, where, with_traced
-from dlpt.model.processors import is_library_frame
 from dlpt.model.tree import Node
+from dlpt.trees.processors import is_library_frame
 
 __all__ = ["data_loader_stall", "MIN_SHARE"]
 

@@ -18,7 +18,7 @@ from dlpt.analysis.idle import StepIdle, step_idle
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules.common import CALIBRATED_BASIS, ms, significant, where, with_traced
 from dlpt.model.meta import int_of
-from dlpt.model.processors import METRICS
+from dlpt.model.metrics import METRICS
 from dlpt.model.source_files import file_kind
 from dlpt.model.tree import Node
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dlpt.model.rank_paths import MAX_WORLD_SIZE
+from dlpt.files.rank_paths import MAX_WORLD_SIZE
 
 __all__ = ["RankInfo", "from_env", "env_problem", "from_torch", "current", "distributed_meta", "run_id"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 
 from dlpt.analysis.view import SessionView
-from dlpt.model.processors import Metric
+from dlpt.files.safe_files import write_text_file
+from dlpt.model.metrics import Metric
 from dlpt.model.render_limit import check_sessions
-from dlpt.model.safe_files import write_text_file
 from dlpt.model.session import Session
 from dlpt.renderers.html.data import build_model
 from dlpt.renderers.html.page import document
@@ -62,7 +62,7 @@ def write_html(
     *,
     force: bool = False,
 ) -> None:
-    """Write :func:`render_html`'s document to ``path`` atomically, by dlpt.model.safe_files' rules
+    """Write :func:`render_html`'s document to ``path`` atomically, by dlpt.files.safe_files' rules
     (an existing file only if dlpt wrote it, or with ``force``)."""
     html = render_html(source, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
     write_text_file(path, html, "HTML reports", force=force)

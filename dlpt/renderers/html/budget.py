@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from dlpt.model.processors import FlatRow, Metric
+from dlpt.model.metrics import Metric
 from dlpt.model.tree import Node, add_metrics, walk
+from dlpt.trees.processors import FlatRow
 
 __all__ = ["MAX_NODES", "MAX_FLAT_ROWS", "OTHER_KIND", "Budget", "plan"]
 

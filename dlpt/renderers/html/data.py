@@ -17,7 +17,7 @@ The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.
 
 - ``strings``: the string table; every name, file, detail and source text is an index into it.
 - ``kinds``, ``keys``, ``ctx_bits``: the node kinds, the metric keys (the order of every metric
-  vector) and the context bits of :mod:`dlpt.model.node_contexts`.
+  vector) and the context bits of :mod:`dlpt.trees.node_contexts`.
 - ``nodes``: parallel arrays in pre-order: ``parent`` (-1 for the root), ``kind`` (index into
   ``kinds``), ``name``/``file``/``detail``/``mark`` (string indices; ``mark`` holds compile
   markers), ``line``, ``ctx``; and ``m``: per key, ``[node ids, values]`` of the non-zero
@@ -42,14 +42,7 @@ from typing import Any
 from dlpt.analysis.intervals import LineHalfWidths
 from dlpt.analysis.view import SessionView, view_of
 from dlpt.model.kernel_names import kernel_config
-from dlpt.model.node_contexts import CTX, context_of
-from dlpt.model.processors import (
-    METRICS,
-    FlatRow,
-    Metric,
-    default_metric,
-    get_metric,
-)
+from dlpt.model.metrics import METRICS, Metric, default_metric, get_metric
 from dlpt.model.resume_names import display_name
 from dlpt.model.session import KINDS, Session
 from dlpt.model.source_text import session_sources
@@ -59,6 +52,8 @@ from dlpt.renderers.html.budget import OTHER_KIND, Budget, plan
 from dlpt.renderers.html.facts import header_facts
 from dlpt.renderers.html.pc_model import frame_pc_detail, kernel_pc_detail, sampled_files
 from dlpt.renderers.html.timeline import timeline_model
+from dlpt.trees.node_contexts import CTX, context_of
+from dlpt.trees.processors import FlatRow
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
 
@@ -87,7 +82,7 @@ KEYS: tuple[str, ...] = (
     "host_cpu_ns",
 )
 
-#: Each metric of ``dlpt.model.processors.METRICS`` as a sum of keys, which is how the page evaluates
+#: Each metric of ``dlpt.model.metrics.METRICS`` as a sum of keys, which is how the page evaluates
 #: it (a unit test checks this against the Python definitions).
 METRIC_KEYS: dict[str, tuple[str, ...]] = {
     "gpu": ("gpu_ns", "copy_ns", "memset_ns"),

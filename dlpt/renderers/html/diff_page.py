@@ -13,9 +13,9 @@ from typing import Any
 
 from dlpt.analysis.diff import LineCost, SessionDiff, Side
 from dlpt.analysis.diff_test import CANT_TELL, FASTER, SAME, SLOWER
-from dlpt.model.processors import METRICS, Metric
+from dlpt.files.safe_files import write_text_file
+from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.resume_names import display_name
-from dlpt.model.safe_files import write_text_file
 from dlpt.model.units import PLAIN, units_model
 from dlpt.renderers.html.data import KEYS, METRIC_KEYS
 from dlpt.renderers.html.page import document
@@ -132,6 +132,6 @@ def render_diff_html(d: SessionDiff, metric: Metric) -> str:
 def write_diff_html(
     d: SessionDiff, path: str | os.PathLike[str], metric: Metric, *, force: bool = False
 ) -> None:
-    """Write the comparison page to ``path`` by dlpt.model.safe_files' rules (an existing file
+    """Write the comparison page to ``path`` by dlpt.files.safe_files' rules (an existing file
     only if dlpt wrote it, or with ``force``)."""
     write_text_file(path, render_diff_html(d, metric), "HTML reports", force=force)

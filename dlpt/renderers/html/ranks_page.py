@@ -23,10 +23,10 @@ from dlpt.analysis.ranks.report import RankReport, Spread
 from dlpt.analysis.ranks.stragglers import Cause, Site
 from dlpt.analysis.ranks.timelines import timeline_note
 from dlpt.analysis.report.run import rank_label
+from dlpt.files.safe_files import write_text_file
 from dlpt.model.meta import int_of, obj, program_argv
-from dlpt.model.processors import METRICS, Metric
+from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.resume_names import display_name
-from dlpt.model.safe_files import write_text_file
 from dlpt.model.units import units_model
 from dlpt.renderers.html.page import document
 from dlpt.renderers.html.timeline import timeline_model
@@ -234,6 +234,6 @@ def render_ranks_html(rep: RankReport) -> str:
 
 
 def write_ranks_html(rep: RankReport, path: str | os.PathLike[str], *, force: bool = False) -> None:
-    """Write the page to ``path`` by dlpt.model.safe_files' rules (an existing file only if dlpt
+    """Write the page to ``path`` by dlpt.files.safe_files' rules (an existing file only if dlpt
     wrote it, or with ``force``)."""
     write_text_file(path, render_ranks_html(rep), "HTML reports", force=force)

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from dlpt.analysis.diff import Change, Leaf, LineDiff, SessionDiff, Side
 from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_LINES, MIN_SHARE, RESOLVE, SAME, SLOWER, RunShift
-from dlpt.model.processors import Metric
+from dlpt.model.metrics import Metric
 from dlpt.model.resume_names import display_name
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.tables import make_table

@@ -10,9 +10,10 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from dlpt.analysis.intervals import LineHalfWidths
-from dlpt.model.processors import FlatRow, Metric
+from dlpt.model.metrics import Metric
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.tables import make_table
+from dlpt.trees.processors import FlatRow
 
 __all__ = ["intervals_table"]
 

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from dlpt.analysis.ranks.lines import LineTable, row_median
 from dlpt.analysis.ranks.merge import Rank, SpreadNode, median
-from dlpt.model.processors import Metric
+from dlpt.model.metrics import Metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts, truncate
 from dlpt.renderers.terminal.grid import Chain, GridRow, render_grid

@@ -25,7 +25,7 @@ from dlpt.analysis.ranks.report import RankReport, Spread, rank_report
 from dlpt.analysis.ranks.stragglers import Site, Straggler
 from dlpt.analysis.report.run import rank_label
 from dlpt.model.meta import program_argv
-from dlpt.model.processors import Metric
+from dlpt.model.metrics import Metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts
 from dlpt.renderers.terminal.output import print_to

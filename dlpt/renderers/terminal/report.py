@@ -22,16 +22,7 @@ from dlpt.analysis.report.outside import outside_metric
 from dlpt.analysis.view import SessionView, view_of
 from dlpt.errors import UsageError
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.processors import (
-    METRICS,
-    Metric,
-    default_metric,
-    get_metric,
-    invert,
-    limit_depth,
-    mark_lines,
-    prune,
-)
+from dlpt.model.metrics import METRICS, Metric, default_metric, get_metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.base import View
@@ -46,6 +37,7 @@ from dlpt.renderers.terminal.suggestions import SuggestionsView
 from dlpt.renderers.terminal.summary import ApiTable, CopyTable, KernelTable, SyncTable
 from dlpt.renderers.terminal.tree_view import MAX_DEPTH, FlatView, TreeView
 from dlpt.renderers.terminal.work_tables import WorkView
+from dlpt.trees.processors import invert, limit_depth, mark_lines, prune
 
 __all__ = ["render", "print_report", "VIEWS"]
 
@@ -88,7 +80,7 @@ def render(
         summaries; the first suggestions; the top-down tree last, so that a terminal shows its
         hot lines when the report ends), "bottom-up", "flat" (by source line, op, kernel),
         "kernels", "summary", "suggestions" (every suggestion and the work tables) or "all".
-    metric: a name in ``dlpt.model.processors.METRICS``; default "gpu" if the session has GPU time,
+    metric: a name in ``dlpt.model.metrics.METRICS``; default "gpu" if the session has GPU time,
         else "cpu".
     threshold: hide tree nodes / flat rows below this fraction of the total.
     depth: show at most this many levels below the root.

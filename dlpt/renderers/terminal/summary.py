@@ -12,10 +12,10 @@ from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
 from dlpt.analysis.summary_tables import ApiRow, CopyRow, KernelRow
-from dlpt.model.folding import SyncSite
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import STYLES, Fmt, label_parts
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
+from dlpt.trees.folding import SyncSite
 
 
 def _per_step(fmt: Fmt) -> str:
@@ -156,7 +156,7 @@ class ApiTable(View):
 
 class SyncTable(View):
     """Where the host blocked on the GPU: sync leaves grouped by call and nearest frame of the
-    folded tree (:meth:`dlpt.model.folding.FoldedTable.sync_sites`), so each row names a line the
+    folded tree (:meth:`dlpt.trees.folding.FoldedTable.sync_sites`), so each row names a line the
     user can change."""
 
     def __init__(self, sites: Sequence[SyncSite], fmt: Fmt, wall_ns: int, limit: int = 15) -> None:

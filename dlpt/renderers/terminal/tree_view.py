@@ -7,12 +7,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.model.processors import FlatRow, Metric
+from dlpt.model.metrics import Metric
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import COUNT_KEY, Fmt, label_parts, truncate
 from dlpt.renderers.terminal.grid import Chain, GridRow, LazyGrid, grid_width, render_grid
 from dlpt.renderers.terminal.pc_rows import pc_rows
+from dlpt.trees.processors import FlatRow
 
 # Levels printed below the root unless --depth says otherwise: a runaway recursion 100,000 frames
 # deep would print 100,000 lines; deeper levels are summarised by one "... N more levels" row.

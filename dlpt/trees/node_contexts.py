@@ -4,9 +4,9 @@ torch.compile region or a CUDA graph replay: context bits, inherited by descenda
 Read off the tree's structure: the ``<forward>``/``<backward>``/``<cuda graph replay>`` phase
 rows, Dynamo's ``Torch-Compiled Region`` and AOTAutograd's ``CompiledFunction`` ops, and the
 extras Inductor-generated and -mapped frames and Inductor graph kernels carry. Tag the tree
-before lone ``<forward>`` rows are dropped: :class:`dlpt.model.folding.FoldedTable` does it with
+before lone ``<forward>`` rows are dropped: :class:`dlpt.trees.folding.FoldedTable` does it with
 ``contexts=True`` (``report_tree(session, contexts=True)``) through :func:`node_context`, and
-:func:`tag_contexts` does it on a tree (before :func:`dlpt.model.processors.collapse_lone_forward`).
+:func:`tag_contexts` does it on a tree (before :func:`dlpt.trees.processors.collapse_lone_forward`).
 The bits are kept in node extras, which the tree transforms carry along.
 """
 

@@ -1,6 +1,6 @@
 """Whether an existing file is one dlpt wrote, from the start of its content.
 
-dlpt replaces an existing file only if it wrote it (dlpt.model.safe_files): ``-o run.json`` run
+dlpt replaces an existing file only if it wrote it (dlpt.files.safe_files): ``-o run.json`` run
 twice must work, ``-o notes.txt`` or ``-o train.py`` must not wipe the user's file. Names say
 nothing (a session may be called anything), so the content decides, from a bounded prefix
 (:data:`PREFIX_BYTES`) so that the check costs the same for a 1 GB file as for a small one:
@@ -48,7 +48,7 @@ _PERFETTO = re.compile(rb'\A\s*\{\s*"otherData"\s*:\s*\{\s*"exporter"\s*:\s*"dlp
 #: The first line of every folded export dlpt writes: dlpt's mark on it.
 FOLDED_HEADER = "# folded stacks written by dlpt 0\n"
 
-#: What each ``what`` (as :func:`dlpt.model.safe_files.check_output_path` names the outputs)
+#: What each ``what`` (as :func:`dlpt.files.safe_files.check_output_path` names the outputs)
 #: may replace: the kind :func:`written_by_dlpt` names.
 _KIND_OF_WHAT = {
     "sessions": "session",

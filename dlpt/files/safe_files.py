@@ -8,11 +8,11 @@ symlink, or a file of gigabytes. So:
 - reads open with ``O_NONBLOCK`` (a FIFO cannot block the open), accept regular files only and
   read at most a given number of bytes;
 - writes land where the kernel's own lookup of the path would, checked link by link
-  (:mod:`dlpt.model.write_target`: no link planted in ``/tmp`` by another user, no dangling
+  (:mod:`dlpt.files.write_target`: no link planted in ``/tmp`` by another user, no dangling
   link, no other user's file, no ``..`` through a missing directory); this process's stdout
   and stderr are written as streams, never replaced;
 - an existing file is replaced only if dlpt wrote it as the kind of file being written (a
-  session by a session, an HTML report by an HTML report: :mod:`dlpt.model.own_files`), or it
+  session by a session, an HTML report by an HTML report: :mod:`dlpt.files.own_files`), or it
   is empty (and no Python source), or with ``force``; a temporary file in the target's directory
   is written, flushed and renamed over it, so a crash leaves the old file or the new one, never
   a mix; nothing else is created or replaced.
@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import IO
 
 from dlpt.errors import UnsafeFileError
-from dlpt.model.own_files import PREFIX_BYTES, kind_written, written_by_dlpt
-from dlpt.model.write_target import Target, resolve_target
+from dlpt.files.own_files import PREFIX_BYTES, kind_written, written_by_dlpt
+from dlpt.files.write_target import Target, resolve_target
 
 __all__ = [
     "read_regular_file",
@@ -114,7 +114,7 @@ def check_output_path(
     protected: Mapping[str, str] | None = None,
     probe: bool = True,
 ) -> Target:
-    """Where writing ``path`` would go (:func:`dlpt.model.write_target.resolve_target`),
+    """Where writing ``path`` would go (:func:`dlpt.files.write_target.resolve_target`),
     checked without writing it: a new name in a directory where files can be created, an
     existing regular file dlpt wrote (or any regular file with ``force``), or this process's
     stdout or stderr (written as a stream).
@@ -162,7 +162,7 @@ _NOT_OURS = "not replaced (--force, or force=True, replaces it)"
 
 def _check_ours(file: str, st: os.stat_result, protected: Mapping[str, str], what: str) -> None:
     """Refuse to replace ``file`` unless dlpt wrote it as the kind of file ``what`` names
-    (dlpt.model.own_files) or it is empty and no Python source; ``protected`` files are
+    (dlpt.files.own_files) or it is empty and no Python source; ``protected`` files are
     refused whatever they hold."""
     role = protected.get(file)
     if role is not None:

@@ -18,7 +18,7 @@ replace would then wipe. So :func:`resolve_target` walks the path one component 
   ``/proc/self/fd/2``, or a link to them) are a *stream*: written to the open file descriptor,
   never replaced; anything else under ``/proc`` is refused.
 
-What it returns is checked further by :mod:`dlpt.model.safe_files` (file type, permissions,
+What it returns is checked further by :mod:`dlpt.files.safe_files` (file type, permissions,
 whether dlpt wrote the file it would replace).
 """
 

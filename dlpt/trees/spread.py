@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlpt.model.folding import FoldedTable
 from dlpt.model.session import Session
+from dlpt.trees.folding import FoldedTable
 
 __all__ = ["has_moments", "node_spread", "SpreadTable"]
 

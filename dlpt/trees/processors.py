@@ -1,4 +1,4 @@
-"""Small functions over the tree (dlpt.model.tree): metric choice, library-frame collapse, pruning,
+"""Small functions over the tree (dlpt.model.tree): library-frame collapse, pruning,
 depth limit, bottom-up inversion and flat profiles.
 
 Each function returns a new tree (or rows) and leaves its input untouched, so a render can apply
@@ -10,15 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
-from dlpt.errors import UsageError
+from dlpt.model.metrics import Metric
 from dlpt.model.source_files import file_kind, is_library_file, is_module_call_file
 from dlpt.model.tree import Node, add_metrics, compute_inclusive, merge_child, walk
 
 __all__ = [
-    "Metric",
-    "METRICS",
-    "get_metric",
-    "default_metric",
     "is_library_frame",
     "is_user_frame",
     "is_module_call",
@@ -35,73 +31,6 @@ __all__ = [
     "flatten_by_kind",
     "mark_lines",
 ]
-
-
-# -- metrics --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A value derived from a node's metrics dict. ``unit`` is "ns", "count" or "bytes"."""
-
-    name: str
-    label: str
-    unit: str
-    fn: Callable[[Mapping[str, int]], int]
-
-    def __call__(self, m: Mapping[str, int]) -> int:
-        return self.fn(m)
-
-
-def _key(k: str) -> Callable[[Mapping[str, int]], int]:
-    return lambda m: m.get(k, 0)
-
-
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        Metric(
-            "gpu",
-            "GPU time (kernels + copies + memsets)",
-            "ns",
-            lambda m: m.get("gpu_ns", 0) + m.get("copy_ns", 0) + m.get("memset_ns", 0),
-        ),
-        Metric("cpu", "CPU time of aten ops", "ns", _key("cpu_ns")),
-        Metric("sync", "host time blocked in CUDA synchronisation", "ns", _key("sync_ns")),
-        Metric("api", "CUDA API host time", "ns", _key("api_ns")),
-        Metric("kernel", "GPU kernel time", "ns", _key("gpu_ns")),
-        Metric("copy", "GPU copy time", "ns", _key("copy_ns")),
-        Metric("memset", "GPU memset time", "ns", _key("memset_ns")),
-        Metric("kernels", "kernel launches", "count", _key("kernels")),
-        Metric("calls", "op calls", "count", _key("calls")),
-        Metric("bytes", "bytes copied", "bytes", _key("copy_bytes")),
-        # --memory (dlpt.capture.memory): bytes a context's blocks held at each step's peak of
-        # allocated memory (a saved activation on its forward line), what it allocated, how often.
-        Metric(
-            "mem_peak", "memory held at the step's peak of allocated memory", "bytes", _key("mem_peak_bytes")
-        ),
-        Metric("mem_alloc", "memory allocated", "bytes", _key("mem_alloc_bytes")),
-        Metric("mem_allocs", "allocations", "count", _key("mem_allocs")),
-        Metric("host", "sampled host time (wall time of the thread at the line)", "ns", _key("host_ns")),
-        Metric("host_gil", "sampled host time holding the GIL (running Python)", "ns", _key("host_gil_ns")),
-        Metric("host_cpu", "sampled host CPU time (the thread on a CPU)", "ns", _key("host_cpu_ns")),
-    )
-}
-
-
-def get_metric(name: str | Metric) -> Metric:
-    """Look a metric up by name; raise UsageError naming the valid choices."""
-    if isinstance(name, Metric):
-        return name
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise UsageError(f"unknown metric {name!r}; choose one of: {', '.join(METRICS)}") from None
-
-
-def default_metric(root: Node) -> Metric:
-    """The "gpu" metric when the tree holds any GPU time, else "cpu" (root inclusive must be set)."""
-    return METRICS["gpu"] if METRICS["gpu"](root.inclusive) > 0 else METRICS["cpu"]
 
 
 # -- library frames -------------------------------------------------------------------------

@@ -12,7 +12,7 @@ threshold)`` gives (``tests/unit/test_folding.py`` holds the two to each other):
 metrics count what was pruned below a node, exclusive ones what landed on it. Every output folds
 through here: the terminal report, and through :func:`report_tree` the HTML report,
 the exports and ``dlpt diff`` (which also want each node's forward/backward/compiled context,
-:mod:`dlpt.model.node_contexts`, worked out while the lone ``<forward>`` phases are still there).
+:mod:`dlpt.trees.node_contexts`, worked out while the lone ``<forward>`` phases are still there).
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from typing import Any
 
 from dlpt.model.compile_events import line_markers
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.node_contexts import CTX_KEY, node_context
-from dlpt.model.processors import Metric, folds_away, is_module_call, mark_lines
+from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, add_metrics
+from dlpt.trees.node_contexts import CTX_KEY, node_context
+from dlpt.trees.processors import folds_away, is_module_call, mark_lines
 
 __all__ = [
     "FoldedTable",
@@ -89,8 +90,8 @@ class FoldedTable:
     is the node metrics the tree holds: ``"m"``, the work of the counted steps (every per-step
     view), or ``"o"``, the work outside them (set-up, warm-up, the end of the run: once-work).
     ``contexts`` gives every built node its context bits (``extras["ctx"]``,
-    :func:`~dlpt.model.node_contexts.node_context`), as
-    :func:`~dlpt.model.node_contexts.tag_contexts` would on the
+    :func:`~dlpt.trees.node_contexts.node_context`), as
+    :func:`~dlpt.trees.node_contexts.tag_contexts` would on the
     folded tree before its lone ``<forward>`` phases are dropped."""
 
     def __init__(self, session: Session, show_all: bool, contexts: bool = False, field: str = "m") -> None:
@@ -334,7 +335,7 @@ def report_tree(session: Session, show_all: bool = False, contexts: bool = False
     markers (graph break, recompiled xN) on the frames where they happened. Nothing is pruned.
 
     Folded by :class:`FoldedTable`, as the terminal report's tree is. ``contexts`` gives every
-    node its forward/backward/compiled bits (:mod:`dlpt.model.node_contexts`), worked out while
+    node its forward/backward/compiled bits (:mod:`dlpt.trees.node_contexts`), worked out while
     the lone ``<forward>`` phases are still there.
     """
     with gc_paused():
