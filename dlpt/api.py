@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from dlpt import finish
 from dlpt.analysis.view import SessionView, ViewOptions
+from dlpt.capture.options import CaptureOptions
 from dlpt.capture.profiler import Profile
 from dlpt.model.session import Session
 
@@ -33,7 +34,8 @@ class profile(Profile):
     After the block, ``prof.session`` holds the result (with its suggestions); ``prof.print()``
     shows it and ``prof.save(path)`` writes it for ``python -m dlpt --load``.
 
-    """ + (Profile.__doc__ or "").split("Its arguments:", 1)[-1]
+    """ + (CaptureOptions.__doc__ or "").split("Its arguments:", 1)[-1].rstrip()
+    __doc__ += "\n\n    After the block," + (Profile.__doc__ or "").split("After the block,", 1)[-1]
 
     #: What the run's view is made with (the command line sets its ``--show-all`` and ``--peak-tflops``).
     view_options: ViewOptions = ViewOptions()

@@ -1,6 +1,6 @@
 """Assemble a :class:`~dlpt.model.session.Session` from what one profile recorded
 (:class:`RawCapture`: the native core's node table and counters, the step window, the meta
-known at start) and what its capture sources contribute (:mod:`dlpt.capture.capture_source`:
+known at start) and what its recorders contribute (:mod:`dlpt.capture.recorder`:
 memory, host samples and the timeline, communication, compile events and failures, ``step_on``,
 PC samples), with the saved source text and what the profile knows about the process (versions,
 devices, threads still running).
@@ -10,7 +10,7 @@ summary (``meta.flops``) are worked out here from the input signatures the core 
 (:mod:`dlpt.capture.flops.annotate`).
 
 The meta keys are documented in docs/session-format.md; this module writes them, each capture
-source its own (:mod:`dlpt.capture.profile_sources`), and :func:`dlpt.finish.finish_session`
+source its own (:mod:`dlpt.capture.recorders`), and :func:`dlpt.finish.finish_session`
 the two that need the finished session (``meta.suggestions`` and ``meta.host_link_probe``).
 """
 
@@ -21,20 +21,21 @@ import os
 import platform
 import sys
 import threading
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dlpt._version import __version__
 from dlpt.capture import native
-from dlpt.capture.capture_source import CaptureSource
 from dlpt.capture.compile.inductor_lines import map_generated_frames
 from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.capture.flops.annotate import annotate
-from dlpt.capture.sources import collect_sources
+from dlpt.capture.recorder import Recorder
+from dlpt.capture.source_text import collect_sources
 from dlpt.model.session import Session
 
-__all__ = ["RawCapture", "start_meta", "build_session", "threads_running"]
+__all__ = ["RawCapture", "start_meta", "gpu_meta", "build_session", "threads_running"]
 
 
 def _cuda_devices() -> list[dict[str, Any]]:
@@ -64,6 +65,28 @@ def start_meta(gpu: bool) -> dict[str, Any]:
     }
 
 
+def gpu_meta(gpu: bool, have_devices: bool, start_info: Mapping[str, Any]) -> dict[str, Any]:
+    """``meta.gpu``: whether GPU capture ran and why not (``gpu``: it was asked for;
+    ``start_info``: what the native core's start said), warned about when it was asked for."""
+    if not gpu:
+        reason = "GPU capture disabled (gpu=False / --no-gpu)"
+    elif not have_devices:
+        reason = "no CUDA GPU available"
+    else:
+        reason = start_info["reason"]
+        if reason:
+            warnings.warn(
+                f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+    return {
+        "enabled": bool(start_info["gpu"]),
+        "reason": reason,
+        "cupti": start_info.get("cupti_path") or None,
+    }
+
+
 def threads_running() -> list[str]:
     """Names of the non-daemon threads other than this one still running: work they do after the
     profile stops is not in it (the interpreter waits for such threads before exiting)."""
@@ -73,7 +96,7 @@ def threads_running() -> list[str]:
 
 @dataclass(frozen=True)
 class RawCapture:
-    """What a stopped profile hands to :func:`build_session` besides its capture sources: the
+    """What a stopped profile hands to :func:`build_session` besides its recorders: the
     native core's ``stop()`` (``raw``), the meta known at start (:func:`start_meta` plus the
     profile's own keys: gpu), the step window the schedule measured, how long the stop took,
     and two options: ``keep_source_text`` (save the profiled lines' text) and ``flops`` (the core
@@ -90,15 +113,15 @@ class RawCapture:
     flops: bool = False
 
 
-def build_session(capture: RawCapture, sources: Sequence[CaptureSource] = ()) -> Session:
+def build_session(capture: RawCapture, recorders: Sequence[Recorder] = ()) -> Session:
     """The session of a stopped profile: what the core recorded (``capture``), with what each
-    capture source contributes (:mod:`dlpt.capture.capture_source`: into the core's table, into
+    recorder contributes (:mod:`dlpt.capture.recorder`: into the core's table, into
     the nodes after line mapping, into the meta, into the built session)."""
     raw, flops = capture.raw, capture.flops
     c = raw["counters"]
     table = native.node_table(raw["nodes"], raw.get("collectives"), raw.get("collectives_outside")).nodes
-    for source in sources:  # by the core's node ids: before line mapping renumbers them
-        source.into_table(table, raw)
+    for recorder in recorders:  # by the core's node ids: before line mapping renumbers them
+        recorder.into_table(table, raw)
     # Before line mapping renumbers the nodes: op_inputs name nodes by the core's ids. The work
     # of counted epochs is the summary (meta.flops); that of the others goes on ``o``.
     work = annotate(table, raw.get("op_inputs") or []) if flops else None
@@ -106,8 +129,8 @@ def build_session(capture: RawCapture, sources: Sequence[CaptureSource] = ()) ->
         annotate(table, raw["op_inputs_outside"], field="o")
     mapped = map_generated_frames(table)
     nodes = mark_library_exec_frames(mapped.nodes)
-    for source in sources:  # communication marked (dlpt.capture.profile_sources.Collectives), ...
-        source.into_nodes(nodes)
+    for recorder in recorders:  # communication marked (dlpt.capture.recorders.Collectives), ...
+        recorder.into_nodes(nodes)
     meta = dict(capture.start)
     if work is not None:
         meta["flops"] = work
@@ -159,9 +182,9 @@ def build_session(capture: RawCapture, sources: Sequence[CaptureSource] = ()) ->
             "sources": collect_sources(nodes) if capture.keep_source_text else {},
         }
     )
-    for source in sources:  # after the assembly's own keys: sources add to meta.capture and meta.steps
-        source.into_meta(meta)
+    for recorder in recorders:  # after the assembly's own keys: recorders add to meta.capture and meta.steps
+        recorder.into_meta(meta)
     session = Session(nodes, meta)
-    for source in sources:
-        source.into_session(session)
+    for recorder in recorders:
+        recorder.into_session(session)
     return session

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from dlpt.capture.sources import CONTEXT, file_lines
+from dlpt.capture.source_text import CONTEXT, file_lines
 from dlpt.model.source_files import is_library_file
 
 __all__ = ["annotate_session", "NODE_LINES", "NODE_STALLS"]

@@ -6,17 +6,16 @@ One profile records at a time in a process. A profile started while another runs
 ``python -m dlpt`` starts): then the new profile joins it instead of recording on its own (see
 :class:`Profile`), so ``@dlpt.profile()`` in a script still works under the CLI.
 
-A forked child inherits no running profile (the native core stops capturing in the child): the
-child neither stops nor reports its parent's profile, and may start one of its own (which then
-makes no measurement of its own on the GPU at stop: see :mod:`dlpt.api`).
+A forked child inherits no running profile (:mod:`dlpt.capture.forking`); a profile that joined
+a running one records nothing of its own (:mod:`dlpt.capture.joining`).
 
-Everything recorded beside the native core is a capture source
-(:mod:`dlpt.capture.capture_source`; the list: :meth:`Profile._make_capture_sources`), driven
-through the same steps in one order: a new source is one class, not an edit to start and stop.
+Everything recorded beside the native core is a recorder
+(:mod:`dlpt.capture.recorder`; the list: :meth:`Profile._make_recorders`), driven
+through the same steps in one order: a new recorder is one class, not an edit to start and stop.
 
 Thread contract: start/stop are called with the GIL held, normally from the program's main
 thread; steps may arrive from any thread (optimizer steps, ``step_on`` calls, ``prof.step()``)
-and are serialised here (the step lock: the sources' step callbacks run under it). Capture
+and are serialised here (the step lock: the recorders' step callbacks run under it). Capture
 itself happens in the native core on every thread (csrc/). :meth:`Profile.status` may be called
 from any thread at any time: it only reads attributes.
 """
@@ -30,15 +29,16 @@ import warnings
 import weakref
 from typing import Any
 
-from dlpt.capture import native
+from dlpt.capture import joining, native
 from dlpt.capture import running as running_profile
-from dlpt.capture.assemble import RawCapture, build_session, start_meta
-from dlpt.capture.capture_source import CaptureSource, StopContext
+from dlpt.capture.assemble import RawCapture, build_session, gpu_meta, start_meta
 from dlpt.capture.flops.annotate import recorded_ops
-from dlpt.capture.host import DEFAULT_SAMPLE_HZ, check_options
+from dlpt.capture.forking import in_forked_child, started_elsewhere
+from dlpt.capture.host import DEFAULT_SAMPLE_HZ
 from dlpt.capture.op_mode import requested_op_mode
-from dlpt.capture.pc_sampling import pc_sampling_steps
-from dlpt.capture.profile_sources import (
+from dlpt.capture.options import CaptureOptions
+from dlpt.capture.recorder import Recorder, StopContext
+from dlpt.capture.recorders import (
     BackwardRecords,
     Collectives,
     CompileEvents,
@@ -52,43 +52,10 @@ from dlpt.capture.profile_sources import (
 )
 from dlpt.capture.running import weak_method
 from dlpt.capture.schedule import CALL, StepSchedule
-from dlpt.capture.status import ProfileStatus
-from dlpt.capture.step_on import parse_spec
-from dlpt.errors import DlptError, ProfilerBusyError, UsageError
+from dlpt.capture.status import ProfileStatus, status_of
+from dlpt.errors import ProfilerBusyError, UsageError
 from dlpt.files.rank_paths import rank_path, session_rank
-from dlpt.model.safe_text import escape_control
 from dlpt.model.session import Session
-
-_in_forked_child = False  # this process was fork()ed from the one that imported dlpt
-
-
-def _forget_in_child() -> None:
-    """After fork(), in the child: the parent's profile is not this process's to stop. Its hooks
-    go (the child's optimizer steps and step_on calls cost nothing), its locks are new (another
-    thread may have held one at fork())."""
-    global _in_forked_child
-    parent = running_profile.forget()
-    _in_forked_child = True  # CUDA may be unusable here: stop() makes no GPU measurement
-    if parent is not None:
-        parent._step_lock = threading.Lock()
-        parent._unhook()
-
-
-os.register_at_fork(after_in_child=_forget_in_child)
-
-
-def _check_count(name: str, value: Any, allow_none: bool) -> None:
-    if value is None and allow_none:
-        return
-    if (
-        not isinstance(value, int)
-        or isinstance(value, bool)
-        or value < 0
-        or (name == "active" and value == 0)
-    ):
-        raise UsageError(
-            f"{name} must be {'a positive' if name == 'active' else 'a non-negative'} integer, got {value!r}"
-        )
 
 
 def _synchronize_all() -> None:
@@ -104,56 +71,9 @@ class Profile:
     """A profile's capture: start, steps, stop into a :class:`~dlpt.model.session.Session`.
 
     The public :class:`dlpt.profile` (:mod:`dlpt.api`) is this class plus what comes after
-    capture (the suggestions saved with the session, the report, the decorator). Its arguments:
+    capture (the suggestions saved with the session, the report, the decorator).
 
-    Args:
-        skip_first: steps to leave out as warm-up before counting (default None: until two steps
-            in a row take the same time, see :mod:`dlpt.capture.warmup`); their work, like
-            everything outside counted steps, is reported apart as once-work.
-        active: steps to count after those (default: all the rest); the steps after them run
-            untraced and measure the program's own step time.
-        calibrate: run some steps untraced in the same run (windows of a few steps, see
-            :mod:`dlpt.capture.schedule`) to measure the step time without dlpt's cost, which
-            every derived figure (GPU idle share, MFU, suggested gains) then uses. False: every
-            counted step is traced.
-        gpu: capture GPU kernels, copies, memsets and syncs through CUPTI. Without a GPU, or if
-            another profiler holds CUPTI, dlpt says so and records CPU-side attribution only.
-        nested_ops: also record the ops that run inside other ops (``aten::mm`` under
-            ``aten::matmul``, ``aten::mm`` under ``MmBackward0``). Off by default: kernels land on
-            the same lines either way, and recording every nested op costs several times more
-            per step on launch-bound work.
-        step_on: the function whose outermost calls are the steps (``"generate"``,
-            ``"GPT2LMHeadModel.forward"``, ``"pkg.mod:serve"``; see :mod:`dlpt.capture.step_on`), for
-            inference loops, which have no optimizer step. Optimizer steps and ``prof.step()``
-            are then ignored.
-        sources: save the text of the profiled lines of your files (and 2 lines around each) in
-            the session, so reports show the code as it was when it ran.
-        flops: record the input shapes of the ops with a FLOP formula in torch's registry (and of
-            elementwise ops, for their bytes), for FLOPs and TFLOP/s per line, MFU and the
-            roofline bound. Off by default: torch then packs every op's arguments, which costs
-            time on every op (README: "Why is this line slow").
-        memory: record memory per line: what each line allocates, what it holds at each step's
-            peak of allocated memory (a saved activation on its forward line) and what it held
-            when an allocation failed (:mod:`dlpt.capture.memory`). Off by default: it costs
-            time on every allocation.
-        joinable: a ``dlpt.profile()`` started while this one runs joins it instead of raising
-            ProfilerBusyError (``python -m dlpt`` starts its profile this way).
-        sample_hz: how often the host sampler records the Python stack of every thread (host
-            time per line, and which lines the host was in while the GPU idled); 0 turns it off.
-        timeline: keep the events of this many counted steps, after the warm-up (ops, kernels, copies,
-            syncs, host samples) for a timeline: ``meta.timeline``, the HTML report's timeline
-            view and ``--export perfetto``. 0 (the default) keeps none.
-        pc_sampling: CUPTI PC sampling for this many counted steps after the warm-up (True: 3):
-            which source line inside each kernel is hot and why it stalls, and a fused Inductor
-            kernel's samples shared among the model lines it fused (``meta.pc_sampling``;
-            docs/pc-sampling.md). Off by default; the other steps run as without it.
-        exact_ops: True: every op's start walks the Python stack, so every op's CPU time and
-            calls land on its line. False: *lean*, op starts walk nothing; an op's line is found
-            at its first launch (every kernel, copy, memset and sync keeps its exact line and
-            op) or, if it made an autograd node, at its end; the CPU time of ops that launch
-            nothing reaches lines through the host sampler (``sample_hz``). None (the default):
-            ``$DLPT_OPS`` if set, else lean with GPU capture and exact without
-            (:mod:`dlpt.capture.op_mode`; ``meta.capture.op_mode`` says which ran).
+    Its arguments are :class:`dlpt.capture.options.CaptureOptions`'s.
 
     After the block, ``prof.session`` holds the result; ``prof.print()`` shows it and
     ``prof.save(path)`` writes it for ``python -m dlpt --load``.
@@ -183,39 +103,46 @@ class Profile:
         pc_sampling: int | bool = False,
         exact_ops: bool | None = None,
     ) -> None:
-        _check_count("skip_first", skip_first, allow_none=True)
-        check_options(sample_hz, timeline)
-        _check_count("active", active, allow_none=True)
-        if step_on is not None:
-            parse_spec(step_on)  # a malformed name fails here, not at the end of the run
-        self.skip_first = skip_first
-        self.active = active
-        self.calibrate = bool(calibrate)
-        self.gpu = gpu
-        self.nested_ops = bool(nested_ops)
-        self.step_on = step_on
-        self.sources = bool(sources)
-        self.flops = bool(flops)
-        self.memory = bool(memory)
-        self.joinable = bool(joinable)
-        self.sample_hz = sample_hz
-        self.timeline = timeline
-        self.pc_sampling = pc_sampling_steps(pc_sampling)
-        self.exact_ops = None if exact_ops is None else bool(exact_ops)
-        self._op_mode = requested_op_mode(self.exact_ops)  # a bad $DLPT_OPS fails here
+        o = CaptureOptions(
+            skip_first,
+            active,
+            calibrate,
+            gpu,
+            nested_ops,
+            step_on,
+            sources,
+            flops,
+            joinable,
+            memory,
+            sample_hz,
+            timeline,
+            pc_sampling,
+            exact_ops,
+        )
+        self.options = o
+        self.skip_first, self.active, self.calibrate, self.gpu = o.skip_first, o.active, o.calibrate, o.gpu
+        self.nested_ops, self.step_on, self.sources, self.flops = o.nested_ops, o.step_on, o.sources, o.flops
+        self.memory, self.joinable, self.sample_hz, self.timeline = (
+            o.memory,
+            o.joinable,
+            o.sample_hz,
+            o.timeline,
+        )
+        self.pc_sampling: int = int(o.pc_sampling)
+        self.exact_ops = o.exact_ops
+        self._op_mode = requested_op_mode(self.exact_ops)
         self._session: Session | None = None
         self._schedule: StepSchedule | None = None
         self._step_lock = threading.Lock()
-        # What this run records besides the native core (dlpt.capture.capture_source), in the
+        # What this run records besides the native core (dlpt.capture.recorder), in the
         # order they are driven; made afresh by each start.
-        self._capture_sources: list[CaptureSource] = []
+        self._recorders: list[Recorder] = []
         self._compile: CompileEvents | None = None  # one of them, for status()
         self._start_info: dict[str, Any] = {}
         self._meta: dict[str, Any] = {}
         self._pid = 0  # the process that started this profile
-        self._host: Profile | None = None  # the running profile this one joined, if it did
-        self._inside_host = False  # between start() and stop() of a joined profile
-        self._save_at_stop: list[str] = []  # paths joined profiles asked to save to
+        self._joined: joining.Joined | None = None  # the running profile this one joined, if it did
+        self._saves = joining.SavesAtStop()  # where profiles that joined this one asked to save
         self.gpu_usable = False  # after stop: whether the GPU may be measured (see stop)
         self._started_s: float | None = None  # perf_counter() when start() began (status)
         self._clock_started = False  # the set-up is done, the program's time runs (status)
@@ -234,7 +161,7 @@ class Profile:
                     raise ProfilerBusyError(
                         "a dlpt profile is already running in this process; stop it before starting another"
                     )
-                self._join(host)
+                self._joined, self._session = joining.join(self._options(), Profile()._options(), host), None
                 return self
             running_profile.record(running_profile.Running(weakref.ref(self), [], None, False))  # starting
         try:
@@ -246,33 +173,7 @@ class Profile:
         return self
 
     def _options(self) -> tuple[Any, ...]:
-        return (
-            self.skip_first,
-            self.active,
-            self.calibrate,
-            self.step_on,
-            self.gpu,
-            self.nested_ops,
-            self.sources,
-            self.flops,
-            self.memory,
-            self.sample_hz,
-            self.timeline,
-            self.exact_ops,
-        )
-
-    def _join(self, host: Profile) -> None:
-        own = self._options()
-        if own != Profile()._options() and own != host._options():
-            warnings.warn(
-                "dlpt: this profile joins the one already running (python -m dlpt); its options "
-                "(skip_first, active, calibrate, step_on, gpu, nested_ops, sources, flops, memory, "
-                "sample_hz, timeline, exact_ops) are ignored: give them on the command line instead",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        self._host, self._inside_host = host, True
-        self._session = None
+        return joining.options_of(self)
 
     def _start(self) -> None:
         """Set everything up, then start capture and the clock: dlpt's own set-up (imports,
@@ -280,9 +181,9 @@ class Profile:
         self._started_s, self._schedule = time.perf_counter(), None
         self._clock_started = self._stopping = False
         C = native.core()
-        self._session, self._host = None, None
+        self._session, self._joined = None, None
         self._pid = os.getpid()
-        self._save_at_stop = []
+        self._saves = joining.SavesAtStop()
         self._meta = start_meta(self.gpu)
         want_gpu = bool(self.gpu and self._meta["devices"])
         _synchronize_all()
@@ -299,12 +200,12 @@ class Profile:
             first_window=self.timeline + 1,
         )
         backward = BackwardRecords(C, backward_ops(self.nested_ops, self.flops))
-        self._capture_sources = self._make_capture_sources(C, schedule, backward)
-        started: list[CaptureSource] = []
+        self._recorders = self._make_recorders(C, schedule, backward)
+        started: list[Recorder] = []
         try:
-            for source in self._capture_sources:
-                source.start()
-                started.append(source)
+            for recorder in self._recorders:
+                recorder.start()
+                started.append(recorder)
             self._start_info = native.start(
                 want_gpu,
                 nested_ops=self.nested_ops,
@@ -313,74 +214,53 @@ class Profile:
                 op_mode=self._op_mode,
             )
         except BaseException:
-            for source in started:
-                source.unhook()
-            for source in started:
-                source.ended()
+            for recorder in started:
+                recorder.unhook()
+            for recorder in started:
+                recorder.ended()
             raise
         running_profile.record(
             running_profile.Running(
-                weakref.ref(self), self._capture_sources, schedule, bool(self._start_info.get("gpu"))
+                weakref.ref(self), self._recorders, schedule, bool(self._start_info.get("gpu"))
             )
         )
-        for source in self._capture_sources:
-            source.began(bool(self._start_info.get("gpu")))
+        for recorder in self._recorders:
+            recorder.began(bool(self._start_info.get("gpu")))
         schedule.start()
         self._clock_started = True
-        self._meta["gpu"] = self._gpu_meta(bool(self._meta["devices"]))
+        self._meta["gpu"] = gpu_meta(self.gpu, bool(self._meta["devices"]), self._start_info)
 
-    def _make_capture_sources(
-        self, C: Any, schedule: StepSchedule, backward: BackwardRecords
-    ) -> list[CaptureSource]:
-        """This run's capture sources, in the order they start, step and stop (see
-        dlpt/capture/profile_sources.py: the hooks first, then what runs beside the core)."""
+    def _make_recorders(self, C: Any, schedule: StepSchedule, backward: BackwardRecords) -> list[Recorder]:
+        """This run's recorders, in the order they start, step and stop (see
+        dlpt/capture/recorders.py: the hooks first, then what runs beside the core)."""
         self._compile = CompileEvents()
         # Hooks in torch and in the program hold the profile weakly (dlpt.capture.running).
-        sources: list[CaptureSource] = [
+        recorders: list[Recorder] = [
             OptimizerSteps(weak_method(self, "_on_optimizer_step")),
             Collectives(),
         ]
-        sources.append(backward)
+        recorders.append(backward)
         if self.step_on is not None:
             begin, end = weak_method(self, "_on_call_begin"), weak_method(self, "_on_call_end")
-            sources.append(StepCalls(self.step_on, begin, end))
-        sources.append(self._compile)
+            recorders.append(StepCalls(self.step_on, begin, end))
+        recorders.append(self._compile)
         if self.memory:
-            sources.append(Memory(C))
+            recorders.append(Memory(C))
         if self.pc_sampling:
-            sources.append(PcSamples(self.pc_sampling, C, _synchronize_all, self.sources))
-        sources.append(HostSamples(self.sample_hz, self.timeline, schedule))
-        sources.append(FrameAnchors(C))
-        return sources
+            recorders.append(PcSamples(self.pc_sampling, C, _synchronize_all, self.sources))
+        recorders.append(HostSamples(self.sample_hz, self.timeline, schedule))
+        recorders.append(FrameAnchors(C))
+        return recorders
 
     def _unhook(self) -> None:
-        """Undo every source's hooks into the program (the originals are back)."""
-        for source in self._capture_sources:
-            source.unhook()
-
-    def _gpu_meta(self, have_devices: bool) -> dict[str, Any]:
-        if not self.gpu:
-            reason = "GPU capture disabled (gpu=False / --no-gpu)"
-        elif not have_devices:
-            reason = "no CUDA GPU available"
-        else:
-            reason = self._start_info["reason"]
-            if reason:
-                warnings.warn(
-                    f"dlpt: GPU capture is off, CPU-side attribution only: {reason}",
-                    RuntimeWarning,
-                    stacklevel=4,
-                )
-        return {
-            "enabled": bool(self._start_info["gpu"]),
-            "reason": reason,
-            "cupti": self._start_info.get("cupti_path") or None,
-        }
+        """Undo every recorder's hooks into the program (the originals are back)."""
+        for recorder in self._recorders:
+            recorder.unhook()
 
     def step(self) -> None:
         """Mark the end of a step (optional: optimizer steps are detected anyway)."""
-        if self._inside_host and self._host is not None:
-            self._host.step()
+        if self._joined is not None and self._joined.inside:
+            self._joined.host.step()
         elif running_profile.current() is self:
             self._on_step("manual")
 
@@ -390,24 +270,24 @@ class Profile:
     def _on_step(self, source: str, began_ns: int | None = None) -> None:
         native.core().drain_code_refs()
         with self._step_lock:
-            for s in self._capture_sources:
+            for s in self._recorders:
                 s.before_step()
             if self._schedule is not None:
                 self._schedule.on_step(source, began_ns)
-                for s in self._capture_sources:
+                for s in self._recorders:
                     s.on_step(self._schedule)
 
     def _on_call_begin(self) -> None:
         with self._step_lock:
             if self._schedule is not None:
                 self._schedule.begin_call()
-            for s in self._capture_sources:
+            for s in self._recorders:
                 s.on_call_begin()
 
     def _arm_timeline(self) -> None:
         """The warm-up is over (called by the schedule, step lock held): the timeline keeps the
         counted steps from the next boundary on."""
-        for s in self._capture_sources:
+        for s in self._recorders:
             s.on_warm()
 
     @staticmethod
@@ -426,11 +306,11 @@ class Profile:
 
         A profile that joined a running one only leaves it (see the class docstring) and
         returns None."""
-        if self._host is not None:  # joined: leave (again, harmlessly)
-            self._inside_host = False
+        if self._joined is not None:  # joined: leave (again, harmlessly)
+            self._joined.inside = False
             return None
         if running_profile.current() is not self:
-            if self._pid and self._pid != os.getpid():
+            if started_elsewhere(self._pid):
                 raise UsageError(
                     f"this dlpt profile belongs to process {self._pid}; "
                     "a forked child neither stops nor reports it"
@@ -454,13 +334,13 @@ class Profile:
             assert schedule is not None
             schedule.close()
             ctx = StopContext(schedule, bool(self._start_info.get("gpu")))
-            for source in self._capture_sources:  # memory, PC sampling, the sampler: before the core's stop
-                source.stop(ctx)
+            for recorder in self._recorders:  # memory, PC sampling, the sampler: before the core's stop
+                recorder.stop(ctx)
             # The time since the last step boundary is outside steps; a run without steps is one
             # epoch, counted (its figures are per run).
             raw = native.core().stop(last_counted=schedule.source is None)
-            for source in self._capture_sources:  # the sampler's result, compile events: after it
-                source.ended()
+            for recorder in self._recorders:  # the sampler's result, compile events: after it
+                recorder.ended()
         finally:
             with running_profile.lock:
                 running_profile.record(None)
@@ -475,45 +355,36 @@ class Profile:
             keep_source_text=self.sources,
             flops=self.flops,
         )
-        self._session = build_session(capture, self._capture_sources)
+        self._session = build_session(capture, self._recorders)
         # Whether a measurement on the GPU may follow (dlpt.api's pinned-copy probe): never in a
         # forked child (CUDA may be unusable there) or on a GPU that failed to synchronise.
-        self.gpu_usable = gpu_usable and not _in_forked_child
+        self.gpu_usable = gpu_usable and not in_forked_child()
         return self._session
 
     def status(self) -> ProfileStatus:
         """What the profile is doing now (:mod:`dlpt.capture.status`), from any thread, without
         locks. A profile that joined a running one reports that one's status."""
-        if self._host is not None:
-            return self._host.status()
-        started, schedule = self._started_s, self._schedule
-        elapsed = time.perf_counter() - started if started is not None else 0.0
-        if self._session is not None:
-            phase = "stopped"
-        elif self._stopping:
-            phase = "stopping"
-        elif schedule is None or not self._clock_started:
-            phase = "starting"
-        elif self._compile is not None and self._compile.events.compiling:
-            phase = "compiling"
-        else:
-            phase = schedule.phase
-        seen, profiled = (schedule.seen, schedule.counted) if schedule is not None else (0, 0)
-        return ProfileStatus(elapsed, seen, profiled, phase)
+        if self._joined is not None:
+            return self._joined.host.status()
+        phase = "stopped" if self._session is not None else "stopping" if self._stopping else None
+        if phase is None and self._clock_started and self._compile is not None:
+            phase = "compiling" if self._compile.events.compiling else None
+        return status_of(self._started_s, self._schedule, self._clock_started, phase)
 
     def save_for_joined(self) -> None:
-        """Write the files joined profiles asked for; a failure is said, never raised (the
-        profile itself is safe in memory, and the CLI saves its own copy)."""
-        for path in self._save_at_stop:
-            try:
-                self.save(path)
-            except (OSError, DlptError) as e:
-                warnings.warn(
-                    f"dlpt: could not save the profile to {escape_control(path)}: {e}",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-        self._save_at_stop = []
+        """Write the files joined profiles asked for; a failure is said, never raised
+        (:class:`dlpt.capture.joining.SavesAtStop`)."""
+        self._saves.write(self.save)
+
+    def ask_to_save(self, path: str) -> None:
+        """A profile that joined this one asks for the session in ``path`` once this one stops."""
+        self._saves.paths.append(path)
+
+    def forget_after_fork(self) -> None:
+        """In a forked child (:mod:`dlpt.capture.forking`): this profile is not the child's to
+        stop. Its hooks go, its step lock is new (another thread may have held it at fork())."""
+        self._step_lock = threading.Lock()
+        self._unhook()
 
     # -- context manager / decorator --------------------------------------------------------
 
@@ -527,31 +398,36 @@ class Profile:
     @property
     def forked(self) -> bool:
         """Started by the process we forked from: not ours to stop or report."""
-        return bool(self._pid) and self._pid != os.getpid() and not self._inside_host
+        return started_elsewhere(self._pid) and not self.joined
 
     @property
     def joined(self) -> bool:
         """Between start() and stop() of a profile that joined a running one."""
-        return self._inside_host
+        return self._joined is not None and self._joined.inside
 
     @property
     def waiting_for_host(self) -> bool:
         """This profile joined a running one that has not stopped yet: no session exists."""
-        return self._host is not None and self._host._session is None
+        return self._joined is not None and self._joined.waiting
+
+    @property
+    def stopped_session(self) -> Session | None:
+        """The session this profile recorded, once it stopped (None before, and for a profile
+        that joined a running one)."""
+        return self._session
 
     # -- results -----------------------------------------------------------------------------
 
     @property
     def session(self) -> Session:
         """The recorded session (available once the profile stopped)."""
-        host = self._host
-        if host is not None:
-            if host._session is None:
+        if self._joined is not None:
+            if self._joined.waiting:
                 raise UsageError(
                     "this profile joined the one already running (python -m dlpt): the session is "
                     "that profile's and exists once it stops, when the program ends (-o FILE keeps it)"
                 )
-            return host._session
+            return self._joined.host.session
         if self._session is None:
             raise UsageError("the profile has no session yet: it is still running or never ran")
         return self._session
@@ -568,8 +444,8 @@ class Profile:
         export) or it is empty, unless ``force`` (dlpt.files.safe_files).
 
         For a profile that joined a running one, the file is written when that one stops."""
-        if self._host is not None and self._host._session is None:
-            self._host._save_at_stop.append(os.path.abspath(path))
+        if self._joined is not None and self._joined.waiting:
+            self._joined.host.ask_to_save(os.path.abspath(path))
             return os.fspath(path)
         session = self.session
         where = os.fspath(path)

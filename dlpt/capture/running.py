@@ -4,7 +4,7 @@ nobody can reach any more.
 A profile started by hand and then lost (a notebook cell that started one, raised before its
 ``stop()`` and was run again: the name now holds a new profile) would block every later profile
 with ProfilerBusyError for the rest of the process. So this registry holds the running profile
-only weakly, and beside it what stopping its capture takes (its capture sources and step
+only weakly, and beside it what stopping its capture takes (its recorders and step
 schedule, which hold the profile weakly too: :func:`weak_method`). A start that finds the
 running profile gone (after a garbage collection: a profile may sit in a reference cycle) stops
 that capture first, with a warning (its session is lost), then starts.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlpt.capture import native
-from dlpt.capture.capture_source import CaptureSource, StopContext
+from dlpt.capture.recorder import Recorder, StopContext
 from dlpt.capture.schedule import StepSchedule
 
 __all__ = ["Running", "lock", "current", "record", "forget", "lost", "abandon", "weak_method"]
@@ -37,7 +37,7 @@ class Running:
     """The running profile (weakly) and what stopping its capture takes without it."""
 
     profile: weakref.ref[Any]
-    sources: list[CaptureSource]
+    recorders: list[Recorder]
     schedule: StepSchedule | None  # None while the profile starts
     gpu: bool
 
@@ -83,7 +83,7 @@ def lost(joinable: Callable[[Any], bool]) -> bool:
 
 def abandon() -> None:
     """Stop the capture of the lost profile (under :data:`lock`): its hooks removed, the core
-    and its sources stopped, its session dropped (nobody can have it). Never raises."""
+    and its recorders stopped, its session dropped (nobody can have it). Never raises."""
     r = _record
     if r is None:
         return
@@ -93,12 +93,12 @@ def abandon() -> None:
         return
     ctx = StopContext(schedule, r.gpu)
     steps: list[tuple[str, Callable[[], object]]] = [
-        *((f"unhook {type(s).__name__}", s.unhook) for s in r.sources),
+        *((f"unhook {type(s).__name__}", s.unhook) for s in r.recorders),
         ("set_collecting", lambda: native.core().set_collecting(False)),
         ("close the schedule", schedule.close),
-        *((f"stop {type(s).__name__}", lambda s=s: s.stop(ctx)) for s in r.sources),
+        *((f"stop {type(s).__name__}", lambda s=s: s.stop(ctx)) for s in r.recorders),
         ("stop the core", lambda: native.core().stop(last_counted=False)),
-        *((f"end {type(s).__name__}", s.ended) for s in r.sources),
+        *((f"end {type(s).__name__}", s.ended) for s in r.recorders),
     ]
     for what, step in steps:
         try:

@@ -21,9 +21,14 @@ must show a phase they do not know as it is. The phases today:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-__all__ = ["PHASES", "ProfileStatus"]
+if TYPE_CHECKING:
+    from dlpt.capture.schedule import StepSchedule
+
+__all__ = ["PHASES", "ProfileStatus", "status_of"]
 
 PHASES = ("starting", "warm-up", "tracing", "untraced", "compiling", "done", "stopping", "stopped")
 
@@ -37,3 +42,16 @@ class ProfileStatus:
     steps_seen: int
     steps_profiled: int
     phase: str
+
+
+def status_of(
+    started_s: float | None, schedule: StepSchedule | None, clock_started: bool, phase: str | None
+) -> ProfileStatus:
+    """The status of a profile started at ``started_s`` (``perf_counter()``; None: not yet),
+    stepping through ``schedule`` once its set-up is done (``clock_started``), in ``phase`` when
+    the profile knows it (stopped, stopping, compiling), else in the schedule's."""
+    elapsed = time.perf_counter() - started_s if started_s is not None else 0.0
+    if phase is None:
+        phase = "starting" if schedule is None or not clock_started else schedule.phase
+    seen, profiled = (schedule.seen, schedule.counted) if schedule is not None else (0, 0)
+    return ProfileStatus(elapsed, seen, profiled, phase)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlpt.capture import signal_end
-from dlpt.capture.sources import remember_source
+from dlpt.capture.source_text import remember_source
 from dlpt.capture.step_on import instrument_main
 from dlpt.cli.process_end import Death, program_status
 from dlpt.errors import UsageError

@@ -3,7 +3,7 @@ its compilers, the Python stdlib, generated code, dlpt itself).
 
 Capture and reports both need the answer: capture marks exec'd code by its caller's file
 (:mod:`dlpt.capture.exec_frames`) and saves the source text of user files
-(:mod:`dlpt.capture.sources`); reports fold library frames into their callers
+(:mod:`dlpt.capture.source_text`); reports fold library frames into their callers
 (:mod:`dlpt.trees.processors`). Installed packages are told apart from the framework because they
 hold model code (transformers, timm, torchvision, diffusers): reports keep such frames when they
 run inside a module call. It lives below both sides so that neither imports the other.

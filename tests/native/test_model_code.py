@@ -16,8 +16,8 @@ import torch
 from rich.console import Console
 
 import dlpt
-import dlpt.capture.sources as sources_module
-from dlpt.capture.sources import CONTEXT
+import dlpt.capture.source_text as sources_module
+from dlpt.capture.source_text import CONTEXT
 from dlpt.model.metrics import METRICS
 from dlpt.model.source_files import file_kind
 from dlpt.model.tree import walk

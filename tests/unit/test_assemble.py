@@ -13,7 +13,7 @@ from rich.console import Console
 
 from dlpt.analysis.diff import diff_sessions
 from dlpt.capture.assemble import RawCapture, build_session, start_meta
-from dlpt.capture.profile_sources import Collectives, CompileEvents
+from dlpt.capture.recorders import Collectives, CompileEvents
 from dlpt.finish import finish_session
 from dlpt.model.metrics import METRICS
 from dlpt.model.schema import EXTRAS, SCHEMA

@@ -12,7 +12,8 @@ import pytest
 
 from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
-from dlpt.renderers.exports import SPEEDSCOPE_SCHEMA, folded, speedscope, write_export
+from dlpt.renderers.exports import folded, speedscope, write_export
+from dlpt.renderers.exports.speedscope import SPEEDSCOPE_SCHEMA
 from tests import sessions as S
 
 SCHEMA = json.loads(

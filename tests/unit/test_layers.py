@@ -71,7 +71,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.renderers": ("dlpt.renderers", "dlpt.analysis", *_TREES),
     # The page and the exports format the report model and the folded tree, never the terminal's.
     "dlpt.renderers.html": ("dlpt.renderers.html", "dlpt.analysis", *_TREES),
-    "dlpt.renderers.exports": ("dlpt.analysis", *_TREES),
+    "dlpt.renderers.exports": ("dlpt.renderers.exports", "dlpt.analysis", *_TREES),
     # The one ending of a run, under the API (whose stop it is) and the front ends.
     "dlpt.finish": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_TREES),
     "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_TREES),

@@ -9,7 +9,7 @@ import linecache
 import pytest
 
 import dlpt.cli.launch
-from dlpt.capture import sources
+from dlpt.capture import source_text as sources
 from dlpt.capture.exec_frames import mark_library_exec_frames
 from dlpt.model.meta import program_argv
 

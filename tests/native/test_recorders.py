@@ -1,6 +1,6 @@
-"""Capture sources behind one interface (:mod:`dlpt.capture.capture_source`): a profile drives
-every source through the same steps, in the documented order, and the session takes what each
-contributes; a source added to a profile is one class, no edit to the profile's lifecycle. Real
+"""Recorders behind one interface (:mod:`dlpt.capture.recorder`): a profile drives
+every recorder through the same steps, in the documented order, and the session takes what each
+contributes; a recorder added to a profile is one class, no edit to the profile's lifecycle. Real
 capture on the CPU."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import torch
 
-from dlpt.capture.capture_source import CaptureSource, StopContext
-from dlpt.capture.profile_sources import Collectives, CompileEvents, HostSamples, OptimizerSteps
 from dlpt.capture.profiler import Profile
+from dlpt.capture.recorder import Recorder, StopContext
+from dlpt.capture.recorders import Collectives, CompileEvents, HostSamples, OptimizerSteps
 from dlpt.capture.schedule import StepSchedule
 from dlpt.model.session import Session
 
 
-class Recorder(CaptureSource):
+class Logging(Recorder):
     """Records each step it is driven through, and contributes to every part of the session."""
 
     def __init__(self, log: list[str]) -> None:
@@ -61,16 +61,16 @@ class Recorder(CaptureSource):
 
 
 class Recorded(Profile):
-    """A profile with one more source: the profile's own list, plus the recorder."""
+    """A profile with one more recorder: the profile's own list, plus the logging one."""
 
     def __init__(self, log: list[str], **kw: Any) -> None:
         super().__init__(**kw)
         self.log = log
 
-    def _make_capture_sources(self, *args: Any) -> list[CaptureSource]:
-        sources = super()._make_capture_sources(*args)
+    def _make_recorders(self, *args: Any) -> list[Recorder]:
+        sources = super()._make_recorders(*args)
         self.kinds = [type(s).__name__ for s in sources]
-        return [*sources, Recorder(self.log)]
+        return [*sources, Logging(self.log)]
 
 
 def test_a_profile_drives_every_source_through_the_same_steps_in_order() -> None:
@@ -115,13 +115,13 @@ def test_a_profile_drives_every_source_through_the_same_steps_in_order() -> None
 def test_a_source_that_fails_to_start_undoes_the_started_ones() -> None:
     log: list[str] = []
 
-    class Broken(CaptureSource):
+    class Broken(Recorder):
         def start(self) -> None:
             raise RuntimeError("cannot hook")
 
     class WithBroken(Recorded):
-        def _make_capture_sources(self, *args: Any) -> list[CaptureSource]:
-            return [Recorder(self.log), Broken()]
+        def _make_recorders(self, *args: Any) -> list[Recorder]:
+            return [Logging(self.log), Broken()]
 
     prof = WithBroken(log, gpu=False)
     with pytest.raises(RuntimeError, match="cannot hook"):
@@ -150,5 +150,5 @@ def test_the_profile_sources_keep_their_meta_keys() -> None:
     steps = meta["steps"]
     assert steps["step_on"] == "one_step" and steps["step_on_matched"] == [f"{__name__}:one_step"]
     assert steps["profiled"] == 3 and steps["source"] == "call"
-    assert isinstance(OptimizerSteps(lambda: None), CaptureSource)
-    assert all(issubclass(c, CaptureSource) for c in (Collectives, CompileEvents, HostSamples))
+    assert isinstance(OptimizerSteps(lambda: None), Recorder)
+    assert all(issubclass(c, Recorder) for c in (Collectives, CompileEvents, HostSamples))

@@ -1,5 +1,5 @@
-"""The capture sources of a profile (:class:`dlpt.capture.capture_source.CaptureSource`), in the
-order the profile drives them (``Profile._make_capture_sources``, dlpt/capture/profiler.py):
+"""The recorders of a profile (:class:`dlpt.capture.recorder.Recorder`), in the
+order the profile drives them (``Profile._make_recorders``, dlpt/capture/profiler.py):
 
 - hooks into the program, started before the native core, undone first at stop:
   :class:`OptimizerSteps`, :class:`Collectives`, :class:`BackwardRecords`, :class:`StepCalls`,
@@ -24,7 +24,6 @@ from typing import Any
 
 from dlpt.capture import frame_anchors, native
 from dlpt.capture.backward_records import BackwardRecordsPause
-from dlpt.capture.capture_source import CaptureSource, StopContext
 from dlpt.capture.compile import dynamo, failures
 from dlpt.capture.host import HostCapture
 from dlpt.capture.host_session import add_host_metrics, host_meta
@@ -35,6 +34,7 @@ from dlpt.capture.ranks.annotate import annotate_comm
 from dlpt.capture.ranks.env import current as current_rank
 from dlpt.capture.ranks.env import distributed_meta
 from dlpt.capture.ranks.pycomm import CollectiveHooks
+from dlpt.capture.recorder import Recorder, StopContext
 from dlpt.capture.schedule import StepSchedule
 from dlpt.capture.step_on import StepOn
 from dlpt.capture.steps import OptimizerHook
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-class FrameAnchors(CaptureSource):
+class FrameAnchors(Recorder):
     """The core's walks of Python frames may stop at an outer frame whose activation has not
     changed (dlpt/capture/frame_anchors.py): a ``sys.monitoring`` tool id, lent once the core
     runs, given back first at stop (the events switched off, every anchor void)."""
@@ -75,7 +75,7 @@ class FrameAnchors(CaptureSource):
         frame_anchors.disable(self._core, tool)
 
 
-class OptimizerSteps(CaptureSource):
+class OptimizerSteps(Recorder):
     """Every ``torch.optim`` step is a step boundary (``callback``)."""
 
     def __init__(self, callback: Callable[[], None]) -> None:
@@ -91,7 +91,7 @@ class OptimizerSteps(CaptureSource):
             self._hook = None
 
 
-class Collectives(CaptureSource):
+class Collectives(Recorder):
     """Python-level collectives on CPU process groups, wrapped (what each call moved), and the
     communication in the tree marked (``comm_ns``, ``comm_wait_ns``, bytes); ``meta.distributed``
     for one of several ranks."""
@@ -124,7 +124,7 @@ def backward_ops(nested_ops: bool, flops: bool) -> str:
     return "paused"
 
 
-class BackwardRecords(CaptureSource):
+class BackwardRecords(Recorder):
     """``mode`` "paused": backward passes record no aten ops (the core splits them off:
     ``split_backward``); ``meta.capture.backward_ops`` says which."""
 
@@ -149,7 +149,7 @@ class BackwardRecords(CaptureSource):
         meta["capture"]["backward_ops"] = self.mode
 
 
-class StepCalls(CaptureSource):
+class StepCalls(Recorder):
     """``step_on``: each outermost call of ``spec`` is a step (``begin``/``end`` at its edges);
     ``meta.steps.step_on*`` say what was wrapped and which made the steps."""
 
@@ -178,7 +178,7 @@ class StepCalls(CaptureSource):
         steps["step_on_matched"] = list(self._matched)
 
 
-class CompileEvents(CaptureSource):
+class CompileEvents(Recorder):
     """torch.compile's events (``meta.compile``) and the failures of dlpt's compile integration
     while the profile ran (``meta.capture.compile_failures``, the line map's at assembly
     included)."""
@@ -200,7 +200,7 @@ class CompileEvents(CaptureSource):
         meta["capture"]["compile_failures"] = failures.since(self._before)
 
 
-class Memory(CaptureSource):
+class Memory(Recorder):
     """``memory=True``: what each line allocates and holds (:mod:`dlpt.capture.memory`)."""
 
     def __init__(self, core: ModuleType) -> None:
@@ -241,7 +241,7 @@ class Memory(CaptureSource):
             meta["memory"] = self._capture.meta(self._export)
 
 
-class PcSamples(CaptureSource):
+class PcSamples(Recorder):
     """``pc_sampling=N``: CUPTI PC sampling for ``steps`` steps after the warm-up, when the core
     captures the GPU (``meta.pc_sampling``; the samples put beside the kernel and line nodes)."""
 
@@ -287,7 +287,7 @@ class PcSamples(CaptureSource):
             pcs["reason"] = pcs.get("reason") or f"PC samples not put on the tree: {type(e).__name__}: {e}"
 
 
-class HostSamples(CaptureSource):
+class HostSamples(Recorder):
     """The host sampler and the timeline window (:mod:`dlpt.capture.host`): host time per line
     (``meta.host``), the timeline (``meta.timeline``)."""
 

@@ -1,17 +1,17 @@
 """One interface for everything a profile records besides the native core's tree: a
-:class:`CaptureSource` (the optimizer-step hook, the ``step_on`` wrappers, the backward-records
+:class:`Recorder` (the optimizer-step hook, the ``step_on`` wrappers, the backward-records
 pause, the collective wrappers, Dynamo's compile events, memory, the host sampler, PC sampling:
-:mod:`dlpt.capture.profile_sources`).
+:mod:`dlpt.capture.recorders`).
 
-:class:`dlpt.capture.profiler.Profile` drives every source through the same steps, each source
+:class:`dlpt.capture.profiler.Profile` drives every recorder through the same steps, each one
 in the order of its list, and :func:`dlpt.capture.assemble.build_session` takes what they
-contribute; a new source is one class, no edit to the profile's lifecycle. A source implements
+contribute; a new recorder is one class, no edit to the profile's lifecycle. A recorder implements
 the steps it needs (the others do nothing):
 
 At start (set-up; the profile's clock has not started):
 
 - :meth:`start`: before the native core starts: hooks into the program (wrapped functions,
-  callbacks). A failure here or in the core's start undoes every started source
+  callbacks). A failure here or in the core's start undoes every started recorder
   (:meth:`unhook`, then :meth:`ended`) and raises.
 - :meth:`began`: once the core runs: capture beside it (memory, the sampler, PC sampling).
 
@@ -33,7 +33,7 @@ Into the session (:func:`dlpt.capture.assemble.build_session`), in this order:
 - :meth:`into_table`: the core's node table, indexed by the core's node ids (before line
   mapping renumbers them).
 - :meth:`into_nodes`: the session's nodes, after line mapping.
-- :meth:`into_meta`: the session's meta keys of this source.
+- :meth:`into_meta`: the session's meta keys of this recorder.
 - :meth:`into_session`: the built session (what needs all of it).
 
 Thread contract: every step is called with the GIL held; the step callbacks under the
@@ -49,11 +49,11 @@ if TYPE_CHECKING:
     from dlpt.capture.schedule import StepSchedule
     from dlpt.model.session import Session
 
-__all__ = ["CaptureSource", "StopContext"]
+__all__ = ["Recorder", "StopContext"]
 
 
 class StopContext:
-    """What sources may read while the profile stops and the session is built: the step
+    """What recorders may read while the profile stops and the session is built: the step
     schedule and whether the core's capture had the GPU."""
 
     def __init__(self, schedule: StepSchedule, gpu: bool) -> None:
@@ -61,8 +61,8 @@ class StopContext:
         self.gpu = gpu
 
 
-class CaptureSource:
-    """Base of every capture source: each step does nothing unless the source needs it."""
+class Recorder:
+    """Base of every recorder: each step does nothing unless the recorder needs it."""
 
     def start(self) -> None:
         """Before the native core starts."""
@@ -98,7 +98,7 @@ class CaptureSource:
         """Add to the session's nodes, after line mapping (in place)."""
 
     def into_meta(self, meta: dict[str, Any]) -> None:
-        """Write this source's meta keys."""
+        """Write this recorder's meta keys."""
 
     def into_session(self, session: Session) -> None:
         """Complete the built session (what needs all of it)."""
