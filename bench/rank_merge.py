@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from dlpt.analysis.ranks.lines import one_thread  # noqa: E402
 from dlpt.analysis.ranks.merge import rank_set  # noqa: E402
 from dlpt.cli.rank_finish import with_lines  # noqa: E402
-from dlpt.analysis.ranks.report import rank_report  # noqa: E402
+from dlpt.views.ranks import ranks_view  # noqa: E402
 from dlpt.analysis.ranks import summary as rank_summary  # noqa: E402
 from dlpt.model.session import VERSION, Session  # noqa: E402
 from dlpt.renderers.html.ranks_page import build_ranks_model  # noqa: E402
@@ -124,13 +124,13 @@ def main() -> None:
     t = time.perf_counter()
     rs = rank_set([(f"rank {r}", s.session) for r, s in summaries.items()])
     with_lines(rs, summaries)
-    rep = rank_report(rs)
+    rep = ranks_view(rs)
     stages["merge"] = time.perf_counter() - t
     t = time.perf_counter()
     from rich.console import Console
 
     console = Console(width=160, record=True, color_system=None, file=open(os.devnull, "w"))
-    console.print(render_ranks(rep.rs, report=rep))
+    console.print(render_ranks(rep))
     stages["terminal"] = time.perf_counter() - t
     t = time.perf_counter()
     model = build_ranks_model(rep)

@@ -57,12 +57,12 @@ def run(case: Case, out: Path) -> dict:
 
 def judge(out: Path) -> Outcome:
     from dlpt.analysis.ranks.merge import rank_set
-    from dlpt.analysis.ranks.report import rank_report
+    from dlpt.views.ranks import ranks_view
     from dlpt.model.session import Session
 
     paths = sorted(out.parent.glob(out.stem + ".rank*.json"))
     rs = rank_set([(str(p), Session.load(str(p))) for p in paths])
-    rep = rank_report(rs)
+    rep = ranks_view(rs)
     source = (KNOWN / "ranks.py").read_text().splitlines()
     texts = []
     for s in rep.stragglers:

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from dlpt import finish
-from dlpt.analysis.view import SessionView, ViewOptions
 from dlpt.capture.options import CaptureOptions
 from dlpt.capture.profiler import Profile
 from dlpt.model.session import Session
+from dlpt.views.run import RunView, ViewOptions
 
 __all__ = ["profile"]
 
@@ -40,7 +40,7 @@ class profile(Profile):
     #: What the run's view is made with (the command line sets its ``--show-all`` and ``--peak-tflops``).
     view_options: ViewOptions = ViewOptions()
     #: The session folded and analysed once, for its suggestions and every report (after stop).
-    view: SessionView | None = None
+    view: RunView | None = None
 
     def stop(self) -> Session | None:
         """Stop capture, flush all GPU activity and build the session, with its suggestions.

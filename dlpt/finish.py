@@ -2,7 +2,7 @@
 command line (:mod:`dlpt.cli.main`) and the notebook magic (:mod:`dlpt.notebook.magic`).
 
 - :func:`stop_viewed`: stop capture and complete the session: IPython cells named ``In [N]``,
-  the session viewed once (folded and analysed: :mod:`dlpt.analysis.view`), the suggestions
+  the session viewed once (folded and analysed: :mod:`dlpt.views.run`), the suggestions
   derived from that analysis and the pinned-copy measurement saved with it
   (:func:`finish_session`), the files joined profiles asked for. ``dlpt.profile.stop()`` ends
   here; :func:`stop` is the same for a caller that wants the session alone.
@@ -29,15 +29,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dlpt.analysis.inputs import Analysis, analyze
-from dlpt.analysis.suggest import derive, to_meta
-from dlpt.analysis.view import SessionView, ViewOptions, build_view
 from dlpt.capture.cells import name_cells
 from dlpt.capture.pinned_probe import pinned_htod
 from dlpt.capture.profiler import Profile
 from dlpt.errors import DlptError
 from dlpt.model.session import Session
 from dlpt.renderers.exports import write_export
+from dlpt.views.run import RunView, ViewOptions, build_view
 
 __all__ = [
     "Ending",
@@ -69,22 +67,23 @@ def _pageable_htod(session: Session) -> tuple[int, int] | None:
     return (best[1], best[2]) if best is not None else None
 
 
-def finish_session(session: Session, probe: bool = True, analysis: Analysis | None = None) -> None:
+def finish_session(source: Session | RunView, probe: bool = True) -> None:
     """What dlpt adds to a session once capture stopped: ``meta.host_link_probe`` (a pinned
     host-to-device copy measured on the GPU, when the run copied from pageable memory and
     ``probe`` allows a measurement) and ``meta.suggestions``, so that a saved session shows what
-    was found when it was recorded. ``analysis`` is the run's (its view's, analysed once for
-    every output: :mod:`dlpt.analysis.view`); None: the session is analysed here. Never raises:
-    a failure is logged and leaves the keys out (reports then derive the suggestions
-    themselves)."""
+    was found when it was recorded. ``source``: the run's view of it (analysed once for every
+    output: :mod:`dlpt.views.run`), or the session alone (viewed here). Never raises: a failure
+    is logged and leaves the keys out (reports then derive the suggestions themselves)."""
+    session = source.session if isinstance(source, RunView) else source
     try:
+        view = source if isinstance(source, RunView) else build_view(session)
         enabled = probe and session.typed_meta.gpu_enabled is True
         target = _pageable_htod(session) if enabled else None
         if target is not None:
             measured = pinned_htod(target[1], target[0])
             if measured is not None:
                 session.meta["host_link_probe"] = measured
-        session.meta["suggestions"] = to_meta(derive(analysis if analysis is not None else analyze(session)))
+        session.meta["suggestions"] = view.suggestions_to_save()
     except Exception:  # noqa: BLE001 - suggestions must never cost the profile; logged
         _log.debug("could not derive suggestions at stop", exc_info=True)
 
@@ -94,9 +93,9 @@ def stop_viewed(
     tidy: Callable[[Session], None] | None = None,
     prefer: Sequence[str] = (),
     options: ViewOptions | None = None,
-) -> SessionView | None:
+) -> RunView | None:
     """Stop ``prof``'s capture and complete its session, viewed once (folded and analysed with
-    ``options``: :mod:`dlpt.analysis.view`) for its suggestions and every output of the run;
+    ``options``: :mod:`dlpt.views.run`) for its suggestions and every output of the run;
     None for a profile that joined a running one (it only leaves it). ``tidy`` changes the
     session first, before anything reads it (the notebook marks the frames above the magic as
     library code); ``prefer``: the files whose text wins where several files are one IPython
@@ -108,7 +107,7 @@ def stop_viewed(
         tidy(session)
     name_cells(session, prefer=prefer)  # in IPython or Jupyter: cells as In [N]
     view = build_view(session, options or ViewOptions())
-    finish_session(session, probe=prof.gpu_usable, analysis=view.analysis)
+    finish_session(view, probe=prof.gpu_usable)
     prof.save_for_joined()
     return view
 
@@ -145,7 +144,7 @@ class Output:
 
 
 def write_all(
-    session: Session | SessionView,
+    session: Session | RunView,
     outputs: Sequence[Output],
     metric: str | None,
     show_all: bool,
@@ -154,7 +153,7 @@ def write_all(
     force: bool = False,
 ) -> bool:
     """Write every output of a session, or of the run's view of it (folded and analysed once for
-    all of them: :mod:`dlpt.analysis.view`); ``say`` reports each file written or failed. True if
+    all of them: :mod:`dlpt.views.run`); ``say`` reports each file written or failed. True if
     all worked.
     ``peak_tflops`` is the report option the HTML report's MFU uses, as the terminal's;
     ``force``: replace files dlpt did not write (``--force``)."""
@@ -234,7 +233,7 @@ class Ending:
     tidy: Callable[[Session], None] | None = None
     prefer: Sequence[str] = ()
     session: Session | None = None  # once stopped: the finished session
-    view: SessionView | None = None  # once stopped: the session folded and analysed once
+    view: RunView | None = None  # once stopped: the session folded and analysed once
     saved: str = ""  # where the session was saved, once it was
 
     def run(self, prof: Profile) -> bool:
@@ -274,7 +273,7 @@ class Ending:
         r = self.render
         return ViewOptions(show_all=bool(r.get("show_all")), peak_tflops=r.get("peak_tflops"))
 
-    def viewed(self, session: Session) -> Session | SessionView:
+    def viewed(self, session: Session) -> Session | RunView:
         """``session``'s view when it is this run's (every output formats the one view)."""
         return self.view if self.view is not None and self.view.session is session else session
 

@@ -228,11 +228,11 @@ def with_collectives(
 
 
 def render_text_of(rep: Any) -> str:
-    """The terminal report across ranks of ``rep`` (a RankReport), as plain text 160 wide."""
+    """The terminal report across ranks of ``rep`` (a RanksView), as plain text 160 wide."""
     from rich.console import Console
 
     from dlpt.renderers.terminal.ranks import render_ranks
 
     console = Console(width=160, record=True, color_system=None, force_terminal=False)
-    console.print(render_ranks(rep.rs, report=rep, threshold=0.0))
+    console.print(render_ranks(rep, threshold=0.0))
     return console.export_text()

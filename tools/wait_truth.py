@@ -25,8 +25,8 @@ import sys
 
 from dlpt.analysis.ranks.arrivals import epoch_waits, rank_collectives
 from dlpt.analysis.ranks.merge import rank_set
-from dlpt.analysis.ranks.report import rank_report
 from dlpt.model.session import Session
+from dlpt.views.ranks import ranks_view
 
 STEP = re.compile(r"ddp_train: rank (\d+) step (\d+) ([0-9.]+) ms")
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with open(args.out) as f:
         by_rank = steps_by_rank(f.read())
-    rep = rank_report(rank_set([(p, Session.load(p)) for p in args.sessions]))
+    rep = ranks_view(rank_set([(p, Session.load(p)) for p in args.sessions]))
     named = rep.stragglers + rep.unnamed
     if not named:
         print("wait_truth: dlpt named no rank the others waited for")

@@ -16,15 +16,13 @@ from typing import Any
 
 from dlpt.model.comm_names import WAIT_OPS, WORK_WAIT, bus_bandwidth, family, is_collective_op, is_comm_kernel
 from dlpt.model.meta import int_of
-from dlpt.model.metrics import METRICS, Metric
+from dlpt.model.metrics import COMM, METRICS, WAIT, Metric
 from dlpt.model.units import Units
 
-__all__ = ["COMM", "WAIT", "tree_columns", "comm_facts", "CollectiveRow", "collective_rows"]
+__all__ = ["tree_columns", "comm_facts", "CollectiveRow", "collective_rows"]
 
 #: The tree's extra columns: what of a row's GPU time is communication kernels, and what of its
 #: CPU time is the rank waiting for a collective.
-COMM = Metric("comm", "communication GPU time (collective kernels)", "ns", lambda m: m.get("comm_ns", 0))
-WAIT = Metric("wait", "host time waiting for collectives", "ns", lambda m: m.get("comm_wait_ns", 0))
 
 
 def tree_columns(totals: Mapping[str, int]) -> list[Metric]:

@@ -1,5 +1,5 @@
 """The summary tables' rows: GPU kernels by name, copies by direction and host memory kind (and
-memsets), CUDA API functions. Computed once per run by :mod:`dlpt.analysis.view`; the terminal's
+memsets), CUDA API functions. Computed once per run by :mod:`dlpt.views.run`; the terminal's
 tables (:mod:`dlpt.renderers.terminal.summary`) only format them.
 
 They read the session's recorded nodes rather than the tree: merging in the tree keeps the

@@ -1,6 +1,6 @@
 """The work tables' rows (``--view suggestions``): lines and ops with recorded work (``--flops``),
 busiest first, each with its roofline bound and the peak it is measured against. Computed once
-per run by :mod:`dlpt.analysis.view`; the terminal's work tables only format them.
+per run by :mod:`dlpt.views.run`; the terminal's work tables only format them.
 """
 
 from __future__ import annotations

@@ -95,12 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from rich.console import Console
 
-    from dlpt.analysis.diff import default_diff_metric, diff_sessions
-    from dlpt.model.metrics import get_metric
     from dlpt.model.render_limit import TooLargeToRender, check_sessions
     from dlpt.model.session import Session
     from dlpt.renderers.terminal.diff import render_diff
     from dlpt.renderers.terminal.output import print_to
+    from dlpt.views.diff import diff_view
 
     try:
         a, b = Session.load(opts.a), Session.load(opts.b)
@@ -108,8 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DlptError as e:
         _say(f"diff: {e}" if isinstance(e, TooLargeToRender) else str(e))
         return EXIT_USAGE
-    d = diff_sessions(a, b, opts.a, opts.b)
-    metric = get_metric(opts.metric) if opts.metric else default_diff_metric(d)
+    d = diff_view(a, b, opts.a, opts.b, opts.metric)
     try:
         # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
         guard = (
@@ -119,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         with target.open() as where, guard as printed:
             ascii = opts.ascii or Console(file=where.get("file")).options.ascii_only  # the encoding's
-            print_to(render_diff(d, metric, opts.threshold / 100.0, ascii), **where)
+            print_to(render_diff(d, opts.threshold / 100.0, ascii), **where)
         if printed.failed:  # said; stdout could not take it (a full disk)
             return EXIT_USAGE
     except (OSError, DlptError) as e:
@@ -131,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dlpt.renderers.html.diff_page import write_diff_html
 
         try:
-            write_diff_html(d, opts.html, metric, force=opts.force)
+            write_diff_html(d, opts.html, force=opts.force)
         except (OSError, DlptError) as e:
             _say(f"could not write the HTML diff to {opts.html}: {e}")
             return EXIT_USAGE

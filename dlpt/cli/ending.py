@@ -15,7 +15,6 @@ import contextlib
 import os
 from typing import Any
 
-from dlpt.analysis.ranks.report import rank_report
 from dlpt.api import profile
 from dlpt.cli import outputs, rank_store, voice
 from dlpt.cli.open_report import open_report
@@ -33,6 +32,7 @@ from dlpt.errors import DlptError
 from dlpt.finish import Ending
 from dlpt.model.render_limit import check_sessions
 from dlpt.model.session import Session
+from dlpt.views.ranks import ranks_view
 
 __all__ = ["CliEnding", "finish_run", "open_html", "steps_of"]
 
@@ -211,7 +211,7 @@ class CliEnding(Ending):
                         stop=lambda: signals.ending,
                     )
                 with signals.interruptible(), report_output(voice.say, "the report across ranks"):
-                    rep = rank_report(rs, opts.metric, opts.show_all)
+                    rep = ranks_view(rs, opts.metric, opts.show_all)
                     if not opts.no_report:
                         cross_rank_report(rep, render_kwargs(opts), where)
                         self.printed = True

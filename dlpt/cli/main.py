@@ -26,8 +26,6 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from dlpt.analysis.ranks.report import rank_report
-from dlpt.analysis.view import ViewOptions, build_view
 from dlpt.api import profile
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ
 from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
@@ -45,6 +43,8 @@ from dlpt.cli.stdout_guard import Printed, report_output
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.render_limit import check_sessions
 from dlpt.model.session import Session
+from dlpt.views.ranks import ranks_view
+from dlpt.views.run import ViewOptions, build_view
 
 __all__ = ["main", "run", "entry"]
 
@@ -147,7 +147,7 @@ def _load(opts: argparse.Namespace) -> int:
     except DlptError as e:
         voice.say(f"not printing the report: {e}" if not opts.no_report else f"not writing the files: {e}")
         return EXIT_USAGE
-    # Folded and analysed once for the report and every file (dlpt.analysis.view).
+    # Folded and analysed once for the report and every file (dlpt.views.run).
     view = build_view(session, ViewOptions(show_all=opts.show_all, peak_tflops=opts.peak_tflops))
     if not opts.no_report and not _print_loaded(opts, print_report, view, **render_kwargs(opts)):
         return EXIT_USAGE
@@ -160,8 +160,8 @@ def _load(opts: argparse.Namespace) -> int:
 
 def _load_ranks(opts: argparse.Namespace) -> int:
     """Several sessions: the report across ranks (dlpt.renderers.terminal.ranks)."""
-    from dlpt.analysis.ranks.merge import rank_set
     from dlpt.renderers.terminal.ranks import print_ranks
+    from dlpt.views.ranks import rank_set
 
     try:
         loaded = [(path, Session.load(path)) for path in opts.load]
@@ -171,9 +171,9 @@ def _load_ranks(opts: argparse.Namespace) -> int:
         voice.say(str(e))
         return EXIT_USAGE
     kw = render_kwargs(opts)
-    rep = rank_report(rs, kw["metric"], kw["show_all"])
+    rep = ranks_view(rs, kw["metric"], kw["show_all"])
     ok = opts.no_report or _print_loaded(
-        opts, print_ranks, rs, threshold=kw["threshold"], depth=kw["depth"], ascii=kw["ascii"], report=rep
+        opts, print_ranks, rep, threshold=kw["threshold"], depth=kw["depth"], ascii=kw["ascii"]
     )
     ok = (
         outputs.write_rank_pages(

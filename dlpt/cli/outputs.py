@@ -17,13 +17,13 @@ import functools
 import os
 from collections.abc import Callable, Mapping
 
-from dlpt.analysis.ranks.report import RankReport
 from dlpt.errors import UnsafeFileError, UsageError
 from dlpt.files.rank_paths import RANK_FIELD
 from dlpt.files.safe_files import check_output_path
 from dlpt.files.write_target import Target, absolute
 from dlpt.finish import Output, write_all, write_one
 from dlpt.renderers.exports import FORMATS as EXPORT_FORMATS
+from dlpt.views.ranks import RanksView
 
 __all__ = [
     "Output",
@@ -123,7 +123,7 @@ def rank_page(o: Output, distributed: bool) -> bool:
 
 
 def write_rank_pages(
-    report: RankReport, pages: list[Output], say: Callable[[str], None], force: bool = False
+    report: RanksView, pages: list[Output], say: Callable[[str], None], force: bool = False
 ) -> bool:
     """Write the page across ranks to each of ``pages``; True if all worked."""
     from dlpt.renderers.html.ranks_page import write_ranks_html  # reads its assets

@@ -20,20 +20,16 @@ No rank other than 0 ever waits for anything. Messages of ranks other than 0 say
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dlpt.analysis.ranks.lines import RankLines
-from dlpt.analysis.ranks.merge import RankSet, rank_set
-from dlpt.analysis.ranks.report import RankReport
-from dlpt.analysis.ranks.summary import Summary
 from dlpt.cli.gather import gather
 from dlpt.cli.rank_store import RankStore
 from dlpt.files.rank_paths import rank_path, session_rank
 from dlpt.model.session import Session
-from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import print_ranks
+from dlpt.views.ranks import RankSet, RanksView, rank_set, with_lines
 
 __all__ = [
     "REPORT_RANKS",
@@ -117,19 +113,6 @@ def publish(store: RankStore, role: Role, session: Session, say: Callable[[str],
         say(f"could not send this rank's summary to rank 0: {type(e).__name__}: {e}")
 
 
-def with_lines(rs: RankSet, summaries: Mapping[int, Summary]) -> None:
-    """Give each rank of ``rs`` that sent a summary the lines it sent (labels read once per
-    distinct list: ranks of the same code share them)."""
-    nodes: dict[bytes, list[Node]] = {}
-    for r in rs.ranks:
-        s = summaries.get(r.rank)
-        if s is None:
-            continue
-        if s.token not in nodes:
-            nodes[s.token] = [Node("frame", name, file, line) for file, name, line in s.labels]
-        r.lines = RankLines(nodes[s.token], s.values, s.token, s.columns)
-
-
 def gather_ranks(
     template: str | None,
     role: Role,
@@ -174,17 +157,16 @@ def gather_ranks(
 
 
 def cross_rank_report(
-    report: RankReport,
+    view: RanksView,
     render: dict[str, Any],
     where: dict[str, Any] | None = None,
 ) -> None:
     """Rank 0: print the report across the ranks gathered (``render``: threshold, depth,
     metric, ... as for one; ``where``: the report file and width, as for one)."""
     print_ranks(
-        report.rs,
+        view,
         threshold=render.get("threshold", 0.01),
         depth=render.get("depth"),
         ascii=bool(render.get("ascii")),
-        report=report,
         **(where or {}),
     )

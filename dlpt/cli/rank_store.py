@@ -6,7 +6,7 @@ its own client connection to it: never the user's process group (which may be go
 collective), never a second rendezvous, and no shared filesystem. Keys live under ``dlpt/`` and
 the run's id, so the user's own keys are never touched.
 
-Each rank ``publish``-es its summary (:mod:`dlpt.analysis.ranks.summary`) under a key numbered by how
+Each rank ``publish``-es its summary (:func:`dlpt.views.ranks.for_rank_zero`) under a key numbered by how
 many times that rank finished a profile in this run (a store counter), so that a program that
 profiles several windows pairs each rank's n-th summary with rank 0's n-th report. Rank 0
 ``collect``-s: it polls which keys are there until each rank's is or its time is up (bounded:
@@ -28,11 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlpt.analysis.ranks import summary as rank_summary
-from dlpt.analysis.ranks.lines import one_thread
-from dlpt.analysis.ranks.timelines import MAX_RANKS as MAX_TIMELINE_RANKS
 from dlpt.errors import DlptError
 from dlpt.model.session import Session
+from dlpt.views.ranks import Summary, for_rank_zero, received
 
 __all__ = ["RankStore", "connect", "Collected"]
 
@@ -45,7 +43,7 @@ PROBE_TIMEOUT_S = 2.0
 
 @dataclass
 class Collected:
-    summaries: dict[int, rank_summary.Summary] = field(default_factory=dict)
+    summaries: dict[int, Summary] = field(default_factory=dict)
     missing: dict[int, str] = field(default_factory=dict)
     waited_s: float = 0.0
 
@@ -65,14 +63,7 @@ class RankStore:
 
     def publish(self, rank: int, session: Session, world_size: int = 1) -> int:
         """Puts ``rank``'s summary in the store; returns its size in bytes."""
-        with one_thread():
-            # A small job's timelines go too: the page across ranks lines them up.
-            data = rank_summary.encode(
-                session,
-                rank_summary.tree_budget(world_size),
-                timeline=world_size <= MAX_TIMELINE_RANKS,
-                max_collectives=rank_summary.collective_budget(world_size),
-            )
+        data = for_rank_zero(session, world_size)
         self.store.set(self._key(rank, self.finish_number(rank)), data)
         return len(data)
 
@@ -114,15 +105,14 @@ class RankStore:
         self, pending: set[int], n: int, out: Collected, labels: dict[bytes, list[tuple[str, str, int]]]
     ) -> None:
         """Reads (and deletes) the summaries of ``pending`` ranks that are there."""
-        with one_thread():
-            for r in [r for r in sorted(pending) if self.store.check([self._key(r, n)])]:
-                key = self._key(r, n)
-                try:
-                    out.summaries[r] = rank_summary.decode(self.store.get(key), f"rank {r}'s summary", labels)
-                except DlptError as e:
-                    out.missing[r] = f"unreadable summary: {e}"
-                self.store.delete_key(key)
-                pending.discard(r)
+        for r in [r for r in sorted(pending) if self.store.check([self._key(r, n)])]:
+            key = self._key(r, n)
+            try:
+                out.summaries[r] = received(self.store.get(key), f"rank {r}'s summary", labels)
+            except DlptError as e:
+                out.missing[r] = f"unreadable summary: {e}"
+            self.store.delete_key(key)
+            pending.discard(r)
 
 
 def _reachable(host: str, port: int, timeout_s: float) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from dlpt.errors import UsageError
 from dlpt.model.tree import Node
 
-__all__ = ["Metric", "METRICS", "get_metric", "default_metric"]
+__all__ = ["Metric", "METRICS", "COMM", "WAIT", "get_metric", "default_metric", "default_metric_of"]
 
 
 @dataclass(frozen=True)
@@ -74,4 +74,15 @@ def get_metric(name: str | Metric) -> Metric:
 
 def default_metric(root: Node) -> Metric:
     """The "gpu" metric when the tree holds any GPU time, else "cpu" (root inclusive must be set)."""
-    return METRICS["gpu"] if METRICS["gpu"](root.inclusive) > 0 else METRICS["cpu"]
+    return default_metric_of(root.inclusive)
+
+
+def default_metric_of(totals: Mapping[str, int]) -> Metric:
+    """The "gpu" metric when ``totals`` hold any GPU time, else "cpu"."""
+    return METRICS["gpu"] if METRICS["gpu"](totals) > 0 else METRICS["cpu"]
+
+
+#: Communication beside compute: the GPU time of collective kernels, and the host time waiting
+#: for collectives (a column of the tree views, the cross-rank report's comparison of ranks).
+COMM = Metric("comm", "communication GPU time (collective kernels)", "ns", lambda m: m.get("comm_ns", 0))
+WAIT = Metric("wait", "host time waiting for collectives", "ns", lambda m: m.get("comm_wait_ns", 0))

@@ -17,7 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["Units", "PLAIN", "Step", "Scale", "TIME", "BYTES", "COUNT", "Counts", "units_model"]
+__all__ = [
+    "Units",
+    "PLAIN",
+    "Step",
+    "Scale",
+    "TIME",
+    "BYTES",
+    "COUNT",
+    "Counts",
+    "units_model",
+    "flops_text",
+    "rate_text",
+    "separator",
+]
 
 
 class _HasUnit(Protocol):
@@ -141,3 +154,21 @@ def units_model(ascii: bool = False) -> dict[str, Any]:
         "bytes": _scale_model(BYTES, ascii),
         "count": {"decimals": COUNT.decimals, "group": COUNT.group, "below": COUNT.below},
     }
+
+
+def flops_text(v: float) -> str:
+    """FLOPs in decimal units: ``1.18 TFLOP``, ``35.2 GFLOP``."""
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v:.0f} FLOP"
+
+
+def rate_text(tflops: float) -> str:
+    """FLOP/s in decimal units: ``412 TFLOP/s``, ``4.81 MFLOP/s``."""
+    return flops_text(tflops * 1e12) + "/s"
+
+
+def separator(ascii: bool) -> str:
+    """What joins the parts of one header line."""
+    return " - " if ascii else " \u00b7 "

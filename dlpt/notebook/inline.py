@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import html
 
-from dlpt.analysis.view import SessionView
 from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
 from dlpt.renderers.html import render_html
+from dlpt.views.run import RunView
 
 __all__ = ["HEIGHT_PX", "inline_report"]
 
@@ -22,7 +22,7 @@ HEIGHT_PX = 760
 
 
 def inline_report(
-    session: Session | SessionView,
+    session: Session | RunView,
     metric: str | Metric | None = None,
     show_all: bool | None = None,
     peak_tflops: float | None = None,

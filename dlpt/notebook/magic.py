@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
-from dlpt.analysis.view import SessionView
 from dlpt.api import profile
 from dlpt.capture.cells import cell_labels, cell_number
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ
@@ -43,6 +42,7 @@ from dlpt.finish import Ending
 from dlpt.model.session import Session
 from dlpt.notebook.inline import inline_report
 from dlpt.notebook.options import HelpShown, parse_cell, parse_line
+from dlpt.views.run import RunView
 
 __all__ = ["fold_frames_above", "run_profiled"]
 
@@ -257,7 +257,7 @@ class CellEnding(Ending):
             self.line = None
 
 
-def _show(view: SessionView, opts: argparse.Namespace) -> None:
+def _show(view: RunView, opts: argparse.Namespace) -> None:
     """What a notebook adds to the ending: the HTML report in the notebook (``--inline-html``)
     and in a browser (``--open``)."""
     if opts.inline_html:

@@ -1,6 +1,6 @@
 """One view per run: a command line run with a text report, ``--html``, exports and ``-o`` (and
 the same with ``--load``) analyses its session once, folds it once and lays its timeline out
-once (dlpt.analysis.view).
+once (dlpt.views.run).
 
 The counts come from a real run of the command line (:func:`dlpt.cli.main.main`, what ``python
 -m dlpt`` runs), in a subprocess whose driver wraps the constructors of

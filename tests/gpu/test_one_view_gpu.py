@@ -1,7 +1,7 @@
 """One view per run on a real GPU (not run on the CPU machine): a profile with kernels, a
 pageable host-to-device copy (the pinned-copy probe at stop), host syncs and a timeline window
 is analysed once, folded once and its timeline laid out once for its saved suggestions, its text
-report, its HTML report and its exports (dlpt.analysis.view); the view's GPU tables are those
+report, its HTML report and its exports (dlpt.views.run); the view's GPU tables are those
 of the saved session reloaded."""
 
 from __future__ import annotations

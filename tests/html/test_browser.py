@@ -25,6 +25,7 @@ from dlpt.model.tree import walk
 from dlpt.renderers.html import write_html
 from dlpt.renderers.html.diff_page import write_diff_html
 from dlpt.trees.folding import report_tree
+from dlpt.views.diff import DiffView
 from tests import sessions as S
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -291,7 +292,7 @@ def test_diff_page_pairs_eager_and_fused_kernels(open_report: Any, tmp_path: Pat
         Session.from_dict(S.gpt_eager()), Session.from_dict(S.gpt_compiled()), "eager.json", "compiled.json"
     )
     path = tmp_path / "diff.html"
-    write_diff_html(d, path, METRICS["gpu"])
+    write_diff_html(DiffView(d, METRICS["gpu"]), path)
     r = open_report(path)
     page = r.page
     assert f"change {MINUS}224.0µs (0.92x)" in page.inner_text(".header").replace("\n", " ")
@@ -539,9 +540,9 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
     open_report: Any, tmp_path: Path, artifacts: Path
 ) -> None:
     from dlpt.analysis.ranks.merge import rank_set
-    from dlpt.analysis.ranks.report import rank_report
     from dlpt.model.session import Session
     from dlpt.renderers.html.ranks_page import write_ranks_html
+    from dlpt.views.ranks import ranks_view
     from tests import rank_sessions as R
 
     sessions = [
@@ -550,7 +551,7 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
         else R.ddp_gpu(r, 3, comm_ns=9_000_000, blocked_ns=8_300_000, exposed_ns=8_500_000)
         for r in range(3)
     ]
-    rep = rank_report(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)]))
+    rep = ranks_view(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)]))
     path = tmp_path / "ranks.html"
     write_ranks_html(rep, path)
     r = open_report(path)
@@ -558,7 +559,7 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
     head = page.inner_text(".header").replace("\n", " ")
     assert "straggler: rank 1" in head and "waited 8.00ms per step" in head
     assert "+8.00ms host" in head and "train.py:33" in head and "time.sleep(0.02)" in head
-    # The step across ranks in the terminal's words (RankReport.step_spread, worded twice).
+    # The step across ranks in the terminal's words (RanksView.step_spread, worded twice).
     assert "step time per rank: 40.00ms on every rank" in head
     rows = page.locator("#rank-table tbody tr")
     assert rows.count() == 3 and "straggler" in rows.nth(1).inner_text()
@@ -579,7 +580,7 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
         keys = ("median_ns", "mean_ns", "min_ns", "max_ns", "p10_ns", "p90_ns")
         d["meta"]["step_time"] = {"untraced": {"n": 8, **dict.fromkeys(keys, int(ms * 1e6))}}
         timed.append(Session.from_dict(d))
-    write_ranks_html(rank_report(rank_set([(f"r{i}.json", t) for i, t in enumerate(timed)])), spread_path)
+    write_ranks_html(ranks_view(rank_set([(f"r{i}.json", t) for i, t in enumerate(timed)])), spread_path)
     spread_head = open_report(spread_path).page.inner_text(".header").replace("\n", " ")
     assert (
         "measured without dlpt's cost): min 9.50ms (rank 0), median 12.00ms, max 30.40ms (rank 1)"
@@ -591,8 +592,8 @@ def test_the_page_across_ranks_draws_each_ranks_gpu_streams_on_one_clock(
     open_report: Any, tmp_path: Path, artifacts: Path
 ) -> None:
     from dlpt.analysis.ranks.merge import rank_set
-    from dlpt.analysis.ranks.report import rank_report
     from dlpt.renderers.html.ranks_page import write_ranks_html
+    from dlpt.views.ranks import ranks_view
     from tests import rank_sessions as R
     from tests.timeline_sessions import timeline_meta
 
@@ -603,7 +604,7 @@ def test_the_page_across_ranks_draws_each_ranks_gpu_streams_on_one_clock(
         s.meta["timeline"]["start_ns"] += r * 500_000  # rank 1 half a millisecond later
         sessions.append(s)
     path = tmp_path / "ranks_timeline.html"
-    write_ranks_html(rank_report(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)])), path)
+    write_ranks_html(ranks_view(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)])), path)
     r = open_report(path)
     page = r.page
     page.wait_for_selector("section.timeline canvas.timeline-canvas")

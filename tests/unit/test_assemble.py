@@ -22,6 +22,7 @@ from dlpt.renderers.exports import folded, speedscope
 from dlpt.renderers.html import render_html
 from dlpt.renderers.terminal.diff import render_diff
 from dlpt.renderers.terminal.report import VIEWS, render
+from dlpt.views.diff import DiffView
 
 # What csrc/bindings.cpp puts in stop()["counters"] (RawMetrics order: calls, cpu_ns, gpu_ns,
 # completed, bytes, sync_ns, api_ns, min_ns, max_ns).
@@ -152,7 +153,7 @@ def test_every_output_renders_it(tmp_path: Path) -> None:
     console = Console(file=out, width=140, color_system=None)
     for view in VIEWS:
         console.print(render(session, view=view, threshold=0.0, verbose=True))
-    console.print(render_diff(diff_sessions(session, session, "a.json", "b.json"), METRICS["gpu"]))
+    console.print(render_diff(DiffView(diff_sessions(session, session, "a.json", "b.json"), METRICS["gpu"])))
     text = out.getvalue()
     assert "train.py:2 main" in text and "ncclDevKernel" in text
     assert "profiling: dlpt's own callbacks took" in text

@@ -18,6 +18,7 @@ from dlpt.analysis.suggest import bounded, derive
 from dlpt.model.session import Session
 from dlpt.renderers.html.data import build_model
 from dlpt.renderers.terminal.report import render
+from dlpt.views.diff import DiffView
 from tests.unit.test_suggestions_view import FWD, STEPS, flops_session
 
 MS = 1_000_000
@@ -172,9 +173,9 @@ def test_dlpt_diff_compares_the_programs_own_step_times(h: Any) -> None:
     d["meta"]["step_time"]["untraced"] = _times(30 * MS, 5)
     diff = diff_sessions(a, Session.from_dict(d))
     assert (diff.a.step_ns, diff.a.step_kind, diff.b.step_ns) == (UNTRACED, "untraced", 30 * MS)
-    text = " ".join(h.render_text(render_diff(diff, METRICS["gpu"]), width=200).split())
+    text = " ".join(h.render_text(render_diff(DiffView(diff, METRICS["gpu"])), width=200).split())
     assert "step A 37.00ms untraced B 30.00ms untraced delta -7.00ms" in text
-    assert "37.00ms untraced step" in render_diff_html(diff, METRICS["gpu"])
+    assert "37.00ms untraced step" in render_diff_html(DiffView(diff, METRICS["gpu"]))
 
 
 def test_step_mfu_and_idle_carry_their_spread(h: Any) -> None:

@@ -12,6 +12,7 @@ from dlpt.analysis.diff import default_diff_metric, diff_sessions, function_key
 from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.renderers.terminal.diff import render_diff
+from dlpt.views.diff import DiffView
 from tests import sessions as S
 
 GPU = METRICS["gpu"]
@@ -178,7 +179,7 @@ def _render(d, width: int = 160, **kw) -> str:
     from rich.console import Console
 
     console = Console(width=width, color_system=None, force_terminal=False, record=True, file=io.StringIO())
-    console.print(render_diff(d, default_diff_metric(d), **kw))
+    console.print(render_diff(DiffView(d, default_diff_metric(d)), **kw))
     return console.export_text()
 
 

@@ -189,15 +189,15 @@ def test_the_html_header_escapes_a_saved_suggestions_text() -> None:
 
 
 def test_the_report_across_ranks_escapes_every_string() -> None:
-    from dlpt.analysis.ranks.merge import rank_set
     from dlpt.renderers.terminal.ranks import render_ranks
+    from dlpt.views.ranks import rank_set, ranks_view
 
     a = Session.load(FIXTURES / "escapes.json")
     b = Session.load(FIXTURES / "escapes.json")
     b.meta["distributed"] = dict(b.meta["distributed"], rank=1)
     out = io.StringIO()
     Console(file=out, width=160, color_system=None, force_terminal=False).print(
-        render_ranks(rank_set([("a.json", a), ("b.json", b)]), threshold=0.0, show_all=True)
+        render_ranks(ranks_view(rank_set([("a.json", a), ("b.json", b)]), show_all=True), threshold=0.0)
     )
     text = out.getvalue()
     for raw in ("\x1b", "\x07", "\r", "\u202e", "\ud800"):

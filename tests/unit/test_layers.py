@@ -1,14 +1,19 @@
 """Imports follow the pipeline (docs/architecture.md, "Layers", generated from ALLOWED below and
-held to it by test_layout_doc.py): model <- capture, analysis <- renderers <- finish <- api <- cli.
+held to it by test_layout_doc.py): files <- model <- capture, trees <- analysis <- views <-
+renderers <- finish <- api <- cli.
 
-- ``dlpt.model`` (the session, its tree and the naming knowledge every stage shares) imports
-  nothing else of dlpt.
-- ``dlpt.capture`` (what runs while the program runs) builds sessions: it never imports analysis
-  or a renderer; only its native bridge loads ``dlpt._C``.
-- ``dlpt.analysis`` (facts derived from a session, the report model) never captures and never
-  prints: it imports neither capture nor a renderer, and nothing in model, capture or analysis
-  imports rich.
-- ``dlpt.renderers`` (terminal, HTML, exports) format the analysis; the HTML report and the
+- ``dlpt.files`` (every file dlpt reads or writes by path, and its rules) imports only the
+  errors; ``dlpt.model`` (the session, its tree, what a metric is and the naming knowledge every
+  stage shares) imports nothing else of dlpt but the files.
+- ``dlpt.capture`` (what runs while the program runs) builds sessions: it never imports the
+  tree operations, analysis, a view or a renderer; only its native bridge loads ``dlpt._C``.
+- ``dlpt.trees`` (the tree operations: folding, pruning, inverting, flattening) build on the
+  model; ``dlpt.analysis`` (facts derived from a session, the report model) on them: it never
+  captures and never prints, and nothing in model, capture, analysis or the views imports rich.
+- ``dlpt.views`` (one per report kind: a run, a job's ranks, a comparison) are the only door
+  into the analysis: renderers and front ends import the views and the model, never the
+  analysis or the tree operations.
+- ``dlpt.renderers`` (terminal, HTML, exports) format the views; the HTML report and the
   exports never reach into the terminal renderer.
 - ``dlpt.finish`` (the one ending of a run) under ``dlpt.api`` (``dlpt.profile``, whose stop it
   is) and ``dlpt.cli`` on top; ``dlpt.notebook`` (the IPython magic) beside the command line.
@@ -33,6 +38,7 @@ _BASE = ("dlpt.errors", "dlpt.log", "dlpt._version")
 _FILES = ("dlpt.files", *_BASE)
 _MODEL = ("dlpt.model", *_FILES)
 _TREES = ("dlpt.trees", *_MODEL)
+_VIEWS = ("dlpt.views", *_MODEL)  # what renderers and front ends read: the views and the model
 
 # What each part of dlpt may import from dlpt (by module-name prefix; the longest prefix wins).
 # No part imports the package face ("dlpt"): it sits above everything (test_nothing_imports_the_face).
@@ -68,22 +74,18 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The tree operations every report starts from; capture never uses them.
     "dlpt.trees": _TREES,
     "dlpt.analysis": ("dlpt.analysis", *_TREES),
-    "dlpt.renderers": ("dlpt.renderers", "dlpt.analysis", *_TREES),
-    # The page and the exports format the report model and the folded tree, never the terminal's.
-    "dlpt.renderers.html": ("dlpt.renderers.html", "dlpt.analysis", *_TREES),
-    "dlpt.renderers.exports": ("dlpt.renderers.exports", "dlpt.analysis", *_TREES),
+    # One view per report kind (a run, a job's ranks, a comparison): the renderers' and front
+    # ends' only door into the analysis.
+    "dlpt.views": ("dlpt.views", "dlpt.analysis", *_TREES),
+    # Renderers format views and the model: never the analysis, never the tree operations.
+    "dlpt.renderers": ("dlpt.renderers", *_VIEWS),
+    # The page and the exports format the views, never the terminal's renderer.
+    "dlpt.renderers.html": ("dlpt.renderers.html", *_VIEWS),
+    "dlpt.renderers.exports": ("dlpt.renderers.exports", *_VIEWS),
     # The one ending of a run, under the API (whose stop it is) and the front ends.
-    "dlpt.finish": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_TREES),
-    "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_TREES),
-    "dlpt.cli": (
-        "dlpt.cli",
-        "dlpt.api",
-        "dlpt.finish",
-        "dlpt.capture",
-        "dlpt.analysis",
-        "dlpt.renderers",
-        *_TREES,
-    ),
+    "dlpt.finish": ("dlpt.capture", "dlpt.renderers", *_VIEWS),
+    "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
+    "dlpt.cli": ("dlpt.cli", "dlpt.api", "dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
     # The notebook magic is a front end like the command line (it shares its status line).
     "dlpt.notebook": (
         "dlpt.notebook",
@@ -91,15 +93,22 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.api",
         "dlpt.finish",
         "dlpt.capture",
-        "dlpt.analysis",
         "dlpt.renderers",
-        *_TREES,
+        *_VIEWS,
     ),
     "dlpt.__main__": ("dlpt.cli",),
 }
 
 #: Parts of dlpt that never print or draw: no rich.
-NO_RICH = ("dlpt.files", "dlpt.model", "dlpt.trees", "dlpt.capture", "dlpt.analysis", "dlpt.api")
+NO_RICH = (
+    "dlpt.files",
+    "dlpt.model",
+    "dlpt.trees",
+    "dlpt.capture",
+    "dlpt.analysis",
+    "dlpt.views",
+    "dlpt.api",
+)
 
 
 def module_name(path: Path) -> str:
@@ -177,6 +186,15 @@ def test_nothing_imports_the_face(path: Path) -> None:
 
 def test_no_layer_may_import_the_face() -> None:
     assert [k for k, v in ALLOWED.items() if "dlpt" in v] == []
+
+
+def test_renderers_and_front_ends_read_the_views_not_the_analysis() -> None:
+    """The views are the one door into the analysis: no renderer or front end may import the
+    analysis or the tree operations (a type they format is named by its view's module)."""
+    readers = [k for k in ALLOWED if k.split(".")[1] in ("renderers", "finish", "api", "cli", "notebook")]
+    assert len(readers) >= 7
+    assert [k for k in readers if {"dlpt.analysis", "dlpt.trees"} & set(ALLOWED[k])] == []
+    assert all("dlpt.views" in ALLOWED[k] for k in readers)
 
 
 def test_the_layer_table_names_real_modules() -> None:

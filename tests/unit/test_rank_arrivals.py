@@ -21,12 +21,12 @@ from dlpt.analysis.ranks.arrivals import (
     rank_collectives,
 )
 from dlpt.analysis.ranks.merge import RankTotals, rank_set
-from dlpt.analysis.ranks.report import rank_report
 from dlpt.analysis.ranks.stragglers import Waits, find_stragglers, steady
 from dlpt.analysis.ranks.summary import collective_budget, decode, encode, summarize
 from dlpt.capture.native import gpu_collectives
 from dlpt.errors import SessionFormatError
 from dlpt.model.session import Session
+from dlpt.views.ranks import ranks_view
 from tests import rank_sessions as R
 from tests.rank_sessions import render_text_of
 
@@ -128,7 +128,7 @@ def _job(kernels: dict[int, list[tuple[int, int, float]]], world: int = 2, args:
     """Ranks of ``R.ddp_gpu(**args[rank])`` with ``kernels[rank]`` each step."""
     args = args or {}
     sessions = [R.with_collectives(R.ddp_gpu(r, world, **args.get(r, {})), kernels[r]) for r in range(world)]
-    return rank_report(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)]))
+    return ranks_view(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)]))
 
 
 def test_symmetric_ranks_spinning_in_exposed_transfers_wait_for_nobody() -> None:
@@ -160,7 +160,7 @@ def test_the_late_rank_is_named_with_the_wait_its_peers_lost() -> None:
 def test_without_every_ranks_kernels_the_wait_is_exposed_communication() -> None:
     sessions = [R.with_collectives(R.ddp_gpu(0, 2, exposed_ns=5 * MS, blocked_ns=9 * MS), [(0, MS, 1.0)]),
                 R.ddp_gpu(1, 2, exposed_ns=MS)]  # fmt: skip
-    rep = rank_report(rank_set([(f"r{r}.json", s) for r, s in enumerate(sessions)]))
+    rep = ranks_view(rank_set([(f"r{r}.json", s) for r, s in enumerate(sessions)]))
     assert rep.waits.arrivals is None and rep.waits.per_rank[0] == pytest.approx(5 * MS)
     assert "communication alone" in rep.wait_rule
 

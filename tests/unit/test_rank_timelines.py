@@ -11,10 +11,10 @@ from typing import Any
 
 from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.analysis.ranks.merge import rank_set
-from dlpt.analysis.ranks.report import rank_report
 from dlpt.analysis.ranks.timelines import MAX_EVENTS, gpu_part, side_by_side, timeline_note
 from dlpt.model.session import Session
 from dlpt.renderers.html.ranks_page import build_ranks_model
+from dlpt.views.ranks import ranks_view
 from tests import rank_sessions as R
 from tests.timeline_sessions import timeline_meta
 
@@ -76,13 +76,13 @@ def test_the_store_carries_the_gpu_part_only_and_bounded() -> None:
 
 
 def test_the_page_across_ranks_draws_the_lanes() -> None:
-    rep = rank_report(_ranks([_with_timeline(0, 0, "node0"), _with_timeline(1, MS // 2, "node0")]))
+    rep = ranks_view(_ranks([_with_timeline(0, 0, "node0"), _with_timeline(1, MS // 2, "node0")]))
     model = json.loads(json.dumps(build_ranks_model(rep)))
     tl = model["timeline"]
     assert tl["title"] == "GPU timelines across ranks" and "ranks 0, 1: one host's clock" in tl["note"]
     assert [ln[0] for ln in tl["lanes"]][1:] == ["rank 0 · GPU 0 stream 7", "rank 1 · GPU 0 stream 7"]
     assert {tl["strings"][row[4]] for row in tl["slices"]} >= {"gemm_kernel", "step 1", "step 2"}
-    assert build_ranks_model(rank_report(_ranks([R.ddp_gpu(0, 2), R.ddp_gpu(1, 2)])))["timeline"] is None
+    assert build_ranks_model(ranks_view(_ranks([R.ddp_gpu(0, 2), R.ddp_gpu(1, 2)])))["timeline"] is None
 
 
 def test_more_ranks_than_lanes_are_counted_not_drawn() -> None:

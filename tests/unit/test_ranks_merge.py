@@ -12,13 +12,13 @@ import pytest
 
 from dlpt.analysis.ranks.lines import line_table, rank_lines
 from dlpt.analysis.ranks.merge import SpreadNode, imbalance, rank_set, report_trees, spread_tree, totals
-from dlpt.analysis.ranks.report import rank_report
 from dlpt.analysis.ranks.stragglers import collective_sites
 from dlpt.errors import UsageError
 from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.renderers.terminal.ranks import render_ranks
+from dlpt.views.ranks import ranks_view
 from tests import rank_sessions as R
 from tests.rank_sessions import render_text_of
 
@@ -92,7 +92,7 @@ def _straggling(world: int, slow: int, wait_ns: int, sleep: bool = True) -> list
 
 
 def _report(sessions: list[Session]) -> Any:
-    return rank_report(_ranks(sessions))
+    return ranks_view(_ranks(sessions))
 
 
 def test_the_rank_the_others_wait_for_is_the_straggler_with_its_line() -> None:
@@ -228,7 +228,7 @@ def test_report_across_ranks_golden(h: Any) -> None:
     rs = rank_set(
         [(f"run.rank{r}.json", s) for r, s in enumerate(sessions) if r != 3], {3: "no session written"}
     )
-    text = h.render_text(render_ranks(rs, threshold=0.0), width=120)
+    text = h.render_text(render_ranks(ranks_view(rs), threshold=0.0), width=120)
     h.check_golden("ranks_across", text)
     assert "straggler: rank 2" in text and "rank 3 missing: no session written" in text
     assert "3 of 4 ranks" in text and "load imbalance" in text
@@ -274,12 +274,14 @@ def test_the_header_gives_each_ranks_step_as_a_range_not_a_median_no_rank_had(h:
     # Two ranks whose untraced steps differ 3x (a host that ran ahead, a straggler): the median
     # of two ranks would be a figure neither had.
     sessions = [_with_step_times(R.ddp_gpu(0, 2), 17.0, 9.5), _with_step_times(R.ddp_gpu(1, 2), 37.0, 30.4)]
-    text = " ".join(h.render_text(render_ranks(_ranks(sessions), threshold=0.0), width=200).split())
+    text = " ".join(
+        h.render_text(render_ranks(ranks_view(_ranks(sessions)), threshold=0.0), width=200).split()
+    )
     assert "step time per rank: min 17.00ms (rank 0), max 37.00ms (rank 1)" in text, text
     assert "measured without dlpt's cost): min 9.50ms (rank 0), max 30.40ms (rank 1)" in text, text
     assert ", median " not in text.split("load imbalance")[0]
     three = [_with_step_times(R.ddp_gpu(r, 3), 20.0 + r, 10.0 + r) for r in range(3)]
-    text = " ".join(h.render_text(render_ranks(_ranks(three), threshold=0.0), width=200).split())
+    text = " ".join(h.render_text(render_ranks(ranks_view(_ranks(three)), threshold=0.0), width=200).split())
     assert "min 10.00ms (rank 0), median 11.00ms, max 12.00ms (rank 2)" in text, text
 
 
@@ -290,5 +292,5 @@ def test_the_largest_counts_a_session_holds_add_up_without_a_crash() -> None:
     for s in sessions:
         for n in s.nodes:
             n["m"] = {k: 2**63 - 1 for k in n["m"]}
-    text = render_text_of(rank_report(_ranks(sessions), "cpu"))
+    text = render_text_of(ranks_view(_ranks(sessions), "cpu"))
     assert "rank 1" in text

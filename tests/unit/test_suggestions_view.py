@@ -10,7 +10,6 @@ import pytest
 
 from dlpt.analysis.inputs import analyze
 from dlpt.analysis.mfu import mfu
-from dlpt.analysis.view import build_view
 from dlpt.analysis.work import line_work
 from dlpt.errors import UsageError
 from dlpt.model.session import Session
@@ -18,6 +17,7 @@ from dlpt.model.tree import walk
 from dlpt.renderers.terminal.report import render
 from dlpt.trees.folding import report_tree
 from dlpt.trees.processors import flatten_by_line
+from dlpt.views.run import build_view
 
 STEPS = 4
 M, K, N = 8192, 4096, 4096  # tokens x width x width of each linear in the golden MLP

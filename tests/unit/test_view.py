@@ -1,4 +1,4 @@
-"""dlpt.analysis.view: a session is folded and analysed once for every output of a run, and the
+"""dlpt.views.run: a session is folded and analysed once for every output of a run, and the
 outputs of one view are those of the session rendered on its own."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from dlpt.analysis.inputs import Analysis
-from dlpt.analysis.view import ViewOptions, build_view, view_of
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, walk
 from dlpt.renderers.exports import folded, speedscope
@@ -17,6 +16,7 @@ from dlpt.renderers.html.data import build_model
 from dlpt.renderers.terminal.report import render
 from dlpt.trees.folding import FoldedTable
 from dlpt.trees.spread import SpreadTable
+from dlpt.views.run import ViewOptions, build_view, view_of
 from tests import sessions as S
 
 

@@ -37,6 +37,8 @@ __all__ = [
     "report_trees",
     "spread_tree",
     "median",
+    "Spread",
+    "spread",
 ]
 
 
@@ -272,3 +274,26 @@ def spread_tree(rs: RankSet, trees: Mapping[int, Node]) -> SpreadNode:
                     target = into.children[k] = SpreadNode(c)
                 stack.append((c, target))
     return root if root is not None else SpreadNode(Node("root", "<root>"))
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One figure per rank, summarised: the least and the most with their ranks, and the median
+    between them from three ranks on (the median of two ranks is a figure neither had)."""
+
+    low: float
+    low_rank: int
+    high: float
+    high_rank: int
+    median: float | None  # None with fewer than three ranks
+    ranks: int
+
+
+def spread(values: dict[int, float]) -> Spread | None:
+    """``values``' spread across ranks; None without any."""
+    if not values:
+        return None
+    lo = min(values, key=lambda r: (values[r], r))
+    hi = max(values, key=lambda r: (values[r], -r))
+    mid = median(list(values.values())) if len(values) > 2 else None
+    return Spread(values[lo], lo, values[hi], hi, mid, len(values))

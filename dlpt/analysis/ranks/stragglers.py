@@ -66,12 +66,11 @@ from typing import Any
 
 import torch
 
-from dlpt.analysis.communication import COMM, WAIT
 from dlpt.analysis.ranks.arrivals import Arrivals, Lead
 from dlpt.analysis.ranks.lines import LineTable, row_median
 from dlpt.analysis.ranks.merge import RankSet, RankTotals, SpreadNode, median
 from dlpt.model.comm_names import is_collective_op
-from dlpt.model.metrics import METRICS, Metric
+from dlpt.model.metrics import COMM, METRICS, WAIT, Metric
 from dlpt.model.tree import Node
 
 __all__ = [

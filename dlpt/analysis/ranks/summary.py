@@ -30,11 +30,19 @@ import json
 import struct
 import sys
 import zlib
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from dlpt.model.session import Session
+from dlpt.model.tree import Node
+
+if TYPE_CHECKING:
+    from dlpt.analysis.ranks.merge import RankSet
 
 __all__ = [
+    "for_rank_zero",
+    "received",
+    "with_lines",
     "summarize",
     "encode",
     "decode",
@@ -296,3 +304,41 @@ def _is_label(x: object) -> bool:
         and type(x[2]) is int
         and 0 <= x[2] < 2**31
     )
+
+
+def for_rank_zero(session: Session, world_size: int) -> bytes:
+    """What one rank of a ``world_size``-rank job sends rank 0: its summary within the job's
+    budgets (a small job's timelines go too: the page across ranks lines them up)."""
+    from dlpt.analysis.ranks.lines import one_thread
+    from dlpt.analysis.ranks.timelines import MAX_RANKS
+
+    with one_thread():
+        return encode(
+            session,
+            tree_budget(world_size),
+            timeline=world_size <= MAX_RANKS,
+            max_collectives=collective_budget(world_size),
+        )
+
+
+def received(data: bytes, source: str, labels_seen: dict[bytes, list[tuple[str, str, int]]]) -> Summary:
+    """:func:`decode` on one torch thread (rank 0 reads many summaries beside a busy program)."""
+    from dlpt.analysis.ranks.lines import one_thread
+
+    with one_thread():
+        return decode(data, source, labels_seen)
+
+
+def with_lines(rs: RankSet, summaries: Mapping[int, Summary]) -> None:
+    """Give each rank of ``rs`` that sent a summary the lines it sent (labels read once per
+    distinct list: ranks of the same code share them)."""
+    from dlpt.analysis.ranks.lines import RankLines
+
+    nodes: dict[bytes, list[Node]] = {}
+    for r in rs.ranks:
+        s = summaries.get(r.rank)
+        if s is None:
+            continue
+        if s.token not in nodes:
+            nodes[s.token] = [Node("frame", name, file, line) for file, name, line in s.labels]
+        r.lines = RankLines(nodes[s.token], s.values, s.token, s.columns)

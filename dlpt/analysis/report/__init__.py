@@ -1,6 +1,6 @@
 """The report model: everything a report says about a session, computed once.
 
-:func:`assemble_report` turns a session's analysis (:mod:`dlpt.analysis.view` makes it once per
+:func:`assemble_report` turns a session's analysis (:mod:`dlpt.views.run` makes it once per
 run; :func:`build_report` on its own for one session) and every option that changes what is said
 (the peak for MFU, ASCII-only text) into a :class:`Report`: the header's facts in the order the
 terminal prints them (each with its text, its short label and value for the HTML page, and how

@@ -29,14 +29,9 @@ from dlpt.analysis.report.suggestions import suggestion
 from dlpt.analysis.suggest import findings
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
-from dlpt.model.units import Units
+from dlpt.model.units import Units, separator
 
-__all__ = ["build_report", "assemble_report", "separator"]
-
-
-def separator(ascii: bool) -> str:
-    """What joins the parts of one header line."""
-    return " - " if ascii else " \u00b7 "
+__all__ = ["build_report", "assemble_report"]
 
 
 def build_report(
@@ -48,7 +43,7 @@ def build_report(
     show_all: bool = False,
 ) -> Report:
     """The report of ``session`` on its own, analysed and folded here (a run's reports come from
-    its :class:`~dlpt.analysis.view.SessionView`, analysed once for all of them).
+    its :class:`~dlpt.views.run.RunView`, analysed once for all of them).
 
     ``peak_tflops`` replaces the datasheet peak for MFU; ``ascii`` keeps every text ASCII (``us``,
     `` - ``); ``suggestions`` False skips them; ``show_all`` keeps library frames in the tree of

@@ -10,22 +10,9 @@ from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.mfu import mfu
 from dlpt.analysis.report.model import Fact
 from dlpt.model.meta import int_of
-from dlpt.model.units import Units
+from dlpt.model.units import Units, flops_text, rate_text
 
-__all__ = ["flops_text", "rate_text", "mfu_facts", "idle_facts", "coverage_facts"]
-
-
-def flops_text(v: float) -> str:
-    """FLOPs in decimal units: ``1.18 TFLOP``, ``35.2 GFLOP``."""
-    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {unit}"
-    return f"{v:.0f} FLOP"
-
-
-def rate_text(tflops: float) -> str:
-    """FLOP/s in decimal units: ``412 TFLOP/s``, ``4.81 MFLOP/s``."""
-    return flops_text(tflops * 1e12) + "/s"
+__all__ = ["mfu_facts", "idle_facts", "coverage_facts"]
 
 
 def mfu_facts(a: Analysis, units: Units) -> list[Fact]:

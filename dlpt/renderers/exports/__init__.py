@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 
-from dlpt.analysis.view import SessionView
 from dlpt.errors import UsageError
 from dlpt.files.safe_files import write_text_file
 from dlpt.model.metrics import Metric
@@ -21,6 +20,7 @@ from dlpt.renderers.exports.folded import folded
 from dlpt.renderers.exports.perfetto import perfetto
 from dlpt.renderers.exports.speedscope import speedscope
 from dlpt.renderers.exports.stacks import frame_label
+from dlpt.views.run import RunView
 
 __all__ = ["FORMATS", "frame_label", "speedscope", "folded", "perfetto", "write_export"]
 
@@ -28,7 +28,7 @@ FORMATS = ("speedscope", "folded", "perfetto")
 
 
 def write_export(
-    source: Session | SessionView,
+    source: Session | RunView,
     fmt: str,
     path: str | os.PathLike[str],
     metric: str | Metric | None = None,
@@ -39,7 +39,7 @@ def write_export(
     """Write the ``fmt`` export of a session or of the run's view of it to ``path`` atomically
     (an existing file only if dlpt wrote it, or with ``force``: dlpt.files.safe_files). Every
     export is made of at most dlpt.model.render_limit's nodes and timeline events."""
-    session = source.session if isinstance(source, SessionView) else source
+    session = source.session if isinstance(source, RunView) else source
     check_sessions(f"a {fmt} export", session)
     if fmt == "speedscope":
         text = (

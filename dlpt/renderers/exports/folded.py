@@ -5,23 +5,23 @@ folded lines sum to the session's total of the metric."""
 
 from __future__ import annotations
 
-from dlpt.analysis.view import SessionView, view_of
 from dlpt.files.own_files import FOLDED_HEADER
-from dlpt.model.metrics import Metric, default_metric, get_metric
+from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
 from dlpt.renderers.exports.stacks import frame_label, stacks
+from dlpt.views.run import RunView, view_of
 
 __all__ = ["folded"]
 
 
 def folded(
-    source: Session | SessionView, metric: str | Metric | None = None, show_all: bool | None = None
+    source: Session | RunView, metric: str | Metric | None = None, show_all: bool | None = None
 ) -> str:
     """Folded stacks of a session or of the run's view of it for one metric: ``a;b;c value`` per
     distinct stack (in tree order), integer values. Semicolons inside names would split frames,
     so they become commas."""
-    root = view_of(source, show_all).whole
-    m = get_metric(metric) if metric is not None else default_metric(root)
+    sv = view_of(source, show_all)
+    root, m = sv.whole, sv.metric(metric)
     lines: dict[str, int] = {}
     for path, v in stacks(root, m):
         stack = ";".join(frame_label(n).replace(";", ",") for n in path) if path else "<root>"

@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from dlpt._version import __version__
-from dlpt.analysis.timeline import TimelineView
-from dlpt.analysis.timeline import frame_label as line_label
-from dlpt.analysis.view import SessionView, view_of
 from dlpt.errors import UsageError
 from dlpt.model.session import Session
 from dlpt.renderers.exports.stacks import printable, program_name
+from dlpt.views.run import RunView, TimelineView, view_of
+from dlpt.views.run import frame_label as line_label
 
 __all__ = ["perfetto"]
 
@@ -25,7 +24,7 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def perfetto(source: Session | SessionView) -> dict[str, Any]:
+def perfetto(source: Session | RunView) -> dict[str, Any]:
     """The Chrome trace (trace-event JSON) of the timeline window of a session or of the run's
     view of it; UsageError when the session holds none."""
     sv = view_of(source)

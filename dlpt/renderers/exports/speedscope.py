@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from dlpt._version import __version__
-from dlpt.analysis.view import SessionView, view_of
-from dlpt.model.metrics import METRICS, Metric, default_metric, get_metric
+from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.renderers.exports.stacks import frame_label, program_name, stacks
+from dlpt.views.run import RunView, view_of
 
 __all__ = ["SPEEDSCOPE_SCHEMA", "speedscope"]
 
@@ -22,14 +22,14 @@ _UNITS = {"ns": "nanoseconds", "bytes": "bytes", "count": "none"}
 
 
 def speedscope(
-    source: Session | SessionView, metric: str | Metric | None = None, show_all: bool | None = None
+    source: Session | RunView, metric: str | Metric | None = None, show_all: bool | None = None
 ) -> dict[str, Any]:
     """The speedscope file of a session or of the run's view of it (``show_all`` None: as the
     view is): one profile per metric with a non-zero total; ``metric`` (default: GPU time if
     any, else CPU op time) is the one speedscope opens."""
     sv = view_of(source, show_all)
     session, root = sv.session, sv.whole
-    first = get_metric(metric) if metric is not None else default_metric(root)
+    first = sv.metric(metric)
     frames: list[dict[str, Any]] = []
     index: dict[tuple[str, str, int], int] = {}
 

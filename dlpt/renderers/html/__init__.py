@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 
-from dlpt.analysis.view import SessionView
 from dlpt.files.safe_files import write_text_file
 from dlpt.model.metrics import Metric
 from dlpt.model.render_limit import check_sessions
 from dlpt.model.session import Session
 from dlpt.renderers.html.data import build_model
 from dlpt.renderers.html.page import document
+from dlpt.views.run import RunView
 
 __all__ = ["render_html", "write_html", "REPORT_SCRIPTS", "REPORT_STYLES"]
 
@@ -36,17 +36,17 @@ REPORT_SCRIPTS = (
 
 
 def render_html(
-    source: Session | SessionView,
+    source: Session | RunView,
     metric: str | Metric | None = None,
     show_all: bool | None = None,
     peak_tflops: float | None = None,
 ) -> str:
-    """The HTML report of a session, or of the run's view of it (:mod:`dlpt.analysis.view`).
+    """The HTML report of a session, or of the run's view of it (:mod:`dlpt.views.run`).
     ``metric`` is the one shown first; ``show_all`` keeps library frames (folded into their
     callers by default, as in the terminal report); ``peak_tflops`` replaces the datasheet peak
     for MFU (None: as the view given does). A session larger than a report is made of is refused
     (dlpt.model.render_limit)."""
-    session = source.session if isinstance(source, SessionView) else source
+    session = source.session if isinstance(source, RunView) else source
     check_sessions("an HTML report", session)
     model = build_model(source, metric=metric, show_all=show_all, peak_tflops=peak_tflops)
     title = f"dlpt · {model['header']['title']}"
@@ -54,7 +54,7 @@ def render_html(
 
 
 def write_html(
-    source: Session | SessionView,
+    source: Session | RunView,
     path: str | os.PathLike[str],
     metric: str | Metric | None = None,
     show_all: bool | None = None,

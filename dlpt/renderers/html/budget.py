@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from dlpt.model.metrics import Metric
 from dlpt.model.tree import Node, add_metrics, walk
-from dlpt.trees.processors import FlatRow
+from dlpt.views.run import FlatRow
 
 __all__ = ["MAX_NODES", "MAX_FLAT_ROWS", "OTHER_KIND", "Budget", "plan"]
 

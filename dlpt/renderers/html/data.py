@@ -8,7 +8,7 @@ non-zero values), which keeps a 10,000-node report around a megabyte. The page c
 inclusive values, bottom-up trees and per-line details from these arrays itself, so switching
 metrics needs no second copy of anything.
 
-Everything comes from the run's :class:`~dlpt.analysis.view.SessionView`, folded and analysed once
+Everything comes from the run's :class:`~dlpt.views.run.RunView`, folded and analysed once
 for the terminal report, the page and the exports: the whole tree, the flat profiles (by line, op,
 kernel: the page and the terminal agree on what a line's total and self cost are, including
 under recursion) and the report model. Nothing here folds or analyses.
@@ -17,7 +17,7 @@ The model (``format`` "dlpt-html-model", ``version`` 1), read by ``assets/model.
 
 - ``strings``: the string table; every name, file, detail and source text is an index into it.
 - ``kinds``, ``keys``, ``ctx_bits``: the node kinds, the metric keys (the order of every metric
-  vector) and the context bits of :mod:`dlpt.trees.node_contexts`.
+  vector) and the context bits of a node (:data:`dlpt.views.run.CONTEXT_BITS`).
 - ``nodes``: parallel arrays in pre-order: ``parent`` (-1 for the root), ``kind`` (index into
   ``kinds``), ``name``/``file``/``detail``/``mark`` (string indices; ``mark`` holds compile
   markers), ``line``, ``ctx``; and ``m``: per key, ``[node ids, values]`` of the non-zero
@@ -39,10 +39,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlpt.analysis.intervals import LineHalfWidths
-from dlpt.analysis.view import SessionView, view_of
 from dlpt.model.kernel_names import kernel_config
-from dlpt.model.metrics import METRICS, Metric, default_metric, get_metric
+from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.resume_names import display_name
 from dlpt.model.session import KINDS, Session
 from dlpt.model.source_text import session_sources
@@ -52,8 +50,7 @@ from dlpt.renderers.html.budget import OTHER_KIND, Budget, plan
 from dlpt.renderers.html.facts import header_facts
 from dlpt.renderers.html.pc_model import frame_pc_detail, kernel_pc_detail, sampled_files
 from dlpt.renderers.html.timeline import timeline_model
-from dlpt.trees.node_contexts import CTX, context_of
-from dlpt.trees.processors import FlatRow
+from dlpt.views.run import CONTEXT_BITS, FlatRow, LineHalfWidths, RunView, view_of
 
 __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
 
@@ -223,7 +220,7 @@ def _node_table(root: Node, strings: _Strings, budget: Budget) -> tuple[dict[str
             node.kind,
             _display_name(node),
             node.metrics,
-            context_of(node),
+            RunView.context(node),
         )
         cols["file"].append(strings(node.file))
         cols["line"].append(node.line)
@@ -238,7 +235,7 @@ def _node_table(root: Node, strings: _Strings, budget: Budget) -> tuple[dict[str
 
 
 def build_model(
-    source: Session | SessionView,
+    source: Session | RunView,
     metric: str | Metric | None = None,
     show_all: bool | None = None,
     peak_tflops: float | None = None,
@@ -248,11 +245,11 @@ def build_model(
     ``metric`` is the one shown first (default: GPU time if there is any, else CPU op time);
     ``show_all`` keeps library frames instead of folding them into their callers;
     ``peak_tflops`` replaces the datasheet peak for MFU (as the terminal report's option); None:
-    as the view given does (:func:`dlpt.analysis.view.view_of`).
+    as the view given does (:func:`dlpt.views.run.view_of`).
     """
     sv = view_of(source, show_all, peak_tflops)
     session, root = sv.session, sv.whole
-    chosen = get_metric(metric) if metric is not None else default_metric(root)
+    chosen = sv.metric(metric)
     offered = _metric_defs(root)
     budget, flats = plan(root, [METRICS[d["name"]] for d in offered], sv.flats)
     strings = _Strings()
@@ -287,7 +284,7 @@ def build_model(
         "version": MODEL_VERSION,
         "strings": strings.table,
         "keys": list(KEYS),
-        "ctx_bits": CTX,
+        "ctx_bits": CONTEXT_BITS,
         **tree,
         "metrics": offered,
         "metric": chosen.name,

@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dlpt.analysis.diff import LineCost, SessionDiff, Side
-from dlpt.analysis.diff_test import CANT_TELL, FASTER, SAME, SLOWER
 from dlpt.files.safe_files import write_text_file
-from dlpt.model.metrics import METRICS, Metric
 from dlpt.model.resume_names import display_name
 from dlpt.model.units import PLAIN, units_model
 from dlpt.renderers.html.data import KEYS, METRIC_KEYS
 from dlpt.renderers.html.page import document
+from dlpt.views.diff import CANT_TELL, FASTER, SAME, SLOWER, DiffView, LineCost, Side
 
 __all__ = ["build_diff_model", "render_diff_html", "write_diff_html"]
 
@@ -84,9 +82,9 @@ def _side(s: Side) -> dict[str, Any]:
 _VERDICT_CODE = {SLOWER: 1, FASTER: 1, SAME: 0, CANT_TELL: 2}
 
 
-def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
-    """The JSON-ready model of ``d``; ``metric`` is shown first."""
-    offered = {n: m for n, m in METRICS.items() if m(d.a.total) > 0 or m(d.b.total) > 0}
+def build_diff_model(d: DiffView) -> dict[str, Any]:
+    """The JSON-ready model of ``d``; its metric is shown first."""
+    offered = d.offered
     metrics = [
         {"name": n, "label": m.label, "unit": m.unit, "keys": list(METRIC_KEYS[n])}
         for n, m in offered.items()
@@ -111,7 +109,7 @@ def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
         "version": 1,
         "keys": list(KEYS),
         "metrics": metrics,
-        "metric": metric.name,
+        "metric": d.metric.name,
         "note": d.note,
         "match_by": d.match_by,
         "a": _side(d.a),
@@ -124,14 +122,12 @@ def build_diff_model(d: SessionDiff, metric: Metric) -> dict[str, Any]:
     }
 
 
-def render_diff_html(d: SessionDiff, metric: Metric) -> str:
+def render_diff_html(d: DiffView) -> str:
     title = f"dlpt diff · {os.path.basename(d.a.label)} vs {os.path.basename(d.b.label)}"
-    return document(title, build_diff_model(d, metric), DIFF_SCRIPTS, DIFF_STYLES)
+    return document(title, build_diff_model(d), DIFF_SCRIPTS, DIFF_STYLES)
 
 
-def write_diff_html(
-    d: SessionDiff, path: str | os.PathLike[str], metric: Metric, *, force: bool = False
-) -> None:
+def write_diff_html(d: DiffView, path: str | os.PathLike[str], *, force: bool = False) -> None:
     """Write the comparison page to ``path`` by dlpt.files.safe_files' rules (an existing file
     only if dlpt wrote it, or with ``force``)."""
-    write_text_file(path, render_diff_html(d, metric), "HTML reports", force=force)
+    write_text_file(path, render_diff_html(d), "HTML reports", force=force)

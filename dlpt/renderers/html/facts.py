@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlpt.analysis.report import Fact, Located, Report
 from dlpt.model.safe_text import escape_control as clean
+from dlpt.views.run import Fact, Located, Report
 
 __all__ = ["header_facts"]
 

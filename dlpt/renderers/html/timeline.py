@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dlpt.analysis.timeline import TimelineView, frame_label
+from dlpt.views.run import TimelineView, frame_label
 
 __all__ = ["MAX_SLICES", "KINDS", "timeline_model"]
 

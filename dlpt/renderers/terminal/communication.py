@@ -1,5 +1,5 @@
 """One rank's collectives in its terminal report: the table of :mod:`dlpt.analysis.communication`'s
-rows, computed once per run by the run's :class:`~dlpt.analysis.view.SessionView` (the header's
+rows, computed once per run by the run's :class:`~dlpt.views.run.RunView` (the header's
 communication facts are the report model's).
 
 The numbers come from what :mod:`dlpt.capture.ranks.annotate` marked (``comm_ns`` on NCCL kernels,
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.analysis.communication import CollectiveRow
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
+from dlpt.views.run import CollectiveRow
 
 __all__ = ["CollectivesTable"]
 

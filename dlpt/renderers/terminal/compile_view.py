@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.analysis.report import CompileSummary, Located
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
+from dlpt.views.run import CompileSummary, Located
 
 
 def _where(r: Located) -> str:

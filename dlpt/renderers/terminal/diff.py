@@ -16,12 +16,25 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from dlpt.analysis.diff import Change, Leaf, LineDiff, SessionDiff, Side
-from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_LINES, MIN_SHARE, RESOLVE, SAME, SLOWER, RunShift
 from dlpt.model.metrics import Metric
 from dlpt.model.resume_names import display_name
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.tables import make_table
+from dlpt.views.diff import (
+    CANT_TELL,
+    FASTER,
+    MIN_LINES,
+    MIN_SHARE,
+    RESOLVE,
+    SAME,
+    SLOWER,
+    Change,
+    DiffView,
+    Leaf,
+    LineDiff,
+    RunShift,
+    Side,
+)
 
 __all__ = ["render_diff", "short_kernel"]
 
@@ -72,7 +85,8 @@ def _where(row: LineDiff, fmt: Fmt) -> Text:
 _STEP = Metric("step", "step wall time", "ns", lambda m: 0)
 
 
-def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
+def _header(d: DiffView, fmt: Fmt) -> list[RenderableType]:
+    metric = d.metric
     out: list[RenderableType] = [Text.assemble(("dlpt diff", "bold"), "  ", (metric.label, "dim"))]
     for tag, side in (("A", d.a), ("B", d.b)):
         steps = f", {side.steps} steps" if side.steps else ", no steps detected"
@@ -92,7 +106,7 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
         if verdict:
             step.append(f"  {verdict}", "bold" if verdict == "differs" else "dim")
         out.append(step)
-    shift, _ = d.judge(metric)
+    shift = d.shift
     if shift is not None:
         out.append(
             Text(f"  run  {shift_text(shift)}", "bold" if shift.verdict in (SLOWER, FASTER) else "dim")
@@ -110,7 +124,7 @@ def _header(d: SessionDiff, metric: Metric, fmt: Fmt) -> list[RenderableType]:
         out.append(
             Text("  change: not tested (a session without per-step spreads, saved before format 3)", "dim")
         )
-    ta, tb = d.total(metric, "a"), d.total(metric, "b")
+    ta, tb = d.total("a"), d.total("b")
     total = Text("  total  ")
     total.append(f"A {_value(fmt, metric, ta)}  B {_value(fmt, metric, tb)}  delta ")
     total.append_text(_delta(fmt, metric, ta, tb))
@@ -162,23 +176,12 @@ def _change(c: Change | None) -> Text:
     return Text("*", "bold red") if c.significant else Text("~", "dim")
 
 
-def _shown(
-    d: SessionDiff, metric: Metric, threshold: float, changes: dict[Any, Change] | None = None
-) -> tuple[list[LineDiff], int]:
-    """The rows to print (at least ``threshold`` of the larger total, at most ROW_LIMIT),
-    significant changes first, and how many rows with any value that leaves out."""
-    ranked = d.ranked(metric, changes)
-    cut = threshold * max(d.total(metric, "a"), d.total(metric, "b"))
-    shown = [r for r in ranked if max(d.value(metric, r, "a"), d.value(metric, r, "b")) >= cut][:ROW_LIMIT]
-    return shown, len(ranked) - len(shown)
-
-
-def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list[RenderableType]:
-    changes = d.changes(metric)
-    shown, hidden = _shown(d, metric, threshold, changes)
+def _lines_table(d: DiffView, fmt: Fmt, threshold: float) -> list[RenderableType]:
+    metric, changes = d.metric, d.changes
+    shown, hidden = d.shown(threshold, ROW_LIMIT)
     rows: list[tuple[Any, ...]] = []
     for r in shown:
-        a, b = d.value(metric, r, "a"), d.value(metric, r, "b")
+        a, b = d.value(r, "a"), d.value(r, "b")
         rows.append(
             (
                 _value(fmt, metric, a),
@@ -189,7 +192,7 @@ def _lines_table(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> 
                 _where(r, fmt),
             )
         )
-    oa, ob = metric(d.a.off_lines) / d.a.scale, metric(d.b.off_lines) / d.b.scale
+    oa, ob = d.off_lines
     if oa or ob:
         rows.append(
             (
@@ -253,13 +256,13 @@ def _leaf_cells(fmt: Fmt, leaf: Leaf | None, scale: int) -> tuple[str, str, Text
     return fmt.time(leaf.time_ns / scale), fmt.count(leaf.count / scale), name
 
 
-def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list[RenderableType]:
-    shown, _ = _shown(d, metric, threshold)
+def _kernels(d: DiffView, fmt: Fmt, threshold: float) -> list[RenderableType]:
+    metric = d.metric
+    shown, _ = d.shown(threshold, ROW_LIMIT, judged=False)  # by the size of the change alone
     rows = [
         r
         for r in shown
-        if ((r.a and r.a.leaves) or (r.b and r.b.leaves))
-        and d.value(metric, r, "a") != d.value(metric, r, "b")
+        if ((r.a and r.a.leaves) or (r.b and r.b.leaves)) and d.value(r, "a") != d.value(r, "b")
     ][:KERNEL_LINES]
     if not rows:
         return []
@@ -269,7 +272,7 @@ def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list
     ]
     for r in rows:
         head = _where(r, fmt)
-        a, b = d.value(metric, r, "a"), d.value(metric, r, "b")
+        a, b = d.value(r, "a"), d.value(r, "b")
         head.append(f"   A {_value(fmt, metric, a)} {'->' if fmt.ascii else '→'} B {_value(fmt, metric, b)}")
         t = Table(
             box=None,
@@ -300,14 +303,8 @@ def _kernels(d: SessionDiff, metric: Metric, fmt: Fmt, threshold: float) -> list
     return out
 
 
-def render_diff(
-    d: SessionDiff, metric: Metric, threshold: float = 0.01, ascii: bool = False
-) -> RenderableType:
-    """The terminal output of ``d`` for ``metric``: rows under ``threshold`` times the larger total
-    are left out (and counted)."""
+def render_diff(d: DiffView, threshold: float = 0.01, ascii: bool = False) -> RenderableType:
+    """The terminal output of ``d`` (:func:`dlpt.views.diff.diff_view`) in its metric: rows under
+    ``threshold`` times the larger total are left out (and counted)."""
     fmt = Fmt(steps=0, ascii=ascii)
-    return Group(
-        *_header(d, metric, fmt),
-        *_lines_table(d, metric, fmt, threshold),
-        *_kernels(d, metric, fmt, threshold),
-    )
+    return Group(*_header(d, fmt), *_lines_table(d, fmt, threshold), *_kernels(d, fmt, threshold))

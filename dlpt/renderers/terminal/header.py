@@ -17,10 +17,10 @@ from rich.console import RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from dlpt.analysis.report import Fact, Level, Report
-from dlpt.analysis.report.build import separator
+from dlpt.model.units import separator
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, truncate
+from dlpt.views.run import Fact, Level, Report
 
 __all__ = ["Header", "CompactHeader", "LEVEL_STYLES", "COMPACT_LINES", "step_time_line"]
 

@@ -9,11 +9,10 @@ import os
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.analysis.intervals import LineHalfWidths
 from dlpt.model.metrics import Metric
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.tables import make_table
-from dlpt.trees.processors import FlatRow
+from dlpt.views.run import FlatRow, LineHalfWidths
 
 __all__ = ["intervals_table"]
 

@@ -1,43 +1,39 @@
 """The cross-rank report's tree and lines: each row's value on every rank as min / median / max,
 and the slowest rank, so a line that costs more on one rank stands out.
 
-Values arrive per step of each rank (:mod:`dlpt.analysis.ranks.merge`); the ``Fmt`` these views get has
-no step count, so nothing is divided twice.
+Values arrive per step of each rank, shaped by the view (:class:`dlpt.views.ranks.RanksView`); the
+``Fmt`` these views get has no step count, so nothing is divided twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-import torch
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.analysis.ranks.lines import LineTable, row_median
-from dlpt.analysis.ranks.merge import Rank, SpreadNode, median
 from dlpt.model.metrics import Metric
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts, truncate
 from dlpt.renderers.terminal.grid import Chain, GridRow, render_grid
+from dlpt.views.ranks import RanksView, SpreadRow
 
 __all__ = ["SpreadTreeView", "LinesView", "spread_cells", "MAX_DEPTH"]
 
 MAX_DEPTH = 100  # as the single-rank tree (dlpt.renderers.terminal.tree_view.MAX_DEPTH)
 
 
-def spread_cells(fmt: Fmt, metric: Metric, values: Mapping[int, float], comm: float | None) -> list[str]:
+def spread_cells(fmt: Fmt, metric: Metric, row: SpreadRow) -> list[str]:
     """min, median, max, slowest rank (when the ranks differ), and the median communication."""
-    vals = list(values.values())
-    lo, mid, hi = (min(vals), median(vals), max(vals)) if vals else (0.0, 0.0, 0.0)
-    slowest = max(values, key=lambda r: (values[r], -r)) if vals and hi > lo else None
+    lo, mid, hi, slowest = row.across
     cells = [
         fmt.value(metric, lo) if lo else "",
         fmt.value(metric, mid),
         fmt.value(metric, hi) if hi else "",
         f"r{slowest}" if slowest is not None else "",
     ]
-    if comm is not None:
-        cells.append(fmt.time(comm) if comm else "")
+    if row.comm is not None:
+        cells.append(fmt.time(row.comm) if row.comm else "")
     return cells
 
 
@@ -55,100 +51,43 @@ class SpreadTreeView(View):
     """The merged tree: rows whose largest value on any rank reaches ``threshold`` of the total
     (the median rank's), children by median, at most ``depth`` levels."""
 
-    def __init__(
-        self,
-        root: SpreadNode,
-        ranks: Mapping[int, Rank],
-        metric: Metric,
-        fmt: Fmt,
-        threshold: float,
-        depth: int | None,
-        comm: Metric | None,
-    ) -> None:
+    def __init__(self, view: RanksView, fmt: Fmt, threshold: float, depth: int | None) -> None:
         super().__init__(fmt)
-        self.root, self.ranks, self.metric = root, ranks, metric
-        self.threshold, self.depth, self.comm = threshold, depth, comm
-
-    def _comm(self, n: SpreadNode) -> float | None:
-        if self.comm is None:
-            return None
-        return median(list(n.values(self.comm, self.ranks).values()))
+        self.view, self.threshold, self.depth = view, threshold, depth
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        metric, ranks = self.metric, self.ranks
-        total = median(list(self.root.values(metric, ranks).values()))
-        cut = self.threshold * total
-        limit = self.depth if self.depth else MAX_DEPTH
+        metric, comm = self.view.metric, self.view.comm
         rows: list[GridRow] = []
-        stack: list[tuple[SpreadNode, Chain | None]] = [(self.root, None)]
-        while stack:
-            node, chain = stack.pop()
-            values = node.values(metric, ranks)
-            main, detail = label_parts(node.node, fmt)
-            rows.append(
-                GridRow(
-                    spread_cells(fmt, metric, values, self._comm(node)),
-                    main,
-                    detail,
-                    keep_detail=node.node.kind == "kernel",
-                    chain=chain,
-                )
-            )
-            depth = 1 if chain is None else chain[2] + 1
-            if depth > limit:
-                continue
-            kids = []
-            for c in node.children.values():
-                v = c.values(metric, ranks)
-                if v and max(v.values()) > 0 and max(v.values()) >= cut:
-                    kids.append((median(list(v.values())), max(v.values()), c))
-            kids.sort(key=lambda k: (-k[0], -k[1]))
-            last = len(kids) - 1
-            for i in range(last, -1, -1):
-                stack.append((kids[i][2], (i == last, chain, depth)))
-        yield _title("Top-down, every rank", metric, fmt, width, len(ranks))
-        yield render_grid(_headers(self.comm), "name", rows, width, fmt.ascii)
+        chains: list[Chain | None] = [None]  # the chain of the last row at each depth
+        for r in self.view.tree_rows(self.threshold, self.depth if self.depth else MAX_DEPTH):
+            chain: Chain | None = None if r.depth == 0 else (r.last, chains[r.depth - 1], r.depth)
+            del chains[r.depth :]
+            chains.append(chain)
+            main, detail = label_parts(r.node, fmt)
+            cells = spread_cells(fmt, metric, r)
+            rows.append(GridRow(cells, main, detail, keep_detail=r.node.kind == "kernel", chain=chain))
+        yield _title("Top-down, every rank", metric, fmt, width, len(self.view.by_rank))
+        yield render_grid(_headers(comm), "name", rows, width, fmt.ascii)
 
 
 class LinesView(View):
     """Source lines by their largest own cost on any rank, with the spread across ranks."""
 
-    def __init__(
-        self,
-        lines: LineTable,
-        ranks: Mapping[int, Rank],
-        metric: Metric,
-        fmt: Fmt,
-        threshold: float,
-        total: float,
-        comm: Metric | None,
-        limit: int = 25,
-    ) -> None:
+    def __init__(self, view: RanksView, fmt: Fmt, threshold: float, limit: int = 25) -> None:
         super().__init__(fmt)
-        self.lines, self.ranks, self.metric = lines, ranks, metric
-        self.threshold, self.total, self.comm, self.limit = threshold, total, comm, limit
+        self.view, self.threshold, self.limit = view, threshold, limit
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        metric, lines = self.metric, self.lines
-        yield _title("Lines (each line's own cost)", metric, fmt, width, len(self.ranks))
-        v = lines.values(metric)
-        top = v.max(dim=1).values if len(lines) and v.shape[1] else torch.zeros(len(lines))
-        keep = torch.nonzero((top > 0) & (top >= self.threshold * self.total)).flatten()
-        if not len(keep):
+        metric = self.view.metric
+        yield _title("Lines (each line's own cost)", metric, fmt, width, len(self.view.by_rank))
+        shown, kept = self.view.line_rows(self.threshold, self.limit)
+        if not kept:
             yield Text("  (nothing above the threshold)", "dim")
             return
-        mid = row_median(v[keep])
-        # The largest on any rank first, then the largest median (the order of :func:`sorted`
-        # on (-top, -median), done on all lines at once).
-        order = sorted(range(len(keep)), key=lambda i: (-float(top[keep[i]]), -float(mid[i])))
-        comm = lines.values(self.comm) if self.comm is not None else None
         rows = []
-        for i in order[: self.limit]:
-            row = int(keep[i])
-            values = lines.row(row, metric, v)
-            c = median(list(lines.row(row, self.comm, comm).values())) if self.comm is not None else None
-            main, detail = label_parts(lines.labels[row], fmt)
-            rows.append(GridRow(spread_cells(fmt, metric, values, c), main, detail))
-        yield render_grid(_headers(self.comm), "line", rows, width, fmt.ascii)
-        if len(keep) > self.limit:
-            yield Text(f"  ... {len(keep) - self.limit} more lines", "dim")
+        for r in shown:
+            main, detail = label_parts(r.node, fmt)
+            rows.append(GridRow(spread_cells(fmt, metric, r), main, detail))
+        yield render_grid(_headers(self.view.comm), "line", rows, width, fmt.ascii)
+        if kept > self.limit:
+            yield Text(f"  ... {kept - self.limit} more lines", "dim")

@@ -18,19 +18,13 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from dlpt.analysis.communication import COMM, WAIT
-from dlpt.analysis.ranks.lines import one_thread
-from dlpt.analysis.ranks.merge import RankSet, imbalance, median
-from dlpt.analysis.ranks.report import RankReport, Spread, rank_report
-from dlpt.analysis.ranks.stragglers import Site, Straggler
-from dlpt.analysis.report.run import rank_label
-from dlpt.model.meta import program_argv
-from dlpt.model.metrics import Metric
+from dlpt.model.units import separator
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import Fmt, label_parts
 from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.rank_spread import LinesView, SpreadTreeView
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
+from dlpt.views.ranks import RanksView, Site, Spread, Straggler
 
 __all__ = ["render_ranks", "print_ranks"]
 
@@ -69,97 +63,101 @@ class RanksHeader(View):
 
     gap_before = False
 
-    def __init__(self, report: RankReport, fmt: Fmt) -> None:
+    def __init__(self, view: RanksView, fmt: Fmt) -> None:
         super().__init__(fmt)
-        self.report = report
+        self.view = view
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
-        rs, per_rank = self.report.rs, self.report.per_rank
-        sep = " - " if fmt.ascii else " \u00b7 "
-        first = rs.ranks[0].session.meta if rs.ranks else {}
-        argv = program_argv(first)
-        title = Text("dlpt  across ranks  ", "bold")
-        title.append(fmt.clean(shlex.join(str(a) for a in argv)) if argv else "(no argv)", "bold cyan")
-        lines = [title]
-        hosts: dict[str, list[int]] = {}
-        for r in rs.ranks:
-            hosts.setdefault(r.host or "?", []).append(r.rank)
-        where = "; ".join(f"{fmt.clean(h)} ({_ranges(rr)})" for h, rr in sorted(hosts.items()))
+        v = self.view
+        sep = separator(fmt.ascii)
+        lines = [_title(v, fmt), _ranks_line(v, fmt, sep), *_missing_lines(v, fmt)]
+        lines += [Text(fmt.clean(note), "bold yellow") for note in v.rs.notes]
+        lines += _step_lines(v, fmt, sep)
+        imb = v.imbalance()
+        if imb is not None:
+            t = Text(f"load imbalance ({imb.what} per step, (max - mean) / mean): ")
+            t.append(f"{100 * imb.share:.1f}%", "bold red" if imb.share >= 0.1 else "bold")
+            if imb.share >= 0.0005:
+                t.append(f", most on rank {imb.rank} ({fmt.time(imb.rank_ns)})")
+            lines.append(t)
+        lines += [_straggler_line(s, fmt) for s in v.stragglers]
+        if not v.judged:
+            lines.append(_no_verdict(v))
+        elif not v.stragglers and not v.unnamed and len(v.per_rank) > 1:
+            lines.append(_no_straggler(v, fmt))
+        lines += [_unnamed(s, fmt) for s in v.unnamed]
+        versions = [f"{k} {fmt.clean(version)}" for k, version in v.versions]
+        if versions:
+            lines.append(Text(sep.join(versions), "dim"))
+        lines.append(Text(f"values: {v.metric.label} per step of each rank", "dim"))
+        yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED, expand=True)
+
+
+def _title(v: RanksView, fmt: Fmt) -> Text:
+    title = Text("dlpt  across ranks  ", "bold")
+    title.append(fmt.clean(shlex.join(str(a) for a in v.argv)) if v.argv else "(no argv)", "bold cyan")
+    return title
+
+
+def _ranks_line(v: RanksView, fmt: Fmt, sep: str) -> Text:
+    rs = v.rs
+    where = "; ".join(f"{fmt.clean(h)} ({_ranges(rr)})" for h, rr in v.hosts)
+    return Text(
+        f"{len(rs.ranks)} of {rs.world_size} rank{'s' if rs.world_size != 1 else ''}: "
+        f"{_ranges(r.rank for r in rs.ranks)}{sep}hosts: {where}"
+    )
+
+
+def _missing_lines(v: RanksView, fmt: Fmt) -> list[Text]:
+    lines = []
+    by_reason = v.missing_by_reason
+    for i, (why, gone_ranks) in enumerate(by_reason.items()):
+        if i == MISSING_LINES:
+            rest = sum(len(g) for g in list(by_reason.values())[i:])
+            lines.append(Text(f"... and {rest:,} more ranks missing", "bold red"))
+            break
+        which = f"rank {gone_ranks[0]}" if len(gone_ranks) == 1 else f"ranks {_ranges(gone_ranks)}"
+        lines.append(Text(f"{which} missing: {fmt.clean(why)}", "bold red"))
+    return lines
+
+
+def _step_lines(v: RanksView, fmt: Fmt, sep: str) -> list[Text]:
+    lines = []
+    walls, untraced = v.step_spread, v.untraced_spread
+    if walls is not None:
+        steps = ", ".join(map(str, v.steps_counted))
+        lines.append(Text(f"steps profiled: {steps}{sep}step time per rank: {_across(walls, fmt)}"))
+    if untraced is not None:
         lines.append(
             Text(
-                f"{len(rs.ranks)} of {rs.world_size} rank{'s' if rs.world_size != 1 else ''}: "
-                f"{_ranges(r.rank for r in rs.ranks)}{sep}hosts: {where}"
+                f"untraced step (each rank's median, measured without dlpt's cost): "
+                f"{_across(untraced, fmt)}; the traced step above includes it"
             )
         )
-        by_reason: dict[str, list[int]] = {}  # thousands of ranks may be missing for one reason
-        for gone, why in rs.missing.items():
-            by_reason.setdefault(why, []).append(gone)
-        for i, (why, gone_ranks) in enumerate(by_reason.items()):
-            if i == MISSING_LINES:
-                rest = sum(len(g) for g in list(by_reason.values())[i:])
-                lines.append(Text(f"... and {rest:,} more ranks missing", "bold red"))
-                break
-            which = f"rank {gone_ranks[0]}" if len(gone_ranks) == 1 else f"ranks {_ranges(gone_ranks)}"
-            lines.append(Text(f"{which} missing: {fmt.clean(why)}", "bold red"))
-        for note in rs.notes:
-            lines.append(Text(fmt.clean(note), "bold yellow"))
-        steps = sorted({t.counted for t in per_rank.values()})
-        walls, untraced = self.report.step_spread, self.report.untraced_spread
-        if walls is not None:
-            lines.append(
-                Text(
-                    f"steps profiled: {', '.join(map(str, steps))}{sep}step time per rank: "
-                    f"{_across(walls, fmt)}"
-                )
-            )
-        if untraced is not None:
-            lines.append(
-                Text(
-                    f"untraced step (each rank's median, measured without dlpt's cost): "
-                    f"{_across(untraced, fmt)}; the traced step above includes it"
-                )
-            )
-        work = {r: t.compute_ns for r, t in per_rank.items()}
-        imb = imbalance(work)
-        if imb is not None:
-            what = "GPU compute" if any(t.gpu for t in per_rank.values()) else "CPU op time outside waits"
-            t = Text(f"load imbalance ({what} per step, (max - mean) / mean): ")
-            t.append(f"{100 * imb[0]:.1f}%", "bold red" if imb[0] >= 0.1 else "bold")
-            if imb[0] >= 0.0005:
-                t.append(f", most on rank {imb[1]} ({fmt.time(work[imb[1]])})")
-            lines.append(t)
-        for s in self.report.stragglers:
-            t = Text(f"straggler: rank {s.rank}", "bold red")
-            t.append(f" - the other ranks waited {fmt.time(s.waited_ns)} per step for it{_steps(s)}")
-            if s.causes:
-                main, _ = label_parts(s.causes[0].node, fmt)
-                t.append("; its line: ")
-                t.append_text(main)
-                t.append(f" (+{fmt.time(s.causes[0].excess_ns)} {s.causes[0].metric.name})")
-            if s.pace_text():
-                t.append(f"; it also {s.pace_text()}")
-            lines.append(t)
-        if not self.report.judged:
-            lines.append(_no_verdict(self.report))
-        elif not self.report.stragglers and not self.report.unnamed and len(per_rank) > 1:
-            lines.append(_no_straggler(self.report, fmt))
-        for s in self.report.unnamed:
-            lines.append(_unnamed(s, fmt))
-        first_versions = [f"{k} {fmt.clean(str(first[k]))}" for k in ("torch", "dlpt") if first.get(k)]
-        if first_versions:
-            lines.append(Text(sep.join(first_versions), "dim"))
-        lines.append(Text(f"values: {self.report.metric.label} per step of each rank", "dim"))
-        yield Panel(Text("\n").join(lines), box=box.ASCII if fmt.ascii else box.ROUNDED, expand=True)
+    return lines
+
+
+def _straggler_line(s: Straggler, fmt: Fmt) -> Text:
+    t = Text(f"straggler: rank {s.rank}", "bold red")
+    t.append(f" - the other ranks waited {fmt.time(s.waited_ns)} per step for it{_steps(s)}")
+    if s.causes:
+        main, _ = label_parts(s.causes[0].node, fmt)
+        t.append("; its line: ")
+        t.append_text(main)
+        t.append(f" (+{fmt.time(s.causes[0].excess_ns)} {s.causes[0].metric.name})")
+    if s.pace_text():
+        t.append(f"; it also {s.pace_text()}")
+    return t
 
 
 class RankTable(View):
     """One row per rank: step time, compute and communication per step, exposed communication."""
 
-    def __init__(self, report: RankReport, fmt: Fmt) -> None:
+    def __init__(self, view: RanksView, fmt: Fmt) -> None:
         super().__init__(fmt)
-        self.rs, self.per_rank, self.waits = report.rs, report.per_rank, report.waits.per_rank
-        self.stragglers = {s.rank for s in report.stragglers}
-        self.unnamed = {s.rank: s.unnamed_label for s in report.unnamed}
+        self.view, self.rs, self.per_rank, self.waits = view, view.rs, view.per_rank, view.waits.per_rank
+        self.stragglers = {s.rank for s in view.stragglers}
+        self.unnamed = {s.rank: s.unnamed_label for s in view.unnamed}
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
         gpu = any(t.gpu for t in self.per_rank.values())
@@ -191,7 +189,7 @@ class RankTable(View):
             if exposed:
                 cells.append(fmt.time(tot.exposed_ns) if tot.exposed_ns else "")
             cells.append(fmt.time(self.waits.get(r.rank, 0.0)))
-            label = Text(fmt.clean(rank_label(r.session.meta) or r.path))
+            label = Text(fmt.clean(self.view.where(r)))
             if r.rank in self.stragglers:
                 label.append("  straggler", "bold red")
             elif r.rank in self.unnamed:  # not named: slower, or delayed outside the recorded work
@@ -215,7 +213,7 @@ def _site_label(site: Site, fmt: Fmt) -> Text:
     return where
 
 
-def _no_straggler(report: RankReport, fmt: Fmt) -> Text:
+def _no_straggler(report: RanksView, fmt: Fmt) -> Text:
     """The header's line when no rank is named: how close the ranks' waits are."""
     low, high = report.wait_spread
     step = report.step_ns
@@ -227,7 +225,7 @@ def _no_straggler(report: RankReport, fmt: Fmt) -> Text:
     return t
 
 
-def _no_verdict(report: RankReport) -> Text:
+def _no_verdict(report: RanksView) -> Text:
     """The header's line when some rank counted no step: no straggler verdict either way."""
     gone = report.lacking
     which = f"rank {gone[0]}" if len(gone) == 1 else f"ranks {_ranges(gone)}"
@@ -258,7 +256,7 @@ class StragglerView(View):
     """Each straggler: how long the others waited for it, what it did meanwhile (its lines that
     cost more than on the other ranks) and where the others waited."""
 
-    def __init__(self, report: RankReport, fmt: Fmt, limit: int = 5) -> None:
+    def __init__(self, report: RanksView, fmt: Fmt, limit: int = 5) -> None:
         super().__init__(fmt)
         self.report, self.limit = report, limit
 
@@ -312,12 +310,11 @@ class StragglerView(View):
         t.add_column("collective", no_wrap=True, overflow="ellipsis")
         rows = []
         for site in s.sites[: self.limit]:
-            others = [v for r, v in site.times.items() if r != s.rank]
             rows.append(
                 Row(
                     (
                         fmt.time(site.times.get(s.rank, 0.0)),
-                        fmt.time(median(others)),
+                        fmt.time(RanksView.others_median(site, s.rank)),
                         fmt.time(site.waited_for(s.rank)),
                     ),
                     _site_label(site, fmt),
@@ -328,63 +325,31 @@ class StragglerView(View):
 
 
 def render_ranks(
-    rs: RankSet,
-    metric: str | Metric | None = None,
-    threshold: float = 0.01,
-    depth: int | None = None,
-    show_all: bool = False,
-    ascii: bool = False,
-    report: RankReport | None = None,
+    view: RanksView, threshold: float = 0.01, depth: int | None = None, ascii: bool = False
 ) -> RenderableType:
-    """The cross-rank report of ``rs`` as a rich renderable (options as :func:`.report.render`'s);
-    ``report``: the analysis, when the caller made it already (:func:`rank_report`)."""
-    rep = report if report is not None else rank_report(rs, metric, show_all)
-    with one_thread():  # the lines' spread is computed here (torch, dlpt.analysis.ranks.lines)
-        return _render(rep, rs, threshold, depth, ascii)
-
-
-def _render(rep: RankReport, rs: RankSet, threshold: float, depth: int | None, ascii: bool) -> RenderableType:
-    fmt = Fmt(steps=0, ascii=ascii, sources=_sources(rs))
-    comm = COMM if rep.gpu else WAIT
-    ranks = rs.by_rank()
-    has_comm = any(t.communication_ns for t in rep.per_rank.values())
-    total = median(list(rep.root.values(rep.metric, ranks).values()))
+    """The cross-rank report of ``view`` (:func:`dlpt.views.ranks.ranks_view`) as a rich
+    renderable (options as :func:`.report.render`'s)."""
+    fmt = Fmt(steps=0, ascii=ascii, sources=view.sources)
     return Group(
-        RanksHeader(rep, fmt),
-        RankTable(rep, fmt),
-        StragglerView(rep, fmt),
-        LinesView(rep.lines, ranks, rep.metric, fmt, threshold, total, comm if has_comm else None),
-        SpreadTreeView(rep.root, ranks, rep.metric, fmt, threshold, depth, comm if has_comm else None),
+        RanksHeader(view, fmt),
+        RankTable(view, fmt),
+        StragglerView(view, fmt),
+        LinesView(view, fmt, threshold),
+        SpreadTreeView(view, fmt, threshold, depth),
     )
 
 
-def _sources(rs: RankSet) -> dict[str, dict[str, str]]:
-    """The ranks' saved source text, merged (the same code; the first rank's text wins)."""
-    out: dict[str, dict[str, str]] = {}
-    for r in reversed(rs.ranks):
-        src = r.session.meta.get("sources")
-        if isinstance(src, dict):
-            for file, lines in src.items():
-                if isinstance(lines, dict):
-                    out.setdefault(file, {}).update(lines)
-    return out
-
-
 def print_ranks(
-    rs: RankSet,
+    view: RanksView,
     console: Console | None = None,
     *,
-    metric: str | Metric | None = None,
     threshold: float = 0.01,
     depth: int | None = None,
-    show_all: bool = False,
     ascii: bool = False,
     file: IO[str] | None = None,
     width: int | None = None,
     color: bool | None = None,
-    report: RankReport | None = None,
 ) -> None:
     """Print :func:`render_ranks`'s report to ``console``, or else to ``file`` by
     :mod:`dlpt.renderers.terminal.output`'s rules (width, colour), as one session's report."""
-    renderable = render_ranks(rs, metric, threshold, depth, show_all, ascii, report)
-    print_to(renderable, console, file=file, width=width, color=color)
+    print_to(render_ranks(view, threshold, depth, ascii), console, file=file, width=width, color=color)

@@ -2,7 +2,7 @@
 prints it. This is the stable name the API, the CLI and users import.
 
 A report is assembled here from the views in :mod:`dlpt.renderers.terminal` (which never print by
-themselves). It formats a :class:`~dlpt.analysis.view.SessionView`: the session folded and
+themselves). It formats a :class:`~dlpt.views.run.RunView`: the session folded and
 analysed once per run, which the HTML report and the exports of the same run format too, so they
 agree on what a row is, and nothing is folded or analysed twice. Given a session, :func:`render`
 views it first (with its ``show_all`` and ``peak_tflops``); given a view made with other options
@@ -11,20 +11,17 @@ than those asked for, it views the view's session afresh.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO
 
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from dlpt.analysis.communication import tree_columns
-from dlpt.analysis.report.outside import outside_metric
-from dlpt.analysis.view import SessionView, view_of
 from dlpt.errors import UsageError
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.metrics import METRICS, Metric, default_metric, get_metric
+from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
-from dlpt.model.tree import Node
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.communication import CollectivesTable
 from dlpt.renderers.terminal.compile_view import CompileView
@@ -37,7 +34,7 @@ from dlpt.renderers.terminal.suggestions import SuggestionsView
 from dlpt.renderers.terminal.summary import ApiTable, CopyTable, KernelTable, SyncTable
 from dlpt.renderers.terminal.tree_view import MAX_DEPTH, FlatView, TreeView
 from dlpt.renderers.terminal.work_tables import WorkView
-from dlpt.trees.processors import invert, limit_depth, mark_lines, prune
+from dlpt.views.run import Report, RunView, view_of
 
 __all__ = ["render", "print_report", "VIEWS"]
 
@@ -64,7 +61,7 @@ def _check(view: str, threshold: float, depth: int | None, peak_tflops: float | 
 
 
 def render(
-    session: Session | SessionView,
+    session: Session | RunView,
     view: str = "tree",
     metric: str | Metric | None = None,
     threshold: float = 0.01,
@@ -74,7 +71,7 @@ def render(
     peak_tflops: float | None = None,
     verbose: bool = False,
 ) -> RenderableType:
-    """Render ``session`` (or the run's view of it: :mod:`dlpt.analysis.view`) as a rich renderable.
+    """Render ``session`` (or the run's view of it: :mod:`dlpt.views.run`) as a rich renderable.
 
     view: "tree" (header; the work outside steps, folded; with GPU data, kernel and copy
         summaries; the first suggestions; the top-down tree last, so that a terminal shows its
@@ -100,8 +97,32 @@ def render(
         )
 
 
+@dataclass(frozen=True)
+class _Report:
+    """What every section of one report reads: the view, the metric it chose, the options."""
+
+    sv: RunView
+    view: str
+    asked: str | Metric | None  # the metric asked for (None: the view's choice)
+    m: Metric
+    fmt: Fmt
+    threshold: float
+    depth: int | None
+    ascii: bool
+    verbose: bool
+    report: Report
+
+    @property
+    def total(self) -> int:
+        return self.m(self.sv.totals)
+
+    @property
+    def note(self) -> str:
+        return _note(self.m, self.fmt, self.threshold, self.depth, self.sv.options.show_all)
+
+
 def _render(
-    sv: SessionView,
+    sv: RunView,
     view: str,
     metric: str | Metric | None,
     threshold: float,
@@ -109,136 +130,148 @@ def _render(
     ascii: bool,
     verbose: bool = False,
 ) -> RenderableType:
-    session, show_all, markers = sv.session, sv.options.show_all, sv.markers
-    totals = Node("root", "<root>")  # the whole session's totals, for the header
-    totals.inclusive = sv.totals
-    # The totals pick the default metric (GPU time if there is any, else CPU op time) before
-    # the tree view's tree is built: pruned by a metric with no total, it would keep every node.
-    m = get_metric(metric) if metric is not None else default_metric(totals)
-    shown = sv.shown_tree(m, threshold) if view in ("tree", "all") else None
-    sources = session.meta.get("sources")
-    fmt = Fmt(
-        steps=session.typed_meta.profiled_steps,
-        ascii=ascii,
-        sources=sources if isinstance(sources, dict) else {},
-    )
-    gpu = METRICS["gpu"](totals.inclusive) > 0 or totals.inclusive.get("kernels", 0) > 0
-    total = m(totals.inclusive)
     # Suggestions are looked up (or derived) only for the views that show them.
     shows_suggestions = view in ("tree", "suggestions", "all")
-    report = sv.report(ascii, suggestions=shows_suggestions)
-    note = _note(m, fmt, threshold, depth, show_all)
-    parts: list[RenderableType] = [Header(report, fmt, [note]) if verbose else CompactHeader(report, fmt)]
-    comm_columns = tree_columns(totals.inclusive)  # communication beside compute, per row
-    suggestions = SuggestionsView(report.suggestions, fmt, TREE_SUGGESTIONS if view == "tree" else None)
+    r = _Report(
+        sv,
+        view,
+        metric,
+        sv.metric(metric),
+        Fmt(steps=sv.session.typed_meta.profiled_steps, ascii=ascii, sources=sv.sources),
+        threshold,
+        depth,
+        ascii,
+        verbose,
+        sv.report(ascii, suggestions=shows_suggestions),
+    )
+    header = Header(r.report, r.fmt, [r.note]) if verbose else CompactHeader(r.report, r.fmt)
+    parts: list[RenderableType] = [header]
     if shows_suggestions and view != "tree":
-        parts.append(suggestions)
-
-    def tree() -> RenderableType:
-        title = "Top-down (callees below their callers)"
-        if total == 0:
-            return _nothing(m, title, session, fmt, outside=report.outside is not None and not report.steps)
-        assert shown is not None
-        capped = None if depth else MAX_DEPTH  # --depth given: that is the limit, as asked
-        return TreeView(
-            limit_depth(mark_lines(shown, markers), depth),
-            m,
-            fmt,
-            title,
-            gpu,
-            max_depth=capped,
-            extra=comm_columns,
-        )
-
-    def outside() -> list[RenderableType]:
-        """The work outside counted steps, as totals (once-work, never per step)."""
-        root = report.outside
-        if root is None:
-            return []
-        mo = m if metric is not None else outside_metric(root)
-        if mo(root.inclusive) == 0:
-            return []
-        ofmt = Fmt(steps=0, ascii=ascii, sources=fmt.sources)
-        title = "Outside steps (once: set-up, warm-up and the end of the run; totals, not per step)"
-        tree = limit_depth(mark_lines(prune(root, mo, threshold), markers), depth)
-        rows = None if verbose or view == "all" else OUTSIDE_ROWS
-        return [TreeView(tree, mo, ofmt, title, gpu, max_depth=None if depth else MAX_DEPTH, max_rows=rows)]
-
-    def bottom_up() -> RenderableType:
-        title = "Bottom-up (callers below)"
-        if total == 0:
-            return _nothing(m, title, session, fmt)
-        inv = invert(sv.whole, m)
-        return TreeView(limit_depth(prune(inv, m, threshold), depth), m, fmt, title, gpu)
-
-    def flat() -> list[RenderableType]:
-        flats = sv.flats
-        out: list[RenderableType] = [
-            FlatView(flats["line"], m, fmt, "By source line", gpu, total, threshold),
-            FlatView(flats["op"], m, fmt, "By op", gpu, total, threshold),
-        ]
-        if gpu:
-            out.append(FlatView(flats["kernel"], m, fmt, "By kernel", gpu, total, threshold))
-        halves = sv.line_halves  # per-step spreads saved (format 3)
-        if halves is not None:
-            out.extend(intervals_table(flats["line"], halves, m, fmt, total, threshold))
-        return out
-
-    # Only the tables a view shows read their rows from the view (each computed once per run).
-    def syncs() -> RenderableType:
-        return SyncTable(sv.syncs, fmt, session.typed_meta.wall)
-
-    def kernels() -> RenderableType:
-        return KernelTable(sv.kernels, fmt, sv.gpu_total)
-
-    def gpu_tables() -> list[RenderableType]:
-        return [kernels(), CopyTable(sv.copies, fmt)]
-
-    def collectives() -> RenderableType:
-        return CollectivesTable(sv.collectives, fmt)
-
-    def api() -> RenderableType:
-        return ApiTable(sv.api, fmt)
-
-    if report.compile is not None and view in ("tree", "summary", "all"):
-        parts.append(CompileView(report.compile, fmt))
-    if view == "tree":
-        # What matters last: a terminal keeps the end of the report on screen when the run ends.
-        parts.extend(outside())
-        parts.extend([*gpu_tables(), syncs()] if gpu else [syncs()])
-        parts.append(collectives())
-        parts.append(suggestions)
-        if not verbose:  # the verbose header says it
-            parts.append(Text(f"\n{note}", "dim"))
-        parts.append(tree())
-    elif view == "bottom-up":
-        parts.append(bottom_up())
-    elif view == "flat":
-        parts.extend(flat())
-    elif view == "kernels":
-        parts.append(kernels() if gpu else _no_gpu(session, fmt))
-    elif view == "suggestions":
-        if not report.suggestions:
-            parts.append(Text("\nNo suggestions: no rule found a measured gain in this run.", "dim"))
-        parts.append(WorkView(sv.work, fmt))
-    elif view == "summary":
-        parts.extend([*gpu_tables(), syncs()] if gpu else [_no_gpu(session, fmt), syncs()])
-        parts.extend([collectives(), api()])
-    else:  # all
-        parts.extend(
-            [
-                tree(),
-                *outside(),
-                bottom_up(),
-                *flat(),
-                *gpu_tables(),
-                syncs(),
-                collectives(),
-                api(),
-                WorkView(sv.work, fmt),
-            ]
-        )
+        parts.append(_suggestions(r))
+    if r.report.compile is not None and view in ("tree", "summary", "all"):
+        parts.append(CompileView(r.report.compile, r.fmt))
+    parts.extend(_SECTIONS[view](r))
     return Group(*parts)
+
+
+def _suggestions(r: _Report) -> RenderableType:
+    return SuggestionsView(r.report.suggestions, r.fmt, TREE_SUGGESTIONS if r.view == "tree" else None)
+
+
+def _tree(r: _Report) -> RenderableType:
+    title = "Top-down (callees below their callers)"
+    if r.total == 0:
+        outside = r.report.outside is not None and not r.report.steps
+        return _nothing(r.m, title, r.sv.session, r.fmt, outside=outside)
+    capped = None if r.depth else MAX_DEPTH  # --depth given: that is the limit, as asked
+    tree = r.sv.top_down(r.m, r.threshold, r.depth)
+    return TreeView(tree, r.m, r.fmt, title, r.sv.has_gpu, max_depth=capped, extra=r.sv.comm_columns)
+
+
+def _outside(r: _Report) -> list[RenderableType]:
+    """The work outside counted steps, as totals (once-work, never per step)."""
+    shaped = r.sv.outside_tree(r.asked, r.threshold, r.depth)
+    if shaped is None:
+        return []
+    tree, m = shaped
+    fmt = Fmt(steps=0, ascii=r.ascii, sources=r.fmt.sources)
+    title = "Outside steps (once: set-up, warm-up and the end of the run; totals, not per step)"
+    rows = None if r.verbose or r.view == "all" else OUTSIDE_ROWS
+    depth = None if r.depth else MAX_DEPTH
+    return [TreeView(tree, m, fmt, title, r.sv.has_gpu, max_depth=depth, max_rows=rows)]
+
+
+def _bottom_up(r: _Report) -> RenderableType:
+    title = "Bottom-up (callers below)"
+    if r.total == 0:
+        return _nothing(r.m, title, r.sv.session, r.fmt)
+    return TreeView(r.sv.bottom_up(r.m, r.threshold, r.depth), r.m, r.fmt, title, r.sv.has_gpu)
+
+
+def _flat(r: _Report) -> list[RenderableType]:
+    flats, m, fmt, gpu, total, threshold = r.sv.flats, r.m, r.fmt, r.sv.has_gpu, r.total, r.threshold
+    out: list[RenderableType] = [
+        FlatView(flats["line"], m, fmt, "By source line", gpu, total, threshold),
+        FlatView(flats["op"], m, fmt, "By op", gpu, total, threshold),
+    ]
+    if gpu:
+        out.append(FlatView(flats["kernel"], m, fmt, "By kernel", gpu, total, threshold))
+    halves = r.sv.line_halves  # per-step spreads saved (format 3)
+    if halves is not None:
+        out.extend(intervals_table(flats["line"], halves, m, fmt, total, threshold))
+    return out
+
+
+# Only the tables a view shows read their rows from the view (each computed once per run).
+def _syncs(r: _Report) -> RenderableType:
+    return SyncTable(r.sv.syncs, r.fmt, r.sv.session.typed_meta.wall)
+
+
+def _kernels(r: _Report) -> RenderableType:
+    return KernelTable(r.sv.kernels, r.fmt, r.sv.gpu_total)
+
+
+def _gpu_tables(r: _Report) -> list[RenderableType]:
+    return [_kernels(r), CopyTable(r.sv.copies, r.fmt)]
+
+
+def _collectives(r: _Report) -> RenderableType:
+    return CollectivesTable(r.sv.collectives, r.fmt)
+
+
+def _api(r: _Report) -> RenderableType:
+    return ApiTable(r.sv.api, r.fmt)
+
+
+def _work(r: _Report) -> RenderableType:
+    return WorkView(r.sv.work, r.fmt)
+
+
+def _tree_view(r: _Report) -> list[RenderableType]:
+    """What matters last: a terminal keeps the end of the report on screen when the run ends."""
+    gpu = [*_gpu_tables(r), _syncs(r)] if r.sv.has_gpu else [_syncs(r)]
+    note = [] if r.verbose else [Text(f"\n{r.note}", "dim")]  # the verbose header says it
+    return [*_outside(r), *gpu, _collectives(r), _suggestions(r), *note, _tree(r)]
+
+
+def _kernels_view(r: _Report) -> list[RenderableType]:
+    return [_kernels(r) if r.sv.has_gpu else _no_gpu(r.sv.session, r.fmt)]
+
+
+def _suggestions_view(r: _Report) -> list[RenderableType]:
+    none = Text("\nNo suggestions: no rule found a measured gain in this run.", "dim")
+    return [*([] if r.report.suggestions else [none]), _work(r)]
+
+
+def _summary_view(r: _Report) -> list[RenderableType]:
+    gpu = [*_gpu_tables(r), _syncs(r)] if r.sv.has_gpu else [_no_gpu(r.sv.session, r.fmt), _syncs(r)]
+    return [*gpu, _collectives(r), _api(r)]
+
+
+def _all_view(r: _Report) -> list[RenderableType]:
+    return [
+        _tree(r),
+        *_outside(r),
+        _bottom_up(r),
+        *_flat(r),
+        *_gpu_tables(r),
+        _syncs(r),
+        _collectives(r),
+        _api(r),
+        _work(r),
+    ]
+
+
+#: Each view's sections after the header (and the suggestions, the compile summary: _render).
+_SECTIONS: dict[str, Callable[[_Report], list[RenderableType]]] = {
+    "tree": _tree_view,
+    "bottom-up": lambda r: [_bottom_up(r)],
+    "flat": _flat,
+    "kernels": _kernels_view,
+    "suggestions": _suggestions_view,
+    "summary": _summary_view,
+    "all": _all_view,
+}
 
 
 def _nothing(m: Metric, title: str, session: Session, fmt: Fmt, outside: bool = False) -> Text:
@@ -274,7 +307,7 @@ def _no_gpu(session: Session, fmt: Fmt) -> Text:
 
 
 def print_report(
-    session: Session | SessionView,
+    session: Session | RunView,
     console: Console | None = None,
     *,
     view: str = "tree",

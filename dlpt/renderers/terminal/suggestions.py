@@ -15,9 +15,9 @@ from rich.console import RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from dlpt.analysis.report import Suggestion
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import LOCATION_STYLE, Fmt
+from dlpt.views.run import Suggestion
 
 __all__ = ["SuggestionsView"]
 

@@ -1,7 +1,7 @@
 """Summary tables: GPU kernels, copies (and memsets), CUDA API calls, host waits on the GPU.
 
 They format rows computed once per run (:mod:`dlpt.analysis.summary_tables`, kept by the run's
-:class:`~dlpt.analysis.view.SessionView`): nothing here reads the session.
+:class:`~dlpt.views.run.RunView`): nothing here reads the session.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from collections.abc import Iterable, Sequence
 from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
-from dlpt.analysis.summary_tables import ApiRow, CopyRow, KernelRow
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import STYLES, Fmt, label_parts
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
-from dlpt.trees.folding import SyncSite
+from dlpt.views.run import ApiRow, CopyRow, KernelRow, SyncSite
 
 
 def _per_step(fmt: Fmt) -> str:

@@ -13,7 +13,7 @@ from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import COUNT_KEY, Fmt, label_parts, truncate
 from dlpt.renderers.terminal.grid import Chain, GridRow, LazyGrid, grid_width, render_grid
 from dlpt.renderers.terminal.pc_rows import pc_rows
-from dlpt.trees.processors import FlatRow
+from dlpt.views.run import FlatRow
 
 # Levels printed below the root unless --depth says otherwise: a runaway recursion 100,000 frames
 # deep would print 100,000 lines; deeper levels are summarised by one "... N more levels" row.

@@ -15,12 +15,11 @@ from collections.abc import Iterable
 from rich.console import RenderableType
 from rich.text import Text
 
-from dlpt.analysis.report.measures import flops_text
-from dlpt.analysis.roofline import Bound
-from dlpt.analysis.work_tables import WorkTables
+from dlpt.model.units import flops_text
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import STYLES, Fmt, label_parts
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
+from dlpt.views.run import Bound, WorkTables
 
 __all__ = ["WorkView"]
 

@@ -1,14 +1,20 @@
-"""One view of a session: folded and analysed once per run, for every output of the run.
+"""The view of one run: a session folded and analysed once, for every output of the run.
 
 A run's outputs (the terminal report, the HTML report, the exports, the suggestions saved with
 the session) show the same session folded the same way (library frames folded into their
 callers unless ``show_all``) and analysed the same way (one peak for MFU, one set of
-suggestions). :func:`build_view` makes that once, as a :class:`SessionView`: the session's
+suggestions). :func:`build_view` makes that once, as a :class:`RunView`: the session's
 :class:`~dlpt.trees.folding.FoldedTable` (the one folding of the run: the work outside steps and
 the per-step spreads reuse it), its whole tree, the :class:`~dlpt.analysis.inputs.Analysis` every
 fact and rule reads, the findings, the summary tables' rows (kernels, copies, CUDA API calls,
 syncs, collectives), the work tables' rows, the timeline's layout, the flat profiles and the
-report model in each wording asked for (ASCII or not). Renderers take a view and only format it.
+report model in each wording asked for (ASCII or not).
+
+Renderers take a view and only format it: the view chooses the metric (:meth:`RunView.metric`,
+the one place the default is chosen) and shapes the trees each report shows (top-down,
+bottom-up, outside steps: pruned, depth-limited, compile markers on their frames). They import
+this module and the model, never the analysis: the types of what a view hands out are named
+here (``__all__``).
 
 What changes the numbers is in :class:`ViewOptions`; what only changes how they are shown (the
 metric ranked by, the threshold, the depth, ASCII, the width) is the renderer's.
@@ -20,29 +26,71 @@ Not thread-safe: one thread builds and reads a view (the one that finishes the r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
-from dlpt.analysis.communication import CollectiveRow, collective_rows
+from dlpt.analysis.communication import CollectiveRow, collective_rows, tree_columns
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis, analyze
 from dlpt.analysis.intervals import LineHalfWidths, line_half_widths
-from dlpt.analysis.report import Report, assemble_report
-from dlpt.analysis.suggest import findings
+from dlpt.analysis.report import CompileSummary, Fact, Level, Located, Report, Suggestion, assemble_report
+from dlpt.analysis.report.outside import outside_metric
+from dlpt.analysis.roofline import Bound
+from dlpt.analysis.suggest import derive, findings, to_meta
 from dlpt.analysis.summary_tables import ApiRow, CopyRow, KernelRow, api_rows, copy_rows, kernel_rows
-from dlpt.analysis.timeline import TimelineView, timeline_view
+from dlpt.analysis.timeline import TimelineView, frame_label, timeline_view
 from dlpt.analysis.work_tables import WorkTables, work_tables
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.metrics import METRICS, Metric
+from dlpt.model.metrics import METRICS, Metric, default_metric_of, get_metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.trees.folding import FoldedTable, SyncSite, compile_markers, has_outside, session_totals, whole_tree
-from dlpt.trees.processors import FlatRow, flatten_by_kind, flatten_by_line
+from dlpt.trees.node_contexts import CTX, context_of
+from dlpt.trees.processors import (
+    FlatRow,
+    flatten_by_kind,
+    flatten_by_line,
+    invert,
+    limit_depth,
+    mark_lines,
+    prune,
+)
 
-__all__ = ["ViewOptions", "SessionView", "build_view", "view_of", "FLAT_TABLES"]
+__all__ = [
+    "FLAT_TABLES",
+    "ViewOptions",
+    "RunView",
+    "SessionView",
+    "build_view",
+    "view_of",
+    # what a run's view hands out
+    "ApiRow",
+    "Bound",
+    "CollectiveRow",
+    "CompileSummary",
+    "CopyRow",
+    "Fact",
+    "FlatRow",
+    "KernelRow",
+    "Level",
+    "LineHalfWidths",
+    "Located",
+    "Report",
+    "Suggestion",
+    "SyncSite",
+    "TimelineView",
+    "WorkTables",
+    "CONTEXT_BITS",
+    "frame_label",
+]
 
 #: The flat profiles, in the order the reports show them.
 FLAT_TABLES = ("line", "op", "kernel")
+#: The bits of a node's context (forward, backward, optimizer, ...), as :meth:`RunView.context`
+#: gives them.
+CONTEXT_BITS: Mapping[str, int] = CTX
 
 
 @dataclass(frozen=True)
@@ -56,7 +104,7 @@ class ViewOptions:
 
 
 @dataclass(eq=False)
-class SessionView:
+class RunView:
     """A session folded and analysed once (see the module docstring). ``totals`` are the
     session's summed metrics (the root of every tree holds them); ``analysis`` is the one
     analysis of the run."""
@@ -73,6 +121,31 @@ class SessionView:
             self.session, lambda: self.whole, self.options.peak_tflops, totals=self.totals
         )
         self._reports: dict[tuple[bool, bool], Report] = {}
+
+    # -- the metric ----------------------------------------------------------------------------
+
+    def metric(self, name: str | Metric | None = None) -> Metric:
+        """The metric ``name`` asks for; None: GPU time if the session has any, else CPU op time
+        (the one place every output of a run chooses it). UsageError naming the choices for an
+        unknown name."""
+        return get_metric(name) if name is not None else default_metric_of(self.totals)
+
+    @property
+    def has_gpu(self) -> bool:
+        """Whether the session holds GPU work (time, or kernels launched): the reports then show
+        the GPU's columns and tables."""
+        return METRICS["gpu"](self.totals) > 0 or self.totals.get("kernels", 0) > 0
+
+    @property
+    def sources(self) -> Mapping[str, Mapping[str, str]]:
+        """The session's saved source text (file -> line number -> text), the only place a report
+        takes source text from (it never opens the files a session names)."""
+        return self.session.typed_meta.sources or {}
+
+    @cached_property
+    def comm_columns(self) -> list[Metric]:
+        """The communication columns beside compute worth showing for this session."""
+        return tree_columns(self.totals)
 
     # -- the folding ---------------------------------------------------------------------------
 
@@ -107,12 +180,49 @@ class SessionView:
         with gc_paused():
             return self.folded.with_field("o").tree()
 
+    @staticmethod
+    def context(node: Node) -> int:
+        """``node``'s context bits (:data:`CONTEXT_BITS`: forward, backward, optimizer, ...)."""
+        return context_of(node)
+
+    # -- the trees the reports show --------------------------------------------------------------
+
+    def top_down(self, metric: Metric, threshold: float, depth: int | None) -> Node:
+        """The top-down tree: nodes below ``threshold`` of ``metric``'s total left out, compile
+        markers on their frames, at most ``depth`` levels below the root."""
+        return limit_depth(mark_lines(self.shown_tree(metric, threshold), self.markers), depth)
+
+    def bottom_up(self, metric: Metric, threshold: float, depth: int | None) -> Node:
+        """The bottom-up tree of ``metric`` (callers below), pruned and depth-limited as
+        :meth:`top_down`."""
+        return limit_depth(prune(invert(self.whole, metric), metric, threshold), depth)
+
+    def outside_tree(
+        self, asked: str | Metric | None, threshold: float, depth: int | None
+    ) -> tuple[Node, Metric] | None:
+        """The tree of the work outside counted steps and its metric: the one ``asked`` for, else
+        GPU time if that work used the GPU, else CPU op time (its own choice: set-up may use
+        the GPU when the steps do not). None when there was no such work, or none of it in
+        that metric."""
+        root = self.outside
+        if root is None:
+            return None
+        m = self.metric(asked) if asked is not None else outside_metric(root)
+        if m(root.inclusive) == 0:
+            return None
+        return limit_depth(mark_lines(prune(root, m, threshold), self.markers), depth), m
+
     # -- what the analysis found ---------------------------------------------------------------
 
     @cached_property
     def findings(self) -> list[Finding]:
         """The suggestions' findings: the saved ones, else derived once from the analysis."""
         return findings(self.analysis)
+
+    def suggestions_to_save(self) -> list[dict[str, Any]]:
+        """``meta.suggestions`` as the run found them: every rule run on this view's analysis
+        (never the ones a session may hold already)."""
+        return to_meta(derive(self.analysis))
 
     def report(self, ascii: bool = False, suggestions: bool = True) -> Report:
         """The report model, worded for ASCII or not; ``suggestions`` False leaves them out (a
@@ -184,19 +294,23 @@ class SessionView:
         return line_half_widths(self.session, self.options.show_all, self.folded)
 
 
-def build_view(session: Session, options: ViewOptions | None = None) -> SessionView:
+#: The name the view had before there were other views (dlpt.views.run.SessionView).
+SessionView = RunView
+
+
+def build_view(session: Session, options: ViewOptions | None = None) -> RunView:
     """The view of ``session`` with ``options`` (default: library frames folded, datasheet
     peaks)."""
-    return SessionView(session, options or ViewOptions())
+    return RunView(session, options or ViewOptions())
 
 
 def view_of(
-    source: Session | SessionView, show_all: bool | None = None, peak_tflops: float | None = None
-) -> SessionView:
+    source: Session | RunView, show_all: bool | None = None, peak_tflops: float | None = None
+) -> RunView:
     """The view a renderer formats: ``source`` itself when it is a view whose options are those
     asked for (None: the view's own), else a view built for them (a session given alone is
     viewed with library frames folded and datasheet peaks unless asked otherwise)."""
-    if isinstance(source, SessionView):
+    if isinstance(source, RunView):
         wanted = ViewOptions(
             source.options.show_all if show_all is None else show_all,
             source.options.peak_tflops if peak_tflops is None else peak_tflops,
