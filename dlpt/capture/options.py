@@ -1,6 +1,7 @@
 """What a profile records: the arguments of ``dlpt.profile`` (:class:`CaptureOptions`), checked
 when they are given, so that a bad value fails before the program runs, not at its end. The
-command line and the notebook magic parse theirs into one.
+command line and the notebook magic parse theirs into one (``RunOptions.capture``,
+:mod:`dlpt.frontend.options`). The profile reads ``$DLPT_OPS`` when it is made, not here.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ, check_options
-from dlpt.capture.op_mode import requested_op_mode
 from dlpt.capture.pc_sampling import pc_sampling_steps
 from dlpt.capture.step_on import parse_spec
 from dlpt.errors import UsageError
@@ -111,4 +111,3 @@ class CaptureOptions:
         object.__setattr__(self, "pc_sampling", pc_sampling_steps(self.pc_sampling))
         if self.exact_ops is not None:
             object.__setattr__(self, "exact_ops", bool(self.exact_ops))
-        requested_op_mode(self.exact_ops)  # a bad $DLPT_OPS fails here

@@ -22,12 +22,13 @@ from any thread at any time: it only reads attributes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
 import warnings
 import weakref
-from typing import Any
+from typing import Any, Self
 
 from dlpt.capture import joining, native
 from dlpt.capture import running as running_profile
@@ -130,7 +131,7 @@ class Profile:
         )
         self.pc_sampling: int = int(o.pc_sampling)
         self.exact_ops = o.exact_ops
-        self._op_mode = requested_op_mode(self.exact_ops)
+        self._op_mode = requested_op_mode(self.exact_ops)  # a bad $DLPT_OPS fails here
         self._session: Session | None = None
         self._schedule: StepSchedule | None = None
         self._step_lock = threading.Lock()
@@ -147,6 +148,11 @@ class Profile:
         self._started_s: float | None = None  # perf_counter() when start() began (status)
         self._clock_started = False  # the set-up is done, the program's time runs (status)
         self._stopping = False
+
+    @classmethod
+    def of(cls, options: CaptureOptions) -> Self:
+        """A profile recording what ``options`` say (a front end's parsed options)."""
+        return cls(**dataclasses.asdict(options))
 
     # -- lifecycle ----------------------------------------------------------------------------
 

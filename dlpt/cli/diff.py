@@ -12,15 +12,19 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn
 
-from dlpt.cli import report_target
-from dlpt.cli.outputs import add_force, check_writable
 from dlpt.cli.stdout_guard import Printed, report_output, say_line
 from dlpt.errors import DlptError, UsageError
+from dlpt.frontend import report_target
+from dlpt.frontend.outputs import add_force, check_writable
 from dlpt.model.metrics import METRICS
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from dlpt.views.diff import DiffView
+
+__all__ = ["DiffOptions", "main", "parse"]
 
 EXIT_USAGE = 2
 
@@ -63,42 +67,53 @@ def _say(msg: str) -> None:
     say_line("dlpt", msg)
 
 
+@dataclass(frozen=True)
+class DiffOptions:
+    """``dlpt diff``'s options: the sessions compared, the metric (None: GPU time when either has
+    any, else CPU op time), the threshold (a fraction of the larger total), the page, ASCII, and
+    where the comparison goes (``target``)."""
+
+    a: str
+    b: str
+    metric: str | None
+    threshold: float
+    html: str | None
+    ascii: bool
+    target: report_target.ReportTarget
+    quiet: bool = False
+    force: bool = False
+
+
+def parse(argv: list[str]) -> DiffOptions:
+    """The options of ``dlpt diff``, checked (UsageError says what is wrong; SystemExit after
+    ``--help``)."""
+    ns = _parser().parse_args(argv)
+    if not 0.0 <= ns.threshold < 100.0:
+        raise UsageError(f"--threshold must be a percentage in [0, 100), got {ns.threshold:g}")
+    if ns.html is not None:
+        if os.path.realpath(ns.html) in (os.path.realpath(ns.a), os.path.realpath(ns.b)):
+            raise UsageError(f"--html {ns.html}: is one of the sessions compared; it would be overwritten")
+        check_writable(ns.html, "--html", ns.force)
+    others = [("A.json", ns.a), ("B.json", ns.b), ("--html", ns.html)]
+    target = report_target.target(ns.report_file, ns.width, bool(ns.force), others)
+    if target.path is not None:
+        report_target.check(target.path, ns.force)
+    return DiffOptions(
+        ns.a, ns.b, ns.metric, ns.threshold / 100.0, ns.html, ns.ascii, target, ns.quiet, ns.force
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dlpt diff``; returns the exit status."""
     try:
-        opts = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        opts = parse(list(sys.argv[1:] if argv is None else argv))
     except UsageError as e:
         _say(f"diff: {e}")
         return EXIT_USAGE
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
-    if not 0.0 <= opts.threshold < 100.0:
-        _say(f"diff: --threshold must be a percentage in [0, 100), got {opts.threshold:g}")
-        return EXIT_USAGE
-    if opts.html is not None:
-        if os.path.realpath(opts.html) in (os.path.realpath(opts.a), os.path.realpath(opts.b)):
-            _say(f"diff: --html {opts.html}: is one of the sessions compared; it would be overwritten")
-            return EXIT_USAGE
-        try:
-            check_writable(opts.html, "--html", opts.force)
-        except UsageError as e:
-            _say(f"diff: {e}")
-            return EXIT_USAGE
-    try:
-        others = [("A.json", opts.a), ("B.json", opts.b), ("--html", opts.html)]
-        target = report_target.from_options(opts, others)
-        if target.path is not None:
-            report_target.check(target.path, opts.force)
-    except UsageError as e:
-        _say(f"diff: {e}")
-        return EXIT_USAGE
-
-    from rich.console import Console
-
     from dlpt.model.render_limit import TooLargeToRender, check_sessions
     from dlpt.model.session import Session
-    from dlpt.renderers.terminal.diff import render_diff
-    from dlpt.renderers.terminal.output import print_to
     from dlpt.views.diff import diff_view
 
     try:
@@ -108,6 +123,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"diff: {e}" if isinstance(e, TooLargeToRender) else str(e))
         return EXIT_USAGE
     d = diff_view(a, b, opts.a, opts.b, opts.metric)
+    if not _print(d, opts):
+        return EXIT_USAGE
+    return 0 if opts.html is None or _write_html(d, opts) else EXIT_USAGE
+
+
+def _print(d: DiffView, opts: DiffOptions) -> bool:
+    """The comparison to its target (stdout or ``--report-file``); whether it worked."""
+    from rich.console import Console
+
+    from dlpt.renderers.terminal.diff import render_diff
+    from dlpt.renderers.terminal.output import print_to
+
+    target = opts.target
     try:
         # stdout may be a pipe whose reader left: one line, never a traceback (a file is ours).
         guard = (
@@ -116,26 +144,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             else contextlib.nullcontext(Printed())
         )
         with target.open() as where, guard as printed:
-            ascii = opts.ascii or Console(file=where.get("file")).options.ascii_only  # the encoding's
-            print_to(render_diff(d, opts.threshold / 100.0, ascii), **where)
+            ascii = opts.ascii or Console(file=where.file).options.ascii_only  # the encoding's
+            print_to(
+                render_diff(d, opts.threshold, ascii), file=where.file, width=where.width, color=where.color
+            )
         if printed.failed:  # said; stdout could not take it (a full disk)
-            return EXIT_USAGE
+            return False
     except (OSError, DlptError) as e:
         _say(f"could not write the text report to {target.path}: {e}")
-        return EXIT_USAGE
+        return False
     if target.path is not None and not opts.quiet:
         _say(f"wrote the text report to {target.path}")
-    if opts.html is not None:
-        from dlpt.renderers.html.diff_page import write_diff_html
+    return True
 
-        try:
-            write_diff_html(d, opts.html, force=opts.force)
-        except (OSError, DlptError) as e:
-            _say(f"could not write the HTML diff to {opts.html}: {e}")
-            return EXIT_USAGE
-        if not opts.quiet:
-            _say(f"wrote HTML diff to {opts.html}")
-    return 0
+
+def _write_html(d: DiffView, opts: DiffOptions) -> bool:
+    from dlpt.renderers.html.diff_page import write_diff_html
+
+    assert opts.html is not None
+    try:
+        write_diff_html(d, opts.html, force=opts.force)
+    except (OSError, DlptError) as e:
+        _say(f"could not write the HTML diff to {opts.html}: {e}")
+        return False
+    if not opts.quiet:
+        _say(f"wrote HTML diff to {opts.html}")
+    return True
 
 
 def build_parser() -> argparse.ArgumentParser:

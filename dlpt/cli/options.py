@@ -1,8 +1,8 @@
-"""The command line's options: the parser (which the notebook magic shares, so the two never
-differ: :mod:`dlpt.notebook.options`), the split of argv into dlpt's options and the program's
-part, and every check that can fail before the program starts (values out of range, options
-that do not go together, output paths that cannot be written), so that a bad option fails at
-once, not after an hour-long run.
+"""The command line's options: argv split into dlpt's options and the program's part, each
+command's own checks (``load`` refuses what only a run does; a run's output paths must be
+writable before the program starts, one file per rank under a launcher), and what they become:
+:class:`~dlpt.frontend.options.RunOptions` for a run, :class:`~dlpt.frontend.options.LoadOptions`
+for ``load``. The options themselves are the notebook magic's too (:mod:`dlpt.frontend.parser`).
 """
 
 from __future__ import annotations
@@ -10,206 +10,30 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-from typing import NoReturn
 
-from dlpt._version import __version__
-from dlpt.capture.host import DEFAULT_SAMPLE_HZ, MAX_SAMPLE_HZ, MAX_TIMELINE_STEPS
-from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
-from dlpt.capture.pc_sampling import MAX_STEPS as PC_MAX_STEPS
 from dlpt.capture.ranks.env import env_problem, from_env
-from dlpt.capture.step_on import parse_spec
-from dlpt.cli import outputs, report_target, voice
-from dlpt.cli.grace import DEFAULT_GRACE_S, GRACE_ENV, grace_s
-from dlpt.cli.help_text import EXAMPLES
-from dlpt.cli.rank_finish import (
-    DEFAULT_TIMEOUT_S,
-    REPORT_RANKS,
-)
+from dlpt.cli import voice
 from dlpt.errors import UnsafeFileError, UsageError
 from dlpt.files.rank_paths import expand_load, rank_path
-from dlpt.files.write_target import absolute, resolve_target
-from dlpt.model.metrics import METRICS
-from dlpt.renderers.terminal.report import (
-    VIEWS,  # imported now: the program's sys.path[0] replaces ours later
+from dlpt.files.write_target import resolve_target
+from dlpt.frontend import outputs, report_target
+from dlpt.frontend.grace import grace_s
+from dlpt.frontend.options import LoadOptions, Output, RunOptions
+from dlpt.frontend.parser import (
+    Parser,
+    build_parser,
+    check_report,
+    check_values,
+    collect_outputs,
+    load_options,
+    report_target_of,
+    run_options,
 )
 
-__all__ = ["build_parser", "check_values", "parse_command_line", "split_program"]
+__all__ = ["build_parser", "parse_command_line", "parse_load", "split_program"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one clear line instead of usage + error
-        raise UsageError(message)
-
-
-def build_parser(prog: str = "dlpt") -> _Parser:
-    """The command line's parser: every option of a run and of ``--load``. The notebook magic
-    parses its options with it too (:mod:`dlpt.notebook.options`), so the two never differ."""
-    p = _Parser(
-        prog=prog,
-        allow_abbrev=False,  # abbreviations would make the script/option split ambiguous
-        usage="dlpt [options] (script.py | -m module | -c code) [args ...]\n"
-        "       dlpt --load FILE [FILE ...] [render options]\n"
-        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]"
-        if prog == "dlpt"
-        else "%(prog)s [options]" + (" statement" if prog == "%dlpt" else "  (atop a cell)"),
-        description="Profile a PyTorch program: which line of your code costs how much GPU time.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("-o", "--output", metavar="FILE", help="save the session (JSON) to FILE")
-    p.add_argument(
-        "--load",
-        nargs="+",
-        metavar="FILE",
-        help="re-render a saved session; runs nothing. Several files or a quoted glob "
-        "('run.rank*.json'): the report across ranks",
-    )
-    p.add_argument("--view", choices=VIEWS, default="tree", help="report view (default: tree)")
-    p.add_argument(
-        "--metric",
-        choices=list(METRICS),
-        help="metric to rank and prune by (default: gpu if there is GPU time, else cpu)",
-    )
-    p.add_argument(
-        "--threshold",
-        type=float,
-        default=1.0,
-        metavar="PCT",
-        help="hide nodes below PCT percent of the total (default: 1)",
-    )
-    p.add_argument("--depth", type=int, metavar="N", help="show at most N levels below the root")
-    p.add_argument("--show-all", action="store_true", help="show library frames too")
-    p.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
-    p.add_argument(
-        "--verbose",
-        action="store_true",
-        help="the whole report: every header line (sampler, threads, unused GPUs, versions, "
-        "dlpt's cost) and the work outside steps unfolded",
-    )
-    p.add_argument("--no-report", action="store_true", help="save only, print no report")
-    p.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="no status line while profiling and no 'saved ...' lines (errors and the report still show)",
-    )
-    outputs.add_arguments(p)
-    outputs.add_force(p)
-    report_target.add_arguments(p)
-    p.add_argument("--open", action="store_true", help="open the HTML report (--html) in a web browser")
-    p.add_argument(
-        "--skip-first",
-        type=int,
-        metavar="N",
-        help="count steps from step N+1: the first N are warm-up, reported apart as once-work "
-        "(default: until two steps in a row take the same time)",
-    )
-    p.add_argument(
-        "--active",
-        type=int,
-        metavar="M",
-        help="count M steps, then run the rest untraced (measured, not traced)",
-    )
-    p.add_argument(
-        "--calibrate",
-        choices=("on", "off"),
-        default="on",
-        help="run a few steps untraced to measure the step time without dlpt's cost, which the "
-        "derived figures use (default: on)",
-    )
-    p.add_argument(
-        "--step-on",
-        metavar="NAME",
-        help="each outermost call of NAME is a step (function, Class.method, module:function): "
-        "steps for inference loops, which have no optimizer step",
-    )
-    p.add_argument(
-        "--no-source", action="store_true", help="do not save the profiled lines' source text in the session"
-    )
-    p.add_argument("--no-gpu", action="store_true", help="CPU-side attribution only")
-    p.add_argument(
-        "--nested-ops",
-        action="store_true",
-        help="also record ops inside ops (aten::mm under aten::matmul); slower",
-    )
-    p.add_argument(
-        "--exact-ops",
-        action="store_true",
-        help="walk the Python stack at every op start, so the CPU time of every op lands on its "
-        "line; without it, on GPU runs, ops that launch nothing get theirs from the host sampler "
-        "(kernels keep exact lines either way; slower on launch-bound loops)",
-    )
-    p.add_argument(
-        "--flops",
-        action="store_true",
-        help="record op shapes for FLOPs, TFLOP/s and MFU per line (costs time on every op)",
-    )
-    p.add_argument(
-        "--memory",
-        action="store_true",
-        help="record memory per line: allocations, what each line holds at each step's peak, what "
-        "was live when an allocation failed (costs time on every allocation)",
-    )
-    p.add_argument(
-        "--sample-hz",
-        type=int,
-        metavar="N",
-        help=f"sample every Python thread's stack N times a second for host time per line and the "
-        f"lines the GPU waited for (default {DEFAULT_SAMPLE_HZ}; 0: off)",
-    )
-    p.add_argument(
-        "--timeline",
-        type=int,
-        metavar="N",
-        help="keep the events of N counted steps, after the warm-up, for a timeline (HTML report, "
-        "--export perfetto)",
-    )
-    p.add_argument(
-        "--pc-sampling",
-        action="store_true",
-        help="CUPTI PC sampling for a few steps after the warm-up: hot lines inside kernels, stall "
-        "reasons, fused kernels split across model lines (docs/pc-sampling.md)",
-    )
-    p.add_argument(
-        "--pc-sampling-steps",
-        type=int,
-        metavar="N",
-        help=f"steps --pc-sampling samples (default {PC_DEFAULT_STEPS})",
-    )
-    p.add_argument(
-        "--kernel-lines",
-        metavar="NAME",
-        help="with --load: the sampled source lines of the kernels named NAME (or containing it)",
-    )
-    p.add_argument(
-        "--peak-tflops",
-        type=float,
-        metavar="N",
-        help="the GPU's dense peak TFLOP/s for MFU and %% of peak (default: datasheet table)",
-    )
-    p.add_argument(
-        "--report-ranks",
-        choices=REPORT_RANKS,
-        help="under torchrun and other launchers: which ranks print (default 0: rank 0 prints, "
-        "the report across ranks when -o saved every rank's session)",
-    )
-    p.add_argument(
-        "--rank-timeout",
-        type=float,
-        metavar="S",
-        help=f"how long rank 0 waits for the other ranks' sessions (default {DEFAULT_TIMEOUT_S:g} s)",
-    )
-    p.add_argument(
-        "--signal-grace",
-        metavar="S",
-        help="after SIGTERM, SIGHUP or Ctrl-C, how long dlpt may take to save before the process "
-        f"dies of the signal (default: ${GRACE_ENV} or {DEFAULT_GRACE_S:g} s)",
-    )
-    p.add_argument("-V", "--version", action="version", version=f"dlpt {__version__}")
-    return p
-
-
-def split_program(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str]]:
+def split_program(parser: Parser, argv: list[str]) -> tuple[list[str], list[str]]:
     """Split argv into dlpt's options and the program part, which starts at the script, ``-m``
     or ``-c``; everything after that belongs to the program, untouched (as with python)."""
     i = 0
@@ -242,110 +66,91 @@ def split_program(parser: _Parser, argv: list[str]) -> tuple[list[str], list[str
     return argv, []
 
 
-def parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+def parse_command_line(argv: list[str]) -> RunOptions | LoadOptions:
+    """The options of ``dlpt [options] PROGRAM`` (a run) or ``dlpt --load FILE ...`` (the
+    ``load`` command), checked; UsageError says what is wrong, SystemExit after ``--help``."""
     parser = build_parser()
     opts_part, program = split_program(parser, argv)
-    opts = parser.parse_args(opts_part)
-    opts.outputs = outputs.collect(opts)
-    if opts.load is not None:
-        if program:
-            raise UsageError("--load re-renders a saved session and runs no program")
-        for flag, bad in (
-            ("-o", opts.output is not None),
-            ("--no-report", opts.no_report and not opts.outputs),
-            ("--skip-first", opts.skip_first is not None),
-            ("--active", opts.active is not None),
-            ("--calibrate", opts.calibrate != "on"),
-            ("--no-gpu", opts.no_gpu),
-            ("--nested-ops", opts.nested_ops),
-            ("--exact-ops", opts.exact_ops),
-            ("--step-on", opts.step_on is not None),
-            ("--no-source", opts.no_source),
-            ("--flops", opts.flops),
-            ("--memory", opts.memory),
-            ("--sample-hz", opts.sample_hz is not None),
-            ("--timeline", opts.timeline is not None),
-            ("--pc-sampling", opts.pc_sampling or opts.pc_sampling_steps is not None),
-            ("--report-ranks", opts.report_ranks is not None),
-            ("--rank-timeout", opts.rank_timeout is not None),
-            ("--signal-grace", opts.signal_grace is not None),
-        ):
-            if bad:
-                raise UsageError(f"{flag} applies when running a program, not with --load")
-        opts.load = expand_load(opts.load)
-        if len(opts.load) > 1:
-            exports = [o for o in opts.outputs if o.kind != "html"]
-            if exports:
-                raise UsageError(
-                    f"{exports[0].flag} writes one session's data: give one --load file "
-                    "(several make the report across ranks, in the terminal and with --html)"
-                )
-            if opts.view != "tree":
-                raise UsageError("--view applies to one session; the report across ranks has one view")
-    elif not program:
+    ns = parser.parse_args(opts_part)
+    files = collect_outputs(ns)
+    if ns.load is not None:
+        return _load(ns, files, program)
+    if not program:
         raise UsageError("no program given: expected script.py, -m module or -c code (see --help)")
-    check_values(opts)
-    if opts.no_report and opts.output is None and not opts.outputs:
-        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
-    if opts.open and opts.html is None:
-        raise UsageError("--open opens the HTML report: give --html FILE too")
-    if opts.no_report and opts.report_file is not None:
-        raise UsageError("--no-report prints no report: --report-file would stay empty")
-    others = [("-o", opts.output), *(("--load", p) for p in opts.load or [])]
-    opts.report = report_target.from_options(opts, [*others, *((o.flag, o.path) for o in opts.outputs)])
-    opts.signal_grace = grace_s(opts.signal_grace) if opts.load is None else None
-    opts.report_ranks = opts.report_ranks or "0"
-    opts.rank_timeout = DEFAULT_TIMEOUT_S if opts.rank_timeout is None else opts.rank_timeout
-    _check_outputs(opts, program)
-    return opts, program
+    _check_common(ns, files)
+    target = report_target_of(ns, [("-o", ns.output)], files)
+    signal_grace = grace_s(ns.signal_grace)
+    protected = _check_outputs(ns, files, target, program)
+    return run_options(
+        ns, files, target, program=program, protected=protected, joinable=True, signal_grace=signal_grace
+    )
 
 
-def check_values(opts: argparse.Namespace) -> None:
-    """UsageError for an option value out of its range (the command line's and the notebook
-    magic's options; ``opts.outputs`` collected): checked as the renderer and the profile would,
-    so a bad value fails before a long run, not after it."""
-    if not 0.0 <= opts.threshold < 100.0:
-        raise UsageError(f"--threshold must be a percentage in [0, 100), got {opts.threshold:g}")
-    if opts.depth is not None and opts.depth < 1:
-        raise UsageError("--depth must be >= 1")
-    if opts.peak_tflops is not None and not 0 < opts.peak_tflops < float("inf"):
-        raise UsageError(f"--peak-tflops must be a positive number, got {opts.peak_tflops:g}")
-    if opts.skip_first is not None and opts.skip_first < 0:
-        raise UsageError("--skip-first must be >= 0")
-    if opts.active is not None and opts.active < 1:
-        raise UsageError("--active must be >= 1")
-    if opts.step_on is not None:
-        parse_spec(opts.step_on)
-    if opts.sample_hz is not None and not 0 <= opts.sample_hz <= MAX_SAMPLE_HZ:
-        raise UsageError(f"--sample-hz must be from 0 (off) to {MAX_SAMPLE_HZ}, got {opts.sample_hz}")
-    if opts.kernel_lines is not None and opts.load is None:
-        raise UsageError("--kernel-lines shows a saved session's PC samples: give --load FILE")
-    if opts.pc_sampling_steps is not None:
-        if not opts.pc_sampling:
-            raise UsageError("--pc-sampling-steps applies with --pc-sampling")
-        if not 1 <= opts.pc_sampling_steps <= PC_MAX_STEPS:
+def parse_load(argv: list[str]) -> LoadOptions:
+    """The options of ``dlpt load FILE ... [options]``: ``dlpt --load FILE ... [options]``."""
+    options = parse_command_line(["--load", *argv])
+    assert isinstance(options, LoadOptions)
+    return options
+
+
+def _load(ns: argparse.Namespace, files: tuple[Output, ...], program: list[str]) -> LoadOptions:
+    """``--load``'s own checks: it runs nothing, so the options of a run are refused."""
+    if program:
+        raise UsageError("--load re-renders a saved session and runs no program")
+    for flag, bad in (
+        ("-o", ns.output is not None),
+        ("--no-report", ns.no_report and not files),
+        ("--skip-first", ns.skip_first is not None),
+        ("--active", ns.active is not None),
+        ("--calibrate", ns.calibrate != "on"),
+        ("--no-gpu", ns.no_gpu),
+        ("--nested-ops", ns.nested_ops),
+        ("--exact-ops", ns.exact_ops),
+        ("--step-on", ns.step_on is not None),
+        ("--no-source", ns.no_source),
+        ("--flops", ns.flops),
+        ("--memory", ns.memory),
+        ("--sample-hz", ns.sample_hz is not None),
+        ("--timeline", ns.timeline is not None),
+        ("--pc-sampling", ns.pc_sampling or ns.pc_sampling_steps is not None),
+        ("--report-ranks", ns.report_ranks is not None),
+        ("--rank-timeout", ns.rank_timeout is not None),
+        ("--signal-grace", ns.signal_grace is not None),
+    ):
+        if bad:
+            raise UsageError(f"{flag} applies when running a program, not with --load")
+    ns.load = expand_load(ns.load)
+    if len(ns.load) > 1:
+        exports = [o for o in files if o.kind != "html"]
+        if exports:
             raise UsageError(
-                f"--pc-sampling-steps must be from 1 to {PC_MAX_STEPS}, got {opts.pc_sampling_steps}"
+                f"{exports[0].flag} writes one session's data: give one --load file "
+                "(several make the report across ranks, in the terminal and with --html)"
             )
-    if opts.timeline is not None and not 1 <= opts.timeline <= MAX_TIMELINE_STEPS:
-        raise UsageError(
-            f"--timeline must be a number of steps from 1 to {MAX_TIMELINE_STEPS}, got {opts.timeline}"
-        )
-    if opts.load is None and opts.timeline is None:
-        for out in opts.outputs:
-            if out.kind == "perfetto":
-                raise UsageError("--export perfetto writes the timeline: give --timeline N (steps to keep)")
-    if opts.rank_timeout is not None and not 0 <= opts.rank_timeout < float("inf"):
-        raise UsageError(f"--rank-timeout must be a number of seconds >= 0, got {opts.rank_timeout:g}")
+        if ns.view != "tree":
+            raise UsageError("--view applies to one session; the report across ranks has one view")
+    _check_common(ns, files)
+    target = report_target_of(ns, [("-o", ns.output), *(("--load", p) for p in ns.load)], files)
+    _check_outputs(ns, files, target, [])
+    return load_options(ns, files, target)
 
 
-def _check_outputs(opts: argparse.Namespace, program: list[str]) -> None:
+def _check_common(ns: argparse.Namespace, files: tuple[Output, ...]) -> None:
+    check_values(ns, files)
+    if ns.no_report and ns.output is None and not files:
+        raise UsageError("--no-report without -o FILE, --html or --export would throw the profile away")
+    check_report(ns)
+
+
+def _check_outputs(
+    ns: argparse.Namespace, files: tuple[Output, ...], target: report_target.ReportTarget, program: list[str]
+) -> dict[str, str]:
     """Every output path must be writable before the program runs (dlpt.files.safe_files): a
     new name, a file dlpt wrote, this process's stdout or stderr, or anything with --force;
-    never the profiled script without --force."""
-    opts.protected = {}
+    never the profiled script without --force. The files protected so (by real path)."""
+    protected = {}
     if program and not program[0].startswith("-"):
-        opts.protected[os.path.realpath(program[0])] = "the profiled script"
+        protected[os.path.realpath(program[0])] = "the profiled script"
     # Under a launcher every rank writes its own file (dlpt.files.rank_paths): check that one.
     problem = env_problem()
     if problem:
@@ -353,18 +158,16 @@ def _check_outputs(opts: argparse.Namespace, program: list[str]) -> None:
     env = from_env()
     size = env.world_size if env is not None else 1
     mine = (lambda p: rank_path(p, env.rank, env.world_size)) if env else (lambda p: rank_path(p, 0, 1))
-    named = [(out.path, out.flag) for out in opts.outputs]
-    if opts.output is not None:
-        named.append((opts.output, "-o"))
+    named = [(out.path, out.flag) for out in files]
+    if ns.output is not None:
+        named.append((ns.output, "-o"))
     for path, flag in named:
         if size > 1 and _is_stream(path):
             raise UsageError(f"{flag} {path}: each of the {size} ranks writes a file of its own; name a file")
-        outputs.check_writable(mine(path), flag, opts.force, opts.protected)
-    if opts.report.path is not None:
-        report_target.check(mine(opts.report.path), opts.force, opts.protected)
-    if opts.output is not None:
-        # The program may chdir; the file goes where the user meant when typing the command.
-        opts.output_abs = absolute(opts.output)
+        outputs.check_writable(mine(path), flag, ns.force, protected)
+    if target.path is not None:
+        report_target.check(mine(target.path), ns.force, protected)
+    return protected
 
 
 def _is_stream(path: str) -> bool:

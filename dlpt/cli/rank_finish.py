@@ -22,27 +22,23 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from dlpt.cli.gather import gather
 from dlpt.cli.rank_store import RankStore
 from dlpt.files.rank_paths import rank_path, session_rank
+from dlpt.frontend.options import ReportOptions
+from dlpt.frontend.report_target import Where
 from dlpt.model.session import Session
 from dlpt.renderers.terminal.ranks import print_ranks
 from dlpt.views.ranks import RankSet, RanksView, rank_set, with_lines
 
 __all__ = [
-    "REPORT_RANKS",
-    "DEFAULT_TIMEOUT_S",
     "Role",
     "role_of",
     "publish",
     "cross_rank_report",
     "gather_ranks",
 ]
-
-REPORT_RANKS = ("0", "all", "none")
-DEFAULT_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -156,17 +152,15 @@ def gather_ranks(
     return rank_set([files.sessions[r] for r in sorted(files.sessions)], files.missing)
 
 
-def cross_rank_report(
-    view: RanksView,
-    render: dict[str, Any],
-    where: dict[str, Any] | None = None,
-) -> None:
-    """Rank 0: print the report across the ranks gathered (``render``: threshold, depth,
-    metric, ... as for one; ``where``: the report file and width, as for one)."""
+def cross_rank_report(view: RanksView, report: ReportOptions, where: Where | None = None) -> None:
+    """Rank 0: print the report across the ranks gathered (``report``: threshold, depth, ASCII,
+    as for one rank's; ``where``: the report file and width, as for one)."""
     print_ranks(
         view,
-        threshold=render.get("threshold", 0.01),
-        depth=render.get("depth"),
-        ascii=bool(render.get("ascii")),
-        **(where or {}),
+        threshold=report.threshold,
+        depth=report.depth,
+        ascii=report.ascii,
+        file=where.file if where is not None else None,
+        width=where.width if where is not None else None,
+        color=where.color if where is not None else None,
     )

@@ -25,7 +25,7 @@ becomes a death: arriving while dlpt finishes, it is held and given to the progr
 dlpt is done (a SIGTERM handler that sets a flag, a caught KeyboardInterrupt: the process exits
 with the program's status).
 
-Every finish after a signal is bounded: after :func:`dlpt.cli.grace.grace_s` seconds (``--signal-grace``,
+Every finish after a signal is bounded: after :func:`dlpt.frontend.grace.grace_s` seconds (``--signal-grace``,
 ``DLPT_SIGNAL_GRACE``, default :data:`DEFAULT_GRACE_S`, near the 10-30 s that torchrun, Slurm,
 docker and Kubernetes give before SIGKILL) the native grace says on stderr what dlpt skips,
 removes the temporary file of the write in progress (the old file stays as it was) and the
@@ -58,10 +58,10 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from dlpt.capture import signal_end
-from dlpt.cli.grace import DEFAULT_GRACE_S
 from dlpt.cli.process_end import Death, die_by_signal
 from dlpt.cli.signal_watchdog import Watchdog
 from dlpt.files.safe_files import on_partial_files
+from dlpt.frontend.grace import DEFAULT_GRACE_S
 from dlpt.model.safe_text import escape_control
 
 __all__ = ["Signals", "Interrupted", "ENDING"]

@@ -9,8 +9,8 @@ its signal thread may speak while the main thread runs the program (a line is wr
 
 from __future__ import annotations
 
-from dlpt.cli.status_line import StatusLine
 from dlpt.cli.stdout_guard import say_line
+from dlpt.frontend.status_line import StatusLine
 
 __all__ = ["PREFIX", "STATUS_LINE", "QUIET", "say", "inform", "say_failures", "stop_status_line"]
 

@@ -17,7 +17,6 @@ as it would have, IPython shows its traceback without dlpt's frames), as under `
 
 from __future__ import annotations
 
-import argparse
 import ast
 import linecache
 import os
@@ -28,17 +27,12 @@ from typing import Any
 
 from dlpt.api import profile
 from dlpt.capture.cells import cell_labels, cell_number
-from dlpt.capture.host import DEFAULT_SAMPLE_HZ
-from dlpt.capture.pc_sampling import DEFAULT_STEPS as PC_DEFAULT_STEPS
 from dlpt.capture.step_on import instrument_main
-from dlpt.cli import report_target
-from dlpt.cli.open_report import open_report
-from dlpt.cli.outputs import check_writable
-from dlpt.cli.report_target import render_kwargs
-from dlpt.cli.status_line import StatusLine
 from dlpt.errors import DlptError, UsageError
-from dlpt.files.write_target import absolute
-from dlpt.finish import Ending
+from dlpt.frontend.ending import Ending
+from dlpt.frontend.open_report import open_report
+from dlpt.frontend.options import RunOptions
+from dlpt.frontend.status_line import StatusLine
 from dlpt.model.session import Session
 from dlpt.notebook.inline import inline_report
 from dlpt.notebook.options import HelpShown, parse_cell, parse_line
@@ -153,25 +147,9 @@ def _blank_lead(text: str) -> int:
     return n
 
 
-def _check_outputs(opts: argparse.Namespace) -> None:
-    """Every file the options name can be written, checked before the code runs (as the command
-    line does): the session (-o), the HTML report and exports, the text report."""
-    force = bool(opts.force)
-    if opts.output is not None:
-        check_writable(opts.output, "-o", force)
-    for o in opts.outputs:
-        check_writable(o.path, o.flag, force)
-        if opts.output is not None and os.path.realpath(o.path) == os.path.realpath(opts.output):
-            raise UsageError(f"{o.flag} {o.path}: the same file as -o")
-    others = [("-o", opts.output), *((o.flag, o.path) for o in opts.outputs)]
-    opts.report = report_target.from_options(opts, others)
-    if opts.report.path is not None:
-        report_target.check(opts.report.path, force)
-
-
 def run_profiled(
     shell: Any,
-    opts: argparse.Namespace,
+    opts: RunOptions,
     argv: list[str],
     text: str,
     shown: list[str],
@@ -179,27 +157,13 @@ def run_profiled(
     stack: list[tuple[str, int]],
 ) -> None:
     """Profile ``text`` as lines ``first_line``... of the cell ``shown`` (``stack``: the frames
-    that called the magic), then finish as every run does (:class:`dlpt.finish.Ending`: the
+    that called the magic), then finish as every run does (:class:`dlpt.frontend.ending.Ending`: the
     session, the files, the text report) and show what only a notebook shows."""
     __tracebackhide__ = True  # IPython leaves dlpt's frames out of the cell's traceback
-    _check_outputs(opts)
     outer = _outer_cell(stack)
-    file, code, last = _compile(shell, text, shown, first_line, opts.step_on, _cell_number(shell, outer))
-    prof = profile(
-        skip_first=opts.skip_first,
-        active=opts.active,
-        calibrate=opts.calibrate == "on",
-        gpu=not opts.no_gpu,
-        nested_ops=opts.nested_ops,
-        exact_ops=True if opts.exact_ops else None,
-        step_on=opts.step_on,
-        sources=not opts.no_source,
-        flops=opts.flops,
-        memory=opts.memory,
-        sample_hz=DEFAULT_SAMPLE_HZ if opts.sample_hz is None else opts.sample_hz,
-        timeline=opts.timeline or 0,
-        pc_sampling=(opts.pc_sampling_steps or PC_DEFAULT_STEPS) if opts.pc_sampling else False,
-    )
+    step_on = opts.capture.step_on
+    file, code, last = _compile(shell, text, shown, first_line, step_on, _cell_number(shell, outer))
+    prof = profile.of(opts.capture)
 
     def tidy(session: Session) -> None:  # before the suggestions read it
         fold_frames_above(session, stack)
@@ -207,12 +171,7 @@ def run_profiled(
         session.meta["argv"] = argv
 
     ending = CellEnding(
-        session_file=opts.output,
-        session_abspath=absolute(opts.output) if opts.output is not None else None,
-        files=opts.outputs,
-        report=None if opts.no_report else opts.report,
-        render=render_kwargs(opts),
-        force=bool(opts.force),
+        opts,
         inform=(lambda _m: None) if opts.quiet else _to_stderr,
         tidy=tidy,
         prefer=(file,),
@@ -246,7 +205,7 @@ def _to_stderr(msg: str) -> None:
 
 @dataclass
 class CellEnding(Ending):
-    """The run's one ending (:class:`dlpt.finish.Ending`) with the status line the cell drew
+    """The run's one ending (:class:`dlpt.frontend.ending.Ending`) with the status line the cell drew
     while it ran, put away once the profile stopped."""
 
     line: StatusLine | None = None
@@ -257,19 +216,20 @@ class CellEnding(Ending):
             self.line = None
 
 
-def _show(view: RunView, opts: argparse.Namespace) -> None:
+def _show(view: RunView, opts: RunOptions) -> None:
     """What a notebook adds to the ending: the HTML report in the notebook (``--inline-html``)
     and in a browser (``--open``)."""
     if opts.inline_html:
         from IPython.display import HTML, display
 
+        v = opts.view
         display(
             HTML(
-                inline_report(view, metric=opts.metric, show_all=opts.show_all, peak_tflops=opts.peak_tflops)
+                inline_report(view, metric=opts.report.metric, show_all=v.show_all, peak_tflops=v.peak_tflops)
             )
         )
-    if opts.open:
-        for o in opts.outputs:
+    if opts.outputs.open:
+        for o in opts.outputs.files:
             if o.kind == "html" and os.path.isfile(o.abspath):
                 open_report(o.abspath, _to_stderr if not opts.quiet else (lambda _m: None))
 

@@ -1,6 +1,7 @@
 """The options of ``%dlpt`` and ``%%dlpt``: every option of the command line, parsed by the
-command line's own parser (:func:`dlpt.cli.options.build_parser`, so the two never differ), plus
-``--inline-html``.
+command line's own parser (:func:`dlpt.frontend.parser.build_parser`, so the two never differ), plus
+``--inline-html``, into one :class:`~dlpt.frontend.options.RunOptions`, checked before the code
+runs (the files it names can be written).
 
 ``%dlpt [options] statement``: the options come first; the statement starts at the first word
 that is not an option (or after ``--``) and is kept exactly as typed. ``%%dlpt [options]``: the
@@ -16,14 +17,23 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import shlex
 from collections.abc import Iterator
 
 from dlpt._version import __version__
-from dlpt.cli import outputs
-from dlpt.cli.options import build_parser as cli_parser
-from dlpt.cli.options import check_values
 from dlpt.errors import UsageError
+from dlpt.frontend import report_target
+from dlpt.frontend.options import RunOptions
+from dlpt.frontend.outputs import check_writable
+from dlpt.frontend.parser import build_parser as run_parser
+from dlpt.frontend.parser import (
+    check_report,
+    check_values,
+    collect_outputs,
+    report_target_of,
+    run_options,
+)
 
 __all__ = ["parse_cell", "parse_line", "HelpShown"]
 
@@ -41,7 +51,7 @@ class HelpShown(Exception):
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    p = cli_parser(prog)
+    p = run_parser(prog)
     p.add_argument(
         "--inline-html", action="store_true", help="show the HTML report in the notebook, below the cell"
     )
@@ -57,17 +67,29 @@ def _parse(prog: str, words: list[str]) -> argparse.Namespace:
     if any(w in ("-V", "--version") for w in words):
         print(f"dlpt {__version__}")
         raise HelpShown
-    opts = parser.parse_args(words)
+    ns = parser.parse_args(words)
     for flag, why in _NOT_HERE.items():
-        if getattr(opts, flag.lstrip("-").replace("-", "_")) is not None:
+        if getattr(ns, flag.lstrip("-").replace("-", "_")) is not None:
             raise UsageError(f"{flag} {why}; not an option of {prog}")
-    opts.outputs = outputs.collect(opts)
-    check_values(opts)
-    if opts.open and opts.html is None:
-        raise UsageError("--open opens the HTML report: give --html FILE too")
-    if opts.no_report and opts.report_file is not None:
-        raise UsageError("--no-report prints no report: --report-file would stay empty")
-    return opts
+    check_values(ns, collect_outputs(ns))
+    check_report(ns)
+    return ns
+
+
+def _checked(ns: argparse.Namespace) -> RunOptions:
+    """The cell's options, every file they name checked writable before the code runs (as the
+    command line does): the session (-o), the HTML report and exports, the text report."""
+    force, files = bool(ns.force), collect_outputs(ns)
+    if ns.output is not None:
+        check_writable(ns.output, "-o", force)
+    for o in files:
+        check_writable(o.path, o.flag, force)
+        if ns.output is not None and os.path.realpath(o.path) == os.path.realpath(ns.output):
+            raise UsageError(f"{o.flag} {o.path}: the same file as -o")
+    target = report_target_of(ns, [("-o", ns.output)], files)
+    if target.path is not None:
+        report_target.check(target.path, force)
+    return run_options(ns, files, target)
 
 
 def _words(line: str) -> Iterator[tuple[str | None, int, int]]:
@@ -90,7 +112,7 @@ def _words(line: str) -> Iterator[tuple[str | None, int, int]]:
         yield word, begin, stream.tell()
 
 
-def parse_line(line: str) -> tuple[argparse.Namespace, list[str], str]:
+def parse_line(line: str) -> tuple[RunOptions, list[str], str]:
     """``%dlpt``'s line: (options, the option words, the statement as typed). UsageError for a
     bad option or no statement; HelpShown after ``-h`` or ``-V``."""
     parser = _parser("%dlpt")
@@ -116,19 +138,19 @@ def parse_line(line: str) -> tuple[argparse.Namespace, list[str], str]:
             words.append(word)
             value_next = 0 if "=" in word else values.get(word, 0)
     statement = line[start:].strip()
-    opts = _parse("%dlpt", words)
+    ns = _parse("%dlpt", words)
     if not statement:
         raise UsageError("no statement to profile: %dlpt [options] statement (or %%dlpt atop a cell)")
-    return opts, words, statement
+    return _checked(ns), words, statement
 
 
-def parse_cell(line: str) -> tuple[argparse.Namespace, list[str]]:
+def parse_cell(line: str) -> tuple[RunOptions, list[str]]:
     """``%%dlpt``'s line: (options, the option words)."""
     try:
         words = shlex.split(line)
     except ValueError as e:
         raise UsageError(f"cannot split the options: {e}") from None
-    return _parse("%%dlpt", words), words
+    return _checked(_parse("%%dlpt", words)), words
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:

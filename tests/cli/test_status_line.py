@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dlpt.capture.status import ProfileStatus
-from dlpt.cli.status_line import format_status
+from dlpt.frontend.status_line import format_status
 
 from .helpers import TIMEOUT_S, Job, env, run_many, write
 

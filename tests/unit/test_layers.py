@@ -1,6 +1,6 @@
 """Imports follow the pipeline (docs/architecture.md, "Layers", generated from ALLOWED below and
 held to it by test_layout_doc.py): files <- model <- capture, trees <- analysis <- views <-
-renderers <- finish <- api <- cli.
+renderers <- finish <- api <- frontend <- cli (notebook beside it).
 
 - ``dlpt.files`` (every file dlpt reads or writes by path, and its rules) imports only the
   errors; ``dlpt.model`` (the session, its tree, what a metric is and the naming knowledge every
@@ -15,8 +15,9 @@ renderers <- finish <- api <- cli.
   analysis or the tree operations.
 - ``dlpt.renderers`` (terminal, HTML, exports) format the views; the HTML report and the
   exports never reach into the terminal renderer.
-- ``dlpt.finish`` (the one ending of a run) under ``dlpt.api`` (``dlpt.profile``, whose stop it
-  is) and ``dlpt.cli`` on top; ``dlpt.notebook`` (the IPython magic) beside the command line.
+- ``dlpt.finish`` (the end of capture) under ``dlpt.api`` (``dlpt.profile``, whose stop it is);
+  ``dlpt.frontend`` (a run's options, files and one ending) under the front ends: ``dlpt.cli``
+  on top and ``dlpt.notebook`` (the IPython magic) beside it, never importing it.
 - Nothing imports the package face (``dlpt/__init__.py``, above everything): the version is
   ``dlpt._version``.
 
@@ -39,6 +40,7 @@ _FILES = ("dlpt.files", *_BASE)
 _MODEL = ("dlpt.model", *_FILES)
 _TREES = ("dlpt.trees", *_MODEL)
 _VIEWS = ("dlpt.views", *_MODEL)  # what renderers and front ends read: the views and the model
+_CLI = "dlpt.cli"
 
 # What each part of dlpt may import from dlpt (by module-name prefix; the longest prefix wins).
 # No part imports the package face ("dlpt"): it sits above everything (test_nothing_imports_the_face).
@@ -85,11 +87,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The one ending of a run, under the API (whose stop it is) and the front ends.
     "dlpt.finish": ("dlpt.capture", "dlpt.renderers", *_VIEWS),
     "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
-    "dlpt.cli": ("dlpt.cli", "dlpt.api", "dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
-    # The notebook magic is a front end like the command line (it shares its status line).
+    # What the front ends share, below both: a run's options, its files, its one ending.
+    "dlpt.frontend": ("dlpt.frontend", "dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
+    _CLI: (_CLI, "dlpt.frontend", "dlpt.api", "dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
+    # The notebook magic is a front end beside the command line: it never imports it.
     "dlpt.notebook": (
         "dlpt.notebook",
-        "dlpt.cli",
+        "dlpt.frontend",
         "dlpt.api",
         "dlpt.finish",
         "dlpt.capture",
@@ -191,10 +195,18 @@ def test_no_layer_may_import_the_face() -> None:
 def test_renderers_and_front_ends_read_the_views_not_the_analysis() -> None:
     """The views are the one door into the analysis: no renderer or front end may import the
     analysis or the tree operations (a type they format is named by its view's module)."""
-    readers = [k for k in ALLOWED if k.split(".")[1] in ("renderers", "finish", "api", "cli", "notebook")]
-    assert len(readers) >= 7
+    readers = [
+        k for k in ALLOWED if k.split(".")[1] in ("renderers", "finish", "api", "frontend", "cli", "notebook")
+    ]
+    assert len(readers) >= 8
     assert [k for k in readers if {"dlpt.analysis", "dlpt.trees"} & set(ALLOWED[k])] == []
     assert all("dlpt.views" in ALLOWED[k] for k in readers)
+
+
+def test_the_notebook_stands_beside_the_command_line() -> None:
+    """What both front ends share is below them (dlpt.frontend): the notebook never imports the
+    command line."""
+    assert _CLI not in ALLOWED["dlpt.notebook"]
 
 
 def test_the_layer_table_names_real_modules() -> None:

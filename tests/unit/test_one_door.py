@@ -1,7 +1,8 @@
 """The three front doors (``dlpt.profile``, the command line, the notebook magic) finish a run
 through one path, :mod:`dlpt.finish`: each reaches :func:`dlpt.finish.stop_viewed` exactly once per run
 (the session completed: cells named, suggestions), and the command line and the magic run the
-whole ending (:meth:`dlpt.finish.Ending.run`: save, every file, the text report) exactly once.
+whole ending (:meth:`dlpt.frontend.ending.Ending.run`: save, every file, the text report) exactly
+once.
 A door that finished by hand (stopping the capture itself, writing its own files) would not
 reach them and fails here. Real capture on the CPU."""
 
@@ -19,6 +20,7 @@ import torch
 
 import dlpt
 import dlpt.finish
+import dlpt.frontend.ending
 from tests.cli.helpers import env
 
 
@@ -26,18 +28,18 @@ from tests.cli.helpers import env
 def reached(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often each door reached the finisher's stop and its whole ending."""
     counts = {"stop": 0, "ending": 0}
-    real_stop, real_run = dlpt.finish.stop_viewed, dlpt.finish.Ending.run
+    real_stop, real_run = dlpt.finish.stop_viewed, dlpt.frontend.ending.Ending.run
 
     def stop(*args: Any, **kwargs: Any) -> Any:
         counts["stop"] += 1
         return real_stop(*args, **kwargs)
 
-    def run(self: dlpt.finish.Ending, prof: Any) -> bool:
+    def run(self: dlpt.frontend.ending.Ending, prof: Any) -> bool:
         counts["ending"] += 1
         return real_run(self, prof)
 
     monkeypatch.setattr(dlpt.finish, "stop_viewed", stop)
-    monkeypatch.setattr(dlpt.finish.Ending, "run", run)
+    monkeypatch.setattr(dlpt.frontend.ending.Ending, "run", run)
     return counts
 
 
@@ -62,16 +64,16 @@ def test_the_api_stops_through_the_finisher(reached: dict[str, int]) -> None:
 # Runs the command line in a process of its own (it installs the program as __main__ and signal
 # handlers), counting what reached the finisher; the counts come last on stderr.
 _CLI = """
-import sys, dlpt.finish as F
+import sys, dlpt.finish as F, dlpt.frontend.ending as E
 counts = {"stop": 0, "ending": 0}
-real_stop, real_run = F.stop_viewed, F.Ending.run
+real_stop, real_run = F.stop_viewed, E.Ending.run
 def stop(*a, **k):
     counts["stop"] += 1
     return real_stop(*a, **k)
 def run(self, prof):
     counts["ending"] += 1
     return real_run(self, prof)
-F.stop_viewed, F.Ending.run = stop, run
+F.stop_viewed, E.Ending.run = stop, run
 from dlpt.cli.main import main
 status = main(sys.argv[1:])
 import json

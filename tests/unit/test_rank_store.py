@@ -151,9 +151,9 @@ def test_lines_sent_in_their_used_columns_merge_as_whole_rows() -> None:
     # time, the other a sync; rank 0's table must hold the same values as from the sessions.
     from dlpt.analysis.ranks.lines import line_table, rank_lines
     from dlpt.analysis.ranks.merge import rank_set
-    from dlpt.cli.rank_finish import with_lines
     from dlpt.model.metrics import METRICS
     from dlpt.trees.folding import report_tree
+    from dlpt.views.ranks import with_lines
 
     sessions = [R.ddp_gpu(0, 2, blocked_ns=9_000_000), R.ddp_gpu(1, 2, sleep_ns=8_000_000, blocked_ns=0)]
     summaries = {r: rank_summary.decode(rank_summary.encode(s), f"rank {r}") for r, s in enumerate(sessions)}

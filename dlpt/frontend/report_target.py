@@ -17,21 +17,13 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO
 
 from dlpt.errors import UnsafeFileError, UsageError
 from dlpt.files.safe_files import atomic_text_writer, check_output_path
 from dlpt.renderers.terminal.output import MAX_WIDTH
 
-__all__ = [
-    "MIN_WIDTH_OPTION",
-    "ReportTarget",
-    "add_arguments",
-    "check",
-    "from_options",
-    "print_with",
-    "render_kwargs",
-]
+__all__ = ["MIN_WIDTH_OPTION", "ReportTarget", "Where", "add_arguments", "check", "target"]
 
 #: The narrowest ``--width``: below it the value columns leave no room for the line names.
 MIN_WIDTH_OPTION = 40
@@ -80,29 +72,39 @@ class ReportTarget:
         return ReportTarget(path_of(self.path), path_of(self.abspath), self.width, self.force)
 
     @contextlib.contextmanager
-    def open(self) -> Iterator[dict[str, Any]]:
-        """The keyword arguments of ``print_report`` / ``print_ranks`` / ``print_to`` for this
-        target: ``file`` (the report file, replaced when the block ends without an error) or
-        stdout, ``width`` and ``color``."""
+    def open(self) -> Iterator[Where]:
+        """Where a printer writes for this target: the report file (replaced when the block
+        ends without an error) or stdout, its width and colour."""
         if self.abspath is None:
-            yield {"width": self.width}
+            yield Where(None, self.width, None)
             return
         with atomic_text_writer(self.abspath, WHAT, force=self.force) as f:
-            yield {"file": f, "width": self.width, "color": False}
+            yield Where(f, self.width, False)
 
 
-def from_options(opts: argparse.Namespace, others: Iterable[tuple[str, str | None]] = ()) -> ReportTarget:
-    """The target ``opts`` asks for, its file checked: UsageError if it cannot be written, or is
-    one of ``others`` ((flag, path) of the command's other files)."""
-    path = getattr(opts, "report_file", None)
-    width = getattr(opts, "width", None)
+@dataclass(frozen=True)
+class Where:
+    """An open report target as the printers take it (``print_report``, ``print_ranks``,
+    ``print_to``: ``file=``, ``width=``, ``color=``): the file (None: stdout), the width (None:
+    the rules') and the colour (None: the rules', False: never)."""
+
+    file: IO[str] | None
+    width: int | None
+    color: bool | None
+
+
+def target(
+    path: str | None, width: int | None, force: bool = False, others: Iterable[tuple[str, str | None]] = ()
+) -> ReportTarget:
+    """The report's target: ``--report-file`` ``path`` (None: stdout), ``--width``; UsageError if
+    the file is one of ``others`` ((flag, path) of the command's other files)."""
     if path is None:
         return ReportTarget(None, None, width)
     real = os.path.realpath(path)
     for flag, other in others:
         if other and os.path.realpath(other) == real:
             raise UsageError(f"--report-file {path}: the same file as {flag}")
-    return ReportTarget(path, os.path.abspath(path), width, bool(getattr(opts, "force", False)))
+    return ReportTarget(path, os.path.abspath(path), width, force)
 
 
 def check(path: str, force: bool = False, protected: Mapping[str, str] | None = None) -> None:
@@ -112,25 +114,3 @@ def check(path: str, force: bool = False, protected: Mapping[str, str] | None = 
         check_output_path(path, WHAT, force=force, protected=protected)
     except UnsafeFileError as e:
         raise UsageError(f"--report-file {path}: {e}") from None
-
-
-def render_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
-    """The text report's keyword arguments from its options (``--view``, ``--metric``,
-    ``--threshold`` PCT, ``--depth``, ``--all``, ``--ascii``, ``--peak-tflops``, ``--verbose``): the command
-    line's and the notebook magic's, which parse the same names."""
-    return dict(
-        view=opts.view,
-        metric=opts.metric,
-        threshold=opts.threshold / 100.0,
-        depth=opts.depth,
-        show_all=opts.show_all,
-        ascii=opts.ascii,
-        peak_tflops=opts.peak_tflops,
-        verbose=opts.verbose,
-    )
-
-
-def print_with(target: ReportTarget, printer: Any, *args: Any, **kwargs: Any) -> None:
-    """``printer(*args, **kwargs, **target's arguments)``: one report to ``target``."""
-    with target.open() as where:
-        printer(*args, **kwargs, **where)

@@ -1,35 +1,36 @@
-"""Render outputs of the command line besides the terminal report: ``--html FILE`` and
-``--export FMT FILE`` (repeatable). They work with a profiled run and with ``--load``, and the
-terminal report is still printed unless ``--no-report``.
+"""A run's files besides the session and the text report: ``--html FILE`` and ``--export FMT
+FILE`` (repeatable), for a profiled run and for ``load``; the text report is still printed unless
+``--no-report``.
 
-The CLI collects them while parsing (:func:`collect`), checks that every path can be written
-before the program runs (:func:`check_writable`, the same check as ``-o``'s), and writes them
-once the session exists (:func:`dlpt.finish.write_all`, in the run's one ending). Every file is
-written by :mod:`dlpt.files.safe_files`' rules, as sessions are: atomically, through a symlink
-to its target, never over a device, a FIFO or a directory; a failure is reported without
-stopping the other outputs.
+The parser collects them (:func:`dlpt.frontend.parser.collect_outputs`), every path is checked
+before the program runs (:func:`check_writable`, the same check as ``-o``'s), and they are
+written once the session exists (:func:`write_all`, in the run's one ending:
+:class:`dlpt.frontend.ending.Ending`). Every file is written by :mod:`dlpt.files.safe_files`'
+rules, as sessions are: atomically, through a symlink to its target, never over a device, a FIFO
+or a directory; a failure is reported without stopping the other outputs.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from dlpt.errors import UnsafeFileError, UsageError
+from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.files.rank_paths import RANK_FIELD
 from dlpt.files.safe_files import check_output_path
-from dlpt.files.write_target import Target, absolute
-from dlpt.finish import Output, write_all, write_one
+from dlpt.files.write_target import Target
+from dlpt.frontend.options import Output
+from dlpt.model.session import Session
 from dlpt.renderers.exports import FORMATS as EXPORT_FORMATS
+from dlpt.renderers.exports import write_export
 from dlpt.views.ranks import RanksView
+from dlpt.views.run import RunView, ViewOptions
 
 __all__ = [
     "Output",
     "add_arguments",
     "add_force",
-    "collect",
     "check_writable",
     "what_is_written",
     "write_all",
@@ -90,32 +91,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def collect(opts: argparse.Namespace) -> list[Output]:
-    """The outputs ``opts`` asks for; UsageError on an unknown format or a file given twice
-    (``-o`` and ``--load``'s session included; a symlink and its target are the same file)."""
-    out = []
-    if getattr(opts, "html", None) is not None:
-        out.append(Output("html", opts.html, absolute(opts.html)))
-    for fmt, path in getattr(opts, "export", None) or []:
-        if fmt not in EXPORT_FORMATS:
-            raise UsageError(f"--export: unknown format {fmt!r}; choose one of: {', '.join(EXPORT_FORMATS)}")
-        out.append(Output(fmt, path, absolute(path)))
-    seen: dict[str, str] = {}
-    loads = getattr(opts, "load", None) or []
-    for flag, given in (
-        *(("--load", p) for p in ([loads] if isinstance(loads, str) else loads)),
-        ("-o", getattr(opts, "output", None)),
-    ):
-        if given:
-            seen[os.path.realpath(given)] = flag
-    for o in out:
-        real = os.path.realpath(o.abspath)
-        if real in seen:
-            raise UsageError(f"{o.flag} {o.path}: the same file as {seen[real]}")
-        seen[real] = o.flag
-    return out
-
-
 def rank_page(o: Output, distributed: bool) -> bool:
     """Whether ``o`` is the one page across ranks that rank 0 writes (an HTML report of a job
     whose path does not ask for a page per rank with ``{rank}``)."""
@@ -133,3 +108,47 @@ def write_rank_pages(
         write = functools.partial(write_ranks_html, report, o.abspath, force=force)
         ok = write_one("HTML report across ranks", o.path, write, say) and ok
     return ok
+
+
+def write_all(
+    source: Session | RunView,
+    files: Sequence[Output],
+    metric: str | None,
+    options: ViewOptions,
+    say: Callable[[str], None],
+    force: bool = False,
+) -> bool:
+    """Write every file of a session, or of the run's view of it (folded and analysed once for
+    all of them: :mod:`dlpt.views.run`) made with ``options`` (the HTML report's MFU uses their
+    peak, as the terminal's); ``metric``: the one shown first; ``say`` reports each file written
+    or failed; ``force``: replace files dlpt did not write (``--force``). True if all worked."""
+    ok = True
+    show_all, peak = options.show_all, options.peak_tflops
+    for o in files:
+        if o.kind == "html":
+            from dlpt.renderers.html import write_html  # only when asked for: it reads its assets
+
+            def write(o: Output = o) -> None:
+                write_html(source, o.abspath, metric=metric, show_all=show_all, peak_tflops=peak, force=force)
+        else:
+
+            def write(o: Output = o) -> None:
+                write_export(source, o.kind, o.abspath, metric=metric, show_all=show_all, force=force)
+
+        ok = write_one(o.what, o.path, write, say) and ok
+    return ok
+
+
+def write_one(what: str, path: str, write: Callable[[], None], say: Callable[[str], None]) -> bool:
+    """Runs ``write`` and says what became of the file; a failure, even a bug, is said and
+    returns False (one output must not lose the others)."""
+    try:
+        write()
+    except (OSError, DlptError) as e:
+        say(f"could not write the {what} to {path}: {e}")
+        return False
+    except Exception as e:  # noqa: BLE001 - a bug in one output must not lose the others
+        say(f"could not write the {what} to {path}: {type(e).__name__}: {e}")
+        return False
+    say(f"wrote {what} to {path}")
+    return True
