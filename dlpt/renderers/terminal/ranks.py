@@ -105,13 +105,8 @@ class RanksHeader(View):
             lines.append(Text(fmt.clean(note), "bold yellow"))
         steps = sorted({t.counted for t in per_rank.values()})
         walls, untraced = self.report.step_spread, self.report.untraced_spread
-        if walls is not None:
-            lines.append(
-                Text(
-                    f"steps profiled: {', '.join(map(str, steps))}{sep}step time per rank: "
-                    f"{_across(walls, fmt)}"
-                )
-            )
+        step_time = f"{sep}step time per rank: {_across(walls, fmt)}" if walls is not None else ""
+        lines.append(Text(f"steps profiled: {', '.join(map(str, steps))}{step_time}"))
         if untraced is not None:
             lines.append(
                 Text(
