@@ -56,7 +56,9 @@ def _expected(changes: list[LineChange], where: str) -> tuple[str, LineChange]:
     for c in changes:
         if c.at(file, line):
             return where, c
-    raise UsageError(f"--expect-faster {where}: no such line in either run (lines with no cost are in neither)")
+    raise UsageError(
+        f"--expect-faster {where}: no such line in either run (lines with no cost are in neither)"
+    )
 
 
 def decide(
@@ -72,7 +74,9 @@ def decide(
     UsageError for an ``expect_faster`` line neither run holds."""
     d = Decision(PASS)
     if not tested:
-        d.reasons.append("a session saved no per-step spreads (format 3, 2 steps or more): nothing can be tested")
+        d.reasons.append(
+            "a session saved no per-step spreads (format 3, 2 steps or more): nothing can be tested"
+        )
         d.status = PASS if allow_cant_tell else CANT_TELL_STATUS
         return d
     limit = _limit(max_regression)
@@ -103,7 +107,9 @@ def _reasons(d: Decision, limit: float, allowed: bool) -> list[str]:
         seen.add(id(c))
         why = {"runs": "the whole run moved 1.5x or more", "host": "too few lines to tell the host by"}
         text = why.get(c.change.why, f"its interval {c.change.lo:.2f}-{c.change.hi:.2f}x holds both")
-        out.append(f"{c.cost.where}: can't tell ({text})" + (" - allowed by --allow-cant-tell" if allowed else ""))
+        out.append(
+            f"{c.cost.where}: can't tell ({text})" + (" - allowed by --allow-cant-tell" if allowed else "")
+        )
     return out
 
 

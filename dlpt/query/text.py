@@ -92,3 +92,57 @@ def answer_text(answer: Mapping[str, Any]) -> str:
         out += ["", *_detail_text(answer["line"], answer["metric"]["unit"])]
     out += ["", "suggestions:", *suggestions_text(answer["suggestions"])]
     return "\n".join(out)
+
+
+def _change_row(row: Mapping[str, Any], unit: str) -> str:
+    ratio = row.get("ratio")
+    change = "new" if ratio is None and row.get("b") else f"{ratio:.2f}x" if ratio is not None else "-"
+    if row.get("lo") is not None and row.get("hi") is not None:
+        change += f" ({row['lo']:.2f}-{row['hi']:.2f})"
+    verdict = row.get("verdict") or "untested"
+    text = f"  {esc(row['text'])}" if "text" in row else ""
+    return (
+        f"  {verdict:<10} {value_text(row['a'], unit):>10} -> {value_text(row['b'], unit):<10} {change:<20} "
+        f"{esc(row['where'])}{text}"
+    )
+
+
+def compare_text(c: Mapping[str, Any]) -> list[str]:
+    """A comparison answer: the run shift, then the lines in diff's order."""
+    shift = c.get("run_shift")
+    if shift is None:
+        out = ["run shift: not tested (a session saved no per-step spreads)"]
+    else:
+        comparable = "" if shift["comparable"] or shift["verdict"] == "can't tell" else ": not comparable"
+        out = [
+            f"run shift: B/A {shift['factor']:.2f}x ({shift['lo']:.2f}-{shift['hi']:.2f}) from "
+            f"{shift['lines']} lines, {shift['verdict']}{comparable}"
+        ]
+    counts = ", ".join(f"{n} {v}" for v, n in c["verdicts"].items() if n)
+    out.append(f"lines ({esc(c['metric']['label'])} per step, A -> B, change after the run shift): {counts}")
+    out += [_change_row(row, c["metric"]["unit"]) for row in c["lines"]]
+    return out
+
+
+def verify_text(v: Mapping[str, Any]) -> str:
+    """``dlpt verify``'s answer: the decision and its reasons last, where a CI log ends."""
+    out = compare_text(v["compare"])
+    preds = v.get("predictions") or []
+    if preds:
+        out.append("suggestions of the base, predicted against measured (per step):")
+    for p in preds:
+        measured = (
+            f"measured {PLAIN.time(p['measured_ns'])} "
+            f"({PLAIN.time(p['measured_after_shift_ns'])} after the run shift; {p['verdict']})"
+            if "measured_ns" in p
+            else p["measured"]
+        )
+        out.append(
+            f"  {esc(p['where'])} {esc(p['rule'])}: predicted -{PLAIN.time(p['predicted_ns'])}, {measured}"
+        )
+    runs = v.get("runs") or []
+    each = "; ".join(f"{r['seconds']:g}s, {r['decision']}" for r in runs)
+    out.append(f"runs: {len(runs)} ({each})")
+    out.append(f"verify: {v['decision']} (exit {v['status']})")
+    out += [f"  {esc(r)}" for r in v["reasons"]]
+    return "\n".join(out)
