@@ -266,6 +266,4 @@ def judge_lines(lines: Sequence[LineSample], total: float) -> tuple[RunShift, li
         for i, x in enumerate(lines)
     ]
     passed = holm([t.p for t in tests])
-    return shift, [
-        _verdict(t, ok, shift, x, floor) for t, ok, x in zip(tests, passed, lines, strict=True)
-    ]
+    return shift, [_verdict(t, ok, shift, x, floor) for t, ok, x in zip(tests, passed, lines, strict=True)]

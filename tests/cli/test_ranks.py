@@ -109,7 +109,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, Pa
         ),
         "spawn": Job(["spawned.py", str(spawn / "api.json"), str(spawn / "store")], spawn, dlpt=False),
         "short": Job(torchrun(2, "-o", "short.json", "short.py"), short, dlpt=False),
-        "none counted": Job(torchrun(2, "--skip-first", "20", "-o", "none.json", "short.py"), short, dlpt=False),
+        "none counted": Job(
+            torchrun(2, "--skip-first", "20", "-o", "none.json", "short.py"), short, dlpt=False
+        ),
         "load": Job(["--load", str(fsdp / "run.rank*.json"), "--threshold", "5"], fsdp),
         "tp": Job(
             torchrun(
