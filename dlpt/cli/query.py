@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dlpt query",
         allow_abbrev=False,
         description="Answer what a saved profile's report shows, for scripts and agents: the header "
-        "with the basis of each fact, the top lines by own cost per step with their 95%% intervals, one "
+        "with the basis of each fact, the top lines by own cost per step with their 95% intervals, one "
         "line's detail, the suggestions and the ranks (docs/query-format.md).",
     )
     p.add_argument(
