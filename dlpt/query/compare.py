@@ -6,14 +6,13 @@ and the step times (docs/query-format.md, "compare"; the rule: docs/numbers.md).
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from dlpt.analysis.diff import Change, LineCost, LineDiff, SessionDiff, Side, default_diff_metric
 from dlpt.analysis.diff_test import CANT_TELL, FASTER, SAME, SLOWER, RunShift
 from dlpt.model.processors import Metric, get_metric
-from dlpt.query.lines import cut
+from dlpt.query.lines import place, same_file
 
 __all__ = ["COMPARE_FORMAT", "LineChange", "judged", "compare_answer", "diff_metric"]
 
@@ -44,13 +43,9 @@ class LineChange:
     def at(self, file: str, line: int) -> bool:
         """Whether this is the line ``file``:``line`` of A (or of B, for a line new in B)."""
         for cost in (self.row.a, self.row.b):
-            if cost is not None and cost.line == line and _same_file(cost.file, file):
+            if cost is not None and cost.line == line and same_file(cost.file, file):
                 return True
         return False
-
-
-def _same_file(path: str, file: str) -> bool:
-    return path == file or os.path.basename(path) == file or path.endswith("/" + file.lstrip("./"))
 
 
 def diff_metric(d: SessionDiff, name: str | None) -> Metric:
@@ -75,14 +70,7 @@ def _finite(x: float) -> float | None:
 
 def line_answer(c: LineChange) -> dict[str, Any]:
     cost = c.cost
-    out: dict[str, Any] = {
-        "where": cost.where,
-        "file": cost.file,
-        "line": cost.line,
-        "function": cut(cost.function),
-    }
-    if cost.text is not None:
-        out["text"] = cut(cost.text)
+    out = place(cost.file, cost.line, cost.function, cost.text)
     out.update(a=round(c.a), b=round(c.b))
     ch = c.change
     if ch is not None:

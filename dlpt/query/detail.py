@@ -13,7 +13,7 @@ from dlpt.errors import UsageError
 from dlpt.model.processors import FlatRow, Metric
 from dlpt.model.source_text import session_sources
 from dlpt.model.tree import Node, walk
-from dlpt.query.lines import LineKey, LineNodes, cut, per
+from dlpt.query.lines import LineKey, LineNodes, cut, per, same_file
 
 __all__ = ["parse_where", "find_line", "detail", "ROWS"]
 
@@ -31,14 +31,10 @@ def parse_where(text: str) -> tuple[str, int]:
     return file, int(num)
 
 
-def _matches(path: str, file: str) -> bool:
-    return path == file or os.path.basename(path) == file or path.endswith("/" + file.lstrip("./"))
-
-
 def find_line(view: SessionView, where: str) -> FlatRow:
     """The flat row of the line ``where`` names; UsageError when none or several match."""
     file, line = parse_where(where)
-    rows = [r for r in view.flats["line"] if r.node.line == line and _matches(r.node.file, file)]
+    rows = [r for r in view.flats["line"] if r.node.line == line and same_file(r.node.file, file)]
     files = sorted({r.node.file for r in rows})
     if not rows:
         raise UsageError(f"no line {where} in this session (lines with no recorded cost are not in it)")
@@ -84,15 +80,14 @@ def _ops(nodes: LineNodes, steps: int) -> list[dict[str, Any]]:
         g[1] += n.metrics.get("calls", 0)
         g[2] += _own(n, "gpu_ns")
     rows = sorted(groups.items(), key=lambda kv: (-kv[1][2], -kv[1][0], kv[0]))[:ROWS]
-    return [
-        {
-            "name": cut(name),
-            "cpu_ns": round(c / steps),
-            "calls": round(k / steps, 2),
-            "gpu_ns": round(g / steps),
-        }
-        for name, (c, k, g) in rows
-    ]
+    out = []
+    for name, (cpu, calls, gpu) in rows:
+        row: dict[str, Any] = {"name": cut(name), "cpu_ns": round(cpu / steps)}
+        row["calls"] = round(calls / steps, 2)
+        if gpu:
+            row["gpu_ns"] = round(gpu / steps)
+        out.append(row)
+    return out
 
 
 def _nearest_frame(node: Node | None) -> Node | None:

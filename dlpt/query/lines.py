@@ -22,7 +22,17 @@ from dlpt.model.processors import FlatRow, Metric
 from dlpt.model.source_text import session_sources
 from dlpt.model.tree import Node, walk
 
-__all__ = ["LineKey", "LineNodes", "line_nodes", "line_row", "ranked_rows", "per", "TEXT_LIMIT"]
+__all__ = [
+    "LineKey",
+    "LineNodes",
+    "line_nodes",
+    "line_row",
+    "ranked_rows",
+    "per",
+    "place",
+    "same_file",
+    "TEXT_LIMIT",
+]
 
 #: (file, line): how the flat profile keys a line.
 LineKey = tuple[str, int]
@@ -71,18 +81,29 @@ def ranked_rows(view: SessionView, metric: Metric) -> list[FlatRow]:
     return sorted(rows, key=lambda r: (-metric(r.self), r.node.file, r.node.line))
 
 
-def _identity(view: SessionView, row: FlatRow) -> dict[str, Any]:
-    node = row.node
-    text = session_sources(view.session.meta).get(node.file, {}).get(node.line)
+def place(file: str, line: int, function: str, text: str | None) -> dict[str, Any]:
+    """Where a line is, as every answer names it (a query's rows, a comparison's)."""
     out: dict[str, Any] = {
-        "where": f"{os.path.basename(node.file) or node.file}:{node.line}",
-        "file": node.file,
-        "line": node.line,
-        "function": cut(node.name),
+        "where": f"{os.path.basename(file) or file}:{line}",
+        "file": file,
+        "line": line,
+        "function": cut(function),
     }
     if text is not None:
         out["text"] = cut(text.strip())
     return out
+
+
+def same_file(path: str, file: str) -> bool:
+    """Whether ``file`` as a user wrote it (a path, its tail or a file name) names ``path``."""
+    return path == file or os.path.basename(path) == file or path.endswith("/" + file.lstrip("./"))
+
+
+def _identity(view: SessionView, row: FlatRow) -> dict[str, Any]:
+    node = row.node
+    return place(
+        node.file, node.line, node.name, session_sources(view.session.meta).get(node.file, {}).get(node.line)
+    )
 
 
 def _pc(nodes: LineNodes | None) -> dict[str, Any] | None:
