@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-regression",
         type=float,
         metavar="PCT",
-        help="a slower line fails only past PCT%% (default: 10)",
+        help="the regression tolerated: a slower line fails only past PCT%%, and a pass needs every line's "
+        "interval to rule out more (default: fail past 10%%, pass when 1.5x is ruled out)",
     )
     p.add_argument(
         "--expect-faster",
@@ -112,7 +113,7 @@ def verify_once(base: Any, base_path: str, new_path: str, opts: argparse.Namespa
     """Compare ``base`` with the session at ``new_path``: the verdict answer (docs/query-format.md)."""
     from dlpt.analysis.diff import diff_sessions
     from dlpt.model.session import Session
-    from dlpt.query.compare import compare_answer, diff_metric, judged
+    from dlpt.query.compare import compare_answer, diff_metric, judged, larger_total
     from dlpt.query.gate import decide
     from dlpt.query.predictions import predictions
 
@@ -127,6 +128,7 @@ def verify_once(base: Any, base_path: str, new_path: str, opts: argparse.Namespa
         max_regression=pct,
         expect_faster=tuple(opts.expect_faster),
         allow_cant_tell=opts.allow_cant_tell,
+        total=larger_total(d, metric),
     )
     return {
         "status": dec.status,

@@ -14,7 +14,7 @@ from dlpt.analysis.diff_test import CANT_TELL, FASTER, SAME, SLOWER, RunShift
 from dlpt.model.processors import Metric, get_metric
 from dlpt.query.lines import place, same_file
 
-__all__ = ["COMPARE_FORMAT", "LineChange", "judged", "compare_answer", "diff_metric"]
+__all__ = ["COMPARE_FORMAT", "LineChange", "judged", "compare_answer", "diff_metric", "larger_total"]
 
 COMPARE_FORMAT = "dlpt-compare"
 VERDICTS = (SLOWER, FASTER, SAME, CANT_TELL)
@@ -51,6 +51,11 @@ class LineChange:
 def diff_metric(d: SessionDiff, name: str | None) -> Metric:
     """``name``'s metric, else diff's default (GPU time when either run has any, else CPU)."""
     return get_metric(name) if name is not None else default_diff_metric(d)
+
+
+def larger_total(d: SessionDiff, metric: Metric) -> float:
+    """The larger run's total of ``metric`` per step (what a line's share is of)."""
+    return max(d.total(metric, "a"), d.total(metric, "b"))
 
 
 def judged(d: SessionDiff, metric: Metric) -> tuple[RunShift | None, list[LineChange]]:

@@ -2,19 +2,21 @@
 got significantly slower (a CI gate's failure), whether the lines meant to get faster did, and
 whether the data can decide at all (docs/agents.md, "dlpt verify as a CI gate").
 
-A line is a regression when ``dlpt diff`` calls it slower (beyond the run shift, Holm-corrected,
+A line fails the gate when ``dlpt diff`` calls it slower (beyond the run shift, Holm-corrected,
 at least 10% of the line and 1% of the total: docs/numbers.md) and its change after the run
-shift exceeds ``max_regression``. Where a line is "can't tell" the data cannot rule a regression
-out, and a gate must not pass on that silently: the decision is CANT_TELL (exit 3), unless the
-line's interval already rules out a change beyond the allowed one, and a decided regression
-elsewhere still fails. It never fails on "can't tell": on a shared host that is mostly the host.
+shift exceeds ``max_regression``. The gate passes only when every line that matters rules out
+a regression past what is allowed: its 95% interval ends below ``1 + max_regression`` (without
+one, below 1.5x: what diff's "same" rules out). Where a line leaves that open ("can't tell", or
+an interval that reaches past it), the decision is CANT_TELL (exit 3): a gate must not pass on
+data that cannot decide, and must not fail on it either (on a shared host that is mostly the
+host); a decided regression elsewhere still fails.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_EFFECT, SLOWER
+from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_EFFECT, MIN_SHARE, RESOLVE, SLOWER
 from dlpt.errors import UsageError
 from dlpt.query.compare import LineChange
 from dlpt.query.detail import parse_where
@@ -38,17 +40,27 @@ class Decision:
 
 
 def _limit(max_regression: float | None) -> float:
-    """The largest change after the run shift that is not a regression (diff's own floor, 10%,
+    """The change after the run shift past which a slower line fails (diff's own floor, 10%,
     when none is given)."""
     return 1.0 + max(MIN_EFFECT, max_regression or 0.0)
 
 
-def _blocks(c: LineChange, limit: float) -> bool:
-    """A "can't tell" that leaves a regression beyond ``limit`` possible."""
+def _ruled_out(max_regression: float | None) -> float:
+    """The change a line's interval must rule out for the gate to pass: the regression allowed,
+    or diff's own (a "same" line rules out 1.5x) when none is given."""
+    return 1.0 + (max_regression if max_regression is not None else RESOLVE - 1.0)
+
+
+def _blocks(c: LineChange, ruled_out: float, floor: float) -> bool:
+    """Whether ``c`` leaves a regression past ``ruled_out`` possible: a "can't tell" of runs that
+    cannot be compared, or a line that matters (``floor``: 1% of the total) whose interval
+    reaches past it. Lines that fail the gate are counted apart."""
     ch = c.change
-    if ch is None or ch.verdict != CANT_TELL:
+    if ch is None or ch.verdict == FASTER:
         return False
-    return ch.why in ("runs", "host") or ch.hi > limit
+    if ch.verdict == CANT_TELL and ch.why in ("runs", "host"):
+        return True
+    return max(c.a, c.b) >= floor and ch.hi > ruled_out
 
 
 def _expected(changes: list[LineChange], where: str) -> tuple[str, LineChange]:
@@ -68,10 +80,12 @@ def decide(
     max_regression: float | None = None,
     expect_faster: tuple[str, ...] = (),
     allow_cant_tell: bool = False,
+    total: float = 0.0,
 ) -> Decision:
     """The decision on ``changes`` (:func:`dlpt.query.compare.judged`'s); ``tested``: whether
-    both sessions saved per-step spreads. ``max_regression`` is a fraction (0.05: 5%). Raises
-    UsageError for an ``expect_faster`` line neither run holds."""
+    both sessions saved per-step spreads; ``total``: the larger run's total per step (lines
+    under 1% of it are not news either way). ``max_regression`` is a fraction (0.05: 5%).
+    Raises UsageError for an ``expect_faster`` line neither run holds."""
     d = Decision(PASS)
     if not tested:
         d.reasons.append(
@@ -81,7 +95,9 @@ def decide(
         return d
     limit = _limit(max_regression)
     d.slower = [c for c in changes if c.verdict == SLOWER and c.change is not None and c.change.ratio > limit]
-    d.undecided = [c for c in changes if _blocks(c, limit)]
+    d.undecided = [
+        c for c in changes if c not in d.slower and _blocks(c, _ruled_out(max_regression), MIN_SHARE * total)
+    ]
     for where, c in (_expected(changes, w) for w in expect_faster):
         if c.verdict == CANT_TELL:
             d.undecided.append(c)
@@ -91,11 +107,14 @@ def decide(
         d.status = SLOWER_STATUS
     elif d.undecided and not allow_cant_tell:
         d.status = CANT_TELL_STATUS
-    d.reasons = _reasons(d, limit, allow_cant_tell)
+    d.reasons = _reasons(d, limit, _ruled_out(max_regression), allow_cant_tell)
     return d
 
 
-def _reasons(d: Decision, limit: float, allowed: bool) -> list[str]:
+_WHY = {"runs": "the whole run moved 1.5x or more", "host": "too few lines to tell the host by"}
+
+
+def _reasons(d: Decision, limit: float, ruled_out: float, allowed: bool) -> list[str]:
     out = [
         f"{c.cost.where}: slower, {_ratio(c)} after the run shift (more than {limit:.2f}x)" for c in d.slower
     ]
@@ -105,11 +124,11 @@ def _reasons(d: Decision, limit: float, allowed: bool) -> list[str]:
         if id(c) in seen or c.change is None:
             continue
         seen.add(id(c))
-        why = {"runs": "the whole run moved 1.5x or more", "host": "too few lines to tell the host by"}
-        text = why.get(c.change.why, f"its interval {c.change.lo:.2f}-{c.change.hi:.2f}x holds both")
-        out.append(
-            f"{c.cost.where}: can't tell ({text})" + (" - allowed by --allow-cant-tell" if allowed else "")
-        )
+        ch = c.change
+        text = _WHY.get(ch.why, f"its interval {ch.lo:.2f}-{ch.hi:.2f}x reaches past {ruled_out:.2f}x")
+        label = "can't tell" if ch.verdict == CANT_TELL else f"{ch.verdict}, but"
+        allowance = " - allowed by --allow-cant-tell" if allowed else ""
+        out.append(f"{c.cost.where}: {label} ({text}){allowance}")
     return out
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from dlpt.analysis.diff import diff_sessions
 from dlpt.errors import UsageError
-from dlpt.query.compare import judged
+from dlpt.query.compare import judged, larger_total
 from dlpt.query.gate import CANT_TELL_STATUS, PASS, SLOWER_STATUS, Decision, decide
 from tests.diff_cases import GPU, session
 
@@ -23,7 +23,7 @@ def _decide(seed: int, heavier=None, host: float = 1.0, moments: bool = True, **
     b = session(seed + 1, COSTS, heavier, host=host, moments=moments)
     d = diff_sessions(a, b)
     _, changes = judged(d, GPU)
-    return decide(changes, d.tested, **kw)
+    return decide(changes, d.tested, total=larger_total(d, GPU), **kw)
 
 
 def _rate(status: int, **kw) -> float:
@@ -48,6 +48,12 @@ def test_a_slower_host_is_not_a_regression() -> None:
 
 def test_a_regression_under_max_regression_passes() -> None:
     assert _rate(SLOWER_STATUS, heavier={1: 1.5}, max_regression=0.8) == 0.0
+
+
+def test_a_tolerance_tighter_than_the_data_can_resolve_is_cant_tell() -> None:
+    # Two runs of one program: every interval reaches past 1.01x, so a 1% gate cannot pass.
+    d = _decide(1000, max_regression=0.01)
+    assert d.status == CANT_TELL_STATUS and "reaches past 1.01x" in d.reasons[0]
 
 
 def test_runs_that_cannot_be_compared_are_cant_tell_never_pass_or_fail() -> None:
