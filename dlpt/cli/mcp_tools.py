@@ -38,6 +38,14 @@ def _command(command: str | list[str]) -> list[str]:
     return argv
 
 
+def _options(options: list[str] | None) -> list[str]:
+    """dlpt's options for a profile; where the session goes is the tool's ``output``."""
+    out = [str(o) for o in options or []]
+    if any(o in ("-o", "--output", "--load") or o.startswith("--output=") for o in out):
+        raise UsageError("options: give the session's path as output, not -o (and --load runs nothing)")
+    return out
+
+
 def _time_limit(seconds: float) -> float:
     if not 0 < seconds <= MAX_TIME_LIMIT_S:
         raise UsageError(f"time_limit_s must be in (0, {MAX_TIME_LIMIT_S:g}], got {seconds:g}")
@@ -84,7 +92,7 @@ class Tools:
         r = run_bounded(
             _command(command),
             out,
-            list(options or []),
+            _options(options),
             steps=steps or None,
             time_limit=_time_limit(time_limit_s),
             cwd=cwd,
