@@ -50,7 +50,7 @@ def across(rep: RankReport) -> dict[str, Any]:
         return out
 
     return {
-        "world_size": len(rep.per_rank),
+        "sessions": len(rep.per_rank),
         "metric": rep.metric.name,
         "per_rank": per_rank,
         "stragglers": [straggler(s, True) for s in rep.stragglers]

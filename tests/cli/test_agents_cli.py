@@ -76,3 +76,15 @@ def test_verify_judges_a_real_change_against_its_base(tmp_path: Path) -> None:
         assert any(r.startswith("lines.py:17: expected faster") for r in v["reasons"])
     rc, v = _verify(tmp_path, ["10", "40", "20"], "--max-regression", "100")  # the same program
     assert rc in (0, 3), v["reasons"]
+
+
+def test_a_run_past_its_time_limit_is_stopped_and_keeps_what_it_captured(tmp_path: Path) -> None:
+    from dlpt.cli.bounded_run import run_bounded
+
+    shutil.copy(LINES, tmp_path / "lines.py")
+    out = str(tmp_path / "long.json")
+    r = run_bounded(
+        ["lines.py", "1000000", "2", "4", "2"], out, ["--skip-first", "2"], time_limit=20, cwd=str(tmp_path)
+    )
+    assert (r.stopped, r.saved, r.status) == ("time limit", True, -15), r.output
+    assert Session.load(out).typed_meta.profiled_steps > 0

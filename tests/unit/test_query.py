@@ -119,3 +119,15 @@ def test_dlpt_load_query_is_the_answer_of_the_saved_file(tmp_path: Path) -> None
     assert a == query(Session.load(str(path)), top=3, line="gpu_gpt.py:31", path=str(path))
     assert loaded.query(top=3) is not loaded.query(top=3)  # fresh answers from one view
     assert loaded.view() is loaded.view()
+
+
+def test_the_ranks_of_a_job_name_their_straggler() -> None:
+    # Rank 1 sleeps 20 ms a step while rank 0 waits for it in an all-reduce (test_rank_arrivals).
+    from dlpt.query.ranks import across
+    from tests.unit.test_rank_arrivals import MS, _job
+
+    wait = {0: {"comm_ns": 21 * MS, "exposed_ns": 21 * MS, "blocked_ns": 22 * MS}, 1: {"sleep_ns": 20 * MS}}
+    a = across(_job({0: [(30 * MS, 21 * MS, 0.8)], 1: [(10 * MS, 1 * MS, 1.0)]}, args=wait))
+    assert a["sessions"] == 2 and [r["rank"] for r in a["per_rank"]] == [0, 1]
+    (s,) = a["stragglers"]
+    assert s["rank"] == 1 and s["named"] and abs(s["waited_ns"] - 16 * MS) < 0.01 * 16 * MS
