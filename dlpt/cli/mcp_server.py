@@ -36,7 +36,8 @@ INSTRUCTIONS = (
 DESCRIPTIONS = {
     "profile": "Run a command (a Python script and its arguments, '-m module' or '-c code') under dlpt: "
     "stopped after `steps` counted steps (0: no bound) or `time_limit_s` seconds, keeping what it captured. "
-    "`options` are dlpt's (e.g. ['--flops', '--memory']). Returns the session's path, how the run ended and "
+    "`options` are dlpt's (e.g. ['--flops', '--memory']; steps come from the optimizer's step(), or "
+    "['--step-on', 'generate'] for inference). Returns the session's path, how the run ended and "
     "a summary (header, top 5 lines, suggestions).",
     "summary": "The header of a saved session (steps, step time, dlpt's cost, totals, MFU, every fact with "
     "its basis), its top 5 lines, suggestions and ranks.",
