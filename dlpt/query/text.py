@@ -124,6 +124,17 @@ def compare_text(c: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _measure(p: Mapping[str, Any]) -> str:
+    """What the next run measured of a predicted gain (a gain is positive)."""
+    if "measured_ns" not in p:
+        return str(p["measured"])
+    host = f"host time {PLAIN.time(p['host_ns'])}, " if "host_ns" in p else ""
+    own = (
+        f"own {PLAIN.time(p['measured_ns'])} ({PLAIN.time(p['measured_after_shift_ns'])} after the run shift"
+    )
+    return f"measured {host}{own}; {p['verdict']}): {100 * p['realised']:.0f}% of the prediction"
+
+
 def verify_text(v: Mapping[str, Any]) -> str:
     """``dlpt verify``'s answer: the decision and its reasons last, where a CI log ends."""
     out = compare_text(v["compare"])
@@ -131,14 +142,8 @@ def verify_text(v: Mapping[str, Any]) -> str:
     if preds:
         out.append("suggestions of the base, predicted against measured (per step):")
     for p in preds:
-        measured = (
-            f"measured {PLAIN.time(p['measured_ns'])} "
-            f"({PLAIN.time(p['measured_after_shift_ns'])} after the run shift; {p['verdict']})"
-            if "measured_ns" in p
-            else p["measured"]
-        )
         out.append(
-            f"  {esc(p['where'])} {esc(p['rule'])}: predicted -{PLAIN.time(p['predicted_ns'])}, {measured}"
+            f"  {esc(p['where'])} {esc(p['rule'])}: predicted -{PLAIN.time(p['predicted_ns'])}, {_measure(p)}"
         )
     runs = v.get("runs") or []
     each = "; ".join(f"{r['seconds']:g}s, {r['decision']}" for r in runs)

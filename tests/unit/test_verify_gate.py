@@ -76,3 +76,23 @@ def test_expect_faster() -> None:
     ]
     with pytest.raises(UsageError, match="no such line"):
         _decide(1000, expect_faster=("model.py:999",))
+
+
+def test_a_suggestions_predicted_gain_is_set_against_its_lines_measured_change() -> None:
+    from dlpt.query.predictions import predictions
+
+    a, b = session(1000, COSTS), session(1001, COSTS, {1: 0.5})  # line 101: 600 us -> 300 us
+    a.meta = {
+        **a.meta,
+        "suggestions": [{"rule": "r", "title": "t", "gain_ns": 200_000, "file": "/p/model.py", "line": 101}],
+    }
+    d = diff_sessions(a, b)
+    shift, changes = judged(d, GPU)
+    (p,) = predictions(a, d, shift, changes)
+    assert (p["where"], p["predicted_ns"], p["verdict"], p["realised_from"]) == (
+        "model.py:101",
+        200_000,
+        "faster",
+        "metric",
+    )
+    assert 250_000 < p["measured_ns"] < 350_000 and 1.2 < p["realised"] < 1.8
