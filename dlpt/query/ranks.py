@@ -4,10 +4,12 @@ report across ranks names (docs/query-format.md, "ranks")."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dlpt.analysis.ranks.report import RankReport
 from dlpt.model.meta import Meta
+
+if TYPE_CHECKING:  # the report across ranks is imported only where several ranks are queried
+    from dlpt.analysis.ranks.report import RankReport
 
 __all__ = ["rank_of", "across"]
 
