@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -29,9 +30,11 @@ def _data(result: Any) -> dict[str, Any]:
     return json.loads(result.content[0].text)
 
 
-async def _session() -> dict[str, Any]:
+async def _session(tmp: Path) -> dict[str, Any]:
+    # TMPDIR: the sessions the server keeps for its client go under the test's directory.
+    server_env = {**env(), "TMPDIR": str(tmp)}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "dlpt", "mcp"], env=env(), cwd=str(REPO)
+        command=sys.executable, args=["-m", "dlpt", "mcp"], env=server_env, cwd=str(REPO)
     )
     seen: dict[str, Any] = {}
     with anyio.fail_after(300):
@@ -55,8 +58,8 @@ async def _session() -> dict[str, Any]:
     return seen
 
 
-def test_a_real_client_profiles_reads_top_lines_and_compares() -> None:
-    seen = anyio.run(_session)
+def test_a_real_client_profiles_reads_top_lines_and_compares(tmp_path: Path) -> None:
+    seen = anyio.run(_session, tmp_path)
     assert seen["tools"] >= REQUIRED
 
     for bad in (seen["missing"], seen["bad_line"]):  # MCP tool errors, one line, no traceback
@@ -67,6 +70,7 @@ def test_a_real_client_profiles_reads_top_lines_and_compares() -> None:
     assert "no line nowhere.py:1" in seen["bad_line"].content[0].text
 
     first = seen["first"]
+    assert Path(first["session"]).parent.parent == tmp_path
     assert first["run"]["stopped"] == "steps"  # the step bound ended it, the session kept
     assert first["summary"]["format"] == "dlpt-query"
     assert first["summary"]["header"]["steps"]["counted"] >= 6
