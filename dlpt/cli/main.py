@@ -48,6 +48,7 @@ from dlpt.model.session import Session
 
 __all__ = ["main", "run", "entry"]
 
+SUBCOMMANDS = ("query", "verify", "mcp")  # like diff: a script of that name runs as ./query
 EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
 
 
@@ -229,6 +230,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         from dlpt.cli.diff import main as diff_main
 
         return _interruptible(lambda: diff_main(args[1:]))
+    if args[:1] and args[0] in SUBCOMMANDS:  # query, verify, mcp: dlpt.cli.commands
+        from dlpt.cli.commands import run_subcommand
+
+        return _interruptible(lambda: run_subcommand(args[0], args[1:]))
     try:
         opts, program = parse_command_line(args)
     except UsageError as e:

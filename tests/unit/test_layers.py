@@ -65,11 +65,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The page and the exports format the report model and the folded tree, never the terminal's.
     "dlpt.renderers.html": ("dlpt.renderers.html", "dlpt.analysis", *_MODEL),
     "dlpt.renderers.exports": ("dlpt.analysis", *_MODEL),
+    # Answers for scripts and agents (dlpt query, the MCP server's tools, dlpt verify's verdict):
+    # the analysis as a versioned JSON schema; a renderer's peer, never the terminal's.
+    "dlpt.query": ("dlpt.query", "dlpt.analysis", *_MODEL),
     # The one ending of a run, under the API (whose stop it is) and the front ends.
     "dlpt.finish": ("dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
     "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.analysis", "dlpt.renderers", *_MODEL),
     "dlpt.cli": (
         "dlpt.cli",
+        "dlpt.query",
         "dlpt.api",
         "dlpt.finish",
         "dlpt.capture",
@@ -81,6 +85,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.notebook": (
         "dlpt.notebook",
         "dlpt.cli",
+        "dlpt.query",
         "dlpt.api",
         "dlpt.finish",
         "dlpt.capture",
@@ -92,7 +97,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 }
 
 #: Parts of dlpt that never print or draw: no rich.
-NO_RICH = ("dlpt.model", "dlpt.capture", "dlpt.analysis", "dlpt.api")
+NO_RICH = ("dlpt.model", "dlpt.capture", "dlpt.analysis", "dlpt.query", "dlpt.api")
 
 
 def module_name(path: Path) -> str:
