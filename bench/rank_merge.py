@@ -1,5 +1,5 @@
 """How the report across ranks scales: N synthetic rank summaries of a model with L distinct
-lines, merged (rank_report) and rendered (terminal text and the HTML page's model) in one
+lines, merged (ranks_view) and rendered (terminal text and the HTML page's model) in one
 process, with the wall time and peak memory of each stage.
 
     python bench/rank_merge.py [--ranks 1024] [--lines 10000] [--out bench/results]

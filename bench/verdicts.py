@@ -6,6 +6,7 @@ construction, many times each, with how often it was right (docs/numbers.md quot
     python bench/verdicts.py warmup [--seeds 300]                       # the warm-up rule on simulated series
     python bench/verdicts.py steps  --runs 10 [--busy 2]                # warm-up end to end: the README's command, short runs
     python bench/verdicts.py ranks  --runs 10                           # stragglers: two gloo ranks, one sleeping
+    python bench/verdicts.py verify --pairs 5 [--runs 3] [--busy 0]     # dlpt verify's exit status on lines.py pairs
 
 ``--busy K`` runs K processes that spin on the CPU for the whole run (a host "with both cores
 busy" on a 2-core machine). Tables go to stdout and to bench/results/verdicts-<part>-<host>-<date>.md
@@ -203,6 +204,34 @@ def judge_gpu(root: Path) -> None:
     _write("diff-gpu", "dlpt diff on GPU workloads with a known extra matmul", rates, {"outcomes": raw}, notes)
 
 
+def run_verify(args: argparse.Namespace) -> None:
+    import verdict_verify as vv
+
+    root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    by_case: dict[str, list] = {c.name: [] for c in vv.PICKED}
+    with busy_host(args.busy):
+        for i in range(args.pairs):
+            base = root / f"base-{i}.json"
+            if profile(verdict_diff.base_args(40), base)["rc"] != 0:
+                continue
+            for case in vv.PICKED:
+                o = vv.verify(base, case, root / f"{_slug(case.name)}-{i}.json", args.runs)
+                by_case[case.name].append(o)
+                print(f"pair {i + 1}: {case.name}: exit {o.status} ({o.runs} runs, {o.seconds:.0f}s, load {o.load:.1f})",
+                      flush=True)
+    rates = [r for c in vv.PICKED for r in vv.rates(c, by_case[c.name])]
+    loads = [o.load for v in by_case.values() for o in v]
+    notes = [
+        f"`python bench/verdicts.py verify --pairs {args.pairs} --runs {args.runs} --busy {args.busy}` on "
+        f"{platform.node()} ({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}; load average before each "
+        f"verify {min(loads, default=0):.1f}-{max(loads, default=0):.1f}. Right: exit 1 where a line was made "
+        "heavier, exit 0 for the same program or a slower host; exit 3 (can't tell) is counted apart.",
+    ]
+    raw = {k: [o.__dict__ for o in v] for k, v in by_case.items()}
+    _write("verify", "dlpt verify on pairs of known truth", rates, {"outcomes": raw}, notes)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="part", required=True)
@@ -222,6 +251,11 @@ def main() -> None:
     rk.add_argument("--dir", default="/tmp/dlpt-verdicts-ranks")
     jg = sub.add_parser("judge-gpu")
     jg.add_argument("dir")
+    vf = sub.add_parser("verify")
+    vf.add_argument("--pairs", type=int, default=5)
+    vf.add_argument("--runs", type=int, default=1)
+    vf.add_argument("--busy", type=int, default=0)
+    vf.add_argument("--dir", default="/tmp/dlpt-verdicts-verify")
     j = sub.add_parser("judge")
     j.add_argument("dir")
     args = ap.parse_args()
@@ -235,6 +269,8 @@ def main() -> None:
         run_ranks(args)
     elif args.part == "judge-gpu":
         judge_gpu(Path(args.dir))
+    elif args.part == "verify":
+        run_verify(args)
     elif args.part == "judge":
         judge_diff(Path(args.dir))
 

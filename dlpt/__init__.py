@@ -5,7 +5,8 @@
         train_steps()
     prof.print()
 
-Or from the shell: ``python -m dlpt train.py args…``. See README.md.
+Or from the shell: ``python -m dlpt train.py args…``; a saved session answers queries:
+``dlpt.load("run.json").query(top=10)`` (docs/query-format.md). See README.md.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from dlpt.api import profile
 from dlpt.capture.scope import scope
 from dlpt.errors import DlptError, NativeUnavailableError, ProfilerBusyError, SessionFormatError, UsageError
 from dlpt.model.session import Session
+from dlpt.query import load
 
 __all__ = [
     "profile",
     "scope",
     "Session",
+    "load",
     "DlptError",
     "NativeUnavailableError",
     "ProfilerBusyError",

@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the checkout's dlpt, wherever this is run from
 
 from dlpt.cli.diff import build_parser as diff_parser  # noqa: E402
+from dlpt.cli.mcp_tools import TOOL_NAMES  # noqa: E402
 from dlpt.cli.options import build_parser as cli_parser  # noqa: E402
+from dlpt.cli.query import build_parser as query_parser  # noqa: E402
+from dlpt.cli.verify import build_parser as verify_parser  # noqa: E402
 from dlpt.model.metrics import METRICS  # noqa: E402
 from dlpt.notebook.options import build_parser as magic_parser  # noqa: E402
 from dlpt.renderers.exports import FORMATS  # noqa: E402
@@ -123,13 +126,31 @@ def _missing(kind: str, names: tuple[str, ...] | list[str], notes: dict[str, str
         raise SystemExit(f"gen_cli_reference: describe the {kind} {', '.join(lacking)} in {__file__}")
 
 
+def _command(title: str, parser: argparse.ArgumentParser) -> list[str]:
+    """A subcommand's section: its usage, description and options."""
+    with _columns(100):  # argparse wraps usage lines at the terminal's width
+        usage = parser.format_usage().rstrip()
+    return [
+        f"## `{title}`",
+        "",
+        "```",
+        usage,
+        "```",
+        "",
+        _cell(parser.description or ""),
+        "",
+        *_options_table(parser),
+        "",
+    ]
+
+
 def render() -> str:
     _missing("view", VIEWS, VIEW_NOTES)
     _missing("export format", FORMATS, FORMAT_NOTES)
     cli = cli_parser()
     diff = diff_parser()
     with _columns(100):  # argparse wraps usage lines at the terminal's width
-        cli_usage, diff_usage = cli.format_usage().rstrip(), diff.format_usage().rstrip()
+        cli_usage = cli.format_usage().rstrip()
     lines = [
         "# Command-line reference",
         "",
@@ -156,15 +177,13 @@ def render() -> str:
         (cli.epilog or "").rstrip(),
         "```",
         "",
-        "## `dlpt diff`",
+        *_command("dlpt diff", diff),
+        *_command("dlpt query", query_parser()),
+        *_command("dlpt verify", verify_parser()),
+        "## `dlpt mcp`",
         "",
-        "```",
-        diff_usage,
-        "```",
-        "",
-        _cell(diff.description or ""),
-        "",
-        *_options_table(diff),
+        "A Model Context Protocol server over stdio (`pip install 'dlpt[mcp]'`), no options; its tools:",
+        ", ".join(f"`{t}`" for t in TOOL_NAMES) + " ([agents.md](../agents.md)).",
         "",
         "## `%dlpt` and `%%dlpt` (IPython, Jupyter)",
         "",

@@ -155,6 +155,7 @@ class StepSchedule:
         self._clock = clock
         self._on_warm = on_warm
         self._first_window = max(FIRST_WINDOW, first_window)
+        self._timeline = first_window > 1  # a timeline window opens when the warm-up ends
         self.warmup = Warmup(skip_first)
         self.source: str | None = None
         self.seen = 0  # steps that ended
@@ -309,9 +310,10 @@ class StepSchedule:
         was_over = self.warmup.over
         warm = self.warmup.step(wall)
         if not was_over and self.warmup.over:
-            # The steps counted provisionally are not the traced run before the first window:
-            # that starts now (the timeline's window, which opens here, is traced whole).
-            self._since_window = -1 if warm != FIRST else 0  # this step is counted next
+            if self._timeline:
+                # A timeline's window opens here: it is traced whole, so the first untraced
+                # window waits for its steps (the provisional ones before it do not count).
+                self._since_window = -1 if warm != FIRST else 0  # this step is counted next
             if self._on_warm is not None:
                 self._on_warm()
         return warm

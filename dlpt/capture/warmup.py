@@ -76,11 +76,11 @@ MIN_WINDOW = 6
 BLOCK = 3
 #: A fall across the window smaller than this share of its median is not material.
 MATERIAL = 0.05
-#: One-sided 0.1% for Mann-Kendall's S (its normal approximation): the test runs at every step, and a
+#: One-sided 0.5% for Mann-Kendall's S (its normal approximation): the test runs at every step, and a
 #: false cut throws steps away.
-Z_ONE_SIDED = 3.09
+Z_ONE_SIDED = 2.58
 #: The warm-up ends after at most this many steps.
-MAX_WARMUP = 100
+MAX_WARMUP = 150
 #: Wall times of the warm-up steps kept for the report.
 KEPT = 20
 
@@ -100,8 +100,9 @@ def theil_sen_slope(values: Sequence[float]) -> float:
 
 
 def _mann_kendall_falls(values: Sequence[float]) -> bool:
-    """Whether ``values`` fall beyond chance (one-sided 5%): Kendall's S (pairs that rose minus
-    pairs that fell) at or below minus its 95th percentile under no trend."""
+    """Whether ``values`` fall beyond chance (one-sided, :data:`Z_ONE_SIDED`): Kendall's S (pairs
+    that rose minus pairs that fell) at or below minus that many of its standard deviations under
+    no trend."""
     n = len(values)
     if n < 3:
         return False
@@ -120,19 +121,32 @@ def falls(values: Sequence[float]) -> bool:
     across = -theil_sen_slope(values) * (len(values) - 1)
     if across >= MATERIAL * median and _mann_kendall_falls(values):
         return True
-    whole = values[len(values) % BLOCK :]
-    fastest = [min(whole[i : i + BLOCK]) for i in range(0, len(whole), BLOCK)]
+    fastest = _fastest_of_blocks(values)
     if len(fastest) < 4:
         return False
-    across = -theil_sen_slope(fastest) / BLOCK * (len(whole) - 1)
+    across = -theil_sen_slope(fastest) * (len(fastest) - 1)  # from the first block to the last
     return across >= MATERIAL * median and _mann_kendall_falls(fastest)
 
 
+def _fastest_of_blocks(values: Sequence[float]) -> list[float]:
+    """The fastest step of each block of BLOCK (the latest steps in whole blocks)."""
+    whole = values[len(values) % BLOCK :]
+    return [min(whole[i : i + BLOCK]) for i in range(0, len(whole), BLOCK)]
+
+
 def _trend_falls(values: Sequence[float]) -> bool:
-    """Whether the trend of ``values`` falls by a material amount across them (the estimate
-    alone, real or not): the warm-up does not end on a window that still falls, however noisy."""
+    """Whether the trend of ``values``, or of their blocks' fastest, falls by a material amount
+    across them (the estimate alone, real or not): the warm-up does not end on a window that
+    still falls, however noisy (a busy host's delays hide a fall in the times, not in their
+    blocks' fastest)."""
     median = statistics.median(values)
-    return median > 0 and -theil_sen_slope(values) * (len(values) - 1) >= MATERIAL * median
+    if median <= 0:
+        return False
+    fastest = _fastest_of_blocks(values)
+    return (
+        -theil_sen_slope(values) * (len(values) - 1) >= MATERIAL * median
+        or -theil_sen_slope(fastest) * (len(fastest) - 1) >= MATERIAL * median
+    )
 
 
 class Warmup:
@@ -171,8 +185,11 @@ class Warmup:
         self._since.append(wall_ns)
         del self._since[:-LONG_WINDOW]
         self._provisional.append(wall_ns)
-        early = self.seen == 3 and not self.cuts and self._since[0] > (1 + EARLY) * self._since[1] + EARLY_NS
-        if early or falls(self._since[-WINDOW:]) or (len(self._since) > WINDOW and falls(self._since)):
+        if (
+            self._second_step_slow()
+            or falls(self._since[-WINDOW:])
+            or (len(self._since) > WINDOW and falls(self._since))
+        ):
             return self._cut()
         if len(self._provisional) >= STEADY and not _trend_falls(self._since):
             self._end(settled=True)
@@ -182,6 +199,10 @@ class Warmup:
             self._end(settled=len(self._provisional) >= WINDOW)
             return COUNTED
         return PROVISIONAL
+
+    def _second_step_slow(self) -> bool:
+        """At the third step: whether the second took EARLY (and EARLY_NS) longer than it."""
+        return self.seen == 3 and not self.cuts and self._since[0] > (1 + EARLY) * self._since[1] + EARLY_NS
 
     def _skip_first(self, wall_ns: int) -> str:
         self._keep(wall_ns)

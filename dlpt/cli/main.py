@@ -26,10 +26,13 @@ from dlpt.cli.run import EXIT_USAGE, run_command
 from dlpt.errors import UsageError
 from dlpt.frontend.options import LoadOptions
 
-__all__ = ["COMMANDS", "main", "run", "entry"]
+__all__ = ["COMMANDS", "SUBCOMMANDS", "main", "run", "entry"]
 
-#: The commands: a program profiled, saved sessions shown again, two runs compared.
+#: The commands: a program profiled, saved sessions shown again, two runs compared, and the
+#: answers for scripts and agents (dlpt.cli.commands). Like diff, a script of such a name runs
+#: as ./query.
 COMMANDS = ("run", "load", "diff")
+SUBCOMMANDS = ("query", "verify", "mcp")
 
 
 def entry() -> NoReturn:
@@ -56,6 +59,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         from dlpt.cli.diff import main as diff_main
 
         return _interruptible(lambda: diff_main(args[1:]))
+    if args[:1] and args[0] in SUBCOMMANDS:
+        from dlpt.cli.commands import run_subcommand
+
+        return _interruptible(lambda: run_subcommand(args[0], args[1:]))
     try:
         opts = (
             parse_load(args[1:]) if command == "load" else parse_command_line(args[1:] if command else args)

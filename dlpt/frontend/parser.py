@@ -63,7 +63,10 @@ def build_parser(prog: str = "dlpt") -> Parser:
         allow_abbrev=False,  # abbreviations would make the script/option split ambiguous
         usage="dlpt [run] [options] (script.py | -m module | -c code) [args ...]\n"
         "       dlpt load FILE [FILE ...] [render options]    (also: dlpt --load FILE ...)\n"
-        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]"
+        "       dlpt diff A.json B.json [--metric M] [--threshold PCT] [--html OUT] [--ascii]\n"
+        "       dlpt query FILE [--json] [--line FILE:LINE] [--top N]\n"
+        "       dlpt verify BASE.json [options] -- (script.py | -m module | -c code) [args ...]\n"
+        "       dlpt mcp"
         if prog == "dlpt"
         else "%(prog)s [options]" + (" statement" if prog == "%dlpt" else "  (atop a cell)"),
         description="Profile a PyTorch program: which line of your code costs how much GPU time.",

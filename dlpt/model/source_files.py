@@ -103,7 +103,8 @@ def file_kind(path: str) -> FileKind:
         return "package"
     if _FOREIGN_STDLIB.search(path) or p.startswith(stdlib):
         return "framework"
-    return "user"
+    # dlpt's own frames, also those of a dlpt installed elsewhere that recorded the session
+    return "framework" if is_dlpt_file(path) else "user"
 
 
 def is_library_file(path: str) -> bool:
@@ -112,14 +113,25 @@ def is_library_file(path: str) -> bool:
     return file_kind(path) != "user"
 
 
-_DLPT_DIRS = _prefixes({str(Path(__file__).resolve().parent.parent)})
+_DLPT_PACKAGE = Path(__file__).resolve().parent.parent
+_DLPT_DIRS = _prefixes({str(_DLPT_PACKAGE)})
 
 
 @functools.lru_cache(maxsize=4096)
 def is_dlpt_file(path: str) -> bool:
-    """True for this dlpt's own files (the profiler's frames: its launcher, hooks, start and stop),
-    which are never the user's time (issue 33)."""
-    return bool(path) and os.path.normcase(os.path.abspath(path)).startswith(_DLPT_DIRS)
+    """True for dlpt's own files (the profiler's frames: its launcher, hooks, start and stop),
+    which are never the user's time (issue 33): this dlpt's, and those of a dlpt installed
+    elsewhere that recorded the session (a checkout on another machine, another venv), known by
+    their path inside a ``dlpt`` package that this dlpt has too."""
+    if not path:
+        return False
+    if os.path.normcase(os.path.abspath(path)).startswith(_DLPT_DIRS):
+        return True
+    parts = Path(path).parts
+    if "dlpt" not in parts[:-1]:
+        return False
+    at = len(parts) - 1 - parts[::-1].index("dlpt")  # the last "dlpt" folder on the path
+    return _DLPT_PACKAGE.joinpath(*parts[at + 1 :]).is_file()
 
 
 def is_module_call_file(path: str) -> bool:

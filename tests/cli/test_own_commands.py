@@ -1,7 +1,7 @@
-"""dlpt's own commands and its own set-up end as a command should: ``--load`` and ``dlpt diff``
-fail with status 2 when stdout cannot take the report (a full disk; a reader that left is its
-own choice), end by SIGINT without a traceback on Ctrl-C; a bad value of an environment switch
-(DLPT_FLOOR, DLPT_SUSPEND) is one line and status 2 before the program runs."""
+"""dlpt's own commands and its own set-up end as a command should: ``--load``, ``dlpt diff``
+and ``dlpt query`` fail with status 2 when stdout cannot take the report (a full disk; a reader
+that left is its own choice), end by SIGINT without a traceback on Ctrl-C; a bad value of an
+environment switch (DLPT_FLOOR, DLPT_SUSPEND) is one line and status 2 before the program runs."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [
         ("--load a.json > /dev/full", 2, "the report: No space left on device"),
         ("diff a.json b.json > /dev/full", 2, "the comparison: No space left on device"),
+        ("query a.json --json > /dev/full", 2, "the answer: No space left on device"),
         ("--load a.json | head -c0; exit ${PIPESTATUS[0]}", 0, "the report: stdout is closed (broken pipe)"),
     ],
 )
@@ -48,7 +49,7 @@ def test_a_report_stdout_cannot_take_is_a_failure(root: Path, command: str, stat
     assert r.rc == status and r.err.strip() == f"dlpt: could not print {says}", (r.rc, r.err)
 
 
-@pytest.mark.parametrize("argv", [["--load", "a.json"], ["diff", "a.json", "b.json"]])
+@pytest.mark.parametrize("argv", [["--load", "a.json"], ["diff", "a.json", "b.json"], ["query", "a.json"]])
 def test_ctrl_c_ends_a_command_by_sigint_without_a_traceback(
     root: Path, argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

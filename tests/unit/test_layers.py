@@ -79,6 +79,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # One view per report kind (a run, a job's ranks, a comparison): the renderers' and front
     # ends' only door into the analysis.
     "dlpt.views": ("dlpt.views", "dlpt.analysis", *_TREES),
+    # Answers for scripts and agents (dlpt query, the MCP server's tools, dlpt verify's verdict):
+    # a view of its own kind, the analysis as a versioned JSON schema.
+    "dlpt.query": ("dlpt.query", "dlpt.views", "dlpt.analysis", *_TREES),
     # Renderers format views and the model: never the analysis, never the tree operations.
     "dlpt.renderers": ("dlpt.renderers", *_VIEWS),
     # The page and the exports format the views, never the terminal's renderer.
@@ -89,7 +92,16 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "dlpt.api": ("dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
     # What the front ends share, below both: a run's options, its files, its one ending.
     "dlpt.frontend": ("dlpt.frontend", "dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
-    _CLI: (_CLI, "dlpt.frontend", "dlpt.api", "dlpt.finish", "dlpt.capture", "dlpt.renderers", *_VIEWS),
+    _CLI: (
+        _CLI,
+        "dlpt.frontend",
+        "dlpt.query",
+        "dlpt.api",
+        "dlpt.finish",
+        "dlpt.capture",
+        "dlpt.renderers",
+        *_VIEWS,
+    ),
     # The notebook magic is a front end beside the command line: it never imports it.
     "dlpt.notebook": (
         "dlpt.notebook",
@@ -111,6 +123,7 @@ NO_RICH = (
     "dlpt.capture",
     "dlpt.analysis",
     "dlpt.views",
+    "dlpt.query",
     "dlpt.api",
 )
 

@@ -86,3 +86,14 @@ def test_notebook_machinery_folds_like_the_framework(path: str) -> None:
 
     assert file_kind(path) == "framework"
     assert file_kind("/home/u/proj/ipython_notes.py") == "user"
+
+
+def test_a_session_recorded_by_a_dlpt_installed_elsewhere_keeps_its_frames_out_of_the_user_lines() -> None:
+    """Frames of dlpt's own files, under another checkout's or venv's path (the session was
+    recorded there), are dlpt's, not the user's: the report across ranks once named a symmetric
+    job's collective hook (dlpt/capture/ranks/pycomm.py) as a rank's own line."""
+    from dlpt.model.source_files import file_kind, is_dlpt_file
+
+    elsewhere = "/opt/other-venv/src/dlpt/capture/ranks/pycomm.py"
+    assert is_dlpt_file(elsewhere) and file_kind(elsewhere) == "framework"
+    assert file_kind("/home/me/proj/dlpt/train.py") == "user"  # a user's own folder named dlpt

@@ -367,3 +367,17 @@ def test_the_readme_commands_jittery_steps_are_counted() -> None:
         r.step(round(seen[i % len(seen)] * MS))
     r.s.close()
     assert r.s.counted >= 20 and r.s.meta()["profiled"] >= 20
+
+
+@pytest.mark.parametrize("timeline", [0, 4])
+def test_the_first_untraced_window_follows_the_warm_up_unless_a_timeline_opens_there(timeline: int) -> None:
+    """The provisional steps are counted traced steps: without a timeline the first untraced
+    window opens right after the warm-up ends (a 60-step run still gets one); a timeline's
+    window, which opens there, is kept traced whole first."""
+    r = Run(first_window=timeline + 1)
+    for _ in range(60):
+        r.step(10 * MS)
+    assert r.s.warmup.over
+    over_at = 1 + STEADY  # step 1, then STEADY provisional steps
+    windows = r.s.times()["windows"]  # [first, last] step numbers of untraced runs
+    assert windows and windows[0][0] == over_at + 1 + (FIRST_WINDOW if timeline else 0), windows

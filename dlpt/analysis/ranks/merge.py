@@ -189,7 +189,8 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
             sums[k] = sums.get(k, 0) + v
     meta = rank.session.meta
     traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
-    wall = traced.median_ns if traced is not None else rank.per_step(wall_ns(meta))
+    # No step time from a rank that counted no step (its run's wall is not a step's).
+    wall = traced.median_ns if traced is not None else rank.per_step(wall_ns(meta)) if rank.counted else 0.0
     return RankTotals(
         rank=rank.rank,
         steps=rank.steps,

@@ -124,9 +124,9 @@ def _missing_lines(v: RanksView, fmt: Fmt) -> list[Text]:
 def _step_lines(v: RanksView, fmt: Fmt, sep: str) -> list[Text]:
     lines = []
     walls, untraced = v.step_spread, v.untraced_spread
-    if walls is not None:
-        steps = ", ".join(map(str, v.steps_counted))
-        lines.append(Text(f"steps profiled: {steps}{sep}step time per rank: {_across(walls, fmt)}"))
+    steps = ", ".join(map(str, v.steps_counted))  # said also when a rank counted none
+    step_time = f"{sep}step time per rank: {_across(walls, fmt)}" if walls is not None else ""
+    lines.append(Text(f"steps profiled: {steps}{step_time}"))
     if untraced is not None:
         lines.append(
             Text(
