@@ -241,9 +241,9 @@ def _record_stop_steps(monkeypatch) -> list[bool]:
     probes: list[bool] = []
     real = dlpt.finish.finish_session
 
-    def finish(session: Session, probe: bool = True, analysis: Any = None) -> None:
+    def finish(source: Any, probe: bool = True) -> None:  # the session or the run's view of it
         probes.append(probe)
-        real(session, probe=probe, analysis=analysis)
+        real(source, probe=probe)
 
     monkeypatch.setattr(dlpt.finish, "finish_session", finish)
     return probes
@@ -285,9 +285,9 @@ def test_a_forked_childs_own_profile_makes_no_probe(tmp_path: Path) -> None:
         import os, torch, dlpt, dlpt.finish as P
         probes = []
         real = P.finish_session
-        def finish(session, probe=True, analysis=None):
+        def finish(source, probe=True):
             probes.append(probe)
-            real(session, probe=probe, analysis=analysis)
+            real(source, probe=probe)
         P.finish_session = finish
         pid = os.fork()
         if pid:
