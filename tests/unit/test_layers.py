@@ -24,8 +24,12 @@ import ast
 import functools
 from pathlib import Path
 
+import pytest
+
 import dlpt
 from tests.offenders import assert_every_file
+
+pytestmark = pytest.mark.torch_independent  # not rerun on CI's newest-torch leg (.ci/run)
 
 PKG = Path(dlpt.__file__).parent
 
