@@ -28,6 +28,8 @@ from dlpt.trees.folding import report_tree
 from dlpt.views.diff import DiffView
 from tests import sessions as S
 
+pytestmark = pytest.mark.torch_independent  # not rerun on CI's newest-torch leg (.ci/run)
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 GELU_LINE = 'gpu_gpt.py:44  h = F.gelu(h, approximate="tanh")'
 GELU_FWD = "triton_poi_fused_gelu_view_10 [0_forward]"

@@ -26,6 +26,8 @@ from dlpt.renderers.html.page import ASSETS
 from dlpt.renderers.terminal.format import Fmt
 from tests import sessions as S
 
+pytestmark = pytest.mark.torch_independent  # not rerun on CI's newest-torch leg (.ci/run)
+
 # util.js in a bare context: `window` is all it touches when loaded (document only when drawing).
 # stdin: {units, cases: [[kind, value, steps], ...]}; stdout: the formatted strings, as the page
 # does it (value / steps, then D.fmtTime / fmtCount / fmtBytes).

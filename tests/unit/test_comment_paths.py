@@ -11,6 +11,7 @@ there (a test's missing file, a temporary folder)."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -18,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.offenders import assert_every_file
 from tests.unit.test_docs import DOCS, ROOT, _exists, repository_paths
+
+pytestmark = pytest.mark.torch_independent  # not rerun on CI's newest-torch leg (.ci/run)
 
 CSRC = ROOT / "csrc"
 SOURCE_DIRS = ("dlpt", "csrc", "tests", "tools", "bench", "examples", ".ci")
@@ -56,6 +60,7 @@ def python_comments(text: str) -> str:
     return "\n".join(parts)
 
 
+@functools.cache  # three rules read the same files' comments
 def comments(path: Path) -> str:
     text = path.read_text()
     if path.suffix == ".py":
@@ -72,10 +77,13 @@ def _id(p: Path) -> str:
     return str(p.relative_to(ROOT))
 
 
-@pytest.mark.parametrize("path", FILES, ids=_id)
-def test_every_repository_path_a_comment_names_exists(path: Path) -> None:
-    missing = sorted({t for t in repository_paths(comments(path)) if not _exists(t, path.parent)})
-    assert missing == [], f"{_id(path)}: comments name paths that do not exist"
+def stale_paths(path: Path) -> list[str]:
+    """The repository paths the comments of ``path`` name that do not exist."""
+    return [t for t in repository_paths(comments(path)) if not _exists(t, path.parent)]
+
+
+def test_every_repository_path_a_comment_names_exists() -> None:
+    assert_every_file(FILES, stale_paths, "comments name paths that do not exist", _id)
 
 
 #: A file of the native core named inside csrc/: relative to csrc/ (``host/sampler.cpp``) or bare.
@@ -92,14 +100,17 @@ EXTERNAL_HEADERS = {
 } | {"x86intrin.h"}
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if p.is_relative_to(CSRC)], ids=_id)
-def test_every_native_file_a_csrc_comment_names_exists(path: Path) -> None:
+def stale_native_files(path: Path) -> list[str]:
+    """The files of csrc/ the comments of ``path`` (a file of csrc/) name that do not exist."""
     text = comments(path)
-    missing = sorted(
-        {t for t in CSRC_PATH.findall(text) if not ((CSRC / t).exists() or (path.parent / t).exists())}
-        | {t for t in CSRC_FILE.findall(text) if t not in CSRC_NAMES | EXTERNAL_HEADERS}
-    )
-    assert missing == [], f"{_id(path)}: comments name native files that do not exist"
+    return [t for t in CSRC_PATH.findall(text) if not ((CSRC / t).exists() or (path.parent / t).exists())] + [
+        t for t in CSRC_FILE.findall(text) if t not in CSRC_NAMES | EXTERNAL_HEADERS
+    ]
+
+
+def test_every_native_file_a_csrc_comment_names_exists() -> None:
+    native = [p for p in FILES if p.is_relative_to(CSRC)]
+    assert_every_file(native, stale_native_files, "comments name native files that do not exist", _id)
 
 
 DOTTED = re.compile(r"(?<![\w.])(dlpt(?:\.\w+)+)")
@@ -136,11 +147,19 @@ def dotted_names(text: str) -> list[str]:
     return [m.rstrip(".") for m in DOTTED.findall(text)]
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if p.suffix == ".py"] + DOCS, ids=_id)
-def test_every_dlpt_module_named_exists(path: Path) -> None:
-    text = path.read_text() if path.suffix == ".md" else comments(path)
-    missing = sorted({n for n in dotted_names(text) if not dotted_name_exists(n)})
-    assert missing == [], f"{_id(path)} names dlpt modules that do not exist"
+def _prose(path: Path) -> str:
+    """What a rule reads of ``path``: a document whole, a source file's comments."""
+    return path.read_text() if path.suffix == ".md" else comments(path)
+
+
+def stale_modules(path: Path) -> list[str]:
+    """The dlpt modules (and names in them) ``path`` names that do not exist."""
+    return [n for n in dotted_names(_prose(path)) if not dotted_name_exists(n)]
+
+
+def test_every_dlpt_module_named_exists() -> None:
+    named = [p for p in FILES if p.suffix == ".py"] + DOCS
+    assert_every_file(named, stale_modules, "names dlpt modules that do not exist", _id)
 
 
 #: A path outside the repository: the machine's workspace, a sibling folder of the checkout.
@@ -149,10 +168,14 @@ OUTSIDE = re.compile(r"(?<![\w.-])(/work/\S*|\.\./shared\S*|shared/(?:bench|ANCH
 OTHER_DOCS = sorted([ROOT / "bench" / "README.md", ROOT / "tests" / "schemas" / "README.md"])
 
 
-@pytest.mark.parametrize("path", FILES + DOCS + OTHER_DOCS, ids=_id)
-def test_nothing_names_a_path_outside_the_repository(path: Path) -> None:
-    text = path.read_text() if path.suffix == ".md" else comments(path)
-    assert OUTSIDE.findall(text) == [], f"{_id(path)} names what a reader of the repository does not have"
+def outside_paths(path: Path) -> list[str]:
+    return OUTSIDE.findall(_prose(path))
+
+
+def test_nothing_names_a_path_outside_the_repository() -> None:
+    assert_every_file(
+        FILES + DOCS + OTHER_DOCS, outside_paths, "names what a reader of the repository does not have", _id
+    )
 
 
 def test_the_checks_catch_what_is_stale() -> None:
@@ -171,3 +194,18 @@ def test_the_checks_catch_what_is_stale() -> None:
         "../shared/DESIGN.md;",
     ]
     assert CSRC_PATH.findall("(tracer.cpp) and host/sampler.h") == ["host/sampler.h"]
+
+
+def test_every_offender_is_listed(tmp_path: Path) -> None:
+    """A rule over every file fails once, naming each file that breaks it and what it found."""
+    texts = {"a.py": "# dlpt/nowhere.py\n", "ok.py": "# dlpt/\n", "b.py": "# csrc/none.h, dlpt/gone.py\n"}
+    files = [tmp_path / name for name in texts]
+    for path in files:
+        path.write_text(texts[path.name])
+    with pytest.raises(AssertionError) as failed:
+        assert_every_file(files, stale_paths, "comments name paths that do not exist", lambda p: p.name)
+    assert str(failed.value).splitlines() == [
+        "comments name paths that do not exist: 2 of 3 files",
+        "  a.py: dlpt/nowhere.py",
+        "  b.py: csrc/none.h, dlpt/gone.py",
+    ]

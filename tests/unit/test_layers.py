@@ -27,11 +27,15 @@ No module imports another's private names. Function-level imports count too.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
 
 import dlpt
+from tests.offenders import assert_every_file
+
+pytestmark = pytest.mark.torch_independent  # not rerun on CI's newest-torch leg (.ci/run)
 
 PKG = Path(dlpt.__file__).parent
 
@@ -138,10 +142,16 @@ def is_module(name: str) -> bool:
     return (PKG.parent / rel).with_suffix(".py").exists() or (PKG.parent / rel / "__init__.py").exists()
 
 
-def dlpt_imports(path: Path) -> list[tuple[str, str]]:
+@functools.cache  # every rule below reads every module
+def syntax(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def dlpt_imports(path: Path) -> tuple[tuple[str, str], ...]:
     """(imported dlpt module, name) for every import in the file; name "" for ``import x``."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(syntax(path)):
         if isinstance(node, ast.Import):
             out += [(a.name, "") for a in node.names if a.name.split(".")[0] == "dlpt"]
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "dlpt":
@@ -149,7 +159,7 @@ def dlpt_imports(path: Path) -> list[tuple[str, str]]:
                 sub = f"{node.module}.{a.name}"
                 # `from dlpt import log` imports a module; `from dlpt._C` is the extension.
                 out.append((sub, "") if is_module(sub) or sub == "dlpt._C" else (node.module, a.name))
-    return out
+    return tuple(out)
 
 
 MODULES = sorted(p for p in PKG.rglob("*.py") if module_name(p) != "dlpt")
@@ -170,35 +180,46 @@ def is_private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
 
 
-@pytest.mark.parametrize("path", MODULES, ids=module_name)
-def test_imports_point_downward(path: Path) -> None:
+def wrong_imports(path: Path) -> list[str]:
+    """The dlpt modules ``path`` imports that its layer may not."""
     module = module_name(path)
+    if not any(module == k or module.startswith(k + ".") for k in ALLOWED):
+        return ["in no layer: add it to ALLOWED"]
     allowed = allowed_for(module)
-    wrong = sorted({t for t, _ in dlpt_imports(path) if not within(t, allowed)})
-    assert not wrong, f"{module} imports {wrong}; allowed: {allowed}"
+    return [t for t, _ in dlpt_imports(path) if not within(t, allowed)]
 
 
-@pytest.mark.parametrize("path", MODULES, ids=module_name)
-def test_no_private_names_cross_modules(path: Path) -> None:
+def test_imports_point_downward() -> None:
+    assert_every_file(MODULES, wrong_imports, "imports a layer may not (ALLOWED)", module_name)
+
+
+def private_imports(path: Path) -> list[str]:
+    """Private names of other modules ``path`` imports (dlpt.capture.native: those not of dlpt._C,
+    or none at all, since it is the sole importer of the native core and its stub's types)."""
     private = [
         f"{t}.{n}" if n else t
         for t, n in dlpt_imports(path)
         # dlpt._version: private to the package (not its API), shared by every layer on purpose.
         if is_private(n) or (is_private(t.rsplit(".", 1)[-1]) and t != "dlpt._version")
     ]
-    if (
-        module_name(path) == "dlpt.capture.native"
-    ):  # the sole importer of the native core (and its stub's types)
-        assert private and all(p == "dlpt._C" or p.startswith("dlpt._C.") for p in private)
-    else:
-        assert private == []
+    if module_name(path) == "dlpt.capture.native":
+        native = [p for p in private if p == "dlpt._C" or p.startswith("dlpt._C.")]
+        return [p for p in private if p not in native] or ([] if native else ["no import of dlpt._C"])
+    return private
 
 
-@pytest.mark.parametrize("path", MODULES, ids=module_name)
-def test_nothing_imports_the_face(path: Path) -> None:
+def test_no_private_names_cross_modules() -> None:
+    assert_every_file(MODULES, private_imports, "imports private names of other modules", module_name)
+
+
+def face_imports(path: Path) -> list[str]:
+    return [t for t, _ in dlpt_imports(path) if t == "dlpt"]
+
+
+def test_nothing_imports_the_face() -> None:
     """The package face (dlpt/__init__.py) imports the API above everything: a module below it
     importing ``dlpt`` (its ``__version__``, ``dlpt._C`` through it) is an arrow back up."""
-    assert [t for t, _ in dlpt_imports(path) if t == "dlpt"] == []
+    assert_every_file(MODULES, face_imports, "imports the package face", module_name)
 
 
 def test_no_layer_may_import_the_face() -> None:
@@ -226,13 +247,13 @@ def test_the_layer_table_names_real_modules() -> None:
     assert all(is_module(k) for k in ALLOWED if k != "dlpt._C")
 
 
-@pytest.mark.parametrize("path", MODULES, ids=module_name)
-def test_model_capture_and_analysis_never_import_rich(path: Path) -> None:
+def rich_imports(path: Path) -> list[str]:
+    """The rich modules ``path`` imports, when it is in a part of dlpt that never prints (NO_RICH)."""
     module = module_name(path)
     if not any(module == p or module.startswith(p + ".") for p in NO_RICH):
-        return
-    tree = ast.parse(path.read_text())
-    rich = [
+        return []
+    tree = syntax(path)
+    return [
         a.name
         for node in ast.walk(tree)
         if isinstance(node, ast.Import)
@@ -243,4 +264,7 @@ def test_model_capture_and_analysis_never_import_rich(path: Path) -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rich"
     ]
-    assert rich == [], f"{module} imports {rich}"
+
+
+def test_model_capture_and_analysis_never_import_rich() -> None:
+    assert_every_file(MODULES, rich_imports, "imports rich where nothing prints", module_name)

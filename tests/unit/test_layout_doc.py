@@ -17,6 +17,8 @@ import pytest
 from tests.unit.test_csrc_layers import LAYERS, UPWARD
 from tests.unit.test_layers import ALLOWED, NO_RICH, PKG, allowed_for
 
+pytestmark = pytest.mark.torch_independent  # not rerun on CI's newest-torch leg (.ci/run)
+
 ROOT = PKG.parent
 DOC = ROOT / "docs" / "architecture.md"
 
