@@ -17,6 +17,7 @@ The rows of the lines and of the merged tree are shaped in :mod:`dlpt.views.rank
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -37,6 +38,7 @@ from dlpt.analysis.ranks.merge import (
     totals,
 )
 from dlpt.analysis.ranks.stragglers import (
+    MIN_JUDGED_STEPS,
     Cause,
     Site,
     Straggler,
@@ -59,6 +61,7 @@ from dlpt.views.rank_lines import PageLine, SpreadRow, line_rows, page_lines
 __all__ = [
     "RanksView",
     "ranks_view",
+    "rank_ranges",
     "rank_set",
     # what the front ends make a view from: sessions loaded, or summaries sent to rank 0
     "Summary",
@@ -108,9 +111,11 @@ class RanksView:
     # delay outside the recorded work): reported, not named.
     unnamed: list[Straggler]
     timelines: RankTimelines | None = None  # the ranks' GPU streams on one clock (--timeline)
-    # Ranks that counted no step: their figures are not a step's, so no verdict across ranks
-    # (straggler or none) is given while any is here.
+    # Ranks that counted fewer than MIN_JUDGED_STEPS steps (none: their figures are not a
+    # step's; one or two: no step median to compare), so no verdict across ranks (straggler or
+    # none) is given while any is here.
     lacking: list[int] = field(default_factory=list)
+    min_steps: int = MIN_JUDGED_STEPS  # what a rank must count to be judged
 
     # -- the verdict ---------------------------------------------------------------------------
 
@@ -118,6 +123,26 @@ class RanksView:
     def judged(self) -> bool:
         """Whether the straggler verdict rests on counted steps of every rank."""
         return not self.lacking
+
+    def not_judged_why(self) -> str:
+        """Why no straggler verdict is given (the ranks in ``lacking``), in the reports' words."""
+        none = [r for r in self.lacking if self.per_rank[r].counted == 0]
+        few = [r for r in self.lacking if r not in none]
+        parts = []
+        if none:
+            which = f"rank {none[0]}" if len(none) == 1 else f"ranks {rank_ranges(none)}"
+            parts.append(
+                f"{which} counted no step (all {'its' if len(none) == 1 else 'their'} steps were "
+                "warm-up or skipped): the ranks' waits per step are not a step's"
+            )
+        if few:
+            counts = ", ".join(f"rank {r} {self.per_rank[r].counted}" for r in few[:8])
+            more = f" and {len(few) - 8:,} more" if len(few) > 8 else ""
+            parts.append(
+                f"counted steps: {counts}{more}, fewer than the {self.min_steps} a rank's step "
+                "median needs to be compared"
+            )
+        return "; ".join(parts)
 
     @property
     def fewest_steps(self) -> int:
@@ -302,6 +327,22 @@ class RanksView:
         return page_lines(self.lines, self.metric, metrics, limit)
 
 
+def rank_ranges(ranks: Iterable[int]) -> str:
+    """Ranks in the reports' words: 0,1,2,5 -> "0-2, 5"."""
+    out: list[str] = []
+    run: list[int] = []
+    for r in sorted(ranks):
+        if run and r == run[-1] + 1:
+            run.append(r)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+        run = [r]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+    return ", ".join(out)
+
+
 def _arrivals(rs: RankSet) -> Arrivals | None:
     """The wait from every rank's collective kernels, when each rank's session has them."""
     colls = {r.rank: rank_collectives(r.session.meta) for r in rs.ranks}
@@ -327,7 +368,7 @@ def ranks_view(rs: RankSet, metric: str | Metric | None = None, show_all: bool =
         )
         sites = collective_sites(rs, root, gpu)
         w = waits(per_rank, _arrivals(rs) if gpu else None)
-        lacking = sorted(r for r, t in per_rank.items() if t.counted == 0)
+        lacking = sorted(r for r, t in per_rank.items() if t.counted < MIN_JUDGED_STEPS)
         candidates = [] if lacking else find_stragglers(w, per_rank, sites)
         step = median([t.step_wall_ns for t in per_rank.values() if t.step_wall_ns > 0])
         fewest = min((t.counted for t in per_rank.values()), default=0)

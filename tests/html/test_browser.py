@@ -588,6 +588,15 @@ def test_the_page_across_ranks_names_the_straggler_and_its_line(
         "measured without dlpt's cost): min 9.50ms (rank 0), median 12.00ms, max 30.40ms (rank 1)"
         in spread_head
     )
+    # A rank with too few counted steps: no verdict, and why (RanksView.not_judged_why, as the terminal).
+    d = copy.deepcopy(sessions[0].to_dict())
+    d["meta"]["steps"]["profiled"], d["meta"]["step_wall_ns"] = 2, d["meta"]["step_wall_ns"][:2]
+    few = [Session.from_dict(d), *sessions[1:]]
+    few_path = tmp_path / "few.html"
+    write_ranks_html(ranks_view(rank_set([(f"r{i}.json", t) for i, t in enumerate(few)])), few_path)
+    few_head = open_report(few_path).page.inner_text(".header").replace("\n", " ")
+    assert "stragglers not judged: counted steps: rank 0 2, fewer than the 3" in few_head
+    assert "straggler: rank 1" not in few_head
 
 
 def test_the_page_across_ranks_draws_each_ranks_gpu_streams_on_one_clock(

@@ -294,3 +294,37 @@ def test_the_largest_counts_a_session_holds_add_up_without_a_crash() -> None:
             n["m"] = {k: 2**63 - 1 for k in n["m"]}
     text = render_text_of(ranks_view(_ranks(sessions), "cpu"))
     assert "rank 1" in text
+
+
+def _counting(session: Session, steps: int) -> Session:
+    """``session`` as if it had counted only ``steps`` steps (its totals are the same)."""
+    d = session.to_dict()
+    d["meta"]["steps"]["profiled"] = steps
+    d["meta"]["step_wall_ns"] = d["meta"]["step_wall_ns"][:steps]
+    return Session.from_dict(d)
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_a_rank_with_too_few_counted_steps_gets_no_verdict(steps: int) -> None:
+    # A symmetric gloo job on a busy host once had rank 0, with 1 counted step against rank 1's
+    # 9, named a straggler by that step's opt.step(): one or two steps are no step median.
+    sessions = _straggling(2, slow=1, wait_ns=8_000_000)
+    assert [s.rank for s in _report(sessions).stragglers] == [1]  # judged with every step
+    rep = _report([_counting(sessions[0], steps), sessions[1]])
+    assert rep.lacking == [0] and not rep.judged and rep.stragglers == [] and rep.unnamed == []
+    text = " ".join(render_text_of(rep).replace("\u2502", " ").split())
+    assert f"stragglers not judged: counted steps: rank 0 {steps}, fewer than the 3" in text, text
+    assert "no straggler" not in text
+
+
+def test_a_rank_with_no_counted_step_is_said_apart_from_one_with_few() -> None:
+    sessions = [
+        _counting(s, n) for s, n in zip(_straggling(3, slow=1, wait_ns=8_000_000), (0, 2, 4), strict=True)
+    ]
+    rep = _report(sessions)
+    assert rep.lacking == [0, 1]
+    assert rep.not_judged_why() == (
+        "rank 0 counted no step (all its steps were warm-up or skipped): the ranks' waits per step "
+        "are not a step's; counted steps: rank 1 2, fewer than the 3 a rank's step median needs to "
+        "be compared"
+    )

@@ -74,6 +74,7 @@ from dlpt.model.metrics import COMM, METRICS, WAIT, Metric
 from dlpt.model.tree import Node
 
 __all__ = [
+    "MIN_JUDGED_STEPS",
     "Site",
     "Cause",
     "Excess",
@@ -96,6 +97,11 @@ __all__ = [
 
 MIN_STEP_FRACTION = 0.1
 MIN_WAIT_NS = 100_000.0
+# A verdict across ranks compares each rank's per-step figures: a rank that counted fewer steps
+# than this has no step median to compare (a symmetric gloo job on a busy host, one rank with 1
+# counted step against the other's 9, had that rank named a straggler by its one step's
+# `opt.step()`), so no verdict is given either way.
+MIN_JUDGED_STEPS = 3
 MIN_OF_WORST = 0.25
 STEADY_STEP_FRACTION = 0.02
 STEADY_SHARE = 0.9

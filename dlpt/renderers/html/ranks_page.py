@@ -89,6 +89,7 @@ def _model(rep: RanksView) -> dict[str, Any]:
         "waits": {"low": low, "high": high},
         # Ranks that counted no step: no straggler verdict (dlpt.views.ranks).
         "lacking": list(rep.lacking),
+        "not_judged": rep.not_judged_why() if rep.lacking else "",
         "fewest_steps": rep.fewest_steps,
         "missing": [{"rank": r, "why": why} for r, why in rep.rs.missing.items()],
         "notes": list(rep.rs.notes),

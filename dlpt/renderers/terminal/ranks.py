@@ -24,28 +24,12 @@ from dlpt.renderers.terminal.format import Fmt, label_parts
 from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.rank_spread import LinesView, SpreadTreeView
 from dlpt.renderers.terminal.tables import Row, add_rows, make_table
-from dlpt.views.ranks import RanksView, Site, Spread, Straggler
+from dlpt.views.ranks import RanksView, Site, Spread, Straggler, rank_ranges
 
 __all__ = ["render_ranks", "print_ranks"]
 
 
 MISSING_LINES = 16  # lines naming missing ranks and why; the rest are counted
-
-
-def _ranges(ranks: Iterable[int]) -> str:
-    """0,1,2,5 -> "0-2, 5"."""
-    out: list[str] = []
-    run: list[int] = []
-    for r in sorted(ranks):
-        if run and r == run[-1] + 1:
-            run.append(r)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
-        run = [r]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
-    return ", ".join(out)
 
 
 def _across(s: Spread, fmt: Fmt) -> str:
@@ -101,10 +85,10 @@ def _title(v: RanksView, fmt: Fmt) -> Text:
 
 def _ranks_line(v: RanksView, fmt: Fmt, sep: str) -> Text:
     rs = v.rs
-    where = "; ".join(f"{fmt.clean(h)} ({_ranges(rr)})" for h, rr in v.hosts)
+    where = "; ".join(f"{fmt.clean(h)} ({rank_ranges(rr)})" for h, rr in v.hosts)
     return Text(
         f"{len(rs.ranks)} of {rs.world_size} rank{'s' if rs.world_size != 1 else ''}: "
-        f"{_ranges(r.rank for r in rs.ranks)}{sep}hosts: {where}"
+        f"{rank_ranges(r.rank for r in rs.ranks)}{sep}hosts: {where}"
     )
 
 
@@ -116,7 +100,7 @@ def _missing_lines(v: RanksView, fmt: Fmt) -> list[Text]:
             rest = sum(len(g) for g in list(by_reason.values())[i:])
             lines.append(Text(f"... and {rest:,} more ranks missing", "bold red"))
             break
-        which = f"rank {gone_ranks[0]}" if len(gone_ranks) == 1 else f"ranks {_ranges(gone_ranks)}"
+        which = f"rank {gone_ranks[0]}" if len(gone_ranks) == 1 else f"ranks {rank_ranges(gone_ranks)}"
         lines.append(Text(f"{which} missing: {fmt.clean(why)}", "bold red"))
     return lines
 
@@ -226,14 +210,9 @@ def _no_straggler(report: RanksView, fmt: Fmt) -> Text:
 
 
 def _no_verdict(report: RanksView) -> Text:
-    """The header's line when some rank counted no step: no straggler verdict either way."""
-    gone = report.lacking
-    which = f"rank {gone[0]}" if len(gone) == 1 else f"ranks {_ranges(gone)}"
+    """The header's line when some rank counted too few steps: no straggler verdict either way."""
     t = Text("stragglers not judged: ", "bold yellow")
-    t.append(
-        f"{which} counted no step (all {'its' if len(gone) == 1 else 'their'} steps were warm-up "
-        "or skipped): the ranks' waits per step are not a step's"
-    )
+    t.append(report.not_judged_why())
     return t
 
 

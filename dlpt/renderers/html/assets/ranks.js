@@ -106,9 +106,7 @@
     raw.notes.forEach(function (n) { h.appendChild(D.el("div", { className: "warning", text: n })); });
     var lacking = raw.lacking || [];
     if (lacking.length) {
-      h.appendChild(D.el("div", { className: "verdict", text: "stragglers not judged: rank" + (lacking.length > 1 ? "s " : " ") +
-        lacking.join(", ") + " counted no step (all " + (lacking.length > 1 ? "their" : "its") +
-        " steps were warm-up or skipped): the ranks' waits per step are not a step's" }));
+      h.appendChild(D.el("div", { className: "verdict", text: "stragglers not judged: " + raw.not_judged }));
     } else if (raw.stragglers.length) {
       raw.stragglers.forEach(function (s) {
         h.appendChild(D.el("div", { className: "verdict bad", text: "straggler: rank " + s.rank + " \u2014 the other ranks waited " + D.fmtTime(s.waited) + " per step for it" + stepsOf(s) +
