@@ -122,6 +122,10 @@ class LineMapResult:
     unmapped_kernels: int = 0
 
 
+#: Generated frame id -> the model frames of its line, outermost first.
+Chains = dict[int, list[dict[str, Any]]]
+
+
 def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
     """Insert user frames under every mapped generated frame of the node table.
 
@@ -130,9 +134,36 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
     cache = _mapper()
     if cache is None:
         return LineMapResult(nodes)
-    # Generated frames, with the model frames of their line (outermost first; empty when the
-    # line has none, e.g. the wrapper's own bookkeeping), and those of module-level lines.
-    chains: dict[int, list[dict[str, Any]]] = {}
+    chains, loading = _model_chains(cache, nodes)
+    if not chains:
+        return LineMapResult(nodes)
+    children: dict[int, list[int]] = defaultdict(list)
+    for n in nodes:
+        if n["parent"] >= 0:
+            children[n["parent"]].append(n["id"])
+    calls_generated, launches = _callers_of_generated(nodes, chains)
+    # A generated frame that calls generated code (the wrapper's `call()` running a graph
+    # partition, `self.partitions[0](args)`) has no model line of its own: the line map gives
+    # such a line whatever context came before it. Only the innermost generated frame maps.
+    for nid in calls_generated & chains.keys():
+        chains[nid] = []
+    loading -= calls_generated
+    unmapped = [nid for nid, chain in chains.items() if not chain and nid not in calls_generated | loading]
+    if unmapped:
+        _log.debug(
+            "Inductor line map: %d generated lines have no model line, e.g. %s",
+            len(unmapped),
+            "; ".join(_described(nodes[i], launches[i]) for i in unmapped[:8]),
+        )
+    out = _with_model_frames(nodes, children, chains, loading)
+    return LineMapResult(out, len(unmapped), sum(launches[i] for i in unmapped))
+
+
+def _model_chains(cache: Any, nodes: list[dict[str, Any]]) -> tuple[Chains, set[int]]:
+    """Generated frames, with the model frames of their line (outermost first; empty when the
+    line has none, e.g. the wrapper's own bookkeeping), and those of module-level lines (Inductor
+    loading kernels)."""
+    chains: Chains = {}
     loading: set[int] = set()
     sources: dict[str, int] = defaultdict(int)
     for n in nodes:
@@ -147,34 +178,32 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
             sources["loading" if where.loading else where.source or "none"] += 1
             if where.loading:
                 loading.add(n["id"])
-    if not chains:
-        return LineMapResult(nodes)
-    _log.debug("Inductor generated lines by where their model line came from: %s", dict(sources))
-    children: dict[int, list[int]] = defaultdict(list)
-    for n in nodes:
-        if n["parent"] >= 0:
-            children[n["parent"]].append(n["id"])
-    # A generated frame that calls generated code (the wrapper's `call()` running a graph
-    # partition, `self.partitions[0](args)`) has no model line of its own: the line map gives
-    # such a line whatever context came before it. Only the innermost generated frame maps.
+    if chains:
+        _log.debug("Inductor generated lines by where their model line came from: %s", dict(sources))
+    return chains, loading
+
+
+def _callers_of_generated(nodes: list[dict[str, Any]], chains: Chains) -> tuple[set[int], list[int]]:
+    """The generated frames that call generated code, and the kernel launches at or below each
+    node (in counted steps and outside them)."""
     calls_generated: set[int] = set()
-    # Kernel launches at or below each node (in counted steps and outside them).
     launches = [n["m"].get("kernels", 0) + (n.get("o") or {}).get("kernels", 0) for n in nodes]
     for n in reversed(nodes):  # children come after their parents
         if n["parent"] >= 0:
             launches[n["parent"]] += launches[n["id"]]
             if n["id"] in chains or n["id"] in calls_generated:
                 calls_generated.add(n["parent"])
-    for nid in calls_generated & chains.keys():
-        chains[nid] = []
-    loading -= calls_generated
-    unmapped = [nid for nid, chain in chains.items() if not chain and nid not in calls_generated | loading]
-    if unmapped:
-        _log.debug(
-            "Inductor line map: %d generated lines have no model line, e.g. %s",
-            len(unmapped),
-            "; ".join(_described(nodes[i], launches[i]) for i in unmapped[:8]),
-        )
+    return calls_generated, launches
+
+
+def _with_model_frames(
+    nodes: list[dict[str, Any]],
+    children: dict[int, list[int]],
+    chains: Chains,
+    loading: set[int],
+) -> list[dict[str, Any]]:
+    """The node table again, depth-first, with each mapped generated frame's model frames (and
+    the loading scope) between it and its children, and kernels labelled with their module."""
     out: list[dict[str, Any]] = []
     # (old id, new parent, generated module the node runs under or "")
     stack: list[tuple[int, int, str]] = [(0, -1, "")]
@@ -192,22 +221,25 @@ def map_generated_frames(nodes: list[dict[str, Any]]) -> LineMapResult:
                 out.append(_loading_scope(len(out), attach))
                 attach = out[-1]["id"]
             for f in chains[old]:
-                out.append(
-                    {
-                        "id": len(out),
-                        "parent": attach,
-                        "kind": "frame",
-                        "name": str(f["name"]),
-                        "file": str(f["filename"]),
-                        "line": int(f["line"]),
-                        "m": {},
-                        "x": {"mapped_from": "inductor"},
-                    }
-                )
+                out.append(_model_frame(f, len(out), attach))
                 attach = out[-1]["id"]
         for c in reversed(children[old]):
             stack.append((c, attach, module))
-    return LineMapResult(out, len(unmapped), sum(launches[i] for i in unmapped))
+    return out
+
+
+def _model_frame(f: dict[str, Any], nid: int, parent: int) -> dict[str, Any]:
+    """A model line's frame, inserted under the generated frame it was compiled from."""
+    return {
+        "id": nid,
+        "parent": parent,
+        "kind": "frame",
+        "name": str(f["name"]),
+        "file": str(f["filename"]),
+        "line": int(f["line"]),
+        "m": {},
+        "x": {"mapped_from": "inductor"},
+    }
 
 
 def _loading_scope(nid: int, parent: int) -> dict[str, Any]:
