@@ -234,12 +234,55 @@ def memory_resume() -> None: ...
 
 # ---- CUPTI PC sampling (csrc/pcsampling/bindings.cpp; dlpt/capture/pc_sampling.py) -----------
 
-def pc_sampling_info(candidates: list[str]) -> dict[str, Any]: ...
-def pc_sampling_watch(candidates: list[str]) -> dict[str, Any]: ...
-def pc_sampling_start(candidates: list[str], period_log2: int) -> dict[str, Any]: ...
-def pc_sampling_stop(candidates: list[str]) -> dict[str, Any]: ...
+class PcInfo(TypedDict):
+    ok: bool  # CUPTI's PC sampling API found
+    reason: str  # why not
+    cupti_path: str
+    cupti_version: int
+    built_with: int  # CUPTI_API_VERSION of the headers
+
+class PcCall(TypedDict):
+    ok: bool
+    error: str
+
+class PcWatch(PcCall):
+    how: str  # how module loads are watched
+
+class PcStarted(PcCall):
+    log: list[str]
+
+class PcLine(TypedDict):
+    function: str  # the kernel, demangled as the tracer names it
+    file: str
+    line: int
+    samples: int
+    stalls: dict[str, int]  # stall reason -> samples (reasons with none left out)
+
+class PcStopped(PcCall):
+    log: list[str]
+    lines: list[PcLine]
+    total_samples: int
+    dropped_samples: int
+    non_user_samples: int
+    hardware_buffer_full: bool
+    pcs: int
+    pcs_resolved: int
+    pcs_without_cubin: int
+    unresolved: dict[str, str]  # kernel -> why its PCs got no line
+    cubins: int
+    cubin_bytes: int
+
+class PcReasons(TypedDict):
+    names: list[str]
+    error: str
+    log: list[str]
+
+def pc_sampling_info(candidates: list[str]) -> PcInfo: ...
+def pc_sampling_watch(candidates: list[str]) -> PcWatch: ...
+def pc_sampling_start(candidates: list[str], period_log2: int) -> PcStarted: ...
+def pc_sampling_stop(candidates: list[str]) -> PcStopped: ...
 def pc_sampling_disable(candidates: list[str]) -> list[str]: ...
-def pc_sampling_stall_reasons(candidates: list[str]) -> dict[str, Any]: ...
+def pc_sampling_stall_reasons(candidates: list[str]) -> PcReasons: ...
 
 # ---- The end of the process after a signal (csrc/ending/; dlpt/capture/signal_end.py) ----------
 
