@@ -178,12 +178,13 @@ def test_sampled_time_lands_under_the_scope_the_ops_land_under() -> None:
     assert scopes
     q = Q(s)
     under = [n for sc in scopes for n in q.subtree(sc["id"])]
-    at_line = [n for n in under if n["kind"] == "frame" and n["line"] == line_of("in_scope", with_scope)]
-    # Most of the sampled time is the spin's (how much of its 150 ms depends on how much of a CPU
-    # a busy host gave the sampler): all of it under the scope, none left above it.
-    in_scope = sum(n["m"].get("host_ns", 0) for n in under)
-    total = sum(n["m"].get("host_ns", 0) for n in s.nodes)
-    assert at_line and in_scope > 20_000_000 and in_scope >= 0.8 * total, (in_scope, total)
+    line = line_of("in_scope", with_scope)
+    at_line = [n for n in s.nodes if n["kind"] == "frame" and n["line"] == line and n["file"] == __file__]
+    # The spin's line, wherever a sample saw it, is under the scope: none of it above it. (How
+    # much of its 150 ms was sampled depends on how much of a CPU a busy host gave the sampler;
+    # the total of the session holds threads other tests left running.)
+    assert at_line and all(n in under for n in at_line), at_line
+    assert sum(n["m"].get("host_ns", 0) for n in under) > 20_000_000
 
 
 def produce(n: int) -> Any:
