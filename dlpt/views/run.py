@@ -288,6 +288,14 @@ class RunView:
             "kernel": flatten_by_kind(root, "kernel"),
         }
 
+    def hottest_lines(self, metric: Metric, n: int, threshold: float = 0.0) -> list[FlatRow]:
+        """The ``n`` lines with the largest own cost in ``metric`` (what the line's own ops,
+        kernels and copies took, not its callee lines'), none below ``threshold`` of the total,
+        largest first: the report's last section answers "which line" from them."""
+        floor = max(threshold * metric(self.totals), 1e-9)
+        rows = [r for r in self.flats["line"] if metric(r.self) >= floor]
+        return sorted(rows, key=lambda r: -metric(r.self))[:n]
+
     @cached_property
     def line_halves(self) -> LineHalfWidths | None:
         """Each line's 95% half-widths (sessions with per-step spreads), from the same folding."""

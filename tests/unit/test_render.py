@@ -254,7 +254,8 @@ def test_threshold_and_depth_in_render(h) -> None:
     session = h.build_gpu().session(h.gpu_meta())
     assert "aten::relu" in h.render_text(render(session, threshold=0.01))
     assert "aten::relu" not in h.render_text(render(session, threshold=0.02))
-    shallow = h.render_text(render(session, depth=2))
+    # The tree's depth (the hottest lines after it are a flat list: any depth).
+    shallow = h.render_text(render(session, depth=2)).split("Hottest lines")[0]
     assert "train.py:43 train_step" in shallow and "model.py:20" not in shallow
 
 

@@ -89,6 +89,7 @@ class WorkView(View):
                 Row(
                     [*cells, *_rate_cells(line_row.bound, line_row.peak_tflops, bw, gpu)],
                     label_parts(lw.line, fmt),
+                    source=True,
                 )
             )
         add_rows(t, rows, width, fmt.ascii)
