@@ -8,7 +8,15 @@ from dlpt.analysis.communication import comm_facts
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis, analyze
 from dlpt.analysis.report.compile_summary import attribution_facts, compile_summary
-from dlpt.analysis.report.gpu import capture_facts, device_facts, graph_facts, record_facts, self_cost, totals
+from dlpt.analysis.report.gpu import (
+    capture_facts,
+    device_facts,
+    graph_facts,
+    mean_step_wall,
+    record_facts,
+    self_cost,
+    totals,
+)
 from dlpt.analysis.report.headlines import flops_headline, memory_headline, pc_sampling_facts
 from dlpt.analysis.report.host_facts import host_facts, sampler_facts
 from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
@@ -71,7 +79,9 @@ def assemble_report(
     sep = separator(ascii)
     inc = a.totals
     total_facts = totals(inc, units, sum((session.typed_meta.gpu_busy_ns or {}).values()) or None)
-    per = f"per step (/{steps})" if steps else "totals"
+    if total_facts:  # the mean step wall beside the means it compares with
+        total_facts = [*mean_step_wall(meta, steps, units), *total_facts]
+    per = f"per step (mean of {steps})" if steps else "totals"
     empty = "nothing in counted steps" if outside is not None else "nothing recorded"
     pc = pc_sampling_facts(session.typed_meta)
     line = sep.join(f.text for f in total_facts) if total_facts else empty
