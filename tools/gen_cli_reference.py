@@ -43,7 +43,8 @@ VIEW_NOTES = {
     "kernels": "the kernel table (calls, total, average, min, max, share)",
     "summary": "the kernel, copy, sync, collective and CUDA API tables, no tree",
     "suggestions": "every suggestion, with the work tables (FLOPs, TFLOP/s, bound per line and op)",
-    "all": "every view above, one after the other",
+    "all": "every view above, in the order printed: the tree, the work outside steps, bottom-up, the "
+    "flat tables, the kernel, copy, sync, collective and CUDA API tables, then the work tables",
 }
 
 FORMAT_NOTES = {
