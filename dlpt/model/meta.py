@@ -204,6 +204,7 @@ class CompileEvent:
     backend_s: Seconds | None = None
     inductor_s: Seconds | None = None
     graph_ops: int | None = None
+    cache_hits: int | None = None  # graphs served from Inductor's or AOTAutograd's cache (dlpt 0.2 on)
     recompile_reason: str | None = nullable()
     fail: str | None = nullable()
     resume_of: ResumeOf | None = None
