@@ -180,6 +180,24 @@ class RunView:
         with gc_paused():
             return self.folded.with_field("o").tree()
 
+    @property
+    def counted_nothing(self) -> bool:
+        """Whether every recorded cost ran outside counted steps (none was counted): the HTML page
+        then shows the work outside steps where the per-step tree would be."""
+        return self.outside is not None and not any(self.totals.values())
+
+    @cached_property
+    def outside_flats(self) -> dict[str, list[FlatRow]]:
+        """The flat profiles of the work outside counted steps (none without it)."""
+        root = self.outside
+        if root is None:
+            return {table: [] for table in FLAT_TABLES}
+        return {
+            "line": flatten_by_line(root),
+            "op": flatten_by_kind(root, "op"),
+            "kernel": flatten_by_kind(root, "kernel"),
+        }
+
     @staticmethod
     def context(node: Node) -> int:
         """``node``'s context bits (:data:`CONTEXT_BITS`: forward, backward, optimizer, ...)."""

@@ -287,11 +287,11 @@ _SECTIONS: dict[str, Callable[[_Report], list[RenderableType]]] = {
 
 def _nothing(m: Metric, title: str, session: Session, fmt: Fmt, outside: bool = False) -> Text:
     """Instead of a tree of zeros: the metric has no value anywhere in the session (or in its
-    counted steps, when work ran outside them: then the outside section follows)."""
+    counted steps, when work ran outside them: the outside section has it)."""
     if outside:
         return Text(
-            f"\n{title}: no {m.label} in counted steps (no step was counted: see the work outside "
-            "steps below; --skip-first 0 counts every step)",
+            f'\n{title}: no {m.label} in counted steps (no step was counted: the work is under "Outside '
+            'steps"; --skip-first 0 counts every step)',
             "yellow",
         )
     text = Text(f"\n{title}: no {m.label} recorded", "yellow")
