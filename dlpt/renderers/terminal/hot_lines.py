@@ -18,6 +18,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from dlpt.model.metrics import Metric
+from dlpt.model.resume_names import display_name
 from dlpt.renderers.terminal.base import View
 from dlpt.renderers.terminal.format import (
     DETAIL_STYLE,
@@ -53,8 +54,7 @@ class HotLinesView(View):
         cells = [fmt.value(m, own), f"{100 * own / self.total:.1f}%" if self.total else "-"]
         if self.halves is not None:
             half = self.halves.get((row.node.file, row.node.line))
-            pm = "+-" if fmt.ascii else "\u00b1"
-            cells.append(pm + fmt.value(m, m(half[0])) if half is not None else "-")
+            cells.append(_pm(fmt) + fmt.value(m, m(half[0])) if half is not None else "-")
         return cells
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:
@@ -68,7 +68,7 @@ class HotLinesView(View):
         yield truncate(title, width, fmt.ascii)
         t = make_table("", fmt)
         t.title = None
-        columns = ["own", "share"] + ([f"{'+-' if fmt.ascii else chr(0xB1)}95%"] if self.halves else [])
+        columns = ["own", "share"] + ([f"{_pm(fmt)}95%"] if self.halves is not None else [])
         cells = [self._cells(r, fmt) for r in self.rows]
         used = 0
         for i, name in enumerate(columns):
@@ -82,12 +82,16 @@ class HotLinesView(View):
         yield t
 
 
+def _pm(fmt: Fmt) -> str:
+    return "+-" if fmt.ascii else "\u00b1"
+
+
 def _label(row: FlatRow, fmt: Fmt, room: int) -> Text:
     """``file:line function  source``; the source shortened from the middle when the row has
     room for at least :data:`MIN_DETAIL` cells of it, else on a row of its own."""
     node = row.node
     main = Text(f"{fmt.clean(os.path.basename(node.file) or node.file)}:{node.line} ", LOCATION_STYLE)
-    main.append(fmt.clean(node.name), "bold")
+    main.append(fmt.clean(display_name(node.name)), "bold")
     main = truncate(main, room, fmt.ascii)
     source = fmt.source(node.file, node.line)
     if not source:
