@@ -5,10 +5,9 @@ the first), styled by how much each matters. :class:`CompactHeader` (the default
 reader needs first, at most :data:`COMPACT_LINES` lines in all at any width, each cut to one row:
 the run and its steps, the step time, the totals, the headline of each flag that asked for
 something (``--flops``, ``--memory``, ``--pc-sampling``: a line each, beyond that budget), each
-used GPU's busy and idle share, the top
-finding, and what limits trust in the numbers (warnings, never hidden: counted in a last line when
-they do not fit). Everything else (sampler diagnostics, unused GPUs, versions, dlpt's own cost)
-is behind ``--verbose``."""
+used GPU's busy and idle share, the top finding, and what limits trust in the numbers (warnings,
+never hidden: counted in a last line when they do not fit). Everything else (sampler
+diagnostics, unused GPUs, versions, dlpt's own cost) is behind ``--verbose``."""
 
 from __future__ import annotations
 
