@@ -447,6 +447,7 @@ class Timeline:
     duration_ns: int | None = None
     dropped: int | None = None
     clock: str | None = None
+    first_step: int | None = None  # the run's number of the window's first step (dlpt 0.2 on)
 
 
 # -- PC sampling (--pc-sampling; dlpt/capture/pc_sampling.py, docs/pc-sampling.md) ---------------
