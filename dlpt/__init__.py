@@ -11,13 +11,32 @@ Or from the shell: ``python -m dlpt train.py args…``; a saved session answers 
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from dlpt import log  # noqa: F401  (DLPT_LOG takes effect when dlpt is imported)
 from dlpt._version import __version__
-from dlpt.api import profile
-from dlpt.capture.scope import scope
 from dlpt.errors import DlptError, NativeUnavailableError, ProfilerBusyError, SessionFormatError, UsageError
 from dlpt.model.session import Session
-from dlpt.query import load
+
+if TYPE_CHECKING:
+    from dlpt.api import profile
+    from dlpt.capture.scope import scope
+    from dlpt.query import load
+
+#: Names imported on first use: they import torch (1-2 s), which ``python -m dlpt --help``,
+#: ``--version`` and a bad option never need (the package is imported before its __main__).
+_LAZY = {"profile": "dlpt.api", "scope": "dlpt.capture.scope", "load": "dlpt.query"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dlpt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "profile",

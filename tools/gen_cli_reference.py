@@ -35,14 +35,16 @@ from dlpt.renderers.terminal.report import VIEWS  # noqa: E402
 OUT = ROOT / "docs" / "reference" / "cli.md"
 
 VIEW_NOTES = {
-    "tree": "the default: the first suggestions, the top-down calling-context tree (callees below their "
-    "callers), the work outside steps, then the kernel, copy, sync and collective tables",
+    "tree": "the default, in the order printed: the header, the work outside steps, the kernel, copy, "
+    "sync and collective tables, the first suggestions, the top-down calling-context tree (callees "
+    "below their callers), then the hottest lines by own cost",
     "bottom-up": "the tree inverted: each op or kernel with the lines that called it",
     "flat": "flat tables by line, by op and by kernel",
     "kernels": "the kernel table (calls, total, average, min, max, share)",
     "summary": "the kernel, copy, sync, collective and CUDA API tables, no tree",
     "suggestions": "every suggestion, with the work tables (FLOPs, TFLOP/s, bound per line and op)",
-    "all": "every view above, one after the other",
+    "all": "every view above, in the order printed: the tree, the work outside steps, bottom-up, the "
+    "flat tables, the kernel, copy, sync, collective and CUDA API tables, then the work tables",
 }
 
 FORMAT_NOTES = {

@@ -28,7 +28,7 @@ COMMAND = ["-m", "dlpt", "--width", "80", "examples/mlp_train.py"]
 SHOWN_COMMAND = "python3 -m dlpt examples/mlp_train.py"
 
 #: Sections kept (by the start of their title line), and at most how many lines of each.
-KEEP = {"Suggestions": 14, "Top-down": 32}
+KEEP = {"Suggestions": 14, "Top-down": 23, "Hottest lines": 8}
 HEADER_LINES = 40
 
 
@@ -93,7 +93,8 @@ def block(report: str, today: str, versions: str) -> str:
         f"`{SHOWN_COMMAND}` on a machine without a GPU, so the values are the CPU time of torch's "
         "ops per line; on a GPU the same tree shows GPU time, with each line's kernels under its ops. "
         f"Recorded on {today} ({versions}) at 80 columns by `python tools/readme_sample.py`, which "
-        f"runs the example and keeps the header, the suggestions and the top of the tree.{left_out}"
+        "runs the example and keeps the header, the suggestions, the top of the tree and the hottest "
+        f"lines.{left_out}"
     )
     return "\n".join(
         [

@@ -73,6 +73,7 @@ class TimelineView:
     dropped: int = 0
     steps_kept: int = 0
     steps_requested: int = 0
+    first_step: int = 1  # the run's number of the window's first step
 
 
 def frame_label(f: Frame | None) -> str:
@@ -159,6 +160,7 @@ def timeline_view(meta: Mapping[str, Any]) -> TimelineView | None:
         dropped=tl.dropped,
         steps_kept=tl.steps,
         steps_requested=tl.steps_requested,
+        first_step=tl.first_step,
     )
     by_track: dict[int, list[Event]] = {}
     for e in tl.events():
@@ -190,7 +192,8 @@ def timeline_view(meta: Mapping[str, Any]) -> TimelineView | None:
             view.steps = list(itertools.pairwise(marks))
             ln = lane("steps", track)
             for i, (a, b) in enumerate(view.steps):
-                view.slices.append(Slice(ln, 0, a, b - a, f"step {i + 1}", "step", None))
+                # Named by the run's step numbers, as the report counts steps.
+                view.slices.append(Slice(ln, 0, a, b - a, f"step {tl.first_step + i}", "step", None))
             continue
         if kind == "thread":
             host = [e for e in events if e.kind in ("op", "api", "sync")]

@@ -47,11 +47,16 @@ class OpWork:
     launches: int
     key: str | None  # peak key: fp32/tf32/fp16/bf16/fp8
     kernel: str  # its longest-running kernel's name
+    cpu_ns: int = 0  # the op's CPU time (inclusive): its time on a CPU run
 
     def bound(self, a: Analysis) -> Bound:
         return classify(
             self.flops, self.nbytes, self.kernel_ns, self.launches, a.device, a.peak_tflops(self.key)
         )
+
+    def cpu_rate(self) -> Bound:
+        """The achieved rates over the op's CPU time (a CPU run: no roof to compare with)."""
+        return classify(self.flops, self.nbytes, self.cpu_ns, 0, None, None)
 
 
 def op_work(root: Node) -> list[OpWork]:
@@ -78,6 +83,7 @@ def op_work(root: Node) -> list[OpWork]:
                 node.inclusive.get("kernels", 0),
                 dtype_key(dtype if isinstance(dtype, str) else None, tf32) if flops else None,
                 longest.name if longest is not None else "",
+                node.inclusive.get("cpu_ns", 0),
             )
         )
     return out
@@ -94,6 +100,7 @@ class LineWork:
     kernel_ns: int = 0
     launches: int = 0
     by_key: dict[str, int] = field(default_factory=dict)  # FLOPs per peak key
+    cpu_ns: int = 0  # the CPU time of its ops that did work (a CPU run's time for it)
 
     @property
     def flops(self) -> int:
@@ -108,6 +115,10 @@ class LineWork:
         return classify(
             self.flops, self.nbytes, self.kernel_ns, self.launches, a.device, a.peak_tflops(self.key)
         )
+
+    def cpu_rate(self) -> Bound:
+        """The achieved rates over its ops' CPU time (a CPU run: no roof to compare with)."""
+        return classify(self.flops, self.nbytes, self.cpu_ns, 0, None, None)
 
 
 def line_work(root: Node) -> list[LineWork]:
@@ -129,6 +140,7 @@ def line_work(root: Node) -> list[LineWork]:
         if w is None:
             continue
         lw.nbytes += w.nbytes
+        lw.cpu_ns += w.cpu_ns
         if w.flops:
             if w.backward:
                 lw.flops_backward += w.flops

@@ -20,7 +20,7 @@ W = TypeVar("W", LineWork, OpWork)
 @dataclass(frozen=True)
 class WorkRow(Generic[W]):
     """One line's or op's work, its bound and the dense TFLOP/s peak of its dtype (None: none
-    known)."""
+    known). On a CPU run the bound holds only the rates, over the CPU time of the ops."""
 
     work: W
     bound: Bound
@@ -41,6 +41,13 @@ class WorkTables:
     device_name: str
     lines: tuple[WorkRow[LineWork], ...]
     ops: tuple[WorkRow[OpWork], ...]
+
+
+def _bound(w: LineWork | OpWork, a: Analysis, gpu: bool) -> tuple[Bound, float | None]:
+    """``w``'s bound and peak; on a CPU run its rates over its ops' CPU time, against no peak."""
+    if not gpu:
+        return w.cpu_rate(), None
+    return w.bound(a), a.peak_tflops(w.key)
 
 
 def work_tables(a: Analysis) -> WorkTables:
@@ -64,6 +71,6 @@ def work_tables(a: Analysis) -> WorkTables:
         mem_gbs,
         datasheet,
         a.device_name,
-        tuple(WorkRow(lw, lw.bound(a), a.peak_tflops(lw.key)) for lw in lines),
-        tuple(WorkRow(w, w.bound(a), a.peak_tflops(w.key)) for w in ranked),
+        tuple(WorkRow(lw, *_bound(lw, a, gpu)) for lw in lines),
+        tuple(WorkRow(w, *_bound(w, a, gpu)) for w in ranked),
     )

@@ -299,9 +299,14 @@ class HostSamples(Recorder):
         self._result: dict[str, Any] | None = None
         self._host: dict[str, Any] | None = None
         self._timeline: dict[str, Any] | None = None
+        # The run's number of the window's first step: the window opens at the boundary where
+        # the warm-up ended (or at the start, when there is none), so it is the step after it.
+        self._first_step: int | None = None
 
     def began(self, gpu: bool) -> None:
         self._began = True
+        if self._schedule.warmup.over:
+            self._first_step = self._schedule.seen + 1
         try:
             self.capture.start(timeline_armed=self._schedule.warmup.over)
         except Exception as e:  # noqa: BLE001 - the rest of the profile does not need it: said, not raised
@@ -312,7 +317,9 @@ class HostSamples(Recorder):
             self.capture.note_threads()
 
     def on_warm(self) -> None:
-        """The timeline keeps the counted steps from the next boundary on."""
+        """The timeline keeps the counted steps from the next boundary on: the first of them is
+        the step after the one that just ended (the schedule counted it in ``seen``)."""
+        self._first_step = self._schedule.seen + 1
         try:
             self.capture.arm_timeline()
         except Exception as e:  # noqa: BLE001 - a timeline that cannot open must not stop the program
@@ -342,4 +349,6 @@ class HostSamples(Recorder):
         if self._host is not None:
             meta["host"] = self._host
         if self._timeline is not None:
+            if self._first_step is not None:
+                self._timeline["first_step"] = self._first_step
             meta["timeline"] = self._timeline

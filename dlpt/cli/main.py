@@ -19,14 +19,19 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from dlpt.cli import voice
-from dlpt.cli.load import load_command
 from dlpt.cli.options import parse_command_line, parse_load
 from dlpt.cli.process_end import Death, end_process
-from dlpt.cli.run import EXIT_USAGE, run_command
 from dlpt.errors import UsageError
-from dlpt.frontend.options import LoadOptions
+from dlpt.frontend.options import LoadOptions, RunOptions
 
-__all__ = ["COMMANDS", "SUBCOMMANDS", "main", "run", "entry"]
+__all__ = ["COMMANDS", "SUBCOMMANDS", "EXIT_USAGE", "NO_TORCH", "main", "run", "entry"]
+
+EXIT_USAGE = 2  # bad options, missing program, unreadable session: like python's own exit 2
+#: What dlpt says, on one line, where torch cannot be imported.
+NO_TORCH = (
+    "torch could not be imported ({why}): dlpt profiles PyTorch programs and needs torch in this "
+    "Python ({python}); install it (README: Install)"
+)
 
 #: The commands: a program profiled, saved sessions shown again, two runs compared, and the
 #: answers for scripts and agents (dlpt.cli.commands). Like diff, a script of such a name runs
@@ -55,14 +60,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     voice.QUIET[0], voice.STATUS_LINE[0] = False, None
     command = args[0] if args[:1] and args[0] in COMMANDS else None
-    if command == "diff":
-        from dlpt.cli.diff import main as diff_main
-
-        return _interruptible(lambda: diff_main(args[1:]))
-    if args[:1] and args[0] in SUBCOMMANDS:
-        from dlpt.cli.commands import run_subcommand
-
-        return _interruptible(lambda: run_subcommand(args[0], args[1:]))
+    if command == "diff" or (args[:1] and args[0] in SUBCOMMANDS):
+        return _imported(lambda: _own_command(args))
     try:
         opts = (
             parse_load(args[1:]) if command == "load" else parse_command_line(args[1:] if command else args)
@@ -75,9 +74,54 @@ def run(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help and --version print and "exit"
         return e.code if isinstance(e.code, int) else 0
     voice.QUIET[0] = opts.quiet
+    return _imported(lambda: _profile_or_load(opts))
+
+
+def _own_command(args: list[str]) -> Callable[[], int]:
+    """``dlpt diff`` and the commands for scripts and agents."""
+    if args[0] == "diff":
+        from dlpt.cli.diff import main as diff_main
+
+        return lambda: _interruptible(lambda: diff_main(args[1:]))
+    from dlpt.cli.commands import run_subcommand
+
+    return lambda: _interruptible(lambda: run_subcommand(args[0], args[1:]))
+
+
+def _profile_or_load(opts: RunOptions | LoadOptions) -> Callable[[], int]:
+    """The run or load command for ``opts``."""
     if isinstance(opts, LoadOptions):
-        return _interruptible(lambda: load_command(opts))
-    return run_command(opts)
+        from dlpt.cli.load import load_command
+
+        return lambda: _interruptible(lambda: load_command(opts))
+    from dlpt.cli.run import run_command
+
+    return lambda: run_command(opts)
+
+
+def _imported(command: Callable[[], Callable[[], int]]) -> int:
+    """Import a command's modules (``command``), then run what it returns. They import torch,
+    which --help, --version and a bad option never need; where torch cannot be imported (not
+    installed, or broken) this says so in one line, status 2, instead of a traceback from deep
+    in dlpt. Only dlpt's imports are guarded: the profiled program's own errors are its own."""
+    try:
+        chosen = command()
+    except ImportError as e:
+        if not _torch_failed(e):
+            raise
+        voice.say(f"error: {NO_TORCH.format(why=_first_line(e), python=sys.executable)}")
+        return EXIT_USAGE
+    return chosen()
+
+
+def _torch_failed(e: ImportError) -> bool:
+    """Whether ``e`` is torch's own import failing (a missing torch, or a broken one)."""
+    name = e.name or ""
+    return name == "torch" or name.startswith("torch.") or "torch" in str(e).split("\n", 1)[0]
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _interruptible(command: Callable[[], int]) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from dlpt.errors import DlptError, UnsafeFileError, UsageError
 from dlpt.files.rank_paths import RANK_FIELD
@@ -24,8 +25,10 @@ from dlpt.frontend.options import Output
 from dlpt.model.session import Session
 from dlpt.renderers.exports import FORMATS as EXPORT_FORMATS
 from dlpt.renderers.exports import write_export
-from dlpt.views.ranks import RanksView
 from dlpt.views.run import RunView, ViewOptions
+
+if TYPE_CHECKING:  # the ranks' view imports torch: not for --help or a bad option
+    from dlpt.views.ranks import RanksView
 
 __all__ = [
     "Output",

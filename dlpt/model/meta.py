@@ -204,6 +204,7 @@ class CompileEvent:
     backend_s: Seconds | None = None
     inductor_s: Seconds | None = None
     graph_ops: int | None = None
+    cache_hits: int | None = None  # graphs served from Inductor's or AOTAutograd's cache (dlpt 0.2 on)
     recompile_reason: str | None = nullable()
     fail: str | None = nullable()
     resume_of: ResumeOf | None = None
@@ -446,6 +447,7 @@ class Timeline:
     duration_ns: int | None = None
     dropped: int | None = None
     clock: str | None = None
+    first_step: int | None = None  # the run's number of the window's first step (dlpt 0.2 on)
 
 
 # -- PC sampling (--pc-sampling; dlpt/capture/pc_sampling.py, docs/pc-sampling.md) ---------------

@@ -74,6 +74,9 @@ class Timeline:
         ]
         self.steps = int(raw.get("steps") or 0)
         self.steps_requested = int(raw.get("steps_requested") or 0)
+        # The run's number of the window's first step (1 in a session saved before it was kept).
+        first = raw.get("first_step")
+        self.first_step = first if isinstance(first, int) and not isinstance(first, bool) and first > 0 else 1
         self.duration_ns = int(raw.get("duration_ns") or 0)
         self.dropped = int(raw.get("dropped") or 0)
         self.clock = str(raw.get("clock") or "")

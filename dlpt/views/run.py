@@ -180,6 +180,24 @@ class RunView:
         with gc_paused():
             return self.folded.with_field("o").tree()
 
+    @property
+    def counted_nothing(self) -> bool:
+        """Whether every recorded cost ran outside counted steps (none was counted): the HTML page
+        then shows the work outside steps where the per-step tree would be."""
+        return self.outside is not None and not any(self.totals.values())
+
+    @cached_property
+    def outside_flats(self) -> dict[str, list[FlatRow]]:
+        """The flat profiles of the work outside counted steps (none without it)."""
+        root = self.outside
+        if root is None:
+            return {table: [] for table in FLAT_TABLES}
+        return {
+            "line": flatten_by_line(root),
+            "op": flatten_by_kind(root, "op"),
+            "kernel": flatten_by_kind(root, "kernel"),
+        }
+
     @staticmethod
     def context(node: Node) -> int:
         """``node``'s context bits (:data:`CONTEXT_BITS`: forward, backward, optimizer, ...)."""
@@ -287,6 +305,14 @@ class RunView:
             "op": flatten_by_kind(root, "op"),
             "kernel": flatten_by_kind(root, "kernel"),
         }
+
+    def hottest_lines(self, metric: Metric, n: int, threshold: float = 0.0) -> list[FlatRow]:
+        """The ``n`` lines with the largest own cost in ``metric`` (what the line's own ops,
+        kernels and copies took, not its callee lines'), none below ``threshold`` of the total,
+        largest first: the report's last section answers "which line" from them."""
+        floor = max(threshold * metric(self.totals), 1e-9)
+        rows = [r for r in self.flats["line"] if metric(r.self) >= floor]
+        return sorted(rows, key=lambda r: -metric(r.self))[:n]
 
     @cached_property
     def line_halves(self) -> LineHalfWidths | None:

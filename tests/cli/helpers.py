@@ -7,6 +7,7 @@ in parallel (:func:`run_many`) instead of one after another.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -110,12 +111,26 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+def default_signals() -> None:
+    """In a child before it execs: SIGHUP's default action back. A suite run under ``nohup``
+    ignores SIGHUP, and an ignored signal stays ignored across exec, by plain python and dlpt
+    alike; the signal tests send SIGHUP to a program started as from a terminal."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def popen(args: Sequence[str], cwd: Path, extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """``python *args`` started in ``cwd`` (env() with ``extra``), stdout and stderr piped."""
+    """``python *args`` started in ``cwd`` (env() with ``extra``), stdout and stderr piped, with
+    SIGHUP's default action (:func:`default_signals`)."""
     e = env()
     e.update(extra or {})
     return subprocess.Popen(
-        [sys.executable, *args], cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, *args],
+        cwd=cwd,
+        env=e,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signals,
     )
 
 

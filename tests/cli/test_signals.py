@@ -15,7 +15,7 @@ import pytest
 
 from dlpt.model.session import Session
 
-from .helpers import Job, Result, env, run_many, write
+from .helpers import Job, Result, default_signals, env, run_many, write
 
 # Works until told to stop: the test signals it once it is running.
 LOOP = """\
@@ -90,7 +90,13 @@ def _popen(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     e = env()
     e["OMP_NUM_THREADS"] = "1"
     return subprocess.Popen(
-        [sys.executable, *args], cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, *args],
+        cwd=cwd,
+        env=e,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signals,  # SIGHUP not ignored, even when the suite runs under nohup
     )
 
 

@@ -484,6 +484,7 @@ def test_the_timeline_view_draws_a_step_and_names_slices_as_text(
     tl = timeline_meta()
     hostile = "<img src=x onerror=alert(1)>\x1b[2J"
     tl["strings"][tl["strings"].index("aten::linear")] = hostile
+    tl["first_step"] = 15  # the window began at the run's step 15 (issue 48)
     meta = S.gpt_eager()["meta"]
     meta["timeline"] = tl
     path = tmp_path / "timeline.html"
@@ -496,7 +497,7 @@ def test_the_timeline_view_draws_a_step_and_names_slices_as_text(
     # Step 1 of 2: its slices are drawn (the op, its launch and sync, the kernel, sampled frames).
     drawn = r.js(TIMELINE_NAMES_JS)
     assert {"cuLaunchKernel", "gemm_kernel", "cuStreamSynchronize", "step", "<module>", hostile} <= set(drawn)
-    assert page.inner_text("section.timeline .panel-head").count("step 1/2") == 1
+    assert page.inner_text("section.timeline .panel-head").count("step 15 (1/2 of the window)") == 1
     # Hover the op: its card names it (as text) and its line.
     x, y, w = r.js(TIMELINE_SLICE_JS, hostile)
     page.mouse.move(x + max(1, w / 2), y + 8)
@@ -506,7 +507,7 @@ def test_the_timeline_view_draws_a_step_and_names_slices_as_text(
     assert r.js("() => document.querySelectorAll('img, iframe').length") == 0
     _save(page, artifacts, "timeline.png")
     page.click("section.timeline button:has-text('step \u203a')")
-    assert "step 2/2" in page.inner_text("section.timeline .panel-head")
+    assert "step 16 (2/2 of the window)" in page.inner_text("section.timeline .panel-head")
     assert r.js("() => dlpt.app.timeline.items.length") > 0  # the samples of step 2
 
 

@@ -61,3 +61,30 @@ def test_recompilations_carry_the_failed_guard_first_line():
     assert [r["reason"] for r in rec] == ["0/0: tensor 'x' size mismatch at index 0.", "1/0: n == 1"]
     assert rec[1]["function"] == "forward (after the graph break at line 14)"
     assert sum(e["compile_s"] for e in events) == 1.5
+
+
+def test_cache_hits_are_counted_and_said_as_cached():
+    """A compile served from Inductor's FX graph cache or AOTAutograd's takes Inductor no time:
+    the summary says "cached" instead of "Inductor 0.00 s"."""
+    from dlpt.analysis.report.compile_summary import compile_summary
+
+    hit = metric(
+        "0/0",
+        "forward",
+        10,
+        inductor_compile_time_s=0.0,
+        inductor_fx_local_cache_hit_count=1,
+        aotautograd_local_cache_hit_count=1,
+        inductor_fx_remote_cache_hit_count=None,
+    )
+    (ev,) = events_from_metrics([hit])
+    assert ev["cache_hits"] == 2
+    summary = compile_summary({"compile": [ev]})
+    assert (
+        summary is not None and "0.50 s compiling (Inductor: cached, 2 graphs from its cache)" in summary.text
+    )
+    assert "Inductor 0.00 s" not in summary.text
+    # A compile that ran Inductor keeps its time.
+    (fresh,) = events_from_metrics([metric("0/0", "forward", 10)])
+    assert fresh["cache_hits"] == 0
+    assert "(Inductor 0.05 s of it)" in compile_summary({"compile": [fresh]}).text

@@ -1,12 +1,15 @@
 """The report ends on what matters (issue 33): a compact header (at most 10 lines at 80 columns:
 the run, its steps, the step time, GPU busy/idle, the top finding, warnings), the details behind
-``verbose``; the per-step tree last, so that the terminal shows its hot lines when the run ends;
-the work outside steps folded to its top rows; no line said twice; an unused GPU in one line."""
+``verbose``; the per-step tree, then its hottest lines, last, so that the terminal shows them when
+the run ends; the work outside steps folded to its top rows; no line said twice; an unused GPU in
+one line."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from dlpt.analysis.report import build_report
 from dlpt.model.session import Session
 from dlpt.renderers.terminal.header import COMPACT_LINES
 from dlpt.renderers.terminal.report import OUTSIDE_ROWS, render
@@ -23,7 +26,9 @@ def test_the_compact_header_fits_ten_lines_at_80_columns(h: Any) -> None:
     for session in (calibrated(h, outside=True), h.build_gpu().session(h.gpu_meta())):
         text = h.render_text(render(session), width=80)
         head = _header(text)
-        assert len(head) <= COMPACT_LINES, "\n".join(head)
+        # A line more for each flag's headline (the calibrated session has --flops's).
+        asked = len(build_report(session).headlines)
+        assert len(head) <= COMPACT_LINES + asked, "\n".join(head)
         assert all(len(ln) <= 80 for ln in head)
         body = "\n".join(head)
         assert "step wall" in body and "GPU 0: busy" in body and "--verbose" in body
@@ -39,15 +44,17 @@ def test_the_top_finding_is_in_the_compact_header(h: Any) -> None:
     assert "top finding: -1.24ms/step train.py:40 train_step: Host-to-device copies" in head
 
 
-def test_the_per_step_tree_is_last(h: Any) -> None:
+def test_the_per_step_tree_then_the_hottest_lines_are_last(h: Any) -> None:
     session = calibrated(h, outside=True)
     text = h.render_text(render(session), width=100)
     tree = text.index("Top-down (callees below their callers)")
     for before in ("Suggestions", "GPU kernels", "Outside steps (once", "values: "):
         assert before in text and text.index(before) < tree, before
-    # The last lines of the report are the tree's rows.
+    # After the tree's rows, the report ends with the hottest lines (issue 48).
+    hot = text.index("Hottest lines")
+    assert tree < hot and "─ " in text[tree:hot]
     last = [ln for ln in text.splitlines() if ln.strip()][-3:]
-    assert all("─ " in ln for ln in last), last
+    assert all("─ " not in ln and re.search(r"\d%", ln) for ln in last), last
     # Verbose keeps the same order.
     verbose = h.render_text(render(session, verbose=True), width=100)
     assert verbose.index("Suggestions") < verbose.index("Top-down (callees below their callers)")

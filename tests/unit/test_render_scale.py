@@ -22,7 +22,7 @@ def million() -> tuple[dict, Session]:
 
 def test_a_million_nodes_render_the_lines_that_matter(h, million: tuple[dict, Session]) -> None:
     d, session = million
-    text = h.render_text(render(session), width=140)
+    text = h.render_text(render(session), width=140).split("Hottest lines")[0]  # the tree
     n_lines = (len(d["nodes"]) - 2) // NODES_PER_LINE
     heavy = [i for i in range(n_lines) if i % 20_000 == 0]
     shown = set(re.findall(r"(mod\d+\.py:\d+) step\d+", text))
@@ -43,7 +43,8 @@ def test_a_runaway_recursion_prints_a_bounded_tree() -> None:
     text = render_text(render(session), width=120)
     lines = text.splitlines()
     assert len(lines) < 200
-    rows = [ln for ln in lines if "rec.py:" in ln]
+    tree = text.split("Hottest lines")[0].splitlines()  # the hottest lines follow the tree
+    rows = [ln for ln in tree if "rec.py:" in ln]
     assert len(rows) == 100  # the first 100 levels below the root
     marker = next(ln for ln in lines if "more levels" in ln)
     # Below them: the other 99,900 frames, the op and its kernel.

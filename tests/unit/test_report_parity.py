@@ -64,9 +64,13 @@ def _words(s: str) -> str:
 
 
 def _header_of(h: Any, session: Session, opts: dict[str, Any]) -> str:
-    text = h.render_text(render(session, view="tree", threshold=0.0, verbose=True, **opts), width=4000)
-    panel = text.split("╯", 1)[0]  # the header panel is the first block
-    return _flat(panel)
+    """Both terminal headers, verbose then compact: the page has the verbose facts and the
+    compact header's headlines (what --flops, --memory, --pc-sampling asked for)."""
+    panels = []
+    for verbose in (True, False):
+        r = render(session, view="tree", threshold=0.0, verbose=verbose, **opts)
+        panels.append(_flat(h.render_text(r, width=4000).split("╯", 1)[0]))  # the header: the first block
+    return " ".join(panels)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -108,8 +108,11 @@ def side_by_side(rs: RankSet) -> RankTimelines | None:
     out.steps = _job_steps(
         [[(a + off, b + off) for a, b in v.steps] for (_, _, v, _), off in zip(shown, offsets, strict=True)]
     )
+    # The run's step numbers where every rank's window began at the same step (else the window's).
+    started = {v.first_step for _, _, v, _ in shown}
+    out.first_step = started.pop() if len(started) == 1 else 1
     for k, (a, b) in enumerate(out.steps):
-        out.slices.append(Slice(0, 0, a, b - a, f"step {k + 1}", "step", None))
+        out.slices.append(Slice(0, 0, a, b - a, f"step {out.first_step + k}", "step", None))
     return RankTimelines(out, [r for r, *_ in shown], clock, left_out)
 
 

@@ -17,7 +17,8 @@ page sets text, never markup).
 A new fact goes into one of the modules here, by subject: :mod:`.run` (what ran, steps, warnings
 about them, threads, versions), :mod:`.gpu` (totals, GPU capture, devices, CUDA graphs, dlpt's own
 cost, dropped and unattributed records), :mod:`.measures` (MFU, idle per step, FLOP coverage),
-:mod:`.compile` (torch.compile), :mod:`.suggestions` (wording of findings); communication facts are
+:mod:`.compile` (torch.compile), :mod:`.suggestions` (wording of findings), :mod:`.headlines` (the
+short line of each flag that asked for something); communication facts are
 :func:`dlpt.analysis.communication.comm_facts`.
 """
 

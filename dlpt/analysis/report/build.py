@@ -8,7 +8,16 @@ from dlpt.analysis.communication import comm_facts
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis, analyze
 from dlpt.analysis.report.compile_summary import attribution_facts, compile_summary
-from dlpt.analysis.report.gpu import capture_facts, device_facts, graph_facts, record_facts, self_cost, totals
+from dlpt.analysis.report.gpu import (
+    capture_facts,
+    device_facts,
+    graph_facts,
+    mean_step_wall,
+    record_facts,
+    self_cost,
+    totals,
+)
+from dlpt.analysis.report.headlines import flops_headline, memory_headline, pc_sampling_facts
 from dlpt.analysis.report.host_facts import host_facts, sampler_facts
 from dlpt.analysis.report.measures import coverage_facts, idle_facts, mfu_facts
 from dlpt.analysis.report.memory_facts import memory_facts, oom_facts
@@ -70,8 +79,11 @@ def assemble_report(
     sep = separator(ascii)
     inc = a.totals
     total_facts = totals(inc, units, sum((session.typed_meta.gpu_busy_ns or {}).values()) or None)
-    per = f"per step (/{steps})" if steps else "totals"
+    if total_facts:  # the mean step wall beside the means it compares with
+        total_facts = [*mean_step_wall(meta, steps, units), *total_facts]
+    per = f"per step (mean of {steps})" if steps else "totals"
     empty = "nothing in counted steps" if outside is not None else "nothing recorded"
+    pc = pc_sampling_facts(session.typed_meta)
     line = sep.join(f.text for f in total_facts) if total_facts else empty
     header: list[Fact] = [
         *oom_facts(a, units),  # an allocation failure leads: it is what ended the run
@@ -83,6 +95,7 @@ def assemble_report(
         *op_mode_facts(meta),
         *device_facts(meta, units),
         *memory_facts(a, units),
+        *pc,
         *mfu_facts(a, units),
         *idle_facts(a, units),
         *host_facts(a, units),
@@ -111,4 +124,5 @@ def assemble_report(
         suggestions=tuple(suggestion(f, units) for f in found) if found is not None else (),
         analysis=a,
         outside=outside,
+        headlines=(*flops_headline(a, units), *memory_headline(a, units), *pc),
     )

@@ -13,7 +13,15 @@ from dlpt.model.meta import Gpu, StepTime, int_of, obj, step_time, typed_field, 
 from dlpt.model.metrics import METRICS
 from dlpt.model.units import Units
 
-__all__ = ["totals", "capture_facts", "device_facts", "graph_facts", "record_facts", "self_cost"]
+__all__ = [
+    "totals",
+    "mean_step_wall",
+    "capture_facts",
+    "device_facts",
+    "graph_facts",
+    "record_facts",
+    "self_cost",
+]
 
 
 # GPU time above the GPUs' busy time by more than this share is shown as overlap.
@@ -56,6 +64,19 @@ def totals(inc: Mapping[str, int], units: Units, busy_ns: int | None = None) -> 
         v = units.time(inc["api_ns"])
         out.append(Fact("total", f"CUDA API {v}", label="CUDA API", value=v))
     return out
+
+
+def mean_step_wall(meta: Mapping[str, Any], steps: int, units: Units) -> list[Fact]:
+    """The counted steps' mean wall time, the per-step totals' first figure: the totals are means
+    over the same steps (their sums divided by the steps), while the step wall line gives medians
+    (issue 48: a median beside a mean read as op time five times the step). Nothing for a session
+    saved before dlpt timed its counted steps (its step wall line gives their mean already)."""
+    st = obj(meta.get("step_time"))
+    counted = int_of(st.get("counted_ns"))
+    if not steps or counted <= 0:
+        return []
+    v = units.time(counted / steps, per_step=False)
+    return [Fact("total", f"step wall {v}", label="step wall", value=v)]
 
 
 def capture_facts(meta: Mapping[str, Any]) -> list[Fact]:

@@ -80,7 +80,9 @@ class Report:
     ``totals`` fact of ``header`` says in one line; ``steps`` is what per-step values are divided
     by (0: values per run); ``analysis`` is what the facts were computed from, for the views that
     show more of it (work tables); ``outside`` the folded tree of the work outside counted steps
-    (None: there was none)."""
+    (None: there was none); ``headlines`` the short line of each flag that asked for something
+    (``--flops``, ``--memory``, ``--pc-sampling``: :mod:`.headlines`), which the compact header and
+    the HTML page lead with."""
 
     title: str
     rank: str
@@ -92,6 +94,7 @@ class Report:
     suggestions: tuple[Suggestion, ...]
     analysis: Analysis
     outside: Node | None = None
+    headlines: tuple[Fact, ...] = ()
 
     def facts(self, *kinds: str) -> list[Fact]:
         """The header's facts of these kinds, in order."""

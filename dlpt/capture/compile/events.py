@@ -24,6 +24,24 @@ def _get(m: Any, name: str, default: Any = None) -> Any:
     return default if v is None else v
 
 
+#: Compilation metrics counting graphs served from a cache (Inductor's FX graph cache, AOTAutograd's
+#: cache; local and remote): such a graph costs Inductor no compile time.
+_CACHE_HITS = (
+    "inductor_fx_local_cache_hit_count",
+    "inductor_fx_remote_cache_hit_count",
+    "aotautograd_local_cache_hit_count",
+    "aotautograd_remote_cache_hit_count",
+)
+
+
+def _cache_hits(m: Any) -> int:
+    total = 0
+    for name in _CACHE_HITS:
+        v = _get(m, name, 0)
+        total += v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+    return total
+
+
 def events_from_metrics(metrics: list[Any]) -> list[dict[str, Any]]:
     """One event per compilation, in order, with graph breaks located where Dynamo resumed."""
     events: list[dict[str, Any]] = []
@@ -39,6 +57,7 @@ def events_from_metrics(metrics: list[Any]) -> list[dict[str, Any]]:
             "backend_s": float(_get(m, "backend_compile_time_s", 0.0)),
             "inductor_s": float(_get(m, "inductor_compile_time_s", 0.0)),
             "graph_ops": int(_get(m, "graph_op_count", 0)),
+            "cache_hits": _cache_hits(m),
             "break_reasons": sorted(str(r)[:_MAX_TEXT] for r in restart),
             "recompile_reason": str(recompile)[:_MAX_TEXT] or None,
             "fail": (

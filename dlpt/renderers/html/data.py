@@ -56,6 +56,12 @@ __all__ = ["MODEL_VERSION", "KEYS", "METRIC_KEYS", "build_model"]
 
 MODEL_VERSION = 1
 
+#: The page's note when no step was counted and its tree is the work outside steps.
+OUTSIDE_NOTE = (
+    "No step was counted: the tree, the flame graph and the tables show the work outside steps "
+    "(set-up, warm-up and the end of the run), as totals for the run"
+)
+
 #: Metric keys embedded per node (exclusive values). ``min_ns``/``max_ns`` are left out: they do
 #: not sum, and the page shows averages instead.
 KEYS: tuple[str, ...] = (
@@ -248,10 +254,15 @@ def build_model(
     as the view given does (:func:`dlpt.views.run.view_of`).
     """
     sv = view_of(source, show_all, peak_tflops)
-    session, root = sv.session, sv.whole
-    chosen = sv.metric(metric)
+    session, root, all_flats = sv.session, sv.whole, sv.flats
+    shaped = sv.outside_tree(metric, 0.0, None) if sv.counted_nothing else None
+    if shaped is not None and sv.outside is not None:
+        # No step counted: the page shows the work outside steps (unpruned), as totals.
+        root, chosen, all_flats = sv.outside, shaped[1], sv.outside_flats
+    else:
+        chosen = sv.metric(metric)
     offered = _metric_defs(root)
-    budget, flats = plan(root, [METRICS[d["name"]] for d in offered], sv.flats)
+    budget, flats = plan(root, [METRICS[d["name"]] for d in offered], all_flats)
     strings = _Strings()
     tree, ids = _node_table(root, strings, budget)
     stored = session_sources(session.meta)
@@ -278,6 +289,8 @@ def build_model(
     note = budget.note()
     if note is not None:
         header["warnings"].append({"level": "info", "text": note})
+    if shaped is not None:
+        header["warnings"].append({"level": "info", "text": OUTSIDE_NOTE})
 
     return {
         "format": "dlpt-html-model",
@@ -291,7 +304,7 @@ def build_model(
         "steps": report.steps,
         "show_all": sv.options.show_all,
         "flat": {
-            table: _flat_rows(rows, ids, sv.line_halves if table == "line" else None)
+            table: _flat_rows(rows, ids, sv.line_halves if table == "line" and shaped is None else None)
             for table, rows in flats.items()
         },
         "sources": sources,

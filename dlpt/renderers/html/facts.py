@@ -19,6 +19,7 @@ __all__ = ["header_facts"]
 #: Kinds the page shows in places of their own (totals, devices, insight lines, versions).
 _PLACED = ("totals", "device", "measure", "versions")
 _FACT_KINDS = (
+    "headline",
     "run",
     "steps",
     "step_wall",
@@ -28,6 +29,7 @@ _FACT_KINDS = (
     "communication",
     "graphs",
     "memory",
+    "pc_sampling",
     "ops",
     "cost",
 )
@@ -54,7 +56,9 @@ def _located(rows: tuple[Located, ...]) -> list[dict[str, Any]]:
 
 def header_facts(report: Report) -> dict[str, Any]:
     """The page's ``header`` object (read by ``assets/header.js``)."""
-    facts = [[clean(f.label), clean(f.value)] for f in report.header if _is_fact(f)]
+    # What a flag asked for leads, as in the compact terminal header (issue 48).
+    rest = [f for f in report.header if f not in report.headlines]
+    facts = [[clean(f.label), clean(f.value)] for f in [*report.headlines, *rest] if _is_fact(f)]
     if report.rank:
         facts.insert(0, ["rank", clean(report.rank)])
     versions = report.facts("versions")

@@ -63,6 +63,7 @@ def timeline_model(view: TimelineView | None, strings: Callable[[str], int]) -> 
         "duration": view.duration_ns,
         "dropped": view.dropped,
         "steps_kept": view.steps_kept,
+        "first_step": view.first_step,
         "steps_requested": view.steps_requested,
         "steps_shown": shown,
     }

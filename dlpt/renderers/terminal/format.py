@@ -147,11 +147,39 @@ def truncate(text: Text, width: int, ascii: bool) -> Text:
     return text
 
 
-def fit_label(prefix: str, main: Text, detail: str, width: int, keep_detail: bool, ascii: bool) -> Text:
+#: The fewest cells a shortened source text keeps (fewer say nothing: it is left out instead).
+MIN_DETAIL = 10
+
+
+def shorten_middle(text: str, width: int, ascii: bool) -> str:
+    """``text`` within ``width`` cells, shortened from the middle (``h = self.no…(h) + x``): a
+    source line's start and end both say what it does, its cut-off end does not. "" when
+    ``width`` is too small to say anything."""
+    if Text(text).cell_len <= width:
+        return text
+    mark = "..." if ascii else "…"
+    room = width - len(mark)
+    if room < 2:
+        return ""
+    head = (room + 1) // 2
+    tail = room - head
+    short = text[:head] + mark + (text[-tail:] if tail else "")
+    while Text(short).cell_len > width and head > 1:  # wide characters
+        head -= 1
+        short = text[:head] + mark + (text[-tail:] if tail else "")
+    return short
+
+
+def fit_label(
+    prefix: str, main: Text, detail: str, width: int, keep_detail: bool, ascii: bool, source: bool = False
+) -> Text:
     """Assemble ``prefix + main + "  " + detail`` within ``width`` cells, never wrapping.
 
     With ``keep_detail`` (kernels: the launch config matters more than the name's tail) the
     main text is shortened first; otherwise the detail goes first, then the main text is cut.
+    A ``source`` detail (a frame's source text) is shortened from the middle, its start and end
+    both saying what the line does, or left out when fewer than :data:`MIN_DETAIL` cells are
+    left for it; other details are cut at their end.
     """
     out = Text(prefix, DETAIL_STYLE)
     room = width - len(prefix)
@@ -159,6 +187,9 @@ def fit_label(prefix: str, main: Text, detail: str, width: int, keep_detail: boo
         short = room - 2 - len(detail)
         if main.cell_len > short >= 20:
             main = truncate(main, short, ascii)
+    elif detail and source:
+        left = room - main.cell_len - 2
+        detail = shorten_middle(detail, left, ascii) if left >= MIN_DETAIL else ""
     out.append_text(main)
     if detail:
         out.append("  ")

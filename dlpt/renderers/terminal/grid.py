@@ -34,6 +34,7 @@ class GridRow:
     detail: str = ""
     keep_detail: bool = False
     chain: Chain | None = None
+    source: bool = False  # the detail is source text (shortened from the middle: fit_label)
     cell_styles: Sequence[str] | None = None
 
 
@@ -134,7 +135,7 @@ class _Layout:
 
     def label(self, r: GridRow) -> Text:
         prefix = guide_prefix(r.chain, self.cap, self.ascii)
-        return fit_label(prefix, r.main, r.detail, self.label_w, r.keep_detail, self.ascii)
+        return fit_label(prefix, r.main, r.detail, self.label_w, r.keep_detail, self.ascii, r.source)
 
     def line(self, r: GridRow) -> Text:
         line = Text(no_wrap=True, overflow="ignore")

@@ -3,10 +3,11 @@
 Two forms. :class:`Header` (``--verbose``) has every fact, one per line (wall time and steps share
 the first), styled by how much each matters. :class:`CompactHeader` (the default) is what a
 reader needs first, at most :data:`COMPACT_LINES` lines in all at any width, each cut to one row:
-the run and its steps, the step time, the totals, each used GPU's busy and idle share, the top
-finding, and what limits trust in the numbers (warnings, never hidden: counted in a last line when
-they do not fit). Everything else (sampler diagnostics, unused GPUs, versions, dlpt's own cost)
-is behind ``--verbose``."""
+the run and its steps, the step time, the totals, the headline of each flag that asked for
+something (``--flops``, ``--memory``, ``--pc-sampling``: a line each, beyond that budget), each
+used GPU's busy and idle share, the top finding, and what limits trust in the numbers (warnings,
+never hidden: counted in a last line when they do not fit). Everything else (sampler
+diagnostics, unused GPUs, versions, dlpt's own cost) is behind ``--verbose``."""
 
 from __future__ import annotations
 
@@ -119,7 +120,8 @@ def _top_finding(report: Report, fmt: Fmt) -> Text | None:
 
 
 class CompactHeader(View):
-    """The default header: at most :data:`COMPACT_LINES` lines at any width (see the module)."""
+    """The default header: at most :data:`COMPACT_LINES` lines at any width, and a line more for
+    each flag's headline (see the module)."""
 
     gap_before = False
 
@@ -139,11 +141,15 @@ class CompactHeader(View):
         if step is not None:
             head.append(Header.line(step, fmt))
         head.extend(Header.line(f, fmt) for f in r.facts("totals"))
+        # What a flag asked for (--flops, --memory, --pc-sampling): a line each, on top of the
+        # budget, so that asking for an answer never pushes out a warning.
+        head.extend(Header.line(f, fmt) for f in r.headlines)
+        height = COMPACT_LINES + len(r.headlines)
         head.extend(_gpu_lines(r, fmt))
         top = _top_finding(r, fmt)
         if top is not None:
             head.append(top)
-        room = COMPACT_LINES - 2 - len(head) - 1  # the box, and the last line (--verbose)
+        room = height - 2 - len(head) - 1  # the box, and the last line (--verbose)
         # What limits trust in the numbers first, then measurements that limit the program.
         bad = [f for f in r.header if f.level == "bad" and f.kind != "device"]
         shown = [*warnings, *bad][: max(0, room)]
@@ -151,8 +157,8 @@ class CompactHeader(View):
         rest = len(errors[2:]) + len(warnings) + len(bad) - len(shown)
         more = f"{rest} more line{'s' if rest != 1 else ''} and the details: " if rest else "details: "
         head.append(Text(more + "--verbose", "dim"))
-        if len(head) > COMPACT_LINES - 2:  # many GPUs and errors: the last line stays
-            head = [*head[: COMPACT_LINES - 3], head[-1]]
+        if len(head) > height - 2:  # many GPUs and errors: the last line stays
+            head = [*head[: height - 3], head[-1]]
         return head
 
     def build(self, fmt: Fmt, width: int) -> Iterable[RenderableType]:

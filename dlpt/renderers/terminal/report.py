@@ -28,6 +28,7 @@ from dlpt.renderers.terminal.compile_view import CompileView
 from dlpt.renderers.terminal.format import Fmt
 from dlpt.renderers.terminal.grid import LazyGrid
 from dlpt.renderers.terminal.header import CompactHeader, Header
+from dlpt.renderers.terminal.hot_lines import HOT_LINES, HotLinesView
 from dlpt.renderers.terminal.intervals import intervals_table
 from dlpt.renderers.terminal.output import print_to
 from dlpt.renderers.terminal.suggestions import SuggestionsView
@@ -74,9 +75,10 @@ def render(
     """Render ``session`` (or the run's view of it: :mod:`dlpt.views.run`) as a rich renderable.
 
     view: "tree" (header; the work outside steps, folded; with GPU data, kernel and copy
-        summaries; the first suggestions; the top-down tree last, so that a terminal shows its
-        hot lines when the report ends), "bottom-up", "flat" (by source line, op, kernel),
-        "kernels", "summary", "suggestions" (every suggestion and the work tables) or "all".
+        summaries; the first suggestions; the top-down tree, then the hottest lines by own cost
+        last, so that a terminal shows them when the report ends), "bottom-up", "flat" (by
+        source line, op, kernel), "kernels", "summary", "suggestions" (every suggestion and the
+        work tables) or "all".
     metric: a name in ``dlpt.model.metrics.METRICS``; default "gpu" if the session has GPU time,
         else "cpu".
     threshold: hide tree nodes / flat rows below this fraction of the total.
@@ -227,11 +229,20 @@ def _work(r: _Report) -> RenderableType:
     return WorkView(r.sv.work, r.fmt)
 
 
+def _hot_lines(r: _Report) -> list[RenderableType]:
+    """The few hottest lines by own cost (none when the tree has nothing to show)."""
+    if r.total == 0:
+        return []
+    rows = r.sv.hottest_lines(r.m, HOT_LINES, r.threshold)
+    return [HotLinesView(rows, r.m, r.fmt, r.total, r.sv.line_halves)]
+
+
 def _tree_view(r: _Report) -> list[RenderableType]:
-    """What matters last: a terminal keeps the end of the report on screen when the run ends."""
+    """What matters last: a terminal keeps the end of the report on screen when the run ends,
+    so the tree ends with the hottest lines (which line costs most, whatever the tree's shape)."""
     gpu = [*_gpu_tables(r), _syncs(r)] if r.sv.has_gpu else [_syncs(r)]
     note = [] if r.verbose else [Text(f"\n{r.note}", "dim")]  # the verbose header says it
-    return [*_outside(r), *gpu, _collectives(r), _suggestions(r), *note, _tree(r)]
+    return [*_outside(r), *gpu, _collectives(r), _suggestions(r), *note, _tree(r), *_hot_lines(r)]
 
 
 def _kernels_view(r: _Report) -> list[RenderableType]:
@@ -276,11 +287,11 @@ _SECTIONS: dict[str, Callable[[_Report], list[RenderableType]]] = {
 
 def _nothing(m: Metric, title: str, session: Session, fmt: Fmt, outside: bool = False) -> Text:
     """Instead of a tree of zeros: the metric has no value anywhere in the session (or in its
-    counted steps, when work ran outside them: then the outside section follows)."""
+    counted steps, when work ran outside them: the outside section has it)."""
     if outside:
         return Text(
-            f"\n{title}: no {m.label} in counted steps (no step was counted: see the work outside "
-            "steps below; --skip-first 0 counts every step)",
+            f'\n{title}: no {m.label} in counted steps (no step was counted: the work is under "Outside '
+            'steps"; --skip-first 0 counts every step)',
             "yellow",
         )
     text = Text(f"\n{title}: no {m.label} recorded", "yellow")

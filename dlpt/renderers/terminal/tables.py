@@ -26,6 +26,7 @@ class Row(NamedTuple):
 
     cells: Sequence[str | Text]  # a str cell is plain text, never rich markup
     label: Label
+    source: bool = False  # the label's detail is source text (shortened from the middle)
 
 
 def make_table(title: str, fmt: Fmt, note: str = "") -> Table:
@@ -61,7 +62,7 @@ def add_rows(t: Table, rows: Sequence[Row], width: int, ascii: bool) -> None:
         cells = [Text(c) if isinstance(c, str) else c for c in r.cells]
         name = r.label
         if isinstance(name, tuple):  # (main, detail): the name matters more here
-            t.add_row(*cells, fit_label("", name[0], name[1], last, False, ascii))
+            t.add_row(*cells, fit_label("", name[0], name[1], last, False, ascii, r.source))
             continue
         name = name if isinstance(name, Text) else Text(str(name))
         t.add_row(*cells, truncate(name, last, ascii))

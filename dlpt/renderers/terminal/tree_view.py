@@ -120,6 +120,7 @@ class TreeView(View):
                 detail,
                 keep_detail=node.kind == "kernel",
                 chain=chain,
+                source=node.kind == "frame",
             )
             yield row
             ncells = len(row.cells)
@@ -201,6 +202,7 @@ class FlatView(View):
                     main,
                     detail,
                     keep_detail=r.node.kind == "kernel",
+                    source=r.node.kind == "frame",
                 )
             )
         yield _title(self.title, fmt, metric, width)

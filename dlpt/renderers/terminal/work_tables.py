@@ -1,6 +1,7 @@
 """The work tables of ``--view suggestions``: per line and per op (with its kernels), the GPU
 time beside the FLOPs and estimated bytes it did, the achieved TFLOP/s and GB/s, their share of
-the device's peaks, and the roofline bound (:mod:`dlpt.analysis.roofline`).
+the device's peaks, and the roofline bound (:mod:`dlpt.analysis.roofline`). On a CPU run: the
+ops' CPU time, and GFLOP/s over it.
 
 Values are per step; TFLOP/s, GB/s and percentages are rates and do not depend on it. Bytes are
 the compulsory traffic estimated from tensor sizes, which the column headers say ("GB/s est").
@@ -26,9 +27,11 @@ __all__ = ["WorkView"]
 _BOUND_STYLE = {"compute": "green", "memory": "yellow", "latency": "red"}
 
 
-def _rate_cells(b: Bound, peak: float | None, bw: float | None) -> list[str | Text]:
+def _rate_cells(b: Bound, peak: float | None, bw: float | None, gpu: bool = True) -> list[str | Text]:
+    # A CPU's rates are GFLOP/s (its column says so: _rate_columns).
+    rate = b.tflops if gpu or b.tflops is None else 1e3 * b.tflops
     return [
-        f"{b.tflops:.3g}" if b.tflops is not None else "-",
+        f"{rate:.3g}" if rate is not None else "-",
         f"{100 * b.tflops / peak:.1f}%" if b.tflops is not None and peak else "-",
         f"{b.gbs:.0f}" if b.gbs is not None else "-",
         f"{100 * b.gbs / bw:.1f}%" if b.gbs is not None and bw else "-",
@@ -37,6 +40,11 @@ def _rate_cells(b: Bound, peak: float | None, bw: float | None) -> list[str | Te
 
 
 _RATE_COLUMNS = ("TFLOP/s", "% peak", "GB/s est", "% BW", "bound")
+
+
+def _rate_columns(gpu: bool) -> tuple[str, ...]:
+    """The rate columns: over kernel time on a GPU run, over the ops' CPU time on a CPU run."""
+    return _RATE_COLUMNS if gpu else ("GFLOP/s", *_RATE_COLUMNS[1:])
 
 
 class WorkView(View):
@@ -61,9 +69,10 @@ class WorkView(View):
         # Without GPU time (a CPU run) only the FLOPs mean anything: the rows rank by them.
         gpu = w.gpu
         if not gpu:
-            peaks = "; no GPU time recorded: FLOPs only"
+            peaks = "; no GPU time recorded: rates over the ops' CPU time"
+        where = "GPU" if gpu else "CPU"
         t = make_table("Work per line", fmt, f"{per}; bytes estimated from tensor sizes{peaks}")
-        for col in ("GPU", "FLOPs", "fwd+bwd", *_RATE_COLUMNS):
+        for col in (where, "FLOPs", "fwd+bwd", *_rate_columns(gpu)):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("line", no_wrap=True, overflow="ellipsis")
         rows: list[Row] = []
@@ -75,11 +84,12 @@ class WorkView(View):
                 else ""
             )
             work = flops_text(fmt.scale(lw.flops)) if lw.flops else "-"
-            cells: list[str | Text] = [fmt.time(lw.kernel_ns) if gpu else "-", work, split]
+            cells: list[str | Text] = [fmt.time(lw.kernel_ns if gpu else lw.cpu_ns), work, split]
             rows.append(
                 Row(
-                    [*cells, *_rate_cells(line_row.bound, line_row.peak_tflops, bw)],
+                    [*cells, *_rate_cells(line_row.bound, line_row.peak_tflops, bw, gpu)],
                     label_parts(lw.line, fmt),
+                    source=True,
                 )
             )
         add_rows(t, rows, width, fmt.ascii)
@@ -87,7 +97,7 @@ class WorkView(View):
         yield Text("")
 
         t = make_table("Work per op and its kernels", fmt, f"{per}; bytes estimated from tensor sizes")
-        for col in ("GPU", "kernels", "FLOPs", "dtype", *_RATE_COLUMNS):
+        for col in (where, "kernels", "FLOPs", "dtype", *_rate_columns(gpu)):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("op  <-  line  kernel", no_wrap=True, overflow="ellipsis")
         rows = []
@@ -103,11 +113,11 @@ class WorkView(View):
             if op.kernel:
                 label.append("  " + fmt.clean(op.kernel), STYLES["kernel"])
             cells = [
-                fmt.time(op.kernel_ns) if gpu else "-",
+                fmt.time(op.kernel_ns if gpu else op.cpu_ns),
                 fmt.count(op.launches) if gpu else "-",
                 flops_text(fmt.scale(op.flops)) if op.flops else "-",
                 op.key or "-",
             ]
-            rows.append(Row([*cells, *_rate_cells(op_row.bound, op_row.peak_tflops, bw)], label))
+            rows.append(Row([*cells, *_rate_cells(op_row.bound, op_row.peak_tflops, bw, gpu)], label))
         add_rows(t, rows, width, fmt.ascii)
         yield t

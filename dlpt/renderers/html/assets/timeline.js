@@ -83,7 +83,9 @@
     this.prev.disabled = step <= 0;
     this.next.disabled = step < 0 || step >= this.steps.length - 1;
     var r = this.range();
-    this.label.textContent = (step < 0 ? "window" : "step " + (step + 1) + "/" + this.steps.length) +
+    var first = this.raw.first_step || 1; /* the run's number of the window's first step */
+    this.label.textContent = (step < 0 ? "window" :
+      "step " + (first + step) + " (" + (step + 1) + "/" + this.steps.length + " of the window)") +
       " \u00b7 " + D.fmtTime(r[1] - r[0]);
     this.draw();
   };
