@@ -107,7 +107,9 @@ def test_timeline_export_from_a_run_and_from_load(root: Path) -> None:
     trace = json.loads((root / "t.json").read_text())
     slices = check_trace(trace)
     xs = [e for evs in slices.values() for e in evs]
-    assert [e["name"] for e in xs if e["cat"] == "step"] == ["step 1", "step 2"]
+    # Named by the run's step numbers: --skip-first 1 leaves step 1 out, so the window is 2 and 3.
+    first = Session.load(root / "s.json").meta["timeline"]["first_step"]
+    assert first == 2 and [e["name"] for e in xs if e["cat"] == "step"] == ["step 2", "step 3"]
     ops = [e for e in xs if e["cat"] == "op"]
     assert any(e["name"] == "aten::matmul" and e["args"]["line"].startswith("steps.py:") for e in ops)
     frames = [e for e in xs if e["cat"] == "frame" and e["args"].get("lineno") == prepare_line(root)]
