@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from dlpt.analysis.ranks.stragglers import MIN_JUDGED_STEPS
 from tests.cli.helpers import REPO, Job, Result, run, run_many, write
 
 EXAMPLE = str(REPO / "examples" / "ddp_train.py")
@@ -173,7 +174,9 @@ def test_a_ten_step_job_names_its_straggler_from_the_steps_it_counted(runs: dict
     assert r.rc == 0, r.err
     flat = " ".join(r.out.replace("\u2502", " ").split())
     counted = [_meta(where / f"short.rank{i}.json")["steps"]["profiled"] for i in (0, 1)]
-    assert min(counted) >= 5, counted  # counted under the warm-up's provisional steps
+    # Counted under the warm-up's provisional steps, at least what a verdict needs (the rate of
+    # >= 5 of 10 is bench/verdicts.py's: a loaded CI host once left a rank 3, cut after a slow step).
+    assert min(counted) >= MIN_JUDGED_STEPS, counted
     assert "straggler: rank 1" in flat and "counted step" in flat, r.out
     assert f"short.py:{_line_of(SHORT, '@sleep')}" in flat, r.out  # its own line: the sleep
 

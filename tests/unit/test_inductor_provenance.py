@@ -123,14 +123,16 @@ def test_loading_lines_get_a_scope_and_are_not_unmapped(wrapper, monkeypatch):
     assert (by_id[seeds["parent"]]["file"], by_id[seeds["parent"]]["line"]) == ("/src/model.py", 21)
 
 
-def test_provenance_level_is_the_programs_again_after_a_profile(monkeypatch):
+def test_provenance_level_is_the_programs_again_after_a_profile():
     config = pytest.importorskip("torch._inductor.config")
-    monkeypatch.setattr(config.trace, "provenance_tracking_level", 0)
-    provenance.enable()
-    assert config.trace.provenance_tracking_level == 2
-    provenance.restore()
-    assert config.trace.provenance_tracking_level == 0
-    monkeypatch.setattr(config.trace, "provenance_tracking_level", 1)  # the program's own choice
-    provenance.enable()
-    provenance.restore()
-    assert config.trace.provenance_tracking_level == 1
+    # torch's own patch, not monkeypatch: undoing a setting monkeypatch found through the config's
+    # proxy deletes it, and torch 2.14 then hides it from every later compile in the process.
+    with config.patch({"trace.provenance_tracking_level": 0}):
+        provenance.enable()
+        assert config.trace.provenance_tracking_level == 2
+        provenance.restore()
+        assert config.trace.provenance_tracking_level == 0
+    with config.patch({"trace.provenance_tracking_level": 1}):  # the program's own choice
+        provenance.enable()
+        provenance.restore()
+        assert config.trace.provenance_tracking_level == 1
