@@ -1,8 +1,9 @@
 """Everything in dlpt that depends on torch.compile's private internals (Dynamo, AOTAutograd,
 Inductor), in one place: after a torch upgrade, this package is what to re-check.
 
-Checked against torch 2.11 (+cu130, on the GPU machine: ``tests/gpu/test_compiled.py``) and
-torch 2.13 (CPU build: ``tests/native/``, ``tests/unit/``).
+Checked against torch 2.11 (+cu130, on the GPU machine: ``tests/gpu/test_compiled.py``),
+torch 2.13 (CPU build: ``tests/native/``, ``tests/unit/``) and torch 2.14.1 (the +cu130 wheel on
+a CPU machine, CI's newest-torch leg: the same tests).
 
 Private APIs and conventions used, by module:
 

@@ -4,7 +4,7 @@ each kernel launch of a compiled graph came from.
 Inductor's line map (:mod:`.inductor_lines`) gives each wrapper line the stack trace of one FX
 node, the *last* origin of the kernel launched there; where that node has no stack trace the line
 has no model line, though other nodes of the same kernel have one. Provenance tracking
-(``torch._inductor.config.trace.provenance_tracking_level``, torch 2.11 and 2.13) records the
+(``torch._inductor.config.trace.provenance_tracking_level``, torch 2.11 to 2.14) records the
 stack traces of *every* node of each kernel, keyed ``"<kernel>:<debug handle>"``, and writes the
 key above the kernel's launch in the wrapper (``# [Provenance debug handles] <kernel>:<handle>``).
 
