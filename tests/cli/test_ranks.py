@@ -174,9 +174,13 @@ def test_a_ten_step_job_names_its_straggler_from_the_steps_it_counted(runs: dict
     assert r.rc == 0, r.err
     flat = " ".join(r.out.replace("\u2502", " ").split())
     counted = [_meta(where / f"short.rank{i}.json")["steps"]["profiled"] for i in (0, 1)]
-    # Counted under the warm-up's provisional steps, at least what a verdict needs (the rate of
-    # >= 5 of 10 is bench/verdicts.py's: a loaded CI host once left a rank 3, cut after a slow step).
-    assert min(counted) >= MIN_JUDGED_STEPS, counted
+    assert min(counted) >= 1, counted  # counted under the warm-up's provisional steps
+    if min(counted) < MIN_JUDGED_STEPS:
+        # A loaded host can cut a rank's warm-up late (CI once left the sleeper 2 of its 10):
+        # then no verdict, and it says why; never a straggler named from too few steps. How
+        # often the sleeper is named is bench/verdicts.py's rate (9 of 10 jobs on a busy host).
+        assert "stragglers not judged" in flat and "straggler: rank" not in flat, r.out
+        return
     assert "straggler: rank 1" in flat and "counted step" in flat, r.out
     assert f"short.py:{_line_of(SHORT, '@sleep')}" in flat, r.out  # its own line: the sleep
 
