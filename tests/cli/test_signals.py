@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from dlpt.model.session import Session
 
-from .helpers import Job, Result, default_signals, env, run_many, write
+from .helpers import Job, Result, popen, run_many, write
 
 # Works until told to stop: the test signals it once it is running.
 LOOP = """\
@@ -86,20 +85,6 @@ prof.print()
 """
 
 
-def _popen(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    e = env()
-    e["OMP_NUM_THREADS"] = "1"
-    return subprocess.Popen(
-        [sys.executable, *args],
-        cwd=cwd,
-        env=e,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_signals,  # SIGHUP not ignored, even when the suite runs under nohup
-    )
-
-
 def _finish(p: subprocess.Popen[str]) -> Result:
     out, err = p.communicate(timeout=180)
     return Result(p.returncode, out, err)
@@ -116,7 +101,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_sigterm_saves_reports_and_dies_of_it(root: Path) -> None:
-    p = _popen(["-m", "dlpt", "-o", "term.json", "loop.py"], root)
+    p = popen(["-m", "dlpt", "-o", "term.json", "loop.py"], root)
     assert p.stdout is not None and p.stdout.readline() == "running\n"
     time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
@@ -129,7 +114,7 @@ def test_sigterm_saves_reports_and_dies_of_it(root: Path) -> None:
 
 
 def test_a_storm_of_ctrl_c_saves_and_dies_of_sigint(root: Path) -> None:
-    r = _finish(_popen(["-m", "dlpt", "-o", "storm.json", "--no-report", "storm.py"], root))
+    r = _finish(popen(["-m", "dlpt", "-o", "storm.json", "--no-report", "storm.py"], root))
     assert r.rc == -signal.SIGINT, r.err
     assert "dlpt: saved profile to storm.json" in r.err
     assert "dlpt/" not in r.err.replace("dlpt: saved", "")  # no traceback line inside dlpt
@@ -196,7 +181,7 @@ print("finished", flush=True)
 
 
 def test_sighup_saves_reports_and_dies_of_it(root: Path) -> None:
-    p = _popen(["-m", "dlpt", "-o", "hup.json", "loop.py"], root)
+    p = popen(["-m", "dlpt", "-o", "hup.json", "loop.py"], root)
     assert p.stdout is not None and p.stdout.readline() == "running\n"
     time.sleep(0.5)
     p.send_signal(signal.SIGHUP)
@@ -209,7 +194,7 @@ def test_sighup_saves_reports_and_dies_of_it(root: Path) -> None:
 
 def _after_main(args: list[str], cwd: Path) -> tuple[Result, float]:
     """Run until "main done", Ctrl-C 2 s later, then how it ends and how long that took."""
-    p = _popen(args, cwd)
+    p = popen(args, cwd)
     assert p.stdout is not None
     while "main done" not in p.stdout.readline():
         pass
@@ -240,7 +225,7 @@ def test_a_signal_is_held_at_most_the_grace_while_dlpt_saves(root: Path) -> None
     write(root / "slow_save.py", SLOW_SAVE)
     Session().save(root / "slow.json")  # an earlier session there: it must survive intact
     before = (root / "slow.json").read_text()
-    p = _popen(["slow_save.py"], root)
+    p = popen(["slow_save.py"], root)
     assert p.stdout is not None and p.stdout.readline() == "writing\n"
     t = time.monotonic()
     p.send_signal(signal.SIGINT)
