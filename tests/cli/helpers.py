@@ -134,6 +134,12 @@ def popen(args: Sequence[str], cwd: Path, extra: dict[str, str] | None = None) -
     )
 
 
+def finish(p: subprocess.Popen[str]) -> Result:
+    """Wait (at most 180 s) for a :func:`popen` process; how it ended."""
+    out, err = p.communicate(timeout=180)
+    return Result(p.returncode, out, err)
+
+
 def signal_after(
     p: subprocess.Popen[str], line: str, signum: int, delay: float = 0.0, stream: str = "out"
 ) -> tuple[Result, float]:

@@ -14,8 +14,7 @@ import pytest
 from dlpt.model.session import Session
 from tests.trace_format import check_trace
 
-from .helpers import Job, run_many, write
-from .test_signals import _finish, _popen
+from .helpers import Job, finish, popen, run_many, write
 
 # A step: a Python loop that launches no op, then a matmul; five steps.
 STEPS = """\
@@ -156,11 +155,11 @@ def test_bad_values_are_one_line_and_status_2(root: Path, args: list[str], says:
 
 
 def test_sigterm_stops_the_sampler_and_keeps_its_samples(root: Path) -> None:
-    p = _popen(["-m", "dlpt", "--sample-hz", "1000", "-o", "term.json", "--no-report", "loop.py"], root)
+    p = popen(["-m", "dlpt", "--sample-hz", "1000", "-o", "term.json", "--no-report", "loop.py"], root)
     assert p.stdout is not None and p.stdout.readline() == "running\n"
     time.sleep(1.0)
     p.send_signal(signal.SIGTERM)
-    r = _finish(p)
+    r = finish(p)
     assert r.rc == -signal.SIGTERM, r.err
     s = Session.load(root / "term.json")
     python = next(i for i, t in enumerate(LOOP.splitlines(), 1) if "# @python" in t)

@@ -14,7 +14,7 @@ import pytest
 
 from dlpt.model.session import Session
 
-from .helpers import Job, Result, popen, run_many, write
+from .helpers import Job, Result, finish, popen, run_many, write
 
 # Works until told to stop: the test signals it once it is running.
 LOOP = """\
@@ -85,11 +85,6 @@ prof.print()
 """
 
 
-def _finish(p: subprocess.Popen[str]) -> Result:
-    out, err = p.communicate(timeout=180)
-    return Result(p.returncode, out, err)
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("signals")
@@ -105,7 +100,7 @@ def test_sigterm_saves_reports_and_dies_of_it(root: Path) -> None:
     assert p.stdout is not None and p.stdout.readline() == "running\n"
     time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
-    r = _finish(p)
+    r = finish(p)
     assert r.rc == -signal.SIGTERM, r.err
     assert "dlpt: saved profile to term.json" in r.err and "Traceback" not in r.err
     assert "Top-down" in r.out  # the report was printed
@@ -114,7 +109,7 @@ def test_sigterm_saves_reports_and_dies_of_it(root: Path) -> None:
 
 
 def test_a_storm_of_ctrl_c_saves_and_dies_of_sigint(root: Path) -> None:
-    r = _finish(popen(["-m", "dlpt", "-o", "storm.json", "--no-report", "storm.py"], root))
+    r = finish(popen(["-m", "dlpt", "-o", "storm.json", "--no-report", "storm.py"], root))
     assert r.rc == -signal.SIGINT, r.err
     assert "dlpt: saved profile to storm.json" in r.err
     assert "dlpt/" not in r.err.replace("dlpt: saved", "")  # no traceback line inside dlpt
@@ -185,7 +180,7 @@ def test_sighup_saves_reports_and_dies_of_it(root: Path) -> None:
     assert p.stdout is not None and p.stdout.readline() == "running\n"
     time.sleep(0.5)
     p.send_signal(signal.SIGHUP)
-    r = _finish(p)
+    r = finish(p)
     assert r.rc == -signal.SIGHUP, r.err
     assert "dlpt: saved profile to hup.json" in r.err and "Traceback" not in r.err
     assert "Top-down" in r.out
@@ -231,7 +226,7 @@ def test_a_signal_is_held_at_most_the_grace_while_dlpt_saves(root: Path) -> None
     p.send_signal(signal.SIGINT)
     time.sleep(0.2)
     p.send_signal(signal.SIGINT)  # a second Ctrl-C during the long save
-    r = _finish(p)
+    r = finish(p)
     waited = time.monotonic() - t
     assert r.rc == -signal.SIGINT and "finished" not in r.out, (r.rc, r.err)
     assert waited < 5, waited  # held for the grace (1 s here), not for the 30 s the save would take
