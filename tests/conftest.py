@@ -6,6 +6,7 @@ tests/cli/helpers.py's run_many, run once). ``-n 0`` runs in this process, as ``
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 import pytest
@@ -30,7 +31,13 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """In a worker: the environment the command was given, not readline's terminal size."""
+    """In a worker: the environment the command was given, not readline's terminal size; and
+    Ctrl-C's default action back where it was ignored. A shell without job control starts a
+    command run with ``&`` with SIGINT ignored, and an ignored signal stays ignored across exec
+    into every program a test starts: they would not stop on the Ctrl-C the signal tests send.
+    (Python's own handler, unlike SIG_IGN, becomes the default action in a child.)"""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     given = getattr(config, "workerinput", {}).get("terminal_size")
     for k, v in (given or {}).items():
         if v is None:
