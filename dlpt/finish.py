@@ -60,8 +60,8 @@ def finish_session(source: Session | RunView, probe: bool = True) -> None:
         if target is not None:
             measured = pinned_htod(target[1], target[0])
             if measured is not None:
-                session.meta["host_link_probe"] = measured
-        session.meta["suggestions"] = view.suggestions_to_save()
+                session.set_meta("host_link_probe", measured)
+        session.set_meta("suggestions", view.suggestions_to_save())
     except Exception:  # noqa: BLE001 - suggestions must never cost the profile; logged
         _log.debug("could not derive suggestions at stop", exc_info=True)
 

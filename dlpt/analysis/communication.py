@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlpt.model.comm_names import WAIT_OPS, WORK_WAIT, bus_bandwidth, family, is_collective_op, is_comm_kernel
-from dlpt.model.meta import int_of
+from dlpt.model.meta import Meta, int_of, typed
 from dlpt.model.metrics import COMM, METRICS, WAIT, Metric
 from dlpt.model.units import Units
 
@@ -30,7 +30,9 @@ def tree_columns(totals: Mapping[str, int]) -> list[Metric]:
     return [c for c in (COMM, WAIT) if c(totals) > 0]
 
 
-def comm_facts(meta: Mapping[str, Any], totals: Mapping[str, int], units: Units) -> list[tuple[str, bool]]:
+def comm_facts(
+    meta: Meta | Mapping[str, Any], totals: Mapping[str, int], units: Units
+) -> list[tuple[str, bool]]:
     """The header's communication sentences, each with whether it is bad news (most of the
     communication exposed): GPU time split into compute and communication, the exposed
     communication per device (per step when there are steps), and host time waiting on CPU
@@ -47,11 +49,12 @@ def comm_facts(meta: Mapping[str, Any], totals: Mapping[str, int], units: Units)
                 False,
             )
         )
-    union, exposed = meta.get("gpu_comm_ns"), meta.get("gpu_comm_exposed_ns")
-    if isinstance(union, dict):
+    m = typed(meta)
+    union, exposed = m.gpu_comm_ns, m.gpu_comm_exposed_ns or {}
+    if union is not None:
         for dev in sorted(union, key=lambda s: (len(s), s)):
-            u = int_of(union[dev])
-            e = int_of(exposed.get(dev)) if isinstance(exposed, dict) else 0
+            u = union[dev]
+            e = exposed.get(dev, 0)
             if u:
                 out.append(
                     (

@@ -254,7 +254,7 @@ class SessionDiff:
 
 
 def _program(session: Session) -> str:
-    return " ".join(program_argv(session.meta))
+    return " ".join(program_argv(session.typed_meta))
 
 
 def _steps(session: Session) -> int:
@@ -294,7 +294,7 @@ def _lines(
     """Lines of ``session`` keyed for matching, its totals, and the work under no line. The
     tree is gone when this returns: two sessions' whole trees are never held at once."""
     root = report_tree(session, contexts=True)
-    sources = session_sources(session.meta)
+    sources = session_sources(session.typed_meta)
     leaves = _line_leaves(root)
     spreads: dict[tuple[str, int, str], dict[str, int]] | None = None
     if has_moments(session):
@@ -339,10 +339,10 @@ def _lines(
 
 
 def _side(label: str, session: Session, totals: dict[str, int], off: dict[str, int], scale: int) -> Side:
-    cost = calibration(session.meta)
+    cost = calibration(session.typed_meta)
     # The untraced step only when dlpt's cost was measured well enough (dlpt.model.calibration).
-    untraced = step_time(session.meta, "untraced") if cost.measured else None
-    traced = step_time(session.meta, "traced")
+    untraced = step_time(session.typed_meta, "untraced") if cost.measured else None
+    traced = step_time(session.typed_meta, "traced")
     step = untraced or traced
     has_steps = step is not None and _steps(session) > 0
     return Side(
@@ -350,7 +350,7 @@ def _side(label: str, session: Session, totals: dict[str, int], off: dict[str, i
         _program(session),
         _steps(session),
         scale,
-        bool(session_sources(session.meta)),
+        bool(session_sources(session.typed_meta)),
         totals,
         off,
         step.median_ns if step is not None and _steps(session) else 0.0,
@@ -363,7 +363,7 @@ def _side(label: str, session: Session, totals: dict[str, int], off: dict[str, i
 
 def diff_sessions(a: Session, b: Session, a_label: str = "A", b_label: str = "B") -> SessionDiff:
     """Match the lines of ``a`` and ``b`` (see the module docstring)."""
-    has_a, has_b = bool(session_sources(a.meta)), bool(session_sources(b.meta))
+    has_a, has_b = bool(session_sources(a.typed_meta)), bool(session_sources(b.typed_meta))
     use_text = has_a and has_b
     lines_a, totals_a, off_a = _lines(a, use_text)
     lines_b, totals_b, off_b = _lines(b, use_text)

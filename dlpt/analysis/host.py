@@ -12,12 +12,11 @@ interval.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from dlpt.analysis.inputs import Analysis
-from dlpt.model.meta import int_of, obj
+from dlpt.model.meta import Host, HostShare, Meta
 
 __all__ = [
     "HostLine",
@@ -77,70 +76,63 @@ class SamplerInfo:
     codes_lost: int
 
 
-def sampler_info(meta: Mapping[str, Any]) -> SamplerInfo | None:
+def sampler_info(meta: Meta) -> SamplerInfo | None:
     """What the sampler did (None: the session has no host sampling at all)."""
-    h = obj(meta.get("host"))
-    if not h:
+    h = meta.host
+    if h is None or h == Host():
         return None
     return SamplerInfo(
-        hz=int_of(h.get("sample_hz")),
-        sampling=h.get("sampling") is True,
-        off=str(h.get("off") or ""),
-        samples=int_of(h.get("samples")),
-        torn=int_of(h.get("torn")),
-        cpu_ns=int_of(h.get("sampler_cpu_ns")),
-        wall_ns=int_of(h.get("sampled_wall_ns")),
-        codes_lost=int_of(h.get("codes_lost")),
+        hz=h.sample_hz or 0,
+        sampling=h.sampling is True,
+        off=h.off or "",
+        samples=h.samples or 0,
+        torn=h.torn or 0,
+        cpu_ns=h.sampler_cpu_ns or 0,
+        wall_ns=h.sampled_wall_ns or 0,
+        codes_lost=h.codes_lost or 0,
     )
 
 
-def _share(raw: object, per: float) -> LineShare | None:
-    d = obj(raw)
-    if not d or per <= 0:
+def _share(d: HostShare | None, per: float) -> LineShare | None:
+    if d is None or per <= 0:
         return None
-    rows = []
-    for r in d.get("lines") or []:
-        if not isinstance(r, dict):
-            continue
-        rows.append(
-            HostLine(
-                file=str(r.get("file", "")),
-                line=int_of(r.get("line")),
-                function=str(r.get("function", "")),
-                ns=int_of(r.get("ns")) / per,
-                gil_ns=int_of(r.get("gil_ns")) / per,
-                inner=str(r.get("inner") or ""),
-            )
+    rows = [
+        HostLine(
+            file=r.file,
+            line=r.line,
+            function=r.function,
+            ns=r.ns / per,
+            gil_ns=(r.gil_ns or 0) / per,
+            inner=r.inner or "",
         )
+        for r in d.lines
+    ]
     rows.sort(key=lambda r: -r.ns)
     return LineShare(
-        ns=int_of(d.get("ns")) / per,
-        gil_ns=int_of(d.get("gil_ns")) / per,
-        lines=tuple(rows),
-        other_ns=int_of(d.get("other_ns")) / per,
+        ns=d.ns / per, gil_ns=(d.gil_ns or 0) / per, lines=tuple(rows), other_ns=(d.other_ns or 0) / per
     )
 
 
 def step_host(a: Analysis) -> LineShare | None:
     """The step's thread's sampled time per profiled step (per run without steps), by line."""
-    h = obj(a.meta.get("host"))
-    share = _share(h.get("step_thread"), a.per)
+    h = a.meta.host
+    share = _share(h.step_thread if h is not None else None, a.per)
     return share if share is not None and share.ns > 0 else None
 
 
 def idle_blame(a: Analysis) -> dict[str, dict[str, LineShare]]:
     """Per device, per class (``before``/``between``/``after``/``busy``): the step's thread's
     sampled time per recorded step while that GPU was so, by line."""
-    h = obj(a.meta.get("host"))
-    idle = obj(h.get("idle"))
-    steps_meta = obj(a.meta.get("gpu_steps"))
+    h = a.meta.host
+    idle = (h.idle if h is not None else None) or {}
+    gpu_steps = a.meta.gpu_steps or {}
     out: dict[str, dict[str, LineShare]] = {}
     for dev, gaps in idle.items():
-        rows = steps_meta.get(dev)
+        rows = gpu_steps.get(dev)
         # Divided as the GPU idle split divides (its rows are the same recorded steps).
-        n = len(rows) if isinstance(rows, list) and rows else int_of(h.get("steps"))
+        n = len(rows) if rows else (h.steps if h is not None and h.steps else 0)
         per_gap = {}
-        for gap, raw in obj(gaps).items():
+        for gap, raw in gaps.items():
             share = _share(raw, float(n))
             if share is not None:
                 per_gap[str(gap)] = share

@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from dlpt.analysis.inputs import Analysis
-from dlpt.model.meta import int_of
 
 __all__ = ["StepIdle", "step_idle", "calibrated", "LAUNCH_BOUND_SHARE", "SHORT_MEAN_KERNEL_NS"]
 
@@ -91,23 +90,19 @@ def step_idle(a: Analysis) -> list[StepIdle]:
 
 
 def _traced_idle(a: Analysis) -> list[StepIdle]:
-    raw = a.meta.get("gpu_steps")
-    if not isinstance(raw, dict):
+    raw = a.meta.gpu_steps
+    if raw is None:
         return []
     inc = a.totals
     launches, kernel_ns = inc.get("kernels", 0), inc.get("gpu_ns", 0)
     out = []
     for dev in sorted(raw, key=lambda s: (len(str(s)), str(s))):
-        rows = [r for r in raw[dev] or [] if isinstance(r, dict)]
+        rows = raw[dev]
         if not rows:
             continue
         n = len(rows)
-
-        def mean(key: str, rows: list[dict[str, object]] = rows, n: int = n) -> float:
-            return sum(int_of(r.get(key)) for r in rows) / n
-
-        span, busy = mean("span_ns"), mean("busy_ns")
-        before, after = mean("idle_before_ns"), mean("idle_after_ns")
+        span, busy = sum(r.span_ns for r in rows) / n, sum(r.busy_ns for r in rows) / n
+        before, after = sum(r.idle_before_ns for r in rows) / n, sum(r.idle_after_ns for r in rows) / n
         out.append(
             StepIdle(
                 device=str(dev),

@@ -14,11 +14,10 @@ million-node session does not build the whole tree for them).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from dlpt.analysis.peaks import DevicePeaks, lookup
 from dlpt.model.calibration import calibrated_untraced
-from dlpt.model.meta import StepTime, int_of, step_time, wall_ns
+from dlpt.model.meta import Meta, StepTime, step_time, wall_ns
 from dlpt.model.metrics import METRICS
 from dlpt.model.session import Session
 from dlpt.model.source_files import file_kind
@@ -127,8 +126,9 @@ class Analysis:
         return self._lines
 
     @property
-    def meta(self) -> dict[str, Any]:
-        return self.session.meta
+    def meta(self) -> Meta:
+        """The session's meta, typed (read when asked: what dlpt adds at stop is in it)."""
+        return self.session.typed_meta
 
     @property
     def per(self) -> int:
@@ -181,15 +181,13 @@ class Analysis:
         return f"{key} dense, {self.device.name} datasheet"
 
 
-def _device(meta: dict[str, Any]) -> tuple[str, str | None]:
+def _device(meta: Meta) -> tuple[str, str | None]:
     """(name, index) of the busiest GPU of the run: the one the numbers are about."""
-    devices = [d for d in meta.get("devices") or [] if isinstance(d, dict)]
-    raw = meta.get("gpu_busy_ns")
-    busy: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    devices, busy = meta.devices or [], meta.gpu_busy_ns or {}
     if not devices:
         return "", None
-    best = max(devices, key=lambda d: int_of(busy.get(str(d.get("index")))))
-    return str(best.get("name", "")), str(best.get("index"))
+    best = max(devices, key=lambda d: busy.get(str(d.index), 0))
+    return best.name or "", str(best.index)
 
 
 def analyze(
@@ -212,7 +210,7 @@ def analyze(
     else:
         tree = root
     steps = session.typed_meta.profiled_steps
-    name, index = _device(session.meta)
+    name, index = _device(session.typed_meta)
     a = Analysis(session, tree, totals or {}, steps, lookup(name) if name else None, name, index, peak_tflops)
     if totals is None:  # a tree builder without totals: the tree's root holds them
         a.totals = a.root.inclusive

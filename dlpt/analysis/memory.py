@@ -10,12 +10,10 @@ the step count as every metric is; ``meta.memory`` keeps each step's device tota
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from dlpt.analysis.inputs import Analysis, user_line
-from dlpt.model.meta import int_of, obj
+from dlpt.model.meta import Meta
 from dlpt.model.tree import Node
 
 __all__ = [
@@ -79,50 +77,40 @@ class LineMemory:
     oom_forward: int = 0
 
 
-def has_memory(meta: Mapping[str, Any]) -> bool:
+def has_memory(meta: Meta) -> bool:
     """Whether the session recorded memory (``--memory``)."""
-    return obj(meta.get("memory")).get("enabled") is True
+    return meta.memory is not None and meta.memory.enabled is True
 
 
-def device_peaks(meta: Mapping[str, Any]) -> list[DevicePeak]:
+def device_peaks(meta: Meta) -> list[DevicePeak]:
     """Each device with counted steps, by name."""
     out = []
-    devices = obj(obj(meta.get("memory")).get("devices"))
+    devices = (meta.memory.devices if meta.memory is not None else None) or {}
     for name in sorted(devices):
-        steps = [s for s in obj(devices[name]).get("steps") or [] if isinstance(s, dict)]
+        steps = devices[name].steps or []
         if not steps:
             continue
         n = len(steps)
-
-        def mean(key: str, rows: list[dict[str, Any]] = steps, count: int = n) -> float:
-            return sum(int_of(s.get(key)) for s in rows) / count
-
         out.append(
             DevicePeak(
                 device=str(name),
                 steps=n,
-                peak=mean("peak_allocated"),
-                max_peak=max(int_of(s.get("peak_allocated")) for s in steps),
-                reserved_at_peak=mean("reserved_at_peak"),
-                peak_reserved=mean("peak_reserved"),
-                traced=mean("traced_at_peak"),
+                peak=sum(s.peak_allocated for s in steps) / n,
+                max_peak=max(s.peak_allocated for s in steps),
+                reserved_at_peak=sum(s.reserved_at_peak for s in steps) / n,
+                peak_reserved=sum(s.peak_reserved for s in steps) / n,
+                traced=sum(s.traced_at_peak for s in steps) / n,
             )
         )
     return out
 
 
-def oom_of(meta: Mapping[str, Any]) -> Oom | None:
+def oom_of(meta: Meta) -> Oom | None:
     """The allocation failure the run had, if any."""
-    o = obj(obj(meta.get("memory")).get("oom"))
-    if not o:
+    o = meta.memory.oom if meta.memory is not None else None
+    if o is None:
         return None
-    return Oom(
-        device=str(o.get("device") or ""),
-        requested=int_of(o.get("requested")),
-        allocated=int_of(o.get("allocated")),
-        reserved=int_of(o.get("reserved")),
-        count=max(1, int_of(o.get("count"))),
-    )
+    return Oom(o.device, o.requested, o.allocated, o.reserved, count=max(1, o.count or 0))
 
 
 def in_forward(node: Node) -> bool:

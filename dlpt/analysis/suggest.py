@@ -18,6 +18,7 @@ from typing import Any
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules import RULES
+from dlpt.model.meta import saved_dict
 from dlpt.model.metrics import METRICS
 
 __all__ = ["derive", "bounded", "rank", "findings", "to_meta", "with_steps"]
@@ -68,9 +69,9 @@ def derive(a: Analysis) -> list[Finding]:
 
 def findings(a: Analysis) -> list[Finding]:
     """The session's saved suggestions if it has any list of them, else :func:`derive`'s."""
-    saved = a.meta.get("suggestions")
-    if isinstance(saved, list):
-        found = [f for f in (Finding.from_dict(d) for d in saved if isinstance(d, dict)) if f is not None]
+    saved = a.meta.suggestions
+    if saved is not None:
+        found = [f for f in (Finding.from_dict(saved_dict(d)) for d in saved) if f is not None]
         return rank(with_steps(found, a))
     return derive(a)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlpt.model.kernel_names import kernel_config
+from dlpt.model.meta import Meta
 
 __all__ = ["Aggregate", "KernelRow", "CopyRow", "ApiRow", "kernel_rows", "copy_rows", "api_rows"]
 
@@ -93,17 +94,16 @@ def copy_rows(copies: Iterable[Mapping[str, Any]]) -> list[CopyRow]:
     return sorted(rows.values(), key=lambda r: -r.total)
 
 
-def api_rows(meta: Mapping[str, Any]) -> list[ApiRow]:
+def api_rows(meta: Meta) -> list[ApiRow]:
     """``meta.api``'s functions, the most host time first (ties by name)."""
-    api = [a for a in meta.get("api") or [] if isinstance(a, dict)]
-    ranked = sorted(api, key=lambda a: (-int(a.get("total_ns", 0)), str(a.get("name"))))
+    ranked = sorted(meta.api or [], key=lambda a: (-(a.total_ns or 0), str(a.name)))
     return [
         ApiRow(
-            str(a.get("name", "?")),
-            int(a.get("calls", 0)),
-            int(a.get("total_ns", 0)),
-            int(a.get("min_ns", 0)),
-            int(a.get("max_ns", 0)),
+            a.name if a.name is not None else "?",
+            a.calls or 0,
+            a.total_ns or 0,
+            a.min_ns or 0,
+            a.max_ns or 0,
         )
         for a in ranked
     ]

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlpt.model.meta import Meta
 from dlpt.model.timeline import Event, Frame, Timeline, timeline_of
 
 __all__ = ["Lane", "Slice", "Flow", "TimelineView", "timeline_view", "frame_label"]
@@ -150,7 +151,7 @@ def _sampled(tl: Timeline, samples: list[Event], lane: int, out: list[Slice]) ->
         close(0, prev_end)
 
 
-def timeline_view(meta: Mapping[str, Any]) -> TimelineView | None:
+def timeline_view(meta: Meta | Mapping[str, Any]) -> TimelineView | None:
     """The lanes, slices and flows of the session's timeline (None: it has none)."""
     tl = timeline_of(meta)
     if tl is None:

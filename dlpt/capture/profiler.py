@@ -55,7 +55,8 @@ from dlpt.capture.running import weak_method
 from dlpt.capture.schedule import CALL, StepSchedule
 from dlpt.capture.status import ProfileStatus, status_of
 from dlpt.errors import ProfilerBusyError, UsageError
-from dlpt.files.rank_paths import rank_path, session_rank
+from dlpt.files.rank_paths import rank_path
+from dlpt.model.rank_of import session_rank
 from dlpt.model.session import Session
 
 

@@ -17,7 +17,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from dlpt.errors import DlptError
 from dlpt.files.rank_paths import rank_path
@@ -36,11 +35,6 @@ class Gathered:
     sessions: dict[int, tuple[str, Session]] = field(default_factory=dict)
     missing: dict[int, str] = field(default_factory=dict)
     waited_s: float = 0.0
-
-
-def _dist(meta: dict[str, Any]) -> dict[str, Any]:
-    d = meta.get("distributed")
-    return d if isinstance(d, dict) else {}
 
 
 def _mtime(path: str) -> float | str:
@@ -64,11 +58,11 @@ def _why_not(path: str, rank: int, run_id: str | None, since: float) -> tuple[Se
         session = Session.load(path)
     except DlptError as e:
         return None, f"unreadable: {e}"
-    d = _dist(session.meta)
-    if d.get("rank") != rank:
-        return None, f"the session there is of rank {d.get('rank')!r}, not {rank}"
-    other = d.get("run_id")
-    if run_id and isinstance(other, str) and other != run_id:
+    d = session.typed_meta.distributed
+    if d is None or d.rank != rank:
+        return None, f"the session there is of rank {d.rank if d is not None else None!r}, not {rank}"
+    other = d.run_id
+    if run_id and other is not None and other != run_id:
         return None, "only a session of another run is there"
     return session, ""
 

@@ -62,7 +62,7 @@ def _kernel_lines(session: Session, name: str) -> int:
     from dlpt.renderers.terminal.kernel_lines import render_kernel_lines
 
     try:
-        print(render_kernel_lines(session.meta, name))
+        print(render_kernel_lines(session.typed_meta, name))
     except DlptError as e:
         voice.say(str(e))
         return EXIT_USAGE

@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Sequence
 
 from dlpt.errors import UsageError
-from dlpt.files.rank_paths import session_rank
+from dlpt.model.rank_of import session_rank
 from dlpt.model.session import Session
 
 __all__ = ["check_one_job"]
@@ -17,7 +17,7 @@ __all__ = ["check_one_job"]
 def check_one_job(loaded: Sequence[tuple[str, Session]]) -> None:
     """UsageError when no session says it is one of several ranks: separate runs, which the
     report across ranks would number as ranks 0, 1, ... of a job that never was."""
-    if any(session_rank(s.meta) is not None for _, s in loaded):
+    if any(session_rank(s.typed_meta) is not None for _, s in loaded):
         return  # ranks of a job (a session that does not say its rank is refused by rank_set)
     paths = [p for p, _ in loaded]
     if len(paths) == 2:

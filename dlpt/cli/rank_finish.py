@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 from dlpt.cli.gather import gather
 from dlpt.cli.rank_store import RankStore
-from dlpt.files.rank_paths import rank_path, session_rank
+from dlpt.files.rank_paths import rank_path
 from dlpt.frontend.options import ReportOptions
 from dlpt.frontend.report_target import Where
+from dlpt.model.rank_of import session_rank
 from dlpt.model.session import Session
 from dlpt.renderers.terminal.ranks import print_ranks
 from dlpt.views.ranks import RankSet, RanksView, rank_set, with_lines
@@ -84,7 +85,7 @@ class Role:
 
 def role_of(session: Session, report_ranks: str) -> Role:
     """The role of the process that recorded ``session`` (``meta.distributed``)."""
-    found = session_rank(session.meta)
+    found = session_rank(session.typed_meta)
     if found is None:
         return Role(None, 1, report_ranks)
     return Role(found[0], found[1], report_ranks)
@@ -93,7 +94,7 @@ def role_of(session: Session, report_ranks: str) -> Role:
 def _started(session: Session) -> float:
     """When the profile started, as ``time.time()`` would say (0 when unknown: no file is too
     old then, the run id and the rank still have to match)."""
-    text = session.meta.get("started_at")
+    text = session.typed_meta.started_at
     try:
         return datetime.datetime.fromisoformat(str(text)).timestamp()
     except ValueError:
@@ -137,8 +138,8 @@ def gather_ranks(
         with_lines(rs, got.summaries)
         return rs
     assert template is not None
-    d = session.meta.get("distributed")
-    run_id = d.get("run_id") if isinstance(d, dict) and isinstance(d.get("run_id"), str) else None
+    d = session.typed_meta.distributed
+    run_id = d.run_id if d is not None else None
     files = gather(
         template,
         role.world_size,

@@ -13,12 +13,10 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from dlpt.errors import UsageError
 
-__all__ = ["RANK_FIELD", "MAX_WORLD_SIZE", "rank_path", "rank_paths", "session_rank", "expand_load"]
+__all__ = ["RANK_FIELD", "MAX_WORLD_SIZE", "rank_path", "rank_paths", "expand_load"]
 
 RANK_FIELD = "{rank}"
 #: The most ranks a job is taken to have (the largest jobs run about 100,000 GPUs): a launcher
@@ -45,17 +43,6 @@ def rank_path(path: str, rank: int, world_size: int) -> str:
 def rank_paths(path: str, world_size: int) -> list[str]:
     """Every rank's path, rank 0 first."""
     return [rank_path(path, r, world_size) for r in range(world_size)]
-
-
-def session_rank(meta: Mapping[str, Any]) -> tuple[int, int] | None:
-    """(rank, world size) from a session's ``meta.distributed``, or None."""
-    d = meta.get("distributed")
-    if not isinstance(d, Mapping):
-        return None
-    rank, size = d.get("rank"), d.get("world_size")
-    if type(rank) is int and type(size) is int and 0 <= rank < size <= MAX_WORLD_SIZE:
-        return rank, size
-    return None
 
 
 def expand_load(items: list[str]) -> list[str]:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dlpt.model.meta import StepTime, int_of, obj, step_time
+from dlpt.model.meta import Meta, StepTime, StepTimes, step_time, typed
 from dlpt.model.stats import median_interval
 
 __all__ = ["Calibration", "calibration", "calibrated_untraced", "MIN_WINDOWS", "MAX_RELATIVE_WIDTH"]
@@ -66,31 +66,19 @@ class Calibration:
         return body if self.measured else f"not measured well enough: {body}; {self.why_not}"
 
 
-def calibration(meta: Mapping[str, Any]) -> Calibration:
+def calibration(meta: Meta | Mapping[str, Any]) -> Calibration:
     """The run's :class:`Calibration` from ``meta.step_time.paired``."""
-    st = obj(meta.get("step_time"))
-    raw = st.get("paired")
-    if not isinstance(raw, list):
+    st = typed(meta).step_time
+    off = st is not None and st.calibrate is False
+    if st is None or st.paired is None:
+        saved = st is not None and st != StepTimes()
         why = (
-            "--calibrate off"
-            if st.get("calibrate") is False
-            else "saved before dlpt paired its windows"
-            if st
-            else "no step times"
+            "--calibrate off" if off else "saved before dlpt paired its windows" if saved else "no step times"
         )
         return Calibration(0, 0.0, 0.0, 0.0, "min-max", False, why)
-    ratios = []
-    for p in raw:
-        p = obj(p)
-        traced, untraced = int_of(p.get("traced_ns")), int_of(p.get("untraced_ns"))
-        if traced > 0 and untraced > 0:
-            ratios.append(traced / untraced)
+    ratios = [p.traced_ns / p.untraced_ns for p in st.paired if p.traced_ns > 0 and p.untraced_ns > 0]
     if not ratios:
-        why = (
-            "--calibrate off"
-            if st.get("calibrate") is False
-            else "no untraced window with traced steps on both sides"
-        )
+        why = "--calibrate off" if off else "no untraced window with traced steps on both sides"
         return Calibration(0, 0.0, 0.0, 0.0, "min-max", False, why)
     ratios.sort()
     n = len(ratios)
@@ -105,7 +93,7 @@ def calibration(meta: Mapping[str, Any]) -> Calibration:
     return Calibration(n, median, lo, hi, how, not why, why)
 
 
-def calibrated_untraced(meta: Mapping[str, Any]) -> StepTime | None:
+def calibrated_untraced(meta: Meta | Mapping[str, Any]) -> StepTime | None:
     """The untraced step times when the calibration is measured (what derived figures use),
     else None: the figures are as traced."""
     untraced = step_time(meta, "untraced")

@@ -15,6 +15,7 @@ defensively, for code that holds no session.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from dlpt.model.shape import (
     build_fields,
     builder,
     int_row,
+    lenient_build,
     line_number,
     nullable,
     seconds,
@@ -36,6 +38,8 @@ from dlpt.model.shape import (
 __all__ = [
     "Meta",
     "Extras",
+    "typed",
+    "saved_dict",
     "SAMPLER_STATS",
     "MEMORY_STEP_PEAK",
     "int_of",
@@ -547,8 +551,9 @@ class Meta:
 
     @classmethod
     def of(cls, meta: Mapping[str, Any]) -> Meta:
-        """The typed meta of a session dlpt made in memory: a key of the wrong shape reads as
-        absent (dlpt never refuses its own capture)."""
+        """The typed meta of a session dlpt made in memory: a value of the wrong shape reads as
+        absent, a list or a record keeps what of it reads (dlpt.model.shape.lenient_build; dlpt
+        never refuses its own capture)."""
         return build_fields(cls, meta, "meta", lenient=True)
 
     # -- the reads every stage makes ---------------------------------------------------------
@@ -622,7 +627,27 @@ class Extras:
     pc_fused: list[PcFused] | None = None
 
 
-# -- defensive reads of a meta mapping -----------------------------------------------------------
+# -- reads of the typed meta (a mapping is typed first: code that holds no session) ---------------
+
+
+def typed(meta: Meta | Mapping[str, Any]) -> Meta:
+    """``meta`` typed: itself when it is (a session's :attr:`~dlpt.model.session.Session.typed_meta`:
+    what dlpt's stages pass), else read as :meth:`Meta.of` reads a session made in memory (a key
+    of the wrong shape reads as absent, a list or object keeps its items of the right shape)."""
+    return meta if isinstance(meta, Meta) else Meta.of(meta)
+
+
+def saved_dict(record: Any) -> dict[str, Any]:
+    """A typed record (a compile event, a timeline) as the session saves it: its fields, those it
+    does not have (None) left out, a nested record a dict too (lists are the record's own, not
+    copies); for code that reads or writes the saved shape (dlpt.model.compile_events, a rank's
+    summary)."""
+    out = {}
+    for f in dataclasses.fields(record):
+        v = getattr(record, f.name)
+        if v is not None:
+            out[f.name] = saved_dict(v) if dataclasses.is_dataclass(v) else v
+    return out
 
 
 def int_of(v: object) -> int:
@@ -637,47 +662,43 @@ def obj(v: object) -> dict[str, Any]:
 
 def typed_field(meta: Mapping[str, Any], name: str) -> Any:
     """One top-level key of a meta mapping, typed as :class:`Meta` types it; None when it is
-    absent or of the wrong shape. For code that holds a mapping, not a session (a session's
+    absent or of the wrong shape (a list or object keeps its items of the right shape). For code
+    that holds a mapping, not a session (a session's
     :attr:`~dlpt.model.session.Session.typed_meta` has them all)."""
     x = meta.get(name)
-    if x is None:
-        return None
-    try:
-        return builder(_META_TYPES[name])(x, f"meta.{name}")
-    except SchemaError:
-        return None
+    return None if x is None else lenient_build(_META_TYPES[name], x, f"meta.{name}")
 
 
 _META_TYPES = get_type_hints(Meta, include_extras=True)
 
 
-def profiled_steps(meta: Mapping[str, Any]) -> int:
+def profiled_steps(meta: Meta | Mapping[str, Any]) -> int:
     """How many steps the per-step figures are divided by (0: no steps, values per run)."""
-    steps: Steps | None = typed_field(meta, "steps")
+    steps: Steps | None = _field(meta, "steps")
     return steps.profiled if steps is not None else 0
 
 
-def gpu_enabled(meta: Mapping[str, Any]) -> bool | None:
+def gpu_enabled(meta: Meta | Mapping[str, Any]) -> bool | None:
     """Whether GPU capture ran: True, False, or None when the session does not say."""
-    gpu: Gpu | None = typed_field(meta, "gpu")
+    gpu: Gpu | None = _field(meta, "gpu")
     return gpu.enabled if gpu is not None else None
 
 
-def step_walls(meta: Mapping[str, Any]) -> list[int]:
+def step_walls(meta: Meta | Mapping[str, Any]) -> list[int]:
     """Wall times of the profiled steps (ns), those that are positive integers."""
-    raw = meta.get("step_wall_ns")
-    return [w for w in raw if int_of(w) > 0] if isinstance(raw, list) else []
+    walls: list[int] | None = _field(meta, "step_wall_ns")
+    return [w for w in walls or [] if w > 0]
 
 
-def program_argv(meta: Mapping[str, Any]) -> list[str]:
+def program_argv(meta: Meta | Mapping[str, Any]) -> list[str]:
     """The profiled program's argv as reports name it: ``argv[0]`` relative to the directory the
     program ran in (``meta.cwd``) when it lies below it, as a script typed on the command line
     reads (``python -m pkg.run`` makes it absolute); [] when the session has no argv."""
-    argv = meta.get("argv")
-    if not isinstance(argv, list) or not argv:
+    argv: list[str] | None = _field(meta, "argv")
+    if not argv:
         return []
-    out = [str(a) for a in argv]
-    cwd = meta.get("cwd")
+    out = list(argv)
+    cwd: str | None = _field(meta, "cwd")
     if isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isabs(out[0]):
         try:
             rel = os.path.relpath(out[0], cwd)
@@ -688,10 +709,15 @@ def program_argv(meta: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def wall_ns(meta: Mapping[str, Any]) -> int:
+def wall_ns(meta: Meta | Mapping[str, Any]) -> int:
     """Wall time of the profiled window (ns; 0 when the session does not say)."""
-    wall: int | None = typed_field(meta, "wall_ns")
+    wall: int | None = _field(meta, "wall_ns")
     return wall or 0
+
+
+def _field(meta: Meta | Mapping[str, Any], name: str) -> Any:
+    """One field of the typed meta: a mapping's key alone is typed (not the whole of it)."""
+    return getattr(meta, name) if isinstance(meta, Meta) else typed_field(meta, name)
 
 
 @dataclass(frozen=True)
@@ -718,26 +744,24 @@ class StepTime:
         return f"\u00b1{100 * half / self.median_ns:.1f}%"
 
 
-def _summary(d: Mapping[str, Any]) -> StepTime | None:
-    n = int_of(d.get("n"))
-    keys = ("median_ns", "mean_ns", "min_ns", "max_ns", "p10_ns", "p90_ns")
-    vals = [d.get(k) for k in keys]
-    nums = [float(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0]
-    if n <= 0 or len(nums) != len(keys):
+def _summary(s: SavedStepTime) -> StepTime | None:
+    rest = (s.min_ns, s.max_ns, s.p10_ns, s.p90_ns)
+    if s.n <= 0 or s.min_ns is None or s.max_ns is None or s.p10_ns is None or s.p90_ns is None:
         return None
-    median, mean, lo, hi, p10, p90 = nums
-    bounds = [d.get(k) for k in ("median_lo_ns", "median_hi_ns")]
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in bounds):
-        return StepTime(n, median, mean, lo, hi, p10, p90, float(bounds[0]), float(bounds[1]))  # type: ignore[arg-type]
-    return StepTime(n, median, mean, lo, hi, p10, p90)
+    lo, hi, p10, p90 = (float(v or 0) for v in rest)
+    median, mean = float(s.median_ns), float(s.mean_ns)
+    if s.median_lo_ns is not None and s.median_hi_ns is not None:
+        return StepTime(s.n, median, mean, lo, hi, p10, p90, float(s.median_lo_ns), float(s.median_hi_ns))
+    return StepTime(s.n, median, mean, lo, hi, p10, p90)
 
 
-def step_time(meta: Mapping[str, Any], kind: str = "traced") -> StepTime | None:
+def step_time(meta: Meta | Mapping[str, Any], kind: str = "traced") -> StepTime | None:
     """The ``traced`` or ``untraced`` step times of a session; for a session saved before dlpt
     measured untraced steps, its traced ones from ``step_wall_ns`` (the mean as its median: what
     its figures used)."""
-    saved = obj(obj(meta.get("step_time")).get(kind))
-    if saved:
+    times: StepTimes | None = _field(meta, "step_time")
+    saved: SavedStepTime | None = getattr(times, kind) if times is not None else None
+    if saved is not None:
         return _summary(saved)
     walls = step_walls(meta) if kind == "traced" else []
     if not walls:

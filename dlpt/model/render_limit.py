@@ -48,10 +48,8 @@ def check_renderable(nodes: int, what: str, timeline: int = 0) -> None:
 
 def render_size(session: Session) -> tuple[int, int]:
     """(nodes, timeline events and frames) of ``session``: what a report of it is made of."""
-    timeline = session.meta.get("timeline")
-    rows = 0
-    if isinstance(timeline, dict):
-        rows = sum(len(v) for v in (timeline.get("events"), timeline.get("frames")) if isinstance(v, list))
+    timeline = session.typed_meta.timeline
+    rows = len(timeline.events) + len(timeline.frames) if timeline is not None else 0
     return len(session.nodes), rows
 
 

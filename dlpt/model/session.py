@@ -9,6 +9,7 @@ problem.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -17,7 +18,7 @@ from typing import Any
 from dlpt.errors import SessionFormatError, UnsafeFileError
 from dlpt.files.safe_files import atomic_text_writer, read_regular_file
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.meta import Meta
+from dlpt.model.meta import Meta, typed_field
 from dlpt.model.schema import MAX_INT, MAX_INT_TEXT, SchemaError, check_extras, check_int, check_meta
 
 __all__ = ["Session", "FORMAT", "VERSION", "KINDS", "MAX_FILE_BYTES"]
@@ -30,6 +31,7 @@ KINDS = frozenset({"root", "thread", "frame", "scope", "op", "phase", "kernel", 
 # The largest session file read: the native tree holds at most 4M nodes, about 500 MB of JSON.
 MAX_FILE_BYTES = 2**30
 SAVE_CHUNK_NODES = 4096  # nodes encoded at once when saving
+_META_FIELDS = frozenset(f.name for f in dataclasses.fields(Meta))
 
 
 class Session:
@@ -59,13 +61,22 @@ class Session:
     def meta(self) -> dict[str, Any]:
         """The metadata as it is saved (docs/session-format.md). Read its typed keys through
         :attr:`typed_meta`; a change to them made in place (``meta["steps"] = ...``) after
-        :attr:`typed_meta` was first read is not seen there: assign ``meta`` instead."""
+        :attr:`typed_meta` was first read is not seen there: :meth:`set_meta`, or assign
+        ``meta``, instead."""
         return self._meta
 
     @meta.setter
     def meta(self, value: dict[str, Any]) -> None:
         self._meta = value
         self._typed = None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Set one key of :attr:`meta` (what dlpt adds once capture stopped: the suggestions, the
+        pinned-copy measurement) and keep :attr:`typed_meta` in step (that key typed again, as a
+        session made in memory reads it)."""
+        self._meta[key] = value
+        if self._typed is not None and key in _META_FIELDS:
+            self._typed = dataclasses.replace(self._typed, **{key: typed_field(self._meta, key)})
 
     @property
     def typed_meta(self) -> Meta:
@@ -77,7 +88,7 @@ class Session:
         return self._typed
 
     def __repr__(self) -> str:
-        return f"Session(nodes={len(self.nodes)}, argv={self.meta.get('argv')!r})"
+        return f"Session(nodes={len(self.nodes)}, argv={typed_field(self._meta, 'argv')!r})"
 
     # -- conversion -----------------------------------------------------------------------
 

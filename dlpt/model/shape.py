@@ -42,6 +42,7 @@ __all__ = [
     "line_number",
     "str_or_num",
     "int_row",
+    "lenient_build",
 ]
 
 MAX_INT = 2**63  # exclusive bound of every count and time in a session: an int64 holds it
@@ -269,17 +270,65 @@ def _object(cls: type) -> Build:
 
 def build_fields(cls: type[_T], v: Mapping[str, Any], where: str, lenient: bool) -> _T:
     """``cls`` from the mapping ``v`` whose keys may each be ``null`` (read as absent): the top
-    level of ``meta``. ``lenient``: a key of the wrong shape reads as absent instead of raising
-    (a session built in memory, whose producer is dlpt itself, is never refused)."""
+    level of ``meta``. ``lenient``: a key of the wrong shape reads as :func:`lenient_build` reads
+    it instead of raising (a session built in memory, whose producer is dlpt itself, is never
+    refused)."""
     hints = get_type_hints(cls, include_extras=True)
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         x = v.get(f.name)
         if x is None:
             continue
-        try:
+        if lenient:
+            built = lenient_build(hints[f.name], x, f"{where}.{f.name}")
+            if built is not None:
+                kwargs[f.name] = built
+        else:
             kwargs[f.name] = builder(hints[f.name])(x, f"{where}.{f.name}")
-        except SchemaError:
-            if not lenient:
-                raise
+    return cls(**kwargs)
+
+
+def lenient_build(tp: Any, v: Any, where: str) -> Any:
+    """``v`` typed as ``tp``, or None when it is of the wrong shape, read as the defensive reads
+    that the typed meta replaced read it: a list or an object of items (``list[T]``,
+    ``dict[str, T]``) keeps its items of the right shape (a saved suggestion that is junk beside
+    good ones), a record keeps its fields of the right shape (an optional field of the wrong
+    shape reads as absent; a required one makes the record unreadable)."""
+    try:
+        return builder(tp)(v, where)
+    except SchemaError:
+        pass
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        (inner,) = [a for a in get_args(tp) if a is not type(None)]
+        return lenient_build(inner, v, where)
+    if origin is list and type(v) is list:
+        item_tp = get_args(tp)[0]
+        items = (lenient_build(item_tp, x, f"{where}[{i}]") for i, x in enumerate(v))
+        return [x for x in items if x is not None]
+    if origin is dict and type(v) is dict:
+        key_tp, item_tp = get_args(tp)
+        out = {}
+        for k, x in v.items():
+            if lenient_build(key_tp, k, where) is not None:
+                got = lenient_build(item_tp, x, f"{where}.{k}")
+                if got is not None:
+                    out[k] = got
+        return out
+    if dataclasses.is_dataclass(tp) and type(v) is dict:
+        return _lenient_object(typing.cast(type, tp), v, where)
+    return None
+
+
+def _lenient_object(cls: type, v: dict[str, Any], where: str) -> Any:
+    hints = get_type_hints(cls, include_extras=True)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        x = v.get(f.name)
+        got = None if x is None else lenient_build(hints[f.name], x, f"{where}.{f.name}")
+        if got is not None:
+            kwargs[f.name] = got
+        elif required:
+            return None
     return cls(**kwargs)

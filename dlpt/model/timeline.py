@@ -15,6 +15,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dlpt.model.meta import Meta, typed
+from dlpt.model.meta import Timeline as SavedTimeline
+
 __all__ = ["EVENT_KINDS", "KIND_CODE", "TRACK_KINDS", "Timeline", "Event", "Frame", "Track", "timeline_of"]
 
 #: Event kinds by code (the rows' first field).
@@ -61,32 +64,32 @@ class Event:
 class Timeline:
     """A session's timeline with its indices checked (out-of-range ones read as none)."""
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.raw = raw
-        self.strings: list[str] = [s for s in raw.get("strings") or [] if isinstance(s, str)] or [""]
+    def __init__(self, saved: SavedTimeline) -> None:
+        self.saved = saved
+        self.strings: list[str] = list(saved.strings) or [""]
         self.frames: list[Frame] = []
-        for row in raw.get("frames") or []:
+        for row in saved.frames:
             parent = row[0] if 0 <= row[0] < len(self.frames) else -1
             self.frames.append(Frame(parent, bool(row[1]), self._s(row[2]), self._s(row[3]), int(row[4])))
         self.tracks = [
             Track(TRACK_KINDS[t[0]] if 0 <= t[0] < len(TRACK_KINDS) else "thread", t[1], t[2], self._s(t[3]))
-            for t in raw.get("tracks") or []
+            for t in saved.tracks
         ]
-        self.steps = int(raw.get("steps") or 0)
-        self.steps_requested = int(raw.get("steps_requested") or 0)
+        self.steps = saved.steps or 0
+        self.steps_requested = saved.steps_requested or 0
         # The run's number of the window's first step (1 in a session saved before it was kept).
-        first = raw.get("first_step")
-        self.first_step = first if isinstance(first, int) and not isinstance(first, bool) and first > 0 else 1
-        self.duration_ns = int(raw.get("duration_ns") or 0)
-        self.dropped = int(raw.get("dropped") or 0)
-        self.clock = str(raw.get("clock") or "")
+        first = saved.first_step
+        self.first_step = first if first is not None and first > 0 else 1
+        self.duration_ns = saved.duration_ns or 0
+        self.dropped = saved.dropped or 0
+        self.clock = saved.clock or ""
 
     def _s(self, i: int) -> str:
         return self.strings[i] if 0 <= i < len(self.strings) else ""
 
     def events(self) -> Iterator[Event]:
         """Every event whose kind and track are known, in the stored order (by track, then start)."""
-        for row in self.raw.get("events") or []:
+        for row in self.saved.events:
             kind, start, dur, track, name, frame, corr, flags = row
             if not 0 <= kind < len(EVENT_KINDS) or not 0 <= track < len(self.tracks):
                 continue
@@ -126,9 +129,7 @@ class Timeline:
         return list(itertools.pairwise(marks))
 
 
-def timeline_of(meta: Mapping[str, Any]) -> Timeline | None:
+def timeline_of(meta: Meta | Mapping[str, Any]) -> Timeline | None:
     """The session's timeline, or None when it has none (or an empty one)."""
-    raw = meta.get("timeline")
-    if not isinstance(raw, dict) or not raw.get("events"):
-        return None
-    return Timeline(raw)
+    saved = typed(meta).timeline
+    return Timeline(saved) if saved is not None and saved.events else None

@@ -33,6 +33,7 @@ from dlpt.frontend.ending import Ending
 from dlpt.frontend.open_report import open_report
 from dlpt.frontend.options import RunOptions
 from dlpt.frontend.status_line import StatusLine
+from dlpt.model.meta import typed_field
 from dlpt.model.session import Session
 from dlpt.notebook.inline import inline_report
 from dlpt.notebook.options import HelpShown, parse_cell, parse_line
@@ -168,7 +169,7 @@ def run_profiled(
     def tidy(session: Session) -> None:  # before the suggestions read it
         fold_frames_above(session, stack)
         _drop_outer_source(session, outer)
-        session.meta["argv"] = argv
+        session.set_meta("argv", argv)
 
     ending = CellEnding(
         opts,
@@ -239,9 +240,10 @@ def _drop_outer_source(session: Session, outer: tuple[str, int] | None) -> None:
     ...)``): keep the typed text (the code's own file has it) rather than the rewrite."""
     if outer is None:
         return
-    sources = session.meta.get("sources")
-    if isinstance(sources, dict) and isinstance(sources.get(outer[0]), dict):
-        sources[outer[0]].pop(str(outer[1]), None)
+    sources = typed_field(session.meta, "sources")  # not typed_meta: the session is still changing
+    if sources is not None and outer[0] in sources:
+        lines = {k: v for k, v in sources[outer[0]].items() if k != str(outer[1])}
+        session.set_meta("sources", {**sources, outer[0]: lines})
 
 
 def line_magic(shell: Any, line: str, stack: list[tuple[str, int]]) -> None:

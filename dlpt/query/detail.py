@@ -129,7 +129,7 @@ def _neighbours(root: Node, key: LineKey, metric: Metric, steps: int) -> dict[st
 
 def _source(view: RunView, key: LineKey) -> list[list[Any]]:
     """[line, text] of the line and the two around it on each side (what dlpt saves)."""
-    lines = session_sources(view.session.meta).get(key[0], {})
+    lines = session_sources(view.session.typed_meta).get(key[0], {})
     return [[n, cut(lines[n].rstrip())] for n in range(key[1] - 2, key[1] + 3) if n in lines]
 
 

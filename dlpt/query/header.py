@@ -45,7 +45,7 @@ def _steps(view: RunView) -> dict[str, Any]:
 
 def _step_time(view: RunView) -> dict[str, Any] | None:
     """The step time derived figures use, with what it rests on."""
-    meta = view.session.meta
+    meta = view.session.typed_meta
     cost = calibration(meta)
     untraced = step_time(meta, "untraced") if cost.measured else None
     st: StepTime | None = untraced or step_time(meta, "traced")
@@ -61,7 +61,7 @@ def _step_time(view: RunView) -> dict[str, Any] | None:
 
 
 def _cost(view: RunView) -> dict[str, Any]:
-    c = calibration(view.session.meta)
+    c = calibration(view.session.typed_meta)
     out: dict[str, Any] = {"windows": c.windows, "measured": c.measured, "text": c.text()}
     if c.windows:
         out.update(ratio=round(c.ratio, 3), lo=round(c.lo, 3), hi=round(c.hi, 3), interval=c.how)

@@ -103,7 +103,10 @@ def same_file(path: str, file: str) -> bool:
 def _identity(view: RunView, row: FlatRow) -> dict[str, Any]:
     node = row.node
     return place(
-        node.file, node.line, node.name, session_sources(view.session.meta).get(node.file, {}).get(node.line)
+        node.file,
+        node.line,
+        node.name,
+        session_sources(view.session.typed_meta).get(node.file, {}).get(node.line),
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from dlpt.model.compile_events import line_markers
 from dlpt.model.gc_pause import gc_paused
+from dlpt.model.meta import saved_dict
 from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, add_metrics
@@ -315,8 +316,8 @@ class FoldedTable:
 
 def compile_markers(session: Session) -> dict[tuple[str, int], str]:
     """Short torch.compile markers (graph break, recompiled xN) by (file, line) of ``session``."""
-    compiled = session.meta.get("compile")
-    return line_markers(compiled) if isinstance(compiled, list) and compiled else {}
+    compiled = session.typed_meta.compile
+    return line_markers([saved_dict(e) for e in compiled]) if compiled else {}
 
 
 def whole_tree(folded: FoldedTable, markers: dict[tuple[str, int], str]) -> Node:

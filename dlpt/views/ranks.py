@@ -192,7 +192,7 @@ class RanksView:
     @property
     def argv(self) -> list[str]:
         """The profiled program's argv (the first rank's)."""
-        return program_argv(self.first.meta) if self.first is not None else []
+        return program_argv(self.first.typed_meta) if self.first is not None else []
 
     @property
     def versions(self) -> list[tuple[str, str]]:
@@ -225,7 +225,7 @@ class RanksView:
     def where(self, rank: Rank) -> str:
         """Which rank ``rank`` is, in words ("rank 1/4 (local 1) on host-a, GPU 1, nccl"), else
         where its session came from."""
-        return rank_label(rank.session.meta) or rank.path
+        return rank_label(rank.session.typed_meta) or rank.path
 
     def imbalance(self) -> Imbalance | None:
         """The load imbalance of the ranks' compute (None with fewer than two ranks or none)."""
@@ -345,7 +345,7 @@ def rank_ranges(ranks: Iterable[int]) -> str:
 
 def _arrivals(rs: RankSet) -> Arrivals | None:
     """The wait from every rank's collective kernels, when each rank's session has them."""
-    colls = {r.rank: rank_collectives(r.session.meta) for r in rs.ranks}
+    colls = {r.rank: rank_collectives(r.session.typed_meta) for r in rs.ranks}
     have = {r: c for r, c in colls.items() if c is not None}
     if len(have) < len(colls):
         return None

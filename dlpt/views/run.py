@@ -270,7 +270,7 @@ class RunView:
 
     @cached_property
     def api(self) -> list[ApiRow]:
-        return api_rows(self.session.meta)
+        return api_rows(self.session.typed_meta)
 
     @cached_property
     def syncs(self) -> list[SyncSite]:
@@ -294,7 +294,7 @@ class RunView:
     @cached_property
     def timeline(self) -> TimelineView | None:
         """The timeline window's lanes, slices and flows (``--timeline N``; None: none kept)."""
-        return timeline_view(self.session.meta)
+        return timeline_view(self.session.typed_meta)
 
     @cached_property
     def flats(self) -> dict[str, list[FlatRow]]:

@@ -612,8 +612,9 @@ def test_the_page_across_ranks_draws_each_ranks_gpu_streams_on_one_clock(
     sessions = []
     for r in range(2):
         s = R.ddp_gpu(r, 2)
-        s.meta["timeline"] = timeline_meta()
-        s.meta["timeline"]["start_ns"] += r * 500_000  # rank 1 half a millisecond later
+        tl = timeline_meta()
+        tl["start_ns"] += r * 500_000  # rank 1 half a millisecond later
+        s.set_meta("timeline", tl)
         sessions.append(s)
     path = tmp_path / "ranks_timeline.html"
     write_ranks_html(ranks_view(rank_set([(f"run.rank{r}.json", s) for r, s in enumerate(sessions)])), path)

@@ -24,7 +24,7 @@ def _meta(rows: list[tuple[int, int]]) -> dict:
         "step_time": {
             "traced": {
                 "n": len(rows),
-                "mean_ns": sum(spans) / len(spans),
+                "mean_ns": round(sum(spans) / len(spans)),
                 "median_ns": median,
                 "min_ns": spans[0],
                 "max_ns": spans[-1],

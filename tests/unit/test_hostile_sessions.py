@@ -171,7 +171,7 @@ def test_the_reason_for_no_gpu_activity_is_escaped() -> None:
 def test_suggestions_derived_from_hostile_strings_are_escaped_too() -> None:
     """Without saved suggestions a report derives them, quoting the session in their text."""
     session = Session.load(FIXTURES / "escapes.json")
-    del session.meta["suggestions"]
+    session.meta = {k: v for k, v in session.meta.items() if k != "suggestions"}
     text = _render_all(session)
     assert "Suggestions" in text  # the launch-bound step of meta.gpu_steps
     for raw in ("\x1b", "\x07", "\r", "\u202e", "\ud800"):
@@ -194,7 +194,7 @@ def test_the_report_across_ranks_escapes_every_string() -> None:
 
     a = Session.load(FIXTURES / "escapes.json")
     b = Session.load(FIXTURES / "escapes.json")
-    b.meta["distributed"] = dict(b.meta["distributed"], rank=1)
+    b.set_meta("distributed", dict(b.meta["distributed"], rank=1))
     out = io.StringIO()
     Console(file=out, width=160, color_system=None, force_terminal=False).print(
         render_ranks(ranks_view(rank_set([("a.json", a), ("b.json", b)]), show_all=True), threshold=0.0)

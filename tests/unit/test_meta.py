@@ -99,10 +99,35 @@ def test_every_field_of_the_typed_meta_is_a_checked_key():
             check_meta({name: [[]] if name not in ("argv", "threads_running") else [1]})
 
 
-def test_a_session_made_in_memory_is_never_refused_a_bad_key_reads_as_absent():
+def test_a_session_made_in_memory_is_never_refused_a_bad_value_reads_as_absent():
     s = Session(None, {"steps": {"profiled": "four"}, "wall_ns": 7, "gpu": {"enabled": True}})
-    assert s.typed_meta.steps is None and s.typed_meta.profiled_steps == 0
+    assert s.typed_meta.steps == Steps() and s.typed_meta.profiled_steps == 0
     assert s.typed_meta.wall == 7 and s.typed_meta.gpu_enabled is True
+    assert Session(None, {"wall_ns": "7", "steps": [1]}).typed_meta == Meta()
+
+
+def test_in_memory_lists_and_records_keep_what_reads():
+    """As the defensive reads the typed meta replaced: a list keeps its good items, a record its
+    good fields; a record without a required field is left out."""
+    good = {"rule": "r", "title": "t", "gain_ns": 5}
+    m = Session(
+        None, {"suggestions": [good, {"rule": "broken"}, "junk"], "gpu_busy_ns": {"0": 5, "1": -1}}
+    ).typed_meta
+    assert [x.rule for x in m.suggestions or []] == ["r"] and m.gpu_busy_ns == {"0": 5}
+    ev = {"function": "f", "file": "m.py", "line": 1, "break_reasons": [], "compile_s": float("nan")}
+    (typed,) = Session(None, {"compile": [ev]}).typed_meta.compile or []
+    assert typed.compile_s is None and typed.function == "f"
+
+
+def test_set_meta_keeps_the_typed_meta_in_step():
+    s = Session(None, {"steps": {"profiled": 2}})
+    assert s.typed_meta.suggestions is None
+    s.set_meta("suggestions", [{"rule": "r", "title": "t", "gain_ns": 5}])
+    assert [x.rule for x in s.typed_meta.suggestions or []] == ["r"] and s.meta["suggestions"][0][
+        "rule"
+    ] == "r"
+    s.set_meta("other_tool", {"x": 1})  # a key no class names: kept in the mapping only
+    assert s.meta["other_tool"] == {"x": 1} and s.typed_meta.profiled_steps == 2
 
 
 def test_assigning_meta_types_it_again():

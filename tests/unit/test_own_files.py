@@ -28,7 +28,7 @@ def test_everything_dlpt_writes_is_recognised_and_replaced(tmp_path: Path) -> No
     write_export(session, "speedscope", tmp_path / "p.json")
     write_export(session, "folded", tmp_path / "f.txt")
     # A long program name must not push the speedscope exporter out of the prefix.
-    session.meta["argv"] = ["x" * (2 * PREFIX_BYTES)]
+    session.set_meta("argv", ["x" * (2 * PREFIX_BYTES)])
     write_export(session, "speedscope", tmp_path / "long.json")
     kinds = {p.name: _kind_of(p) for p in tmp_path.iterdir()}
     assert kinds == {

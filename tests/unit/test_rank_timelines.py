@@ -12,6 +12,7 @@ from typing import Any
 from dlpt.analysis.ranks import summary as rank_summary
 from dlpt.analysis.ranks.merge import rank_set
 from dlpt.analysis.ranks.timelines import MAX_EVENTS, gpu_part, side_by_side, timeline_note
+from dlpt.model.meta import typed_field
 from dlpt.model.session import Session
 from dlpt.renderers.html.ranks_page import build_ranks_model
 from dlpt.views.ranks import ranks_view
@@ -25,9 +26,9 @@ def _with_timeline(rank: int, start_shift_ns: int, host: str | None = None) -> S
     s = R.ddp_gpu(rank, 2)
     tl = timeline_meta()
     tl["start_ns"] += start_shift_ns
-    s.meta["timeline"] = tl
+    s.set_meta("timeline", tl)
     if host is not None:
-        s.meta["distributed"]["hostname"] = host
+        s.set_meta("distributed", dict(s.meta["distributed"], hostname=host))
     return s
 
 
@@ -63,13 +64,13 @@ def test_no_timeline_no_lanes() -> None:
 
 def test_the_store_carries_the_gpu_part_only_and_bounded() -> None:
     s = _with_timeline(0, 0)
-    part = gpu_part(s.meta["timeline"])
+    part = gpu_part(s.typed_meta.timeline)
     assert part is not None
     kinds = {part["tracks"][e[3]][0] for e in part["events"]}
     assert kinds == {1, 2}  # GPU streams and steps; no host thread
     big = copy.deepcopy(s.meta["timeline"])
     big["events"] += [[4, 0, 1, 2, 0, -1, 0, 0]] * MAX_EVENTS
-    assert gpu_part(big) is None
+    assert gpu_part(typed_field({"timeline": big}, "timeline")) is None
     with_tl = rank_summary.decode(rank_summary.encode(s, timeline=True), "rank 0").session
     without = rank_summary.decode(rank_summary.encode(s), "rank 0").session
     assert with_tl.meta["timeline"]["events"] == part["events"] and "timeline" not in without.meta
@@ -92,7 +93,7 @@ def test_more_ranks_than_lanes_are_counted_not_drawn() -> None:
     sessions = []
     for r in range(n):
         s = R.ddp_gpu(r, n)
-        s.meta["timeline"] = timeline_meta()
+        s.set_meta("timeline", timeline_meta())
         sessions.append(s)
     t = side_by_side(_ranks(sessions))
     assert t is not None and t.ranks == list(range(MAX_RANKS)) and t.left_out == 2

@@ -8,7 +8,8 @@ import pytest
 
 from dlpt.capture.ranks.env import RankInfo, distributed_meta, from_env, run_id
 from dlpt.errors import UsageError
-from dlpt.files.rank_paths import expand_load, rank_path, rank_paths, session_rank
+from dlpt.files.rank_paths import expand_load, rank_path, rank_paths
+from dlpt.model.rank_of import session_rank
 
 
 def test_torchrun_environment() -> None:

@@ -44,7 +44,8 @@ def test_two_sessions_of_one_rank_are_refused() -> None:
 
 def test_sessions_without_ranks_are_numbered_in_order() -> None:
     a, b = R.ddp_gpu(0), R.ddp_gpu(1)
-    del a.meta["distributed"], b.meta["distributed"]
+    for s in (a, b):  # a new mapping: the typed meta is read afresh
+        s.meta = {k: v for k, v in s.meta.items() if k != "distributed"}
     rs = rank_set([("a.json", a), ("b.json", b)])
     assert [r.path for r in rs.ranks] == ["a.json", "b.json"] and rs.notes
 

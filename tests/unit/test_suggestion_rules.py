@@ -343,9 +343,9 @@ def test_saved_suggestions_win_over_rules_and_old_sessions_derive_them(h: Any) -
     s = copy_session(h, "pageable")
     assert [f.rule for f in findings(analyze(s))] == ["pinned_memory"]  # no meta.suggestions: derived
     saved = Finding("sync_in_step", "t", "e", "a", "b", 5_000, file=TRAIN, line=3, function="f").to_dict()
-    s.meta["suggestions"] = [saved, {"rule": "broken"}, "junk"]
+    s.set_meta("suggestions", [saved, {"rule": "broken"}, "junk"])
     assert findings(analyze(s)) == [Finding.from_dict(saved)]
-    s.meta["suggestions"] = []
+    s.set_meta("suggestions", [])
     assert findings(analyze(s)) == []  # saved as "nothing found": not re-derived
 
 
@@ -353,14 +353,13 @@ def test_a_run_without_a_counted_step_makes_no_per_step_claim(h: Any) -> None:
     # Issue 48: "-6.02s/step ... The GPU waits at the start of every step" from a run whose
     # --step-on function was never counted: the rule's figures are then the whole run's.
     s = launch_session(h, steps_meta(40_000_000, 20_000_000, 12_000_000, 1_000_000), 10, 2_000_000)
-    s.meta["steps"] = dict(s.meta["steps"], profiled=0, seen=0)
-    s = Session(s.nodes, s.meta)  # typed meta read afresh
+    s.set_meta("steps", dict(s.meta["steps"], profiled=0, seen=0))
     a = analyze(s)
     assert a.steps == 0 and [f.per_step for f in data_loader_stall(a)] == [True]  # the rule fires
     assert derive(a) == []
     once = Finding("compile_events", "t", "e", "a", "b", 9_000, per_step=False)
     per_step = Finding("sync_in_step", "t", "e", "a", "b", 5_000, file=TRAIN, line=3, function="f")
-    s.meta["suggestions"] = [per_step.to_dict(), once.to_dict()]  # saved by an older dlpt
+    s.set_meta("suggestions", [per_step.to_dict(), once.to_dict()])  # saved by an older dlpt
     assert findings(analyze(s)) == [once]
 
 

@@ -37,6 +37,8 @@ from typing import Any
 
 import torch
 
+from dlpt.model.meta import Meta, typed
+
 __all__ = [
     "BINS",
     "Kernel",
@@ -49,7 +51,6 @@ __all__ = [
 ]
 
 BINS = 16  # csrc/cct/collectives.h kCollectiveBins
-_COLUMNS = ("device", "epoch", "name", "start_ns", "dur_ns", "exposed")
 _RANK_BLOCK = 64  # ranks whose [kernels, BINS] exposure profiles are read at once
 _EPOCH_SPAN = 1 << 42  # ns (73 min): orders kernels by (epoch, start) in one integer
 
@@ -158,21 +159,19 @@ def _int_column(v: list[Any]) -> torch.Tensor | None:
         return None
 
 
-def rank_collectives(meta: Mapping[str, Any]) -> RankCollectives | None:
+def rank_collectives(meta: Meta | Mapping[str, Any]) -> RankCollectives | None:
     """``meta.gpu_collectives`` read into columns; None when absent or not of one shape (a
     session validated on load has the columns' types, not their lengths)."""
-    g = meta.get("gpu_collectives")
-    if not isinstance(g, dict):
+    g = typed(meta).gpu_collectives
+    if g is None:
         return None
-    cols = [c for c in (g.get(k) for k in _COLUMNS) if isinstance(c, list)]
-    names = g.get("names")
-    if not isinstance(names, list) or len(cols) != len(_COLUMNS) or len({len(c) for c in cols}) != 1:
+    names, epoch, name, start, dur, exposed = g.names, g.epoch, g.name, g.start_ns, g.dur_ns, g.exposed
+    if len({len(c) for c in (g.device, epoch, name, start, dur, exposed)}) != 1:
         return None
-    _dev, epoch, name, start, dur, exposed = cols
     if not dur:
         return None
     ints = [_int_column(c) for c in (epoch, name, start, dur)]
-    if not all(isinstance(x, str) and len(x) == 2 * BINS for x in exposed):
+    if not all(len(x) == 2 * BINS for x in exposed):
         return None
     try:
         shares = bytes.fromhex("".join(exposed))
@@ -189,10 +188,10 @@ def rank_collectives(meta: Mapping[str, Any]) -> RankCollectives | None:
         x = torch.frombuffer(bytearray(shares), dtype=torch.uint8).reshape(-1, BINS)[order]
     else:
         x = torch.frombuffer(bytearray(shares), dtype=torch.uint8).reshape(-1, BINS)
-    with_collectives = g.get("epochs")
-    if not isinstance(with_collectives, int):
+    with_collectives = g.epochs
+    if with_collectives is None:
         with_collectives = len(torch.unique(e)) if len(e) else 0
-    return RankCollectives(e, [str(v) for v in names], n, s, d.clamp(min=0), x, with_collectives)
+    return RankCollectives(e, list(names), n, s, d.clamp(min=0), x, with_collectives)
 
 
 def _exposed_until(dur: torch.Tensor, exposed: torch.Tensor, t: torch.Tensor) -> torch.Tensor:

@@ -15,12 +15,11 @@ import os
 import statistics
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from dlpt.analysis.ranks.lines import RankLines
 from dlpt.errors import UsageError
 from dlpt.files.rank_paths import MAX_WORLD_SIZE
-from dlpt.model.meta import int_of, obj, step_time, wall_ns
+from dlpt.model.meta import step_time, wall_ns
 from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
@@ -46,11 +45,6 @@ def median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else 0.0
 
 
-def _dist(meta: Mapping[str, Any]) -> dict[str, Any]:
-    d = meta.get("distributed")
-    return d if isinstance(d, dict) else {}
-
-
 @dataclass
 class Rank:
     """One rank's session and where it came from."""
@@ -73,8 +67,8 @@ class Rank:
 
     @property
     def host(self) -> str:
-        h = _dist(self.session.meta).get("hostname")
-        return h if isinstance(h, str) else ""
+        d = self.session.typed_meta.distributed
+        return (d.hostname if d is not None else None) or ""
 
     def per_step(self, v: float) -> float:
         return v / self.steps
@@ -101,25 +95,25 @@ def rank_set(loaded: list[tuple[str, Session]], missing: Mapping[int, str] | Non
     notes: list[str] = []
     sizes: set[int] = set()
     runs: set[str] = set()
-    unnamed = all(_dist(s.meta).get("rank") is None for _, s in loaded)
+    unnamed = all(s.typed_meta.distributed is None for _, s in loaded)
     for i, (path, session) in enumerate(loaded):
-        d = _dist(session.meta)
-        rank = d.get("rank")
-        if unnamed:
-            rank = i
-        elif not isinstance(rank, int) or isinstance(rank, bool):
-            raise UsageError(f"{path}: the session does not say which rank it is (no meta.distributed)")
-        elif not 0 <= rank < MAX_WORLD_SIZE:
-            raise UsageError(f"{path}: the session names rank {rank}, beyond {MAX_WORLD_SIZE:,} ranks")
-        size = d.get("world_size")
-        if isinstance(size, int) and not isinstance(size, bool):
-            if 0 < size <= MAX_WORLD_SIZE:
-                sizes.add(size)
-            else:
-                notes.append(f"{path}: ignoring its world size {size} (more than {MAX_WORLD_SIZE:,} ranks)")
-        if isinstance(d.get("run_id"), str):
-            runs.add(d["run_id"])
-        ranks.append(Rank(rank, path, session))
+        d = session.typed_meta.distributed
+        if d is None:
+            if not unnamed:
+                raise UsageError(f"{path}: the session does not say which rank it is (no meta.distributed)")
+            ranks.append(Rank(i, path, session))
+            continue
+        if not 0 <= d.rank < MAX_WORLD_SIZE:
+            raise UsageError(f"{path}: the session names rank {d.rank}, beyond {MAX_WORLD_SIZE:,} ranks")
+        if 0 < d.world_size <= MAX_WORLD_SIZE:
+            sizes.add(d.world_size)
+        else:
+            notes.append(
+                f"{path}: ignoring its world size {d.world_size} (more than {MAX_WORLD_SIZE:,} ranks)"
+            )
+        if d.run_id is not None:
+            runs.add(d.run_id)
+        ranks.append(Rank(d.rank, path, session))
     if unnamed and len(loaded) > 1:
         notes.append("the sessions do not say their ranks: numbered in the order given")
     seen: dict[int, str] = {}
@@ -173,12 +167,11 @@ def _exposed_per_step(rank: Rank) -> float:
     """Exposed communication per counted step: from the steps' own time line where the session
     has it (dlpt 0.2 on), else the run's total over the profiled steps (older sessions counted
     warm-up there too)."""
-    meta = rank.session.meta
-    rows = [r for dev in obj(meta.get("gpu_steps")).values() if isinstance(dev, list) for r in dev]
-    if any(isinstance(r, dict) and "exposed_ns" in r for r in rows):
-        return rank.per_step(sum(int_of(r.get("exposed_ns")) for r in rows if isinstance(r, dict)))
-    exposed = meta.get("gpu_comm_exposed_ns")
-    return rank.per_step(sum(int_of(v) for v in exposed.values()) if isinstance(exposed, dict) else 0)
+    meta = rank.session.typed_meta
+    rows = [r for dev in (meta.gpu_steps or {}).values() for r in dev]
+    if any(r.exposed_ns is not None for r in rows):
+        return rank.per_step(sum(r.exposed_ns or 0 for r in rows))
+    return rank.per_step(sum((meta.gpu_comm_exposed_ns or {}).values()))
 
 
 def totals(rank: Rank, gpu: bool) -> RankTotals:
@@ -187,7 +180,7 @@ def totals(rank: Rank, gpu: bool) -> RankTotals:
     for n in rank.session.nodes:
         for k, v in n["m"].items():
             sums[k] = sums.get(k, 0) + v
-    meta = rank.session.meta
+    meta = rank.session.typed_meta
     traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
     # No step time from a rank that counted no step (its run's wall is not a step's).
     wall = traced.median_ns if traced is not None else rank.per_step(wall_ns(meta)) if rank.counted else 0.0

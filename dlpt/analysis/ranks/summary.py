@@ -33,6 +33,7 @@ import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from dlpt.model.meta import saved_dict
 from dlpt.model.session import Session
 from dlpt.model.tree import Node
 
@@ -158,23 +159,23 @@ def summarize(
     for n in out:
         if n["kind"] == "frame" and n.get("file"):
             kept_lines.setdefault(n["file"], set()).add(str(n.get("line", 0)))
-    sources = session.meta.get("sources")
-    if isinstance(sources, dict):
+    typed = session.typed_meta
+    if typed.sources is not None:
         meta["sources"] = {
             f: {ln: t for ln, t in lines.items() if ln in kept_lines[f]}
-            for f, lines in sources.items()
-            if f in kept_lines and isinstance(lines, dict)
+            for f, lines in typed.sources.items()
+            if f in kept_lines
         }
-    if timeline and "timeline" in session.meta:
+    if timeline and typed.timeline is not None:
         from dlpt.analysis.ranks.timelines import gpu_part
 
-        part = gpu_part(session.meta["timeline"])
+        part = gpu_part(typed.timeline)
         if part is not None:
             meta["timeline"] = part
-    if "gpu_collectives" in meta:
-        kept = _last_collectives(meta["gpu_collectives"], max_collectives)
+    if typed.gpu_collectives is not None:
+        kept = _last_collectives(saved_dict(typed.gpu_collectives), max_collectives)
         if kept is None:
-            del meta["gpu_collectives"]
+            meta.pop("gpu_collectives")
         else:
             meta["gpu_collectives"] = kept
     meta["rank_summary"] = {"nodes": len(nodes), "kept": len(out), "folded": folded, "min_share": share}

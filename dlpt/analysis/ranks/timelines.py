@@ -21,7 +21,7 @@ from typing import Any
 
 from dlpt.analysis.ranks.merge import RankSet
 from dlpt.analysis.timeline import Lane, Slice, TimelineView, timeline_view
-from dlpt.model.meta import int_of, obj
+from dlpt.model.meta import Timeline, saved_dict
 from dlpt.model.timeline import TRACK_KINDS
 
 __all__ = ["MAX_RANKS", "MAX_EVENTS", "RankTimelines", "gpu_part", "side_by_side", "timeline_note"]
@@ -31,18 +31,16 @@ MAX_EVENTS = 50_000
 _KEPT_TRACKS = (TRACK_KINDS.index("stream"), TRACK_KINDS.index("steps"))
 
 
-def gpu_part(raw: object) -> dict[str, Any] | None:
-    """A session's ``meta.timeline`` with only its GPU streams' and steps' events (None: it has
-    none, or more than ``MAX_EVENTS`` of them)."""
-    tl = obj(raw)
-    tracks = tl.get("tracks")
-    if not isinstance(tracks, list) or not tracks:
+def gpu_part(tl: Timeline | None) -> dict[str, Any] | None:
+    """A session's ``meta.timeline`` (as saved) with only its GPU streams' and steps' events
+    (None: it has none, or more than ``MAX_EVENTS`` of them)."""
+    if tl is None or not tl.tracks:
         return None
-    kept = {i for i, t in enumerate(tracks) if isinstance(t, list) and t and t[0] in _KEPT_TRACKS}
-    events = [e for e in tl.get("events") or [] if isinstance(e, list) and len(e) > 3 and e[3] in kept]
+    kept = {i for i, t in enumerate(tl.tracks) if t[0] in _KEPT_TRACKS}
+    events = [e for e in tl.events if e[3] in kept]
     if not events or len(events) > MAX_EVENTS:
         return None
-    return dict(tl, events=events)
+    return dict(saved_dict(tl), events=events)
 
 
 @dataclass
@@ -61,8 +59,8 @@ def side_by_side(rs: RankSet) -> RankTimelines | None:
     shown: list[tuple[int, int, TimelineView, str]] = []  # rank, window start, view, host
     left_out = 0
     for r in rs.ranks:
-        meta = r.session.meta
-        if "timeline" not in meta:
+        meta = r.session.typed_meta
+        if meta.timeline is None:
             continue
         if len(shown) == MAX_RANKS:  # counted, not laid out: a window is up to 500,000 events
             left_out += 1
@@ -70,8 +68,9 @@ def side_by_side(rs: RankSet) -> RankTimelines | None:
         view = timeline_view(meta)
         if view is None or not any(ln.kind == "stream" for ln in view.lanes):
             continue
-        start = int_of(obj(meta.get("timeline")).get("start_ns"))
-        shown.append((r.rank, start, view, str(obj(meta.get("distributed")).get("hostname") or "")))
+        start = meta.timeline.start_ns or 0
+        host = (meta.distributed.hostname if meta.distributed is not None else None) or ""
+        shown.append((r.rank, start, view, host))
     if not shown:
         return None
     one_host = len({host for *_, host in shown}) == 1

@@ -73,7 +73,7 @@ def assemble_report(
     """The report of ``session`` from its analysis ``a``, the folded tree of its work outside
     counted steps (None: there was none) and its findings (None: no suggestions asked for);
     ``ascii`` keeps every text ASCII. Nothing here folds or analyses: it words what was found."""
-    meta = session.meta
+    meta = session.typed_meta
     steps = session.typed_meta.profiled_steps
     units = Units(steps=steps, ascii=ascii)
     sep = separator(ascii)

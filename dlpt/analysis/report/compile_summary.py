@@ -8,7 +8,7 @@ from typing import Any
 
 from dlpt.analysis.report.model import CompileSummary, Fact, Located
 from dlpt.model.compile_events import graph_breaks, recompilations
-from dlpt.model.meta import int_of
+from dlpt.model.meta import Capture, Meta, int_of, saved_dict, typed
 
 __all__ = ["compile_summary", "attribution_facts", "plural"]
 
@@ -52,9 +52,9 @@ def _located(rows: list[dict[str, Any]]) -> tuple[Located, ...]:
     )
 
 
-def compile_summary(meta: Mapping[str, Any]) -> CompileSummary | None:
+def compile_summary(meta: Meta | Mapping[str, Any]) -> CompileSummary | None:
     """The summary of ``meta.compile``; None when the session holds no compile events."""
-    events = [e for e in meta.get("compile") or [] if isinstance(e, dict)]
+    events = [saved_dict(e) for e in typed(meta).compile or []]
     if not events:
         return None
     try:
@@ -69,13 +69,12 @@ def compile_summary(meta: Mapping[str, Any]) -> CompileSummary | None:
     return CompileSummary(text, _located(breaks), _located(recompiles))
 
 
-def attribution_facts(meta: Mapping[str, Any]) -> list[Fact]:
+def attribution_facts(meta: Meta) -> list[Fact]:
     """What dlpt's torch.compile integration could not do (``meta.capture``, see
     :mod:`dlpt.capture.compile.failures`): Inductor lines left unmapped, failures by reason."""
-    c = meta.get("capture")
-    c = c if isinstance(c, dict) else {}
+    c = meta.capture or Capture()
     lines = []
-    frames, kernels = int_of(c.get("inductor_unmapped_frames")), int_of(c.get("inductor_unmapped_kernels"))
+    frames, kernels = c.inductor_unmapped_frames or 0, c.inductor_unmapped_kernels or 0
     generated = f"{frames:,} generated line{'s' if frames != 1 else ''}"
     if kernels:
         launches = f"{kernels:,} Inductor kernel launch{'es' if kernels != 1 else ''}"
@@ -88,9 +87,8 @@ def attribution_facts(meta: Mapping[str, Any]) -> list[Fact]:
             f"{generated} of Inductor's code could not be mapped to model lines "
             "(their costs stay with the compiled call)"
         )
-    failed = c.get("compile_failures")
-    failed = failed if isinstance(failed, dict) else {}
-    parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if int_of(n)]
+    failed = c.compile_failures or {}
+    parts = [f"{reason} x{n}" for reason, n in sorted(failed.items()) if n]
     if parts:
         lines.append(
             f"torch.compile attribution incomplete: {', '.join(parts)} failed (details: DLPT_LOG=debug)"

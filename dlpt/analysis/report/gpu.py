@@ -9,7 +9,7 @@ from typing import Any
 
 from dlpt.analysis.report.model import Fact, Level
 from dlpt.model.calibration import calibrated_untraced
-from dlpt.model.meta import Gpu, StepTime, int_of, obj, step_time, typed_field, wall_ns
+from dlpt.model.meta import Capture, Device, Meta, StepTime, StepTimes, step_time, typed, wall_ns
 from dlpt.model.metrics import METRICS
 from dlpt.model.units import Units
 
@@ -66,22 +66,21 @@ def totals(inc: Mapping[str, int], units: Units, busy_ns: int | None = None) -> 
     return out
 
 
-def mean_step_wall(meta: Mapping[str, Any], steps: int, units: Units) -> list[Fact]:
+def mean_step_wall(meta: Meta, steps: int, units: Units) -> list[Fact]:
     """The counted steps' mean wall time, the per-step totals' first figure: the totals are means
     over the same steps (their sums divided by the steps), while the step wall line gives medians
     (issue 48: a median beside a mean read as op time five times the step). Nothing for a session
     saved before dlpt timed its counted steps (its step wall line gives their mean already)."""
-    st = obj(meta.get("step_time"))
-    counted = int_of(st.get("counted_ns"))
+    counted = (meta.step_time.counted_ns if meta.step_time is not None else None) or 0
     if not steps or counted <= 0:
         return []
     v = units.time(counted / steps, per_step=False)
     return [Fact("total", f"step wall {v}", label="step wall", value=v)]
 
 
-def capture_facts(meta: Mapping[str, Any]) -> list[Fact]:
+def capture_facts(meta: Meta) -> list[Fact]:
     """Whether GPU work was captured, and why not."""
-    gpu: Gpu | None = typed_field(meta, "gpu")
+    gpu = meta.gpu
     if gpu is not None and gpu.enabled is False:
         reason = gpu.reason or "reason unknown"
         return [Fact("capture", f"GPU capture: off - {reason}; CPU-side attribution only", "warn")]
@@ -90,24 +89,26 @@ def capture_facts(meta: Mapping[str, Any]) -> list[Fact]:
     return []
 
 
-def device_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+def device_facts(meta: Meta | Mapping[str, Any], units: Units) -> list[Fact]:
     """Each GPU's busy time against the step (the untraced step when the run measured one, with
     the traced one beside it) or, without steps, against the profiled wall time."""
+    meta = typed(meta)
     wall = wall_ns(meta)
-    names = {str(d.get("index")): d for d in meta.get("devices") or [] if isinstance(d, dict)}
-    busy = obj(meta.get("gpu_busy_ns"))
+    names = {str(d.index): d for d in meta.devices or []}
+    busy = meta.gpu_busy_ns or {}
     traced, untraced = step_time(meta, "traced"), calibrated_untraced(meta)
-    per_step = units.steps > 0 and traced is not None and bool(obj(meta.get("step_time")))
+    saved = meta.step_time is not None and meta.step_time != StepTimes()
+    per_step = units.steps > 0 and traced is not None and saved
     out = []
     for dev in sorted(set(busy) | set(names), key=lambda s: (len(s), s)):
-        d = names.get(dev, {})
-        name = f"GPU {dev} {d.get('name', '')}".rstrip()
-        if d.get("capability"):
-            name += f" (sm {d['capability']})"
+        d = names.get(dev, Device())
+        name = f"GPU {dev} {d.name or ''}".rstrip()
+        if d.capability:
+            name += f" (sm {d.capability})"
         if dev not in busy:  # a GPU the program never used: one short line (issue 33)
             out.append(Fact("device", f"GPU {dev}: unused", "dim", f"GPU {dev}", "unused"))
             continue
-        b = int_of(busy.get(dev))
+        b = busy[dev]
         if per_step and traced is not None:
             value, frac = _step_busy(
                 units.scale(b),
@@ -137,18 +138,14 @@ def _idle_spread(busy: float, step: StepTime) -> str:
     return f"; idle {100 * idle_lo:.1f}\u2013{100 * idle_hi:.1f}% (the step median's interval)"
 
 
-def _union_share(meta: Mapping[str, Any], dev: str) -> float | None:
+def _union_share(meta: Meta, dev: str) -> float | None:
     """The median over the recorded steps of the GPU's busy share of each step (the union of
     its kernels, copies and memsets inside the step, over the step's span): at most 1 whatever
     overlaps on several streams, and not a mean of busy times against a median of steps."""
-    rows = obj(meta.get("gpu_steps")).get(dev)
-    if not isinstance(rows, list):
+    rows = (meta.gpu_steps or {}).get(dev)
+    if rows is None:
         return None
-    shares = sorted(
-        min(1.0, int_of(r.get("busy_ns")) / int_of(r.get("span_ns")))
-        for r in rows
-        if isinstance(r, dict) and int_of(r.get("span_ns")) > 0
-    )
+    shares = sorted(min(1.0, r.busy_ns / r.span_ns) for r in rows if r.span_ns > 0)
     return shares[len(shares) // 2] if shares else None
 
 
@@ -172,11 +169,11 @@ def _step_busy(
     )
 
 
-def graph_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+def graph_facts(meta: Meta, units: Units) -> list[Fact]:
     """CUDA graph replays: how much GPU time they are, and whether any could not be traced back
     to where they were captured."""
-    g = obj(meta.get("cuda_graphs"))
-    replay = int_of(g.get("replay_gpu_ns"))
+    g = meta.cuda_graphs or {}
+    replay = g.get("replay_gpu_ns", 0)
     if not replay:
         return []
     per = " per step" if units.steps else ""
@@ -184,7 +181,7 @@ def graph_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
         f"{units.time(replay)} GPU time{per}, shown under <cuda graph replay> at the lines that captured them"
     )
     out = [Fact("graphs", f"CUDA graph replays: {value}", label="CUDA graph replays", value=value)]
-    lost = int_of(g.get("uncaptured_gpu_ns"))
+    lost = g.get("uncaptured_gpu_ns", 0)
     if lost:
         out.append(
             Fact(
@@ -207,26 +204,28 @@ def _count_text(key: str, v: int, units: Units) -> str:
     return f"{v:,} {key.replace('_', ' ')}"
 
 
-def record_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+def record_facts(meta: Meta, units: Units) -> list[Fact]:
     """Records CUPTI dropped, and work that could not be attributed to a context (shown under
     ``<unknown>``): counts first, then times."""
     out = []
-    kinds: tuple[tuple[str, Level], ...] = (("dropped", "error"), ("unattributed", "warn"))
-    for key, level in kinds:
-        d = obj(meta.get(key))
-        items = sorted(d.items(), key=lambda kv: str(kv[0]).endswith("_ns"))
-        parts = [_count_text(str(k), v, units) for k, v in items if int_of(v)]
+    kinds: tuple[tuple[str, dict[str, int] | None, Level], ...] = (
+        ("dropped", meta.dropped, "error"),
+        ("unattributed", meta.unattributed, "warn"),
+    )
+    for key, d, level in kinds:
+        items = sorted((d or {}).items(), key=lambda kv: kv[0].endswith("_ns"))
+        parts = [_count_text(k, v, units) for k, v in items if v]
         if parts:
             note = " (shown under <unknown>)" if key == "unattributed" else ""
             out.append(Fact("records", f"{key}: {', '.join(parts)}{note}", level))
     return out
 
 
-def self_cost(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+def self_cost(meta: Meta, units: Units) -> list[Fact]:
     """What dlpt's own callbacks cost while recording (sampled, see csrc SelfTimer), so that a
     reader knows which part of the step time is the profiler; torch's RecordFunction machinery
     and CUPTI cost more on top (the README's overhead section measures all of it)."""
-    own = int_of(obj(meta.get("capture")).get("self_ns"))
+    own = (meta.capture or Capture()).self_ns or 0
     wall = wall_ns(meta)
     if not own or not wall:
         return []

@@ -13,7 +13,7 @@ from dlpt.analysis.memory import device_peaks, has_memory, lines_by_memory
 from dlpt.analysis.mfu import mfu
 from dlpt.analysis.report.memory_facts import line_label
 from dlpt.analysis.report.model import Fact
-from dlpt.model.meta import Meta, obj
+from dlpt.model.meta import Meta
 from dlpt.model.units import Units, flops_text, rate_text, separator
 
 __all__ = ["flops_headline", "memory_headline", "pc_sampling_facts"]
@@ -22,7 +22,7 @@ __all__ = ["flops_headline", "memory_headline", "pc_sampling_facts"]
 def flops_headline(a: Analysis, units: Units) -> list[Fact]:
     """``FLOPs 276 MFLOP/step · 2.17 GFLOP/s · MFU: no GPU peak known ...`` (nothing without
     ``--flops``)."""
-    if a.meta.get("flops") is None:
+    if a.meta.flops is None:
         return []
     m = mfu(a)
     if m is None:
@@ -44,7 +44,7 @@ def memory_headline(a: Analysis, units: Units) -> list[Fact]:
     """``memory peak 6.9 MiB/step (cpu) · top line 2.1 MiB mlp.py:46 step`` (the line holding most
     at the peak)
     (nothing without ``--memory``; capture that could not run says so among the warnings)."""
-    if not obj(a.meta.get("memory")) or not has_memory(a.meta):
+    if not has_memory(a.meta):
         return []
     peaks = sorted(device_peaks(a.meta), key=lambda d: -d.peak)
     if not peaks:

@@ -9,7 +9,6 @@ from dlpt.analysis.idle import step_idle
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.mfu import mfu
 from dlpt.analysis.report.model import Fact
-from dlpt.model.meta import int_of
 from dlpt.model.units import Units, flops_text, rate_text
 
 __all__ = ["mfu_facts", "idle_facts", "coverage_facts"]
@@ -90,11 +89,8 @@ def idle_facts(a: Analysis, units: Units) -> list[Fact]:
 
 def coverage_facts(a: Analysis) -> list[Fact]:
     """Ops whose FLOP formula could not take the recorded inputs (their FLOPs are missing)."""
-    info = a.meta.get("flops")
-    missed = info.get("unevaluated") if isinstance(info, dict) else None
-    if not isinstance(missed, dict) or not missed:
-        return []
-    parts = [f"{name} x{int_of(n)}" for name, n in sorted(missed.items()) if int_of(n)]
+    missed = (a.meta.flops.unevaluated if a.meta.flops is not None else None) or {}
+    parts = [f"{name} x{n}" for name, n in sorted(missed.items()) if n > 0]
     if not parts:
         return []
     return [

@@ -10,7 +10,7 @@ import os
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.memory import LineMemory, device_peaks, has_memory, lines_by_memory, oom_of, oom_site
 from dlpt.analysis.report.model import Fact
-from dlpt.model.meta import int_of, obj
+from dlpt.model.meta import Memory
 from dlpt.model.tree import Node
 from dlpt.model.units import Units
 
@@ -70,11 +70,11 @@ def oom_facts(a: Analysis, units: Units) -> list[Fact]:
 def memory_facts(a: Analysis, units: Units) -> list[Fact]:
     """Each device's peak per step (allocated, reserved then, traced to lines) and the lines that
     held the most at it; a warning when memory capture was asked for and could not run."""
-    mem = obj(a.meta.get("memory"))
-    if not mem:
+    mem = a.meta.memory
+    if mem is None or mem == Memory():
         return []
     if not has_memory(a.meta):
-        reason = str(mem.get("reason") or "reason unknown")
+        reason = mem.reason or "reason unknown"
         return [Fact("memory", f"memory capture: off - {reason}", "warn")]
     out = []
     per = "per step" if units.steps else "in the run"
@@ -95,7 +95,7 @@ def memory_facts(a: Analysis, units: Units) -> list[Fact]:
     if any(r.peak > 0 for r in rows):
         listing = _listing(rows, "peak", "peak_forward", units)
         out.append(Fact("memory", f"held at the peak: {listing}", label="held at the peak", value=listing))
-    missed = int_of(mem.get("missed_frees"))
+    missed = mem.missed_frees or 0
     if missed:
         out.append(
             Fact(

@@ -6,17 +6,14 @@ calls are on its line. Sessions saved before the modes existed say nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from dlpt.analysis.host import sampler_info
 from dlpt.analysis.report.model import Fact
-from dlpt.model.meta import int_of, obj
+from dlpt.model.meta import Capture, Meta
 
 __all__ = ["op_mode_facts"]
 
 
-def _sampled_by(meta: Mapping[str, Any]) -> tuple[str, bool]:
+def _sampled_by(meta: Meta) -> tuple[str, bool]:
     """What the CPU time of the ops that launched nothing rests on, and whether anything does."""
     info = sampler_info(meta)
     if info is None or not info.sampling or not info.hz:
@@ -24,17 +21,17 @@ def _sampled_by(meta: Mapping[str, Any]) -> tuple[str, bool]:
     return f"the host sampler's time per line ({info.hz:,} Hz, {info.samples:,} stacks)", True
 
 
-def op_mode_facts(meta: Mapping[str, Any]) -> list[Fact]:
+def op_mode_facts(meta: Meta) -> list[Fact]:
     """One ``ops`` fact: the mode, and for the lean mode how many op calls went without a node."""
-    c = obj(meta.get("capture"))
-    mode = c.get("op_mode")
+    c = meta.capture or Capture()
+    mode = c.op_mode
     if mode == "exact":
         value = "exact - every op's CPU time and calls on its line (each op start walked the Python stack)"
         return [Fact("ops", f"ops: {value}", "dim", "ops", value)]
     if mode != "lean":
         return []
-    deferred = int_of(c.get("deferred_ops"))
-    placed = int_of(c.get("deferred_at_launch")) + int_of(c.get("deferred_at_end"))
+    deferred = c.deferred_ops or 0
+    placed = (c.deferred_at_launch or 0) + (c.deferred_at_end or 0)
     unplaced = max(0, deferred - placed)
     share = f" ({100 * unplaced / deferred:.0f}%)" if deferred else ""
     rests_on, sampled = _sampled_by(meta)

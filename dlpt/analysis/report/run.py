@@ -10,13 +10,17 @@ from typing import Any
 from dlpt.analysis.report.model import Fact
 from dlpt.model.calibration import calibration
 from dlpt.model.meta import (
+    Meta,
+    Outside,
+    Steps,
     StepTime,
-    int_of,
-    obj,
+    StepTimes,
+    Warmup,
     profiled_steps,
     program_argv,
     step_time,
     step_walls,
+    typed,
     wall_ns,
 )
 from dlpt.model.units import Units
@@ -34,59 +38,55 @@ __all__ = [
 ]
 
 
-def title(meta: Mapping[str, Any]) -> str:
+def title(meta: Meta) -> str:
     """The profiled command line, as a shell would quote it."""
     argv = program_argv(meta)
     return shlex.join(argv) if argv else "(no argv)"
 
 
-def rank_label(meta: Mapping[str, Any]) -> str:
+def rank_label(meta: Meta | Mapping[str, Any]) -> str:
     """Which rank a session is, from ``meta.distributed``: "rank 1/4 (local 1) on host-a, GPU 1,
     nccl"; "" for a single process."""
-    d = obj(meta.get("distributed"))
-    rank, size = d.get("rank"), d.get("world_size")
-    if not isinstance(rank, int) or not isinstance(size, int):
+    d = typed(meta).distributed
+    if d is None:
         return ""
-    text = f"rank {rank}/{size}"
-    local = d.get("local_rank")
-    if isinstance(local, int) and not isinstance(local, bool):
-        text += f" (local {local})"
-    if isinstance(d.get("hostname"), str) and d["hostname"]:
-        text += f" on {d['hostname']}"
-    device = d.get("device")
-    if isinstance(device, int) and not isinstance(device, bool):
-        text += f", GPU {device}"
-    backends = [b for b in d.get("backends") or [] if isinstance(b, str)]
-    if backends:
-        text += f", {'+'.join(backends)}"
+    text = f"rank {d.rank}/{d.world_size}"
+    if d.local_rank is not None:
+        text += f" (local {d.local_rank})"
+    if d.hostname:
+        text += f" on {d.hostname}"
+    if d.device is not None:
+        text += f", GPU {d.device}"
+    if d.backends:
+        text += f", {'+'.join(d.backends)}"
     return text
 
 
-def step_source(steps: Mapping[str, Any]) -> str:
+def step_source(steps: Steps) -> str:
     """What the steps were ("optimizer steps", "calls of generate"), from ``meta.steps``."""
-    if steps.get("source") == "call" and isinstance(steps.get("step_on"), str):
-        chosen = steps.get("step_on_chosen")
-        name = steps["step_on"]
+    if steps.source == "call" and steps.step_on is not None:
+        chosen = steps.step_on_chosen
+        name = steps.step_on
         # The function chosen, when the name alone does not say which (e.g. two matched).
-        plain = not isinstance(chosen, str) or chosen in ("", name, f"__main__:{name}")
+        plain = chosen is None or chosen in ("", name, f"__main__:{name}")
         which = "" if plain else f" ({chosen})"
-        return f"calls of {steps['step_on']}{which}"
-    return f"{steps['source']} steps"
+        return f"calls of {steps.step_on}{which}"
+    return f"{steps.source} steps"
 
 
-def _steps_text(steps: Mapping[str, Any], profiled: int) -> str:
+def _steps_text(steps: Steps, profiled: int) -> str:
     text = f"{profiled} step{'s' if profiled != 1 else ''} profiled"
-    why = [step_source(steps)] if isinstance(steps.get("source"), str) else []
-    seen = int_of(steps.get("seen"))
-    warmup = obj(steps.get("warmup"))
-    if seen and warmup:  # a session that classifies its steps (dlpt.capture.schedule)
-        parts = [f"{int_of(warmup.get('steps'))} warm-up"]
-        untraced = int_of(steps.get("untraced"))
+    why = [step_source(steps)] if steps.source is not None else []
+    seen = steps.seen or 0
+    warmup = steps.warmup
+    if seen and warmup is not None and warmup != Warmup():  # a session that classifies its steps
+        parts = [f"{warmup.steps or 0} warm-up"]
+        untraced = steps.untraced or 0
         if untraced:
             parts.append(f"{untraced} untraced")
         why.append(f"{seen} seen: {', '.join(parts)}")
     elif seen:
-        why.append(f"{seen} seen, first {int_of(steps.get('skip_first'))} skipped")
+        why.append(f"{seen} seen, first {steps.skip_first or 0} skipped")
     return text + (f" ({'; '.join(why)})" if why else "")
 
 
@@ -99,13 +99,13 @@ def _median_text(st: StepTime, units: Units) -> str:
     return text
 
 
-def _step_wall(meta: Mapping[str, Any], units: Units, sep: str) -> list[Fact]:
+def _step_wall(meta: Meta, units: Units, sep: str) -> list[Fact]:
     """The step's wall time: untraced (the program's own) beside traced, each median with its
     interval, and dlpt's cost from the paired windows (dlpt.model.calibration): a cost with its
     spread, "within noise", or "not measured" (then the step figures are as traced)."""
     traced, untraced = step_time(meta, "traced"), step_time(meta, "untraced")
     t = units.time
-    if not obj(meta.get("step_time")):  # saved before dlpt measured untraced steps
+    if meta.step_time is None or meta.step_time == StepTimes():  # saved before dlpt measured untraced steps
         walls = step_walls(meta)
         if not walls:
             return []
@@ -118,8 +118,11 @@ def _step_wall(meta: Mapping[str, Any], units: Units, sep: str) -> list[Fact]:
         return []
     traced_text = f"{_median_text(traced, units)} traced (median of {traced.n})"
     if untraced is None:
-        calibrate = obj(meta.get("step_time")).get("calibrate")
-        why = "--calibrate off" if calibrate is False else "the run ended before an untraced window"
+        why = (
+            "--calibrate off"
+            if meta.step_time.calibrate is False
+            else "the run ended before an untraced window"
+        )
         value = f"{traced_text}; no untraced step measured ({why}): step figures are as traced"
         return [Fact("step_wall", f"step wall {value}", "note", "step wall", value)]
     cal = calibration(meta)
@@ -132,38 +135,37 @@ def _step_wall(meta: Mapping[str, Any], units: Units, sep: str) -> list[Fact]:
     return [Fact("step_wall", f"step wall {value}", "info" if cal.measured else "note", "step wall", value)]
 
 
-def run_facts(meta: Mapping[str, Any], units: Units, sep: str = " \u00b7 ") -> list[Fact]:
+def run_facts(meta: Meta, units: Units, sep: str = " \u00b7 ") -> list[Fact]:
     """Wall time, the profiled steps (what they were, how many were seen, warm-up and untraced)
     and the step wall times."""
     wall = units.time(wall_ns(meta), per_step=False)
     out = [Fact("run", f"wall {wall}", label="wall", value=wall)]
-    steps = obj(meta.get("steps"))
     profiled = profiled_steps(meta)
-    if profiled:
-        text = _steps_text(steps, profiled)
+    if profiled and meta.steps is not None:
+        text = _steps_text(meta.steps, profiled)
         out.append(Fact("steps", text, label="steps", value=text))
     out.extend(_step_wall(meta, units, sep))
     return out
 
 
-def once_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
+def once_facts(meta: Meta, units: Units) -> list[Fact]:
     """The warm-up and the time outside counted steps: once-work, never divided by the steps."""
-    steps = obj(meta.get("steps"))
+    steps = meta.steps or Steps()
     out = []
-    warmup = obj(steps.get("warmup"))
-    n = int_of(warmup.get("steps"))
+    warmup = steps.warmup or Warmup()
+    n = warmup.steps or 0
     if n:
-        walls = [int_of(w) for w in warmup.get("walls_ns") or [] if int_of(w) > 0]
+        walls = [w for w in warmup.walls_ns or [] if w > 0]
         shown = ", ".join(units.time(w, per_step=False) for w in walls[:5]) + (
             ", ..." if len(walls) > 5 else ""
         )
-        reason = str(warmup.get("reason") or "")
+        reason = warmup.reason or ""
         first = f"the first {n} steps" if n != 1 else "the first step"
         value = f"{first} ({shown})" + (f", {reason}" if reason else "")
-        unsettled = warmup.get("settled") is False  # ended at its bound: the steps kept falling
+        unsettled = warmup.settled is False  # ended at its bound: the steps kept falling
         out.append(Fact("warmup", f"warm-up: {value}", "warn" if unsettled else "info", "warm-up", value))
-    outside = obj(steps.get("outside"))
-    before, after = int_of(outside.get("before_ns")), int_of(outside.get("after_ns"))
+    outside = steps.outside or Outside()
+    before, after = outside.before_ns or 0, outside.after_ns or 0
     if before or after:
         t = units.time
         value = (
@@ -175,21 +177,20 @@ def once_facts(meta: Mapping[str, Any], units: Units) -> list[Fact]:
     return out
 
 
-def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
+def step_notes(meta: Meta) -> list[Fact]:
     """Why nothing was recorded when steps were to be skipped, and a --step-on that matched no
     function: said, never left for the user to guess."""
-    steps = obj(meta.get("steps"))
+    steps = meta.steps or Steps()
     lines = []
-    step_on = steps.get("step_on")
-    matched = steps.get("step_on_matched")
-    if isinstance(step_on, str) and isinstance(matched, list) and not matched:
+    step_on, matched = steps.step_on, steps.step_on_matched
+    if step_on is not None and matched is not None and not matched:
         lines.append(f"--step-on {step_on} matched no function")
-    skip, seen = int_of(steps.get("skip_first")), int_of(steps.get("seen"))
+    skip, seen = steps.skip_first or 0, steps.seen or 0
     if skip and not profiled_steps(meta) and seen <= skip:
         if not seen:
             what = (
                 f"no call of {step_on} returned"
-                if isinstance(step_on, str)
+                if step_on is not None
                 else "no step was seen (steps are optimizer steps, prof.step() calls, or the "
                 "calls of the function named with --step-on)"
             )
@@ -199,15 +200,15 @@ def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
             f"nothing recorded: the first {skip} step{'s were' if skip != 1 else ' was'} to be "
             f"skipped (--skip-first), but {what}"
         )
-    elif isinstance(step_on, str) and matched and not seen:
+    elif step_on is not None and matched and not seen:
         # Matched, never counted: most often a function that only runs inside compiled code,
         # where Dynamo traces it into the graph. Said, so the per-run figures are read as such.
         lines.append(
             f"no call of {step_on} returned, so no step was counted (a function called inside "
             "torch.compile'd code is traced, not called: name the compiled function)"
         )
-    warmup = obj(steps.get("warmup"))
-    all_warm = warmup.get("auto") is True and int_of(warmup.get("steps")) >= seen
+    warmup = steps.warmup or Warmup()
+    all_warm = warmup.auto is True and (warmup.steps or 0) >= seen
     if seen and all_warm and not profiled_steps(meta):
         # The automatic warm-up never ended: every step's work is outside steps. Said, so that
         # "nothing recorded" per step is not read as a broken capture.
@@ -217,17 +218,17 @@ def step_notes(meta: Mapping[str, Any]) -> list[Fact]:
             "a longer run, or --skip-first N to count every step after the first N"
         )
     out = [Fact("step_notes", text, "warn") for text in lines]
-    ignored = obj(steps.get("step_on_ignored"))
-    if isinstance(step_on, str) and ignored:
-        calls = ", ".join(f"{name} x{int_of(n)}" for name, n in sorted(ignored.items())[:3])
+    ignored = steps.step_on_ignored or {}
+    if step_on is not None and ignored:
+        calls = ", ".join(f"{name} x{n}" for name, n in sorted(ignored.items())[:3])
         text = f"--step-on {step_on}: calls of other functions of that name were not steps ({calls})"
         out.append(Fact("step_notes", text, "note"))
     return out
 
 
-def thread_notes(meta: Mapping[str, Any]) -> list[Fact]:
+def thread_notes(meta: Meta) -> list[Fact]:
     """Threads the profile did not wait for: their later work is missing."""
-    names = [n for n in meta.get("threads_running") or [] if isinstance(n, str)]
+    names = meta.threads_running or []
     if not names:
         return []
     n = len(names)
@@ -242,13 +243,11 @@ def thread_notes(meta: Mapping[str, Any]) -> list[Fact]:
     ]
 
 
-def folded_notes(meta: Mapping[str, Any]) -> list[Fact]:
+def folded_notes(meta: Meta) -> list[Fact]:
     """Numbered op and scope names the capture folded into their pattern
     (``meta.capture.folded_names``: a record_function named f"batch_{i}" each step)."""
-    folded = obj(obj(meta.get("capture")).get("folded_names"))
-    counts = sorted(
-        ((int_of(n), str(name)) for name, n in folded.items() if int_of(n)), key=lambda c: (-c[0], c[1])
-    )
+    folded = (meta.capture.folded_names if meta.capture is not None else None) or {}
+    counts = sorted(((n, name) for name, n in folded.items() if n), key=lambda c: (-c[0], c[1]))
     if not counts:
         return []
     shown = ", ".join(f"{name} ({n:,} names)" for n, name in counts[:3]) + (
@@ -258,9 +257,11 @@ def folded_notes(meta: Mapping[str, Any]) -> list[Fact]:
     return [Fact("records", text, "note")]
 
 
-def versions(meta: Mapping[str, Any], sep: str) -> list[Fact]:
+def versions(meta: Meta, sep: str) -> list[Fact]:
     """Python, torch and dlpt versions and the start time."""
-    parts = [f"{k} {meta[k]}" for k in ("python", "torch", "dlpt") if meta.get(k)]
-    if meta.get("started_at"):
-        parts.append(f"started {meta['started_at']}")
+    parts = [
+        f"{k} {v}" for k, v in (("python", meta.python), ("torch", meta.torch), ("dlpt", meta.dlpt)) if v
+    ]
+    if meta.started_at:
+        parts.append(f"started {meta.started_at}")
     return [Fact("versions", sep.join(parts), "dim")] if parts else []

@@ -17,6 +17,7 @@ from typing import Any
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
 from dlpt.model.compile_events import graph_breaks, recompilations
+from dlpt.model.meta import saved_dict
 
 __all__ = ["compile_events"]
 
@@ -26,7 +27,7 @@ def _seconds(v: object) -> float:
 
 
 def compile_events(a: Analysis) -> list[Finding]:
-    events = [e for e in a.meta.get("compile") or [] if isinstance(e, dict)]
+    events = [saved_dict(e) for e in a.meta.compile or []]
     if not events:
         return []
     try:

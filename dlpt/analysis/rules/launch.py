@@ -17,7 +17,6 @@ from dlpt.analysis.host import blamed, lines_text
 from dlpt.analysis.idle import StepIdle, step_idle
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules.common import CALIBRATED_BASIS, ms, significant, where, with_traced
-from dlpt.model.meta import int_of
 from dlpt.model.metrics import METRICS
 from dlpt.model.source_files import file_kind
 from dlpt.model.tree import Node
@@ -57,8 +56,7 @@ def step_line(root: Node, share: float = 0.8) -> Node | None:
 
 
 def _replayed(a: Analysis) -> bool:
-    graphs = a.meta.get("cuda_graphs")
-    replay = int_of(graphs.get("replay_gpu_ns")) if isinstance(graphs, dict) else 0
+    replay = (a.meta.cuda_graphs or {}).get("replay_gpu_ns", 0)
     return replay > 0.5 * METRICS["gpu"](a.totals)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis
 from dlpt.analysis.rules.common import gbs, lines_of, ms, per_step_text, significant, size, where
-from dlpt.model.meta import int_of
 from dlpt.model.tree import Node
 
 __all__ = ["pinned_memory", "MIN_PINNED_SAMPLE_BYTES"]
@@ -40,12 +39,11 @@ def _pinned_basis(a: Analysis) -> tuple[float, str] | None:
             pinned_b / pinned_ns,
             f"measured on this run's pinned HtoD copies ({size(pinned_b / pinned_n)} each)",
         )
-    probe = a.meta.get("host_link_probe")
-    if isinstance(probe, dict) and int_of(probe.get("ns")) > 0 and int_of(probe.get("bytes")) > 0:
+    probe = a.meta.host_link_probe
+    if probe is not None and probe.ns > 0 and probe.bytes > 0:
         return (
-            int_of(probe["bytes"]) / int_of(probe["ns"]),
-            f"measured by dlpt after the profile: a {size(int_of(probe['bytes']))} pinned copy to GPU "
-            f"{probe.get('device', '?')}",
+            probe.bytes / probe.ns,
+            f"measured by dlpt after the profile: a {size(probe.bytes)} pinned copy to GPU {probe.device}",
         )
     if a.device is not None:
         return (

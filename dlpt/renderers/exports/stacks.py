@@ -45,4 +45,4 @@ def stacks(root: Node, metric: Metric) -> Iterator[tuple[list[Node], int]]:
 
 
 def program_name(session: Session) -> str:
-    return " ".join(program_argv(session.meta)) or "dlpt profile"
+    return " ".join(program_argv(session.typed_meta)) or "dlpt profile"

@@ -265,14 +265,14 @@ def build_model(
     budget, flats = plan(root, [METRICS[d["name"]] for d in offered], all_flats)
     strings = _Strings()
     tree, ids = _node_table(root, strings, budget)
-    stored = session_sources(session.meta)
+    stored = session_sources(session.typed_meta)
 
     # Source text of the lines the page shows (library files are folded away unless show_all).
     shown: dict[str, set[int]] = {}
     for node, _ in walk(root):
         if node.kind == "frame" and node.file and id(node) in ids:
             shown.setdefault(node.file, set()).add(node.line)
-    sampled = sampled_files(session.meta, strings)  # kernel files (--pc-sampling): shown whole
+    sampled = sampled_files(session.typed_meta, strings)  # kernel files (--pc-sampling): shown whole
     for f in stored:
         if str(strings(f)) in sampled:
             shown.setdefault(f, set()).update(int(n) for n in stored[f])

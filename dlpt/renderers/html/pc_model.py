@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dlpt.model.meta import Meta
+
 __all__ = ["frame_pc_detail", "kernel_pc_detail", "sampled_files"]
 
 
@@ -48,12 +50,12 @@ def frame_pc_detail(x: Mapping[str, Any]) -> str:
     )
 
 
-def sampled_files(meta: Mapping[str, Any], strings: Callable[[str], int]) -> dict[str, Any]:
+def sampled_files(meta: Meta, strings: Callable[[str], int]) -> dict[str, Any]:
     """The model's ``sampled`` (see the module docstring)."""
-    pcs = meta.get("pc_sampling") or {}
+    pcs = meta.pc_sampling
     files: dict[str, dict[str, Any]] = {}
-    for k in pcs.get("kernels") or []:
-        for f, line, n, stalls in k.get("lines") or []:
+    for k in (pcs.kernels if pcs is not None else None) or []:
+        for f, line, n, stalls in k.lines or []:
             if not f or line <= 0:
                 continue
             e = files.setdefault(f, {"lines": {}, "kernels": [], "samples": 0})
@@ -62,8 +64,8 @@ def sampled_files(meta: Mapping[str, Any], strings: Callable[[str], int]) -> dic
                 merged[reason] = merged.get(reason, 0) + int(c)
             e["lines"][line] = (total + int(n), merged)
             e["samples"] += int(n)
-            if k["name"] not in e["kernels"]:
-                e["kernels"].append(k["name"])
+            if k.name not in e["kernels"]:
+                e["kernels"].append(k.name)
     return {
         str(strings(f)): {
             "lines": [[ln, n, strings(_stalls(st, n))] for ln, (n, st) in sorted(e["lines"].items())],

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.errors import UsageError
+from dlpt.model.meta import Meta, PcKernel, typed
 
 __all__ = ["render_kernel_lines", "top_stalls"]
 
@@ -25,11 +26,11 @@ def top_stalls(stalls: Mapping[str, int], samples: int, n: int = TOP_STALLS) -> 
     return ", ".join(f"{k} {100 * v / max(1, samples):.0f}%" for k, v in ranked if v)
 
 
-def _pick(kernels: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+def _pick(kernels: list[PcKernel], name: str) -> list[PcKernel]:
     if not name:
         return kernels[:1]
-    exact = [k for k in kernels if k["name"] == name]
-    return exact or [k for k in kernels if name in k["name"]][:MAX_KERNELS]
+    exact = [k for k in kernels if k.name == name]
+    return exact or [k for k in kernels if name in k.name][:MAX_KERNELS]
 
 
 def _code(path: str, line: int, sources: Mapping[str, Mapping[str, str]]) -> str:
@@ -39,56 +40,48 @@ def _code(path: str, line: int, sources: Mapping[str, Mapping[str, str]]) -> str
     return saved.strip() if saved is not None else ""
 
 
-def render_kernel_lines(meta: Mapping[str, Any], name: str = "", width: int = 120) -> str:
+def render_kernel_lines(meta: Meta | Mapping[str, Any], name: str = "", width: int = 120) -> str:
     """The table for the kernels whose name is ``name`` (or contains it; "" the most sampled).
     UsageError (one line) when the session has no PC samples or no kernel matches."""
-    pcs = meta.get("pc_sampling")
-    if not pcs:
+    m = typed(meta)
+    pcs = m.pc_sampling
+    if pcs is None:
         raise UsageError("this session has no PC samples (profile with --pc-sampling)")
-    kernels = list(pcs.get("kernels") or [])
+    kernels = list(pcs.kernels or [])
     if not kernels:
-        raise UsageError(
-            f"PC sampling collected nothing in this session: {pcs.get('reason') or 'no samples'}"
-        )
+        raise UsageError(f"PC sampling collected nothing in this session: {pcs.reason or 'no samples'}")
     chosen = _pick(kernels, name)
     if not chosen:
         raise UsageError(
-            f"no sampled kernel matches {name!r}; sampled: {', '.join(k['name'][:60] for k in kernels[:5])}"
+            f"no sampled kernel matches {name!r}; sampled: {', '.join(k.name[:60] for k in kernels[:5])}"
         )
-    sources = meta.get("sources") or {}
-    splits = {s["kernel"]: s for s in pcs.get("model_lines") or []}
-    unresolved = pcs.get("unresolved") or {}
-    steps = (
-        f"steps {pcs.get('first_step')}-{pcs.get('last_step')}" if pcs.get("first_step") else "sampled steps"
-    )
+    sources = m.sources or {}
+    splits = {s.kernel: s for s in pcs.model_lines or []}
+    unresolved = pcs.unresolved or {}
+    steps = f"steps {pcs.first_step}-{pcs.last_step}" if pcs.first_step else "sampled steps"
     out = [
-        f"PC sampling: {steps}, period 2^{pcs.get('period_log2')} cycles, "
-        f"{pcs.get('total_samples', 0)} samples ({pcs.get('dropped_samples', 0)} dropped)"
+        f"PC sampling: {steps}, period 2^{pcs.period_log2} cycles, "
+        f"{pcs.total_samples or 0} samples ({pcs.dropped_samples or 0} dropped)"
     ]
     for k in chosen:
-        total = int(k["samples"])
+        total = k.samples
         out.append("")
-        out.append(
-            f"{k['name'][: width - 20]}  {total} samples  [{top_stalls(k.get('stalls') or {}, total)}]"
-        )
-        if k["name"] in unresolved:
-            out.append(f"  PCs without a line: {unresolved[k['name']]}"[:width])
+        out.append(f"{k.name[: width - 20]}  {total} samples  [{top_stalls(k.stalls or {}, total)}]")
+        if k.name in unresolved:
+            out.append(f"  PCs without a line: {unresolved[k.name]}"[:width])
         out.append(f"{'samples':>9} {'%':>6}  {'line':<40} {'top stalls':<36} code")
-        for file, line, samples, stalls in (k.get("lines") or [])[:MAX_ROWS]:
+        for file, line, samples, stalls in (k.lines or [])[:MAX_ROWS]:
             where = f"{os.path.basename(file)}:{line}" if file else "(no line info)"
             code = _code(file, line, sources) if file else ""
             share = 100 * samples / max(1, total)
             row = f"{samples:>9} {share:>5.1f}%  {where:<40} {top_stalls(stalls, samples):<36} {code}"
             out.append(row[:width])
-        split = splits.get(k["name"])
-        if split and split.get("lines"):
+        split = splits.get(k.name)
+        if split and split.lines:
             out.append(
-                f"  model lines it fused (sampled estimate, {split['samples']} samples; "
-                f"{split.get('unassigned', 0)} on lines of no single model line):"
+                f"  model lines it fused (sampled estimate, {split.samples} samples; "
+                f"{split.unassigned or 0} on lines of no single model line):"
             )
-            for ml in split["lines"]:
-                out.append(
-                    f"    {100 * ml.get('share', 0):5.1f}%  {ml['samples']:>9} samples  "
-                    f"{ml['file']}:{ml['line']}"
-                )
+            for ml in split.lines:
+                out.append(f"    {100 * (ml.share or 0):5.1f}%  {ml.samples:>9} samples  {ml.file}:{ml.line}")
     return "\n".join(out)
