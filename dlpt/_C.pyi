@@ -4,12 +4,34 @@ Keep in step with bindings.cpp: the node tuple's fields are named by
 dlpt.capture.native.RawNode / RawMetrics, which unpack it.
 """
 
-from typing import Any, NotRequired, TypedDict
+from collections.abc import Callable
+from signal import Handlers
+from types import CodeType, FrameType
+from typing import NotRequired, TypedDict
 
-# id, parent, kind, name, file, line, metrics of counted epochs, metrics of the others, extras
-# (see dlpt.capture.native.RawNode; csrc/cct/epochs.h)
+class NodeExtras(TypedDict, total=False):
+    """A node's extras as the core exports them (csrc/bindings.cpp, to_dict; csrc/export/nodes.h,
+    NodeExtras), each only for the kinds that have it. dlpt.capture.native saves them as the
+    node's ``x`` (tuples as lists), which dlpt.model.meta.Extras types;
+    tests/native/test_native_fields.py holds the three to each other."""
+
+    direction: str  # memcpy: "HtoD", ...
+    host_mem: str  # memcpy: the host side's memory kind, when known
+    device: int  # kernel, memcpy, memset
+    grid: tuple[int, int, int]  # kernel
+    block: tuple[int, int, int]  # kernel
+    regs: int  # kernel
+    smem_static: int  # kernel
+    smem_dynamic: int  # kernel
+
+# id, parent, kind, name, file, line, metrics of counted epochs, metrics of the others, extras,
+# per-step second moments (cpu, gpu, sync; ns^2) (see dlpt.capture.native.RawNode; csrc/cct/epochs.h)
 RawMetricsTuple = tuple[int, int, int, int, int, int, int, int, int]
-RawNodeTuple = tuple[int, int, str, str, str, int, RawMetricsTuple, RawMetricsTuple, dict[str, Any]]
+RawNodeTuple = tuple[
+    int, int, str, str, str, int, RawMetricsTuple, RawMetricsTuple, NodeExtras, tuple[float, float, float]
+]
+# What signal.signal takes and returns.
+SignalHandler = Callable[[int, FrameType | None], object] | int | Handlers | None
 
 class StartInfo(TypedDict):
     gpu: bool
@@ -185,8 +207,13 @@ def host_stop() -> None: ...
 def host_result() -> HostResult: ...
 def host_running() -> bool: ...
 def scope_pop() -> None: ...
-def activation_started(code: Any, offset: int) -> None: ...
-def anchors_enable(tool_id: int, set_local_events: Any, get_local_events: Any, py_start: int) -> None: ...
+def activation_started(code: CodeType, offset: int) -> None: ...
+def anchors_enable(
+    tool_id: int,
+    set_local_events: Callable[[int, CodeType, int], object],  # sys.monitoring's
+    get_local_events: Callable[[int, CodeType], int],
+    py_start: int,
+) -> None: ...
 def anchors_disable() -> None: ...
 def anchors_stats() -> dict[str, int]: ...
 def floor_records() -> int: ...
@@ -287,7 +314,9 @@ def pc_sampling_stall_reasons(candidates: list[str]) -> PcReasons: ...
 # ---- The end of the process after a signal (csrc/ending/; dlpt/capture/signal_end.py) ----------
 
 def end_watch(signum: int, ends: bool, take_default: bool) -> bool: ...
-def end_set_handler(set_fn: Any, signum: int, handler: Any) -> tuple[Any, int]: ...
+def end_set_handler(
+    set_fn: Callable[[int, SignalHandler], SignalHandler], signum: int, handler: SignalHandler
+) -> tuple[SignalHandler, int]: ...
 def end_unwatch(signum: int) -> None: ...
 def end_watching(signum: int) -> bool: ...
 def end_grace(seconds: float) -> None: ...

@@ -274,8 +274,8 @@ def _line_leaves(root: Node) -> dict[tuple[str, int], dict[tuple[str, str], Leaf
         leaves = out.setdefault(where, {})
         leaf = leaves.get((node.kind, node.name))
         if leaf is None:
-            fuses = node.extras.get("fuses")
-            detail = f"fuses {'+'.join(str(f) for f in fuses)}" if isinstance(fuses, list) and fuses else ""
+            fuses = node.typed_extras.fuses
+            detail = f"fuses {'+'.join(fuses)}" if fuses else ""
             leaf = leaves[(node.kind, node.name)] = Leaf(node.kind, node.name, detail)
         add_metrics(leaf.metrics, {k: v for k, v in node.metrics.items() if k not in ("min_ns", "max_ns")})
         t, ctx = node.metrics.get(_TIME_KEY[node.kind], 0), context_of(node)

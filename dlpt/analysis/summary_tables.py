@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlpt.model.kernel_names import kernel_config
-from dlpt.model.meta import Meta
+from dlpt.model.meta import Extras, Meta
 
 __all__ = ["Aggregate", "KernelRow", "CopyRow", "ApiRow", "kernel_rows", "copy_rows", "api_rows"]
 
@@ -74,7 +74,7 @@ def kernel_rows(kernels: Iterable[Mapping[str, Any]]) -> list[KernelRow]:
         m = n["m"]
         row = rows.get(n["name"])
         if row is None:  # the first launch config seen stands for the name
-            row = rows[n["name"]] = KernelRow(name=n["name"], config=kernel_config(n.get("x", {})))
+            row = rows[n["name"]] = KernelRow(name=n["name"], config=kernel_config(Extras.of(n.get("x", {}))))
         row.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"), m.get("max_ns", 0))
     return sorted(rows.values(), key=lambda r: (-r.total, r.name))
 

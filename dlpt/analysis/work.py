@@ -70,8 +70,8 @@ def op_work(root: Node) -> list[OpWork]:
             continue
         kernels = _kernels(node)
         longest = max(kernels, key=lambda k: k.metrics.get("gpu_ns", 0), default=None)
-        tf32 = any(is_tf32_kernel(str(k.extras.get("full_name") or k.name)) for k in kernels)
-        dtype = node.extras.get("flop_dtype")
+        tf32 = any(is_tf32_kernel(k.typed_extras.full_name or k.name) for k in kernels)
+        dtype = node.typed_extras.flop_dtype
         out.append(
             OpWork(
                 node,
@@ -81,7 +81,7 @@ def op_work(root: Node) -> list[OpWork]:
                 nbytes,
                 node.inclusive.get("gpu_ns", 0),
                 node.inclusive.get("kernels", 0),
-                dtype_key(dtype if isinstance(dtype, str) else None, tf32) if flops else None,
+                dtype_key(dtype, tf32) if flops else None,
                 longest.name if longest is not None else "",
                 node.inclusive.get("cpu_ns", 0),
             )

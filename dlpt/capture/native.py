@@ -12,6 +12,7 @@ import glob
 import os
 import re
 import site
+from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -19,7 +20,7 @@ from dlpt.errors import NativeUnavailableError, UsageError
 from dlpt.model.kernel_names import shorten_kernel_name
 
 if TYPE_CHECKING:
-    from dlpt._C import Collective, RawNodeTuple
+    from dlpt._C import Collective, NodeExtras, RawNodeTuple
 
 _module: ModuleType | None = None
 
@@ -122,7 +123,7 @@ class RawNode(NamedTuple):
     line: int
     counted: RawMetrics
     outside: RawMetrics
-    extras: dict[str, Any]
+    extras: NodeExtras
 
     @classmethod
     def of(cls, t: RawNodeTuple | tuple[Any, ...]) -> RawNode:
@@ -185,7 +186,7 @@ def _comm_metrics(m: dict[str, int], coll: Collective) -> None:
 
 
 def _with_extras(
-    node: dict[str, Any], extras: dict[str, Any], coll: Collective | None, counted: bool = True
+    node: dict[str, Any], extras: Mapping[str, object], coll: Collective | None, counted: bool = True
 ) -> dict[str, Any]:
     """``node`` with its extras (``x``): the core's, a collective's (what it is; its metrics
     go on ``m`` when ``counted``, else the caller puts them on ``o``), a kernel's full name."""
@@ -241,9 +242,9 @@ def node_table(
     for i, t in enumerate(raw):
         sq: tuple[float, float, float] | None = None
         if len(t) == 10:  # with the per-step second moments (csrc/cct/epochs.h)
-            nid, parent, kind, name, file, line, counted, out, extras, sq = t  # type: ignore[misc]
-        elif len(t) == 9:
-            nid, parent, kind, name, file, line, counted, out, extras = t
+            nid, parent, kind, name, file, line, counted, out, extras, sq = t
+        elif len(t) == 9:  # a core from before the second moments
+            nid, parent, kind, name, file, line, counted, out, extras = t  # type: ignore[misc]  # 9-tuple
         else:  # a core from before epochs: everything counted
             nid, parent, kind, name, file, line, counted, extras = t  # type: ignore[misc]  # old 8-tuple
             out = _NO_METRICS

@@ -144,11 +144,11 @@ class Tools:
         output: str | None = None,
         cwd: str | None = None,
     ) -> dict[str, Any]:
-        from dlpt.cli.verify import build_parser, run_verify
+        from dlpt.cli.verify import parse, run_verify
 
         args = [base, "--runs", str(runs), "--time-limit", f"{_time_limit(time_limit_s):g}"]
         args += ["--max-regression", f"{max_regression_pct:g}"] if max_regression_pct is not None else []
         args += [a for w in expect_faster or [] for a in ("--expect-faster", w)]
         self._runs += 1
         args += ["-o", output or os.path.join(self.workdir, f"verify-{self._runs}.json")]
-        return run_verify(build_parser().parse_args(args), _command(command), cwd=cwd)
+        return run_verify(parse(args), _command(command), cwd=cwd)

@@ -12,13 +12,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from dlpt.cli.stdout_guard import report_output, say_line
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.metrics import METRICS
 
-__all__ = ["main", "build_parser", "dumps"]
+__all__ = ["QueryOptions", "main", "build_parser", "parse", "dumps"]
 
 EXIT_USAGE = 2
 
@@ -54,13 +55,37 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@dataclass(frozen=True)
+class QueryOptions:
+    """``dlpt query``'s options: the sessions (several: the ranks of one job, the answer about the
+    first), the answer as JSON (indented by ``indent``, None: one line) or as text, one line's
+    detail (``FILE:LINE``), how many lines, and the metric they are ranked by (None: GPU time if
+    the run has any, else CPU time)."""
+
+    sessions: tuple[str, ...]
+    json: bool = False
+    line: str | None = None
+    top: int = 20
+    metric: str | None = None
+    indent: int | None = None
+
+
+def parse(argv: Sequence[str]) -> QueryOptions:
+    """The options of ``dlpt query``, checked (UsageError says what is wrong; SystemExit after
+    ``--help``)."""
+    ns = build_parser().parse_args(list(argv))
+    if ns.indent is not None and not 0 <= ns.indent <= 8:
+        raise UsageError(f"--indent must be 0 to 8, got {ns.indent}")
+    return QueryOptions(tuple(ns.sessions), ns.json, ns.line, ns.top, ns.metric, ns.indent)
+
+
 def dumps(answer: Any, indent: int | None = None) -> str:
     """An answer as JSON: UTF-8 text as it is (control characters escaped, as JSON requires)."""
     seps = (",", ":") if indent is None else (",", ": ")
     return json.dumps(answer, ensure_ascii=False, indent=indent, separators=seps)
 
 
-def answer_of(opts: argparse.Namespace) -> dict[str, Any]:
+def answer_of(opts: QueryOptions) -> dict[str, Any]:
     """The answer the options ask for (DlptError for bad input)."""
     from dlpt.cli.loads import check_one_job
     from dlpt.model.render_limit import check_sessions
@@ -84,9 +109,7 @@ def answer_of(opts: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dlpt query``; returns the exit status."""
     try:
-        opts = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-        if opts.indent is not None and not 0 <= opts.indent <= 8:
-            raise UsageError(f"--indent must be 0 to 8, got {opts.indent}")
+        opts = parse(sys.argv[1:] if argv is None else argv)
         answer = answer_of(opts)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0

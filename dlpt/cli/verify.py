@@ -13,14 +13,18 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dlpt.cli.stdout_guard import report_output, say_line
 from dlpt.errors import DlptError, UsageError
 from dlpt.model.metrics import METRICS
 from dlpt.query.gate import CANT_TELL_STATUS, USAGE
 
-__all__ = ["main", "build_parser", "split_command", "verify_once", "run_verify"]
+if TYPE_CHECKING:
+    from dlpt.model.session import Session
+
+__all__ = ["VerifyOptions", "main", "build_parser", "parse", "split_command", "verify_once", "run_verify"]
 
 #: How many runs ``--runs`` may ask for (each is a whole run of the program).
 MAX_RUNS = 10
@@ -85,6 +89,45 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@dataclass(frozen=True)
+class VerifyOptions:
+    """``dlpt verify``'s options (before the command): the base session, where the new one goes
+    (None: BASE.new.json), the regression tolerated in percent (None: the gate's default), the
+    lines that must get faster, how many runs at most, whether "can't tell" passes, each run's
+    time limit in seconds (None: none), the metric compared (None: GPU time if either session
+    has any, else CPU time), the lines shown and the answer as JSON. Checked by
+    :func:`run_verify`."""
+
+    base: str
+    output: str | None = None
+    max_regression: float | None = None
+    expect_faster: tuple[str, ...] = ()
+    runs: int = 1
+    allow_cant_tell: bool = False
+    time_limit: float | None = None
+    metric: str | None = None
+    top: int = 10
+    json: bool = False
+
+
+def parse(argv: Sequence[str]) -> VerifyOptions:
+    """verify's own arguments (those before ``--``) as options; UsageError for what argparse
+    refuses, SystemExit after ``--help``."""
+    ns = build_parser().parse_args(list(argv))
+    return VerifyOptions(
+        base=ns.base,
+        output=ns.output,
+        max_regression=ns.max_regression,
+        expect_faster=tuple(ns.expect_faster),
+        runs=ns.runs,
+        allow_cant_tell=ns.allow_cant_tell,
+        time_limit=ns.time_limit,
+        metric=ns.metric,
+        top=ns.top,
+        json=ns.json,
+    )
+
+
 def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """(verify's own arguments, the command after ``--``); a leading ``python`` is dropped (dlpt
     runs the program in its own interpreter)."""
@@ -98,7 +141,7 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return args[:i], command
 
 
-def _check(opts: argparse.Namespace) -> None:
+def _check(opts: VerifyOptions) -> None:
     if not 1 <= opts.runs <= MAX_RUNS:
         raise UsageError(f"--runs must be 1 to {MAX_RUNS}, got {opts.runs}")
     if opts.max_regression is not None and not 0 <= opts.max_regression < 1000:
@@ -109,7 +152,7 @@ def _check(opts: argparse.Namespace) -> None:
         raise UsageError(f"--top must be 0 to 200, got {opts.top}")
 
 
-def verify_once(base: Any, base_path: str, new_path: str, opts: argparse.Namespace) -> dict[str, Any]:
+def verify_once(base: Session, base_path: str, new_path: str, opts: VerifyOptions) -> dict[str, Any]:
     """Compare ``base`` with the session at ``new_path``: the verdict answer (docs/query-format.md)."""
     from dlpt.model.session import Session
     from dlpt.query.compare import compare_answer, diff_metric, judged, larger_total
@@ -126,7 +169,7 @@ def verify_once(base: Any, base_path: str, new_path: str, opts: argparse.Namespa
         changes,
         d.tested,
         max_regression=pct,
-        expect_faster=tuple(opts.expect_faster),
+        expect_faster=opts.expect_faster,
         allow_cant_tell=opts.allow_cant_tell,
         total=larger_total(d, metric),
     )
@@ -139,7 +182,7 @@ def verify_once(base: Any, base_path: str, new_path: str, opts: argparse.Namespa
     }
 
 
-def run_verify(opts: argparse.Namespace, command: list[str], cwd: str | None = None) -> dict[str, Any]:
+def run_verify(opts: VerifyOptions, command: list[str], cwd: str | None = None) -> dict[str, Any]:
     """Every run until one decides (``--runs``); the answer of the last, with the runs listed
     (DlptError for bad options or input, OSError when the command cannot start)."""
     _check(opts)
@@ -176,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dlpt verify``; returns the exit status."""
     try:
         own, command = split_command(list(sys.argv[1:] if argv is None else argv))
-        opts = build_parser().parse_args(own)
+        opts = parse(own)
         if not command:
             raise UsageError("the command goes after --: dlpt verify BASE.json -- train.py args")
         answer = run_verify(opts, command)

@@ -10,8 +10,8 @@ full name stays in the session (``x.full_name``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+
+from dlpt.model.meta import Extras
 
 _NAMESPACE = re.compile(r"(?:\(anonymous namespace\)|[A-Za-z_]\w*)::")
 _MAX_TEMPLATE_DEPTH = 2
@@ -74,18 +74,19 @@ def _dims(v: object) -> str:
     return "x".join(dims)
 
 
-def kernel_config(x: Mapping[str, Any]) -> str:
+def kernel_config(x: Extras) -> str:
     """Compact launch configuration in CUDA's own notation: ``<<<(66,2),384>>> regs 168 smem
     227K`` (grid, block; trailing 1s dropped)."""
     parts = []
-    if "grid" in x or "block" in x:
-        g, b = _dims(x.get("grid", "?")), _dims(x.get("block", "?"))
+    if x.grid is not None or x.block is not None:
+        g = _dims(x.grid if x.grid is not None else "?")
+        b = _dims(x.block if x.block is not None else "?")
         g = f"({g.replace('x', ',')})" if "x" in g else g
         b = f"({b.replace('x', ',')})" if "x" in b else b
         parts.append(f"<<<{g},{b}>>>")
-    if x.get("regs"):
-        parts.append(f"regs {x['regs']}")
-    smem = sum(v for v in (x.get("smem_static"), x.get("smem_dynamic")) if isinstance(v, int) and v > 0)
+    if x.regs:
+        parts.append(f"regs {x.regs}")
+    smem = sum(v for v in (x.smem_static, x.smem_dynamic) if v)
     if smem:
         parts.append(f"smem {smem / 1024:.0f}K" if smem >= 1024 else f"smem {smem}B")
     return " ".join(parts)

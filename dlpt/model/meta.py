@@ -24,6 +24,7 @@ from typing import Annotated, Any, get_type_hints
 from dlpt.model.shape import (
     SchemaError,
     build_fields,
+    build_present,
     builder,
     int_row,
     lenient_build,
@@ -625,6 +626,13 @@ class Extras:
     # line's sampled share of the fused kernels split onto it.
     pc: PcExtras | None = None
     pc_fused: list[PcFused] | None = None
+
+    @classmethod
+    def of(cls, x: Mapping[str, Any]) -> Extras:
+        """A node's ``x``, typed. A loaded session's was checked when it was loaded; in one made
+        in memory a key of the wrong shape reads as absent (as in :meth:`Meta.of`). The keys
+        not named here stay in the mapping only."""
+        return build_present(cls, x)
 
 
 # -- reads of the typed meta (a mapping is typed first: code that holds no session) ---------------

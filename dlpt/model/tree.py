@@ -10,12 +10,39 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from dlpt.model.meta import Extras
+from dlpt.model.schema import EXTRAS
 from dlpt.model.session import Session
 
-__all__ = ["Node", "build_tree", "add_metrics", "compute_inclusive", "walk", "walk_postorder", "merge_child"]
+__all__ = [
+    "CTX_KEY",
+    "MARKER_KEY",
+    "Node",
+    "typed_extras",
+    "build_tree",
+    "add_metrics",
+    "compute_inclusive",
+    "walk",
+    "walk_postorder",
+    "merge_child",
+]
 
 Key = tuple[str, str, str, int]
 _EXTREMES = frozenset({"min_ns", "max_ns"})
+#: dlpt's own notes on a node, kept among its extras so that the tree transforms, which copy a
+#: node's extras, carry them: its context bits (dlpt.trees.node_contexts) and the torch.compile
+#: events at a frame's line (dlpt.trees.processors.mark_lines).
+CTX_KEY = "ctx"
+MARKER_KEY = "marker"
+_NO_EXTRAS = Extras()
+
+
+def typed_extras(x: Mapping[str, Any]) -> Extras:
+    """``x`` typed (:meth:`Extras.of`); one shared instance for the many nodes that hold none of
+    its keys (most frames)."""
+    if not x or EXTRAS.isdisjoint(x):
+        return _NO_EXTRAS
+    return Extras.of(x)
 
 
 class Node:
@@ -23,7 +50,9 @@ class Node:
 
     ``metrics`` is exclusive (only what landed on this node); ``inclusive`` is the sum over the
     subtree, filled by :func:`compute_inclusive`. ``extras`` is the session's ``x`` of the first
-    node merged into this one.
+    node merged into this one, every key as it came (other tools' too); read the keys reports
+    use through :attr:`typed_extras`, and dlpt's own notes through :attr:`ctx` and
+    :attr:`marker`.
     """
 
     __slots__ = (
@@ -37,6 +66,7 @@ class Node:
         "parent",
         "inclusive",
         "_by_key",
+        "_typed",
     )
 
     def __init__(
@@ -58,6 +88,38 @@ class Node:
         self.parent: Node | None = None
         self.inclusive: dict[str, int] = {}
         self._by_key: dict[Key, Node] = {}
+        self._typed: Extras | None = None
+
+    @property
+    def typed_extras(self) -> Extras:
+        """The extras reports read, typed (dlpt.model.meta.Extras), built at the first read: a
+        change to their keys made in ``extras`` after it is not seen (dlpt's notes are not
+        among them)."""
+        typed = self._typed
+        if typed is None:
+            typed = self._typed = typed_extras(self.extras)
+        return typed
+
+    @property
+    def ctx(self) -> int:
+        """The context bits dlpt.trees.node_contexts gave the node (0: none)."""
+        v = self.extras.get(CTX_KEY, 0)
+        return v if isinstance(v, int) else 0
+
+    @ctx.setter
+    def ctx(self, bits: int) -> None:
+        self.extras[CTX_KEY] = bits
+
+    @property
+    def marker(self) -> str:
+        """What torch.compile did at a frame's line ("graph break"), shown after its label; ""
+        for none."""
+        v = self.extras.get(MARKER_KEY)
+        return str(v) if v else ""
+
+    @marker.setter
+    def marker(self, text: str) -> None:
+        self.extras[MARKER_KEY] = text
 
     @property
     def key(self) -> Key:

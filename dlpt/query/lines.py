@@ -11,7 +11,6 @@ the nodes whose nearest frame is the line: the same rule, node by node.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,13 +115,12 @@ def _pc(nodes: LineNodes | None) -> dict[str, Any] | None:
         return None
     samples, stalls = 0, dict[str, int]()
     for k in nodes.leaves:
-        pc = k.extras.get("pc")
-        if not isinstance(pc, Mapping) or not isinstance(pc.get("samples"), int):
+        pc = k.typed_extras.pc
+        if pc is None:
             continue
-        samples += pc["samples"]
-        for reason, n in (pc.get("stalls") or {}).items():
-            if isinstance(n, int):
-                stalls[str(reason)] = stalls.get(str(reason), 0) + n
+        samples += pc.samples
+        for reason, n in (pc.stalls or {}).items():
+            stalls[reason] = stalls.get(reason, 0) + n
     if not samples:
         return None
     top = sorted(stalls.items(), key=lambda kv: -kv[1])[:STALLS_SHOWN]

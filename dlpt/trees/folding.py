@@ -28,7 +28,7 @@ from dlpt.model.meta import saved_dict
 from dlpt.model.metrics import Metric
 from dlpt.model.session import Session
 from dlpt.model.tree import Node, add_metrics
-from dlpt.trees.node_contexts import CTX_KEY, node_context
+from dlpt.trees.node_contexts import node_context
 from dlpt.trees.processors import folds_away, is_module_call, mark_lines
 
 __all__ = [
@@ -166,7 +166,7 @@ class FoldedTable:
                     name = n["name"]
                     drop = folds.get((file, name, inside))
                     if drop is None:
-                        drop = folds[(file, name, inside)] = folds_away(kind, file, name, _NO_EXTRAS, inside)
+                        drop = folds[(file, name, inside)] = folds_away(kind, file, name, False, inside)
                     if drop or ("x" in n and n["x"].get("library")):
                         of_raw[i] = of_raw[p]
                         continue
@@ -290,7 +290,7 @@ class FoldedTable:
         _, kind, name, file, line = self.keys[c]
         node = Node(kind, name, file, line, None, self.nodes[self.first[c]].get("x"))
         if self.ctx is not None:
-            node.extras[CTX_KEY] = self.ctx[c]
+            node.ctx = self.ctx[c]
         return node
 
     def sync_sites(self) -> list[SyncSite]:

@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlpt.model.tree import Node, walk
+from dlpt.model.tree import CTX_KEY, Node, walk
 
 __all__ = ["CTX", "CTX_KEY", "node_context", "tag_contexts", "context_of"]
 
 CTX = {"forward": 1, "backward": 2, "compiled": 4, "replay": 8, "optimizer": 16}
-CTX_KEY = "ctx"  # the extras key holding a node's bits
 _COMPILED_PREFIXES = ("Torch-Compiled Region", "CompiledFunction")
 # torch.optim's record_function regions ("Optimizer.step#AdamW.step", "Optimizer.zero_grad#...").
 _OPTIMIZER_PREFIX = "Optimizer."
@@ -50,14 +49,14 @@ def node_context(kind: str, name: str, extras: Mapping[str, Any], inherited: int
 
 
 def tag_contexts(root: Node) -> None:
-    """Store every node's context bits in ``extras[CTX_KEY]`` (pre-order: parents first)."""
+    """Store every node's context bits in :attr:`Node.ctx` (pre-order: parents first)."""
     for node, _ in walk(root):
         parent = node.parent
-        inherited = parent.extras.get(CTX_KEY, 0) if parent is not None else 0
-        node.extras[CTX_KEY] = node_context(node.kind, node.name, node.extras, inherited)
+        inherited = parent.ctx if parent is not None else 0
+        # the session's x as it is, as FoldedTable reads it (generated, mapped_from, graph)
+        node.ctx = node_context(node.kind, node.name, node.extras, inherited)
 
 
 def context_of(node: Node) -> int:
     """The bits :func:`tag_contexts` stored (0 for an untagged node)."""
-    v = node.extras.get(CTX_KEY, 0)
-    return v if isinstance(v, int) else 0
+    return node.ctx

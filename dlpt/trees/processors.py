@@ -38,7 +38,7 @@ __all__ = [
 
 def is_library_frame(node: Node) -> bool:
     """A frame node of library code: a library file, or code a library exec'd (``x.library``)."""
-    return node.kind == "frame" and (is_library_file(node.file) or bool(node.extras.get("library")))
+    return node.kind == "frame" and (is_library_file(node.file) or bool(node.typed_extras.library))
 
 
 def is_user_frame(node: Node) -> bool:
@@ -51,18 +51,19 @@ def is_module_call(kind: str, file: str) -> bool:
     return kind == "frame" and is_module_call_file(file)
 
 
-def folds_away(kind: str, file: str, name: str, extras: Mapping[str, object], in_module_call: bool) -> bool:
+def folds_away(kind: str, file: str, name: str, library: bool, in_module_call: bool) -> bool:
     """Whether a node is folded into its caller by default: frames of the framework (torch, the
-    stdlib, generated code, dlpt, code a library exec'd), and frames of installed packages unless
-    they run inside a module call (``in_module_call``: a module-call frame is an ancestor) and are
-    not a closure (a decorator's ``<locals>.wrapper``: plumbing, not model code).
+    stdlib, generated code, dlpt, code a library exec'd: ``library``, the frame's ``x.library``),
+    and frames of installed packages unless they run inside a module call (``in_module_call``: a
+    module-call frame is an ancestor) and are not a closure (a decorator's ``<locals>.wrapper``:
+    plumbing, not model code).
 
     Installed packages hold the model code people tune (transformers' modeling_*.py, timm,
     torchvision's and diffusers' models): inside ``nn.Module.__call__`` their lines stay, while
     their loops and helpers outside modules (``generate()``'s decoding loop, a trainer) fold."""
     if kind != "frame":
         return False
-    if extras.get("library"):
+    if library:
         return True
     where = file_kind(file)
     if where == "package":
@@ -100,7 +101,10 @@ def collapse_library(root: Node) -> Node:
         inside = in_module_call[id(node)] or is_module_call(node.kind, node.file)
         for c in node.children:
             in_module_call[id(c)] = inside
-    return lift(root, lambda n: folds_away(n.kind, n.file, n.name, n.extras, in_module_call[id(n)]))
+    return lift(
+        root,
+        lambda n: folds_away(n.kind, n.file, n.name, bool(n.typed_extras.library), in_module_call[id(n)]),
+    )
 
 
 def collapse_lone_forward(root: Node) -> Node:
@@ -228,12 +232,12 @@ def flatten_by_kind(root: Node, kind: str) -> list[FlatRow]:
 
 def mark_lines(root: Node, markers: Mapping[tuple[str, int], str]) -> Node:
     """Return a copy of the tree whose frame nodes at a ``(file, line)`` of ``markers`` carry
-    that marker as ``extras["marker"]`` (shown after the frame's label)."""
+    that marker (:attr:`Node.marker`, shown after the frame's label)."""
     if not markers:
         return root
     marked = _copy_filtered(root, lambda _n, _d: True)
     for node, _ in walk(marked):
         mark = markers.get((node.file, node.line)) if node.kind == "frame" else None
         if mark:
-            node.extras["marker"] = mark  # the copy's own extras dict
+            node.marker = mark  # in the copy's own extras
     return marked

@@ -279,7 +279,7 @@ class RunView:
         sites = self.folded.sync_sites()
         for site in sites:
             if site.site is not None and (site.site.file, site.site.line) in self.markers:
-                site.site.extras["marker"] = self.markers[(site.site.file, site.site.line)]
+                site.site.marker = self.markers[(site.site.file, site.site.line)]
         return sites
 
     @cached_property

@@ -9,15 +9,16 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import re
 from typing import Any
 
 import pytest
 import torch
 
 from dlpt.capture.host_session import host_meta
-from dlpt.capture.native import core
+from dlpt.capture.native import core, to_nodes
 from dlpt.model import meta as typed
-from dlpt.model.schema import SchemaError, check_meta
+from dlpt.model.schema import SchemaError, check_extras, check_meta
 
 C = core()
 PYI = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "dlpt", "_C.pyi")
@@ -151,3 +152,54 @@ def test_the_memory_exports_keys_are_the_stubs():
     assert set(out) == keys_of("MemoryExport")
     assert set(out["devices"][0]) == keys_of("MemoryDevice")
     assert out["oom"] is not None and set(out["oom"]) == keys_of("MemoryOom")
+
+
+# -- a node's extras: what the bindings put, the stub, the saved x -------------------------------
+
+BINDINGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "csrc", "bindings.cpp")
+
+
+def native_extras_keys() -> list[str]:
+    """The keys csrc/bindings.cpp's to_dict(const NodeExtras&) puts, in order."""
+    with open(BINDINGS, encoding="utf-8") as f:
+        text = f.read()
+    body = re.search(r"py::dict to_dict\(const NodeExtras& e\) \{(.*?)\n\}", text, re.S)
+    assert body is not None, "csrc/bindings.cpp lost to_dict(const NodeExtras&)"
+    return re.findall(r'x\["(\w+)"\]', body.group(1))
+
+
+def test_the_stubs_node_extras_are_the_keys_the_bindings_put():
+    keys = native_extras_keys()
+    assert keys and [name for name, _ in pyi_fields("NodeExtras")] == keys
+
+
+def test_every_native_extra_is_typed_in_the_saved_x():
+    extras = {f.name: f for f in dataclasses.fields(typed.Extras)}
+    assert set(native_extras_keys()) <= set(extras)
+    # Tuples become lists (dlpt.capture.native): what a session saves passes its check, typed.
+    x = {"direction": "HtoD", "host_mem": "pinned", "device": 1, "grid": (8, 2, 1), "block": (256, 1, 1)}
+    x |= {"regs": 32, "smem_static": 1024, "smem_dynamic": 0}
+    assert set(x) == set(native_extras_keys())
+    zeros = (0,) * 9
+    raw = [(0, -1, "root", "<root>", "", 0, zeros, zeros, {}, (0.0, 0.0, 0.0))]
+    raw.append((1, 0, "kernel", "k", "", 0, (0, 0, 5, 1, 0, 0, 0, 5, 5), zeros, x, (0.0, 25.0, 0.0)))
+    (_, node) = to_nodes(raw)
+    check_extras(node["x"], "node 1")
+    got = typed.Extras.of(node["x"])
+    saved = {k: list(v) if isinstance(v, tuple) else v for k, v in x.items()}
+    assert {k: getattr(got, k) for k in x} == saved
+
+
+def test_the_node_tuple_is_the_stubs():
+    C.start(False, [], False)
+    try:
+        C.set_collecting(True)
+        torch.ones(8).add(1)
+        C.mark_step()
+        C.set_collecting(False)
+    finally:
+        raw = C.stop()
+    alias = ast.parse(pyi_alias("RawNodeTuple"), mode="eval").body
+    assert isinstance(alias, ast.Subscript) and isinstance(alias.slice, ast.Tuple)
+    assert raw["nodes"] and {len(t) for t in raw["nodes"]} == {len(alias.slice.elts)}
+    assert all(type(t[8]) is dict for t in raw["nodes"])

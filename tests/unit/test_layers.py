@@ -75,7 +75,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "dlpt.files.safe_files",
         "dlpt.model.schema",
     ),
-    "dlpt.model.tree": ("dlpt.model.session",),
+    # The tree reads its nodes' extras typed (dlpt.model.meta.Extras; schema names their keys).
+    "dlpt.model.tree": ("dlpt.model.session", "dlpt.model.meta", "dlpt.model.schema"),
     "dlpt.capture": ("dlpt.capture", "dlpt._C", *_MODEL),
     # The tree operations every report starts from; capture never uses them.
     "dlpt.trees": _TREES,

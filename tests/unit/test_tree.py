@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from dlpt.model.tree import build_tree, walk
+from dlpt.model.meta import Extras
+from dlpt.model.tree import Node, build_tree, walk
 
 
 def test_merge_duplicate_siblings(h) -> None:
@@ -68,3 +69,22 @@ def test_deep_tree_builds_iteratively(h) -> None:
     assert root.inclusive["gpu_ns"] == 1000
     depth = max(d for _, d in walk(root))
     assert depth == 10_002
+
+
+def test_typed_extras_type_the_keys_reports_read_and_leave_the_rest_as_they_came() -> None:
+    x = {"full_name": "_Z1k", "grid": [8, 1, 1], "regs": "many", "direction": None, "other_tool": {"a": 1}}
+    node = Node("kernel", "k", extras=x)
+    # A key of the wrong shape (a session made in memory; a loaded one was checked) reads as absent.
+    assert node.typed_extras == Extras(full_name="_Z1k", grid=[8, 1, 1]) == Extras.of(x)
+    assert node.typed_extras is node.typed_extras  # built once
+    assert node.extras == x  # every key kept, other tools' too
+    assert Node("frame", "f", extras={"ctx": 1}).typed_extras == Extras()
+
+
+def test_dlpts_notes_are_kept_among_the_extras_so_copies_carry_them() -> None:
+    node = Node("frame", "f")
+    assert (node.ctx, node.marker) == (0, "")
+    node.ctx, node.marker = 5, "graph break"
+    assert node.extras == {"ctx": 5, "marker": "graph break"}
+    copy = Node(node.kind, node.name, extras=node.extras)
+    assert (copy.ctx, copy.marker, copy.typed_extras) == (5, "graph break", Extras())

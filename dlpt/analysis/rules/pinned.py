@@ -29,8 +29,8 @@ def _pinned_basis(a: Analysis) -> tuple[float, str] | None:
     """(pinned HtoD bytes per ns, where that number comes from)."""
     pinned_b = pinned_ns = pinned_n = 0
     for node, _ in lines_of(a, ("memcpy",)):
-        x = node.extras
-        if x.get("direction") == "HtoD" and x.get("host_mem") == "pinned":
+        x = node.typed_extras
+        if x.direction == "HtoD" and x.host_mem == "pinned":
             pinned_b += node.metrics.get("copy_bytes", 0)
             pinned_ns += node.metrics.get("copy_ns", 0)
             pinned_n += node.metrics.get("copies", 0)
@@ -59,8 +59,8 @@ def pinned_memory(a: Analysis) -> list[Finding]:
         return []
     by_line: dict[tuple[str, int], tuple[Node | None, list[Node]]] = {}
     for node, line in lines_of(a, ("memcpy",)):
-        x = node.extras
-        if x.get("direction") == "HtoD" and x.get("host_mem") == "pageable" and node.metrics.get("copy_ns"):
+        x = node.typed_extras
+        if x.direction == "HtoD" and x.host_mem == "pageable" and node.metrics.get("copy_ns"):
             key = (line.file, line.line) if line is not None else ("", 0)
             by_line.setdefault(key, (line, []))[1].append(node)
     if not by_line:

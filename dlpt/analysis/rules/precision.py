@@ -56,7 +56,7 @@ def _collect(a: Analysis) -> list[_Line]:
         ln.ops.add(w.node.name)
     if not any(n.metrics.get("flops") for n, _ in lines_of(a, ("op",))):
         for node, line in lines_of(a, ("kernel",)):
-            if is_fp32_gemm_kernel(str(node.extras.get("full_name") or node.name)):
+            if is_fp32_gemm_kernel(node.typed_extras.full_name or node.name):
                 k = (line.file, line.line, "fp32") if line is not None else ("", 0, "fp32")
                 ln = lines.setdefault(k, _Line(line, "fp32", by_name=True))
                 ln.ns += node.metrics.get("gpu_ns", 0) / a.per

@@ -50,7 +50,7 @@ def _cause(sync: Node) -> tuple[str, str]:
         p = p.parent
     op = sync.parent
     htod = op is not None and any(
-        n.kind == "memcpy" and n.extras.get("direction") == "HtoD" for n, _ in walk(op)
+        n.kind == "memcpy" and n.typed_extras.direction == "HtoD" for n, _ in walk(op)
     )
     if htod and not names & {"aten::item", "aten::_local_scalar_dense"}:
         return (
@@ -72,7 +72,7 @@ def _pageable_copy(sync: Node) -> bool:
     if op is None:
         return False
     return any(
-        n.kind == "memcpy" and n.extras.get("host_mem") == "pageable" and n.extras.get("direction") == "HtoD"
+        n.kind == "memcpy" and n.typed_extras.host_mem == "pageable" and n.typed_extras.direction == "HtoD"
         for n, _ in walk(op)
     )
 

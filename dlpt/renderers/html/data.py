@@ -133,16 +133,16 @@ def _display_name(node: Node) -> str:
 def _detail(node: Node) -> str:
     """Secondary text of a node: launch configuration and fused ops of kernels, host memory
     kind of copies (what the terminal prints dimmed after the name)."""
+    x = node.typed_extras
     if node.kind == "kernel":
-        fuses = node.extras.get("fuses")
-        cfg = kernel_config(node.extras)
-        if isinstance(fuses, list) and fuses:
-            cfg = f"fuses {'+'.join(str(f) for f in fuses)}  {cfg}".rstrip()
-        return f"{cfg}  {kernel_pc_detail(node.extras)}".strip()
+        cfg = kernel_config(x)
+        if x.fuses:
+            cfg = f"fuses {'+'.join(x.fuses)}  {cfg}".rstrip()
+        return f"{cfg}  {kernel_pc_detail(x.pc)}".strip()
     if node.kind == "memcpy":
-        return str(node.extras.get("host_mem") or "")
-    if node.kind == "frame" and node.extras.get("pc_fused"):
-        return frame_pc_detail(node.extras)
+        return x.host_mem or ""
+    if node.kind == "frame" and x.pc_fused:
+        return frame_pc_detail(x.pc_fused)
     return ""
 
 
@@ -231,7 +231,7 @@ def _node_table(root: Node, strings: _Strings, budget: Budget) -> tuple[dict[str
         cols["file"].append(strings(node.file))
         cols["line"].append(node.line)
         cols["detail"].append(strings(_detail(node)))
-        cols["mark"].append(strings(str(node.extras.get("marker") or "")))
+        cols["mark"].append(strings(node.marker))
         if id(node) in budget.other:
             stack.append((None, node))
         stack.extend((c, node) for c in reversed(node.children) if budget.embeds(c))

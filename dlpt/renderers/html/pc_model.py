@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dlpt.model.meta import Meta
+from dlpt.model.meta import Meta, PcExtras, PcFused
 
 __all__ = ["frame_pc_detail", "kernel_pc_detail", "sampled_files"]
 
@@ -23,30 +23,25 @@ def _stalls(stalls: Mapping[str, int], samples: int, n: int = 3) -> str:
     return ", ".join(f"{k} {100 * v / max(1, samples):.0f}%" for k, v in ranked if v)
 
 
-def kernel_pc_detail(x: Mapping[str, Any]) -> str:
+def kernel_pc_detail(pc: PcExtras | None) -> str:
     """ "PC samples 1,000: long_scoreboard 60%, ..." for a kernel node's ``x.pc``; "" without."""
-    pc = x.get("pc")
-    if not isinstance(pc, Mapping) or not pc.get("samples"):
+    if pc is None or not pc.samples:
         return ""
-    n = int(pc["samples"])
-    text = f"PC samples {n:,}: {_stalls(pc.get('stalls') or {}, n)}"
-    if pc.get("unassigned"):
-        text += f"; {int(pc['unassigned']):,} unassigned to model lines"
+    n = pc.samples
+    text = f"PC samples {n:,}: {_stalls(pc.stalls or {}, n)}"
+    if pc.unassigned:
+        text += f"; {pc.unassigned:,} unassigned to model lines"
     return text
 
 
-def frame_pc_detail(x: Mapping[str, Any]) -> str:
+def frame_pc_detail(fused: list[PcFused]) -> str:
     """A model line's sampled share of the fused kernels split onto it (``x.pc_fused``): "≈90% of
     K (sampled estimate: 810 of 900 samples on its model lines; 100 unassigned)"; "" without."""
-    fused = x.get("pc_fused")
-    if not isinstance(fused, list):
-        return ""
     return "; ".join(
-        f"≈{100 * float(f.get('share', 0)):.0f}% of {f.get('kernel')} (sampled estimate: "
-        f"{int(f.get('samples', 0)):,} of {int(f.get('of', 0)):,} samples on its model lines; "
-        f"{int(f.get('unassigned', 0)):,} unassigned)"
+        f"≈{100 * float(f.share or 0):.0f}% of {f.kernel} (sampled estimate: "
+        f"{f.samples:,} of {f.of or 0:,} samples on its model lines; "
+        f"{f.unassigned or 0:,} unassigned)"
         for f in fused
-        if isinstance(f, Mapping)
     )
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich import box
 from rich.text import Text
 
 from dlpt.model.kernel_names import kernel_config
+from dlpt.model.meta import Extras
 from dlpt.model.resume_names import display_name
 from dlpt.model.safe_text import escape_control
 from dlpt.model.tree import Node
@@ -82,16 +82,16 @@ class Fmt(Units):
         return self.clean(text.strip().replace("\t", " ")) if text else ""
 
 
-def collective_detail(x: Mapping[str, Any], m: Mapping[str, int], fmt: Fmt) -> str:
+def collective_detail(x: Extras, m: Mapping[str, int], fmt: Fmt) -> str:
     """What a collective op moved (docs/session-format.md, collective extras): ``allreduce
     BFloat16 25.0 MiB/call group default_pg``; bytes per call from its inclusive metrics."""
-    parts = [str(x.get(k)) for k in ("collective", "dtype") if isinstance(x.get(k), str) and x.get(k)]
+    parts = [v for v in (x.collective, x.dtype) if v]
     calls = m.get("comm_calls", 0)
     size = max(m.get("comm_in_bytes", 0), m.get("comm_out_bytes", 0))
     if calls and size:
         parts.append(f"{fmt.bytes(size / calls, per_step=False)}/call")
-    group = x.get("pg_desc") or x.get("pg_name")
-    if isinstance(group, str) and group:
+    group = x.pg_desc or x.pg_name
+    if group:
         parts.append(f"group {group}")
     return " ".join(parts)
 
@@ -106,7 +106,7 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
     if kind == "frame":
         main = Text(f"{fmt.clean(os.path.basename(node.file) or node.file)}:{node.line} ", LOCATION_STYLE)
         main.append(fmt.clean(display_name(node.name)), style)
-        marker = node.extras.get("marker")
+        marker = node.marker
         if marker:  # torch.compile events at this line (graph break, recompilations)
             main.append(f" {'!!' if fmt.ascii else '⚠'} {marker}", "bold red")
         return main, fmt.source(node.file, node.line)
@@ -116,23 +116,23 @@ def label_parts(node: Node, fmt: Fmt, metrics: dict[str, int] | None = None) -> 
         return Text(f'scope "{fmt.clean(node.name)}"', style), ""
     if kind == "kernel":
         # Inductor's fused kernels: the ATen ops they were made from, before the launch config.
-        fuses = node.extras.get("fuses")
-        detail = kernel_config(node.extras)
-        if isinstance(fuses, list) and fuses:
-            detail = f"fuses {'+'.join(str(f) for f in fuses)}  {detail}".rstrip()
+        fuses = node.typed_extras.fuses
+        detail = kernel_config(node.typed_extras)
+        if fuses:
+            detail = f"fuses {'+'.join(fuses)}  {detail}".rstrip()
         return Text(fmt.clean(node.name), style), fmt.clean(detail)
     if kind == "memcpy":
         detail = " ".join(
             p
             for p in (
-                str(node.extras.get("host_mem") or ""),
+                node.typed_extras.host_mem or "",
                 fmt.bytes(m.get("copy_bytes", 0)) if m.get("copy_bytes") else "",
             )
             if p
         )
         return Text(fmt.clean(node.name), style), fmt.clean(detail)
-    if kind == "op" and isinstance(node.extras.get("collective"), str):
-        return Text(fmt.clean(node.name), style), fmt.clean(collective_detail(node.extras, m, fmt))
+    if kind == "op" and node.typed_extras.collective is not None:
+        return Text(fmt.clean(node.name), style), fmt.clean(collective_detail(node.typed_extras, m, fmt))
     return Text(fmt.clean(node.name), style), ""
 
 

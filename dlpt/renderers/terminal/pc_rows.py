@@ -27,19 +27,18 @@ def stall_text(stalls: Mapping[str, int], samples: int) -> str:
 
 def pc_notes(node: Node, fmt: Fmt) -> list[tuple[Text, str]]:
     """(main text, detail) of each note row of ``node``; none without PC samples."""
-    x = node.extras
+    x = node.typed_extras
     out: list[tuple[Text, str]] = []
-    pc = x.get("pc") if node.kind == "kernel" else None
-    if isinstance(pc, Mapping) and pc.get("samples"):
-        total = int(pc["samples"])
+    pc = x.pc if node.kind == "kernel" else None
+    if pc is not None and pc.samples:
+        total = pc.samples
         head = Text(f"PC samples {fmt.count(total, per_step=False)}", SAMPLED_STYLE)
-        unassigned = pc.get("unassigned")
-        detail = stall_text(pc.get("stalls") or {}, total)
-        lines = [row for row in pc.get("lines") or [] if row[0]]
+        detail = stall_text(pc.stalls or {}, total)
+        lines = [row for row in pc.lines or [] if row[0]]
         if not lines:  # a library kernel: its totals and stalls are all there is
             detail += "; no line info"
-        if unassigned:
-            detail += f"; {fmt.count(int(unassigned), per_step=False)} on lines of no model line (unassigned)"
+        if pc.unassigned:
+            detail += f"; {fmt.count(pc.unassigned, per_step=False)} on lines of no model line (unassigned)"
         out.append((head, fmt.clean(detail)))
         for file, line, n, stalls in lines:
             main = Text()
@@ -48,13 +47,11 @@ def pc_notes(node: Node, fmt: Fmt) -> list[tuple[Text, str]]:
             code = fmt.source(file, line)
             detail = stall_text(stalls or {}, n) + (f"  {code}" if code else "")
             out.append((main, fmt.clean(detail)))
-    fused = x.get("pc_fused") if node.kind == "frame" else None
-    if isinstance(fused, list):
+    fused = x.pc_fused if node.kind == "frame" else None
+    if fused is not None:
         for f in fused:
-            main = Text(
-                f"≈{100 * float(f.get('share', 0)):.0f}% of {fmt.clean(str(f['kernel']))}", SAMPLED_STYLE
-            )
-            n, of, left = (int(f.get(k, 0)) for k in ("samples", "of", "unassigned"))
+            main = Text(f"≈{100 * float(f.share or 0):.0f}% of {fmt.clean(f.kernel)}", SAMPLED_STYLE)
+            n, of, left = f.samples, f.of or 0, f.unassigned or 0
             detail = (
                 f"sampled estimate: {fmt.count(n, per_step=False)} of {fmt.count(of, per_step=False)} "
                 f"samples on its model lines; {fmt.count(left, per_step=False)} unassigned"

@@ -124,7 +124,8 @@ class TreeView(View):
             )
             yield row
             ncells = len(row.cells)
-            if node.extras:  # PC samples: notes under the kernel or model line
+            x = node.typed_extras
+            if x.pc is not None or x.pc_fused:  # PC samples: notes under the kernel or model line
                 yield from pc_rows(node, fmt, chain, len(row.cells), labels)
             depth = 1 if chain is None else chain[2] + 1
             if self.max_depth is not None and depth > self.max_depth and node.children:
