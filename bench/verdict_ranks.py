@@ -40,6 +40,7 @@ class Outcome:
     named: list[int]  # stragglers named
     lines: list[str]  # their first cause's source text
     unnamed: list[int]  # waited for, no line of its own
+    unsure: list[int]  # ... of them: lines that stood out on too few samples (not decided)
     lacking: list[int]  # ranks without a counted step (no verdict)
     steps: list[int]
 
@@ -70,7 +71,7 @@ def judge(out: Path) -> Outcome:
         line = node.line if node is not None and node.file.endswith("ranks.py") else 0
         texts.append(source[line - 1] if 0 < line <= len(source) else "")
     return Outcome(
-        [s.rank for s in rep.stragglers], texts, [s.rank for s in rep.unnamed],
+        [s.rank for s in rep.stragglers], texts, [s.rank for s in rep.unnamed], [s.rank for s in rep.unnamed if s.unsure],
         list(rep.lacking), [t.counted for t in rep.per_rank.values()],
     )
 
@@ -83,7 +84,8 @@ def rates(case: Case, outs: list[Outcome]) -> list[Rate]:
     if case.sleeper < 0:
         return [
             Rate(case.name, "a straggler named", sum(1 for o in outs if o.named), n, ("<=", 0.05)),
-            Rate(case.name, "a rank called slower (no line)", sum(1 for o in outs if o.unnamed), n),
+            Rate(case.name, "a rank waited for, not named (slower, or no line)", sum(1 for o in outs if o.unnamed), n),
+            Rate(case.name, "... of them not decided (a line on too few samples)", sum(1 for o in outs if o.unsure), n),
         ]
     return [
         Rate(case.name, f"rank {case.sleeper} named", sum(1 for o in outs if o.named == [case.sleeper]), n, (">=", 0.95)),

@@ -5,7 +5,8 @@ construction, many times each, with how often it was right (docs/numbers.md quot
     python bench/verdicts.py judge  DIR                                 # the diff tables again from saved runs
     python bench/verdicts.py warmup [--seeds 300]                       # the warm-up rule on simulated series
     python bench/verdicts.py steps  --runs 10 [--busy 2]                # warm-up end to end: the README's command, short runs
-    python bench/verdicts.py ranks  --runs 10                           # stragglers: two gloo ranks, one sleeping
+    python bench/verdicts.py ranks  --runs 10 [--busy 2]                # stragglers: two gloo ranks, one sleeping
+    python bench/verdicts.py judge-ranks DIR                            # the stragglers table again from saved jobs
     python bench/verdicts.py verify --pairs 5 [--runs 3] [--busy 0]     # dlpt verify's exit status on lines.py pairs
 
 ``--busy K`` runs K processes that spin on the CPU for the whole run (a host "with both cores
@@ -158,22 +159,36 @@ def run_ranks(args: argparse.Namespace) -> None:
 
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)
+    with busy_host(args.busy):
+        for case in vr.CASES:
+            for i in range(args.runs):
+                out = root / _slug(case.name) / f"{i}.json"
+                out.parent.mkdir(exist_ok=True)
+                vr.run(case, out)
+    (root / "runs.json").write_text(json.dumps({"busy": args.busy, "runs": args.runs}))
+    judge_ranks(root)
+
+
+def judge_ranks(root: Path) -> None:
+    """The stragglers table of the jobs saved under ``root`` (each case's runs in its folder)."""
+    import verdict_ranks as vr
+
+    meta = json.loads((root / "runs.json").read_text()) if (root / "runs.json").exists() else {}
     rates: list[Rate] = []
     raw: dict = {}
     for case in vr.CASES:
-        outs = []
-        for i in range(args.runs):
-            out = root / _slug(case.name) / f"{i}.json"
-            out.parent.mkdir(exist_ok=True)
-            if vr.run(case, out)["rc"] == 0:
-                outs.append(vr.judge(out))
-        rates += vr.rates(case, outs)
-        raw[case.name] = [o.__dict__ for o in outs]
+        folder = root / _slug(case.name)
+        stems = sorted({p.name.split(".rank")[0] for p in folder.glob("*.rank*.json")})
+        outs = [vr.judge(folder / f"{stem}.json") for stem in stems]
+        if outs:
+            rates += vr.rates(case, outs)
+            raw[case.name] = [o.__dict__ for o in outs]
     notes = [
-        f"`python bench/verdicts.py ranks --runs {args.runs}` on {platform.node()} ({os.cpu_count()} cores), "
-        f"{time.strftime('%Y-%m-%d')}: two gloo ranks under torchrun (bench/known_answers/ranks.py).",
+        f"`python bench/verdicts.py ranks --busy {meta.get('busy', '?')}` (judged again: `judge-ranks DIR`) on "
+        f"{platform.node()} ({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}: two gloo ranks under torchrun "
+        "(bench/known_answers/ranks.py), with that many processes spinning on the CPU beside them.",
     ]
-    _write("ranks", "Stragglers on jobs of known truth", rates, {"outcomes": raw}, notes)
+    _write("ranks", "Stragglers on jobs of known truth", rates, {"outcomes": raw, "runs": meta}, notes)
 
 
 def judge_gpu(root: Path) -> None:
@@ -248,7 +263,10 @@ def main() -> None:
     st.add_argument("--dir", default="/tmp/dlpt-verdicts-steps")
     rk = sub.add_parser("ranks")
     rk.add_argument("--runs", type=int, default=10)
+    rk.add_argument("--busy", type=int, default=0)
     rk.add_argument("--dir", default="/tmp/dlpt-verdicts-ranks")
+    jr = sub.add_parser("judge-ranks")
+    jr.add_argument("dir")
     jg = sub.add_parser("judge-gpu")
     jg.add_argument("dir")
     vf = sub.add_parser("verify")
@@ -267,6 +285,8 @@ def main() -> None:
         run_steps(args)
     elif args.part == "ranks":
         run_ranks(args)
+    elif args.part == "judge-ranks":
+        judge_ranks(Path(args.dir))
     elif args.part == "judge-gpu":
         judge_gpu(Path(args.dir))
     elif args.part == "verify":

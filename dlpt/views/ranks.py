@@ -46,6 +46,7 @@ from dlpt.analysis.ranks.stragglers import (
     classify,
     collective_sites,
     find_stragglers,
+    host_sampling,
     waits,
 )
 from dlpt.analysis.ranks.summary import Summary, for_rank_zero, received, with_lines
@@ -372,9 +373,10 @@ def ranks_view(rs: RankSet, metric: str | Metric | None = None, show_all: bool =
         candidates = [] if lacking else find_stragglers(w, per_rank, sites)
         step = median([t.step_wall_ns for t in per_rank.values() if t.step_wall_ns > 0])
         fewest = min((t.counted for t in per_rank.values()), default=0)
+        sampling = {r.rank: how for r in rs.ranks if (how := host_sampling(r)) is not None}
         for s in candidates:
             s.counted = fewest
-            classify(s, lines, gpu, step)
+            classify(s, lines, gpu, step, sampling)
         named = [s for s in candidates if not s.unexplained]
         unnamed = [s for s in candidates if s.unexplained]
         timelines = side_by_side(rs)

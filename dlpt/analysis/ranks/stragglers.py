@@ -39,7 +39,10 @@ what it is called:
   exceeds the others' median by more than its pace explains (a ``time.sleep`` or a
   data-loading line that only it runs, a kernel on its own data), their excess together at
   least the same floor. Its *pace* is the median of its per-line cost ratios to the others,
-  each line one vote, lines that wait in collectives left out (:func:`_pace`);
+  each line one vote, lines that wait in collectives left out (:func:`_pace`). A line's sampled
+  host time must also stand ``OWN_LINE_Z`` deviations out of the noise of the samples behind it
+  (:class:`Sampling`): a line that stood out on too few samples is ``unsure``, and the rank is
+  neither named nor cleared ("straggler not decided", its lines said);
 - a **slower rank** otherwise: it ran the same lines as the others, each longer by about its
   pace (a busier or slower CPU, a throttled GPU: the machine, not the program). Ranks that do
   the same work on an unevenly loaded machine are this: the report says how much slower, and
@@ -60,6 +63,7 @@ rank ran alike (``Slowdown``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,7 +72,7 @@ import torch
 
 from dlpt.analysis.ranks.arrivals import Arrivals, Lead
 from dlpt.analysis.ranks.lines import LineTable, row_median
-from dlpt.analysis.ranks.merge import RankSet, RankTotals, SpreadNode, median
+from dlpt.analysis.ranks.merge import Rank, RankSet, RankTotals, SpreadNode, median
 from dlpt.model.comm_names import is_collective_op
 from dlpt.model.metrics import COMM, METRICS, WAIT, Metric
 from dlpt.model.tree import Node
@@ -93,6 +97,9 @@ __all__ = [
     "STEADY_STEPS",
     "STEADY_STEP_FRACTION",
     "steady",
+    "Sampling",
+    "host_sampling",
+    "OWN_LINE_Z",
 ]
 
 MIN_STEP_FRACTION = 0.1
@@ -113,6 +120,12 @@ MAX_CAUSES = 3
 # (FSDP2's backward at 1.6x beside 1.3x on a lent H100 host), a line of its own (a sleep, extra
 # data, a larger kernel) is absent elsewhere or a multiple of the others'.
 OWN_LINE_RATIO = 1.5
+# A line of its own must also stand out of the noise of sampled host time: its excess at least
+# this many standard deviations of the samples behind it (Poisson: a count of c samples varies by
+# sqrt(c)). On a symmetric 2-rank gloo job `opt.step()` had 3 samples in 11 steps on one rank and
+# none on the other, and the rank was named a straggler for it; a 10 ms sleep over 37 steps
+# stands 19 deviations out. 3: one-sided 0.13%, so a search over tens of lines stays near 5%.
+OWN_LINE_Z = 3.0
 NOTICEABLE_PACE = 1.05  # a slowdown on the shared lines below this is not worth a word
 PACE_SHARE = 0.01  # a line votes on the pace when it holds at least this share of the others' work
 PACE_LINES = 3  # lines that are not candidates needed to set the pace without the candidates
@@ -140,6 +153,27 @@ HOST_WORK = Metric(
     "ns",
     lambda m: _at_least_0(METRICS["host"](m) - m.get("sync_ns", 0)),
 )
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a rank's sampled host time was taken: the sampler's period and the steps its per-step
+    figures are the mean of (a per-step figure of v ns rests on v * steps / period samples)."""
+
+    period_ns: float
+    steps: int
+
+    def variance(self, per_step_ns: torch.Tensor) -> torch.Tensor:
+        """The sampling variance (ns^2) of per-step figures of ``per_step_ns``: Poisson counts."""
+        return per_step_ns.clamp(min=0) * self.period_ns / max(1, self.steps)
+
+
+def host_sampling(rank: Rank) -> Sampling | None:
+    """How ``rank`` sampled its host time; None when it did not (or its session does not say)."""
+    h = rank.session.typed_meta.host
+    if h is None or not h.sampling or not h.sample_hz or h.sample_hz <= 0:
+        return None
+    return Sampling(1e9 / h.sample_hz, rank.steps)
 
 
 @dataclass
@@ -223,6 +257,8 @@ class Straggler:
     waited_ns: float  # per step: the other ranks' median wait minus its own
     sites: list[Site] = field(default_factory=list)  # where the others waited, longest first
     causes: list[Cause] = field(default_factory=list)  # what it did meanwhile, largest first
+    # Lines that would be causes but for the noise of host sampling: too few samples to tell.
+    unsure: list[Cause] = field(default_factory=list)
     own_work_ns: float = 0.0  # its lines of its own: their excess over the others, per step
     slowdowns: list[Slowdown] = field(default_factory=list)  # the same lines, slower (host, GPU)
     unexplained: bool = False  # no work of its own explains the wait (slower, or outside the code): not named
@@ -242,6 +278,8 @@ class Straggler:
         """The ranks tables' word for it when it is not named: what was slower, or only that
         the others waited for it."""
         d = self.slowdown
+        if self.unsure:
+            return "can't tell"  # a line of its own, perhaps: too few samples
         return "waited for" if d is None else "slower host" if d.metric.name == "host" else "slower GPU"
 
     def pace_text(self) -> str:
@@ -265,10 +303,18 @@ class Straggler:
     def why_waited_for(self) -> str:
         """Why the others waited for it, when no line of its own explains it: its pace, or
         that nothing it ran was slower."""
-        return self.pace_text() or (
+        said = [t for t in (self.pace_text(), self.unsure_text()) if t]
+        return "; ".join(said) or (
             "ran no line longer than the others (its delay is outside the recorded work: "
             "another process, the network)"
         )
+
+    def unsure_text(self) -> str:
+        """Its lines that stood out on too few host samples to tell ('' when none)."""
+        if not self.unsure:
+            return ""
+        where = ", ".join(f"{os.path.basename(c.node.file)}:{c.node.line}" for c in self.unsure)
+        return f"ran {where} longer than the others, on too few host samples to tell whether that is its own"
 
 
 def collective_sites(rs: RankSet, root: SpreadNode, gpu: bool) -> list[Site]:
@@ -335,9 +381,13 @@ def steady(s: Straggler) -> bool:
     )
 
 
-def explain(s: Straggler, lines: LineTable, gpu: bool) -> None:
+def explain(
+    s: Straggler, lines: LineTable, gpu: bool, sampling: Mapping[int, Sampling] | None = None
+) -> None:
     """Fill ``s``'s causes (its lines of its own, largest first), ``own_work_ns`` (their excess
-    per step; a line's larger excess of the two metrics) and its slowdowns on the shared lines."""
+    per step; a line's larger excess of the two metrics) and its slowdowns on the shared lines.
+    ``sampling``: each rank's host sampling, for the noise a sampled line's excess must stand out
+    of (none: taken as exact)."""
     col = lines.column.get(s.rank)
     if col is None or len(lines) == 0 or len(lines.order) < 2:
         return
@@ -352,22 +402,50 @@ def explain(s: Straggler, lines: LineTable, gpu: bool) -> None:
         v = lines.values(metric).to(torch.float64)
         own, rest = v[:, col], row_median(v[:, others]).to(torch.float64)
         candidate = own - rest >= floor
-        per_metric.append((metric, own, rest, candidate, _pace(own, rest, candidate, waiting)))
+        per_metric.append((metric, v, candidate, _pace(own, rest, candidate, waiting)))
     # One pace for the rank: a busier host slows everything it does, and each metric sees that
     # with noise of its own (CPU op time of short ops hardly at all); a line of its own must
     # stand out above the larger of the two.
     k = max(p for *_, p in per_metric)
-    for metric, own, rest, candidate, _ in per_metric:
+    for metric, v, candidate, _ in per_metric:
+        own, rest = v[:, col], row_median(v[:, others]).to(torch.float64)
         beyond = own - k * rest  # what the same lines, run at its pace, do not explain
         mine = candidate & (beyond >= floor) & (own >= OWN_LINE_RATIO * k * rest)
+        if metric is HOST_WORK and sampling:
+            noisy = mine & (beyond < OWN_LINE_Z * _sampling_sd(v, col, others, k, lines.order, sampling))
+            s.unsure += [
+                Cause(metric, float(own[i]), float(rest[i]), node=lines.labels[i]) for i in _indices(noisy)
+            ]
+            mine &= ~noisy
         own_work = torch.maximum(own_work, torch.where(mine, beyond, torch.zeros_like(beyond)))
-        for i in torch.nonzero(mine).flatten().tolist():
+        for i in _indices(mine):
             found.append(Cause(metric, float(own[i]), float(rest[i]), node=lines.labels[i]))
         shared = (rest > 0) & ~mine
         s.slowdowns.append(Slowdown(metric, float(own[shared].sum()), float(rest[shared].sum())))
     found.sort(key=lambda c: -c.excess_ns)
     s.causes = found[:MAX_CAUSES]
+    s.unsure = sorted(s.unsure, key=lambda c: -c.excess_ns)[:MAX_CAUSES]
     s.own_work_ns = float(own_work.sum())
+
+
+def _indices(mask: torch.Tensor) -> list[int]:
+    return [int(i) for i in torch.nonzero(mask).flatten().tolist()]
+
+
+def _sampling_sd(
+    v: torch.Tensor, col: int, others: list[int], k: float, order: list[int], sampling: Mapping[int, Sampling]
+) -> torch.Tensor:
+    """Per line, the standard deviation of ``own - k * rest`` from host sampling alone: the rank's
+    own variance plus k^2 times a typical other rank's (the median of theirs: the others' median
+    varies less than one rank, so this errs wide). Ranks without sampling add none."""
+    zero = torch.zeros(v.shape[0], dtype=torch.float64)
+
+    def var(c: int) -> torch.Tensor:
+        how = sampling.get(order[c])
+        return how.variance(v[:, c]) if how is not None else zero
+
+    rest = row_median(torch.stack([var(c) for c in others], dim=1)).to(torch.float64) if others else zero
+    return (var(col) + k * k * rest).sqrt()
 
 
 def _pace(own: torch.Tensor, rest: torch.Tensor, candidate: torch.Tensor, waiting: torch.Tensor) -> float:
@@ -390,14 +468,16 @@ def _pace(own: torch.Tensor, rest: torch.Tensor, candidate: torch.Tensor, waitin
     return max(1.0, float(torch.median(own[votes] / rest[votes])))
 
 
-def classify(s: Straggler, lines: LineTable, gpu: bool, step_ns: float) -> None:
+def classify(
+    s: Straggler, lines: LineTable, gpu: bool, step_ns: float, sampling: Mapping[int, Sampling] | None = None
+) -> None:
     """Explain ``s`` and decide what it is: a straggler when its own work accounts for its
     floor (``s.floor_ns``: ``MIN_STEP_FRACTION`` of the step, less when steady); otherwise not
     named (``unexplained``): it ran the shared lines slower (its pace says how much), or its
     delay is outside the recorded work (another process, the network) and no line of the
     program is to blame. With no lines to compare (sessions without them) it stays a
     straggler, causes unknown."""
-    explain(s, lines, gpu)
+    explain(s, lines, gpu, sampling)
     if s.rank not in lines.column or len(lines) == 0:
         return
     floor = s.floor_ns or max(MIN_WAIT_NS, MIN_STEP_FRACTION * step_ns)

@@ -126,6 +126,7 @@ def _model(rep: RanksView) -> dict[str, Any]:
                 "why": s.why_waited_for(),
                 "label": s.unnamed_label,
                 "steps": s.steps_text(),
+                "unsure": bool(s.unsure),  # lines that stood out on too few samples: not decided
             }
             for s in rep.unnamed
         ],

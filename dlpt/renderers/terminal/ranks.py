@@ -219,7 +219,8 @@ def _no_verdict(report: RanksView) -> Text:
 def _unnamed(s: Straggler, fmt: Fmt) -> Text:
     """A rank the others waited for with no line of its own to blame: it ran the same lines as
     they did, only slower, or its delay is outside the recorded work."""
-    t = Text("no straggler in the code: ", "bold yellow")
+    # With lines that stood out on too few samples, whether it is one cannot be told.
+    t = Text("straggler not decided: " if s.unsure else "no straggler in the code: ", "bold yellow")
     t.append(f"rank {s.rank} {s.why_waited_for()}")
     t.append(f"; the others waited {fmt.time(s.waited_ns)} per step for it{_steps(s)}")
     return t

@@ -136,7 +136,8 @@
         " counted step" + (raw.fewest_steps === 1 ? "" : "s") + " per rank or more" }));
     }
     (raw.unnamed || []).forEach(function (s) {
-      h.appendChild(D.el("div", { className: "verdict", text: "no straggler in the code: rank " + s.rank + " " + s.why +
+      var head = s.unsure ? "straggler not decided: rank " : "no straggler in the code: rank ";
+      h.appendChild(D.el("div", { className: "verdict", text: head + s.rank + " " + s.why +
         "; the others waited " + D.fmtTime(s.waited) + " per step for it" + stepsOf(s) }));
     });
     h.appendChild(D.el("div", { className: "versions", text: raw.wait_rule }));
