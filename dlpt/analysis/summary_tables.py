@@ -9,7 +9,7 @@ need their true min/max.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,8 +65,11 @@ class ApiRow:
     max: int
 
 
-def kernel_rows(kernels: Iterable[Mapping[str, Any]]) -> list[KernelRow]:
-    """Kernels by name, the most GPU time first (ties by name)."""
+def kernel_rows(
+    kernels: Iterable[Mapping[str, Any]], held: Callable[[int], Extras | None] | None = None
+) -> list[KernelRow]:
+    """Kernels by name, the most GPU time first (ties by name). ``held``: a node's extras typed
+    by its id, None where not at hand (a loaded session's, :meth:`Session.held_extras`)."""
     rows: dict[str, KernelRow] = {}
     for n in kernels:
         if n["kind"] != "kernel":
@@ -74,7 +77,9 @@ def kernel_rows(kernels: Iterable[Mapping[str, Any]]) -> list[KernelRow]:
         m = n["m"]
         row = rows.get(n["name"])
         if row is None:  # the first launch config seen stands for the name
-            row = rows[n["name"]] = KernelRow(name=n["name"], config=kernel_config(Extras.of(n.get("x", {}))))
+            x = held(n["id"]) if held is not None else None
+            x = Extras.of(n.get("x", {})) if x is None else x
+            row = rows[n["name"]] = KernelRow(name=n["name"], config=kernel_config(x))
         row.add(m.get("kernels", 0), m.get("gpu_ns", 0), 0, m.get("min_ns"), m.get("max_ns", 0))
     return sorted(rows.values(), key=lambda r: (-r.total, r.name))
 

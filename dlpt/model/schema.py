@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlpt.model.meta import Extras, Meta
-from dlpt.model.shape import MAX_INT, MAX_INT_TEXT, SchemaError, builder, check_int
+from dlpt.model.shape import MAX_INT, MAX_INT_TEXT, SchemaError, build_checked, check_int
 
 __all__ = [
     "SchemaError",
@@ -31,8 +31,6 @@ SCHEMA = frozenset(f.name for f in dataclasses.fields(Meta))
 #: The typed node extras.
 EXTRAS = frozenset(f.name for f in dataclasses.fields(Extras))
 
-_EXTRAS = builder(Extras)
-
 
 def check_meta(meta: Mapping[str, Any]) -> Meta:
     """The typed meta; :class:`SchemaError` names the first typed key (or nested value) of the
@@ -40,6 +38,7 @@ def check_meta(meta: Mapping[str, Any]) -> Meta:
     return Meta.parse(meta)
 
 
-def check_extras(x: Mapping[str, Any], where: str) -> None:
-    """Raise :class:`SchemaError` if a node's ``x`` holds a typed key of the wrong shape."""
-    _EXTRAS(x if type(x) is dict else dict(x), f"{where}.x")
+def check_extras(x: Mapping[str, Any], where: str) -> Extras:
+    """A node's ``x``, typed (:class:`Extras`, the keys present set); :class:`SchemaError` if
+    it holds a typed key of the wrong shape."""
+    return build_checked(Extras, x if type(x) is dict else dict(x), f"{where}.x")

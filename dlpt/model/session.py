@@ -18,7 +18,7 @@ from typing import Any
 from dlpt.errors import SessionFormatError, UnsafeFileError
 from dlpt.files.safe_files import atomic_text_writer, read_regular_file
 from dlpt.model.gc_pause import gc_paused
-from dlpt.model.meta import Meta, typed_field
+from dlpt.model.meta import Extras, Meta, typed_field
 from dlpt.model.schema import MAX_INT, MAX_INT_TEXT, SchemaError, check_extras, check_int, check_meta
 
 __all__ = ["Session", "FORMAT", "VERSION", "KINDS", "MAX_FILE_BYTES"]
@@ -48,6 +48,7 @@ class Session:
         meta: dict[str, Any] | None = None,
         *,
         typed_meta: Meta | None = None,
+        typed_extras: dict[int, tuple[dict[str, Any], Extras]] | None = None,
     ) -> None:
         self.nodes: list[dict[str, Any]] = (
             nodes
@@ -56,6 +57,7 @@ class Session:
         )
         self._meta: dict[str, Any] = meta if meta is not None else {}
         self._typed: Meta | None = typed_meta
+        self._typed_x = typed_extras if typed_extras is not None else {}
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -86,6 +88,16 @@ class Session:
         if self._typed is None:
             self._typed = Meta.of(self._meta)
         return self._typed
+
+    def held_extras(self, i: int) -> Extras | None:
+        """Node ``i``'s extras typed when the session was loaded (checked then; what the reports
+        read, without typing them again), or None: a session made in memory, a node without
+        extras, or one whose ``x`` was replaced since (a change made in place to a loaded
+        node's typed extras is not seen here)."""
+        held = self._typed_x.get(i)
+        if held is None or self.nodes[i].get("x") is not held[0]:
+            return None
+        return held[1]
 
     def __repr__(self) -> str:
         return f"Session(nodes={len(self.nodes)}, argv={typed_field(self._meta, 'argv')!r})"
@@ -141,7 +153,8 @@ class Session:
         if not nodes:
             raise SessionFormatError(f"{source}: the node table is empty (no root node)")
         check = _NodeChecker(source, owned)
-        return cls([check(n, i) for i, n in enumerate(nodes)], dict(meta), typed_meta=typed)
+        checked = [check(n, i) for i, n in enumerate(nodes)]
+        return cls(checked, dict(meta), typed_meta=typed, typed_extras=check.extras)
 
     # -- files ----------------------------------------------------------------------------
 
@@ -278,6 +291,7 @@ class _NodeChecker:
     def __init__(self, source: str, owned: bool) -> None:
         self.source, self.owned = source, owned
         self.strings: dict[str, str] = {k: k for k in KINDS}
+        self.extras: dict[int, tuple[dict[str, Any], Extras]] = {}  # node -> (x, x typed)
 
     def _bad(self, i: int, problem: str) -> SessionFormatError:
         return SessionFormatError(f"{self.source}: node {i} {problem}")
@@ -347,7 +361,7 @@ class _NodeChecker:
             elif not self.owned:
                 x = dict(x)
             try:
-                check_extras(x, f"node {i}")
+                self.extras[i] = (x, check_extras(x, f"node {i}"))
             except SchemaError as e:
                 raise SessionFormatError(f"{self.source}: {e}") from None
             n["x"] = x

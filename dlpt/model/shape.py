@@ -35,6 +35,7 @@ __all__ = [
     "Build",
     "builder",
     "build_present",
+    "build_checked",
     "check_int",
     "nullable",
     "short",
@@ -362,6 +363,44 @@ def build_present(cls: type[_T], v: Mapping[str, Any]) -> _T:
     made = object.__new__(cls)
     made.__dict__.update(typed)
     return made
+
+
+def build_checked(cls: type[_T], v: Any, where: str) -> _T:
+    """``cls`` from ``v`` checked as :func:`builder` checks it (:class:`SchemaError` names the
+    first field of the wrong shape, in ``cls``'s order), made as :func:`build_present` makes it
+    (only the fields present set: a node's extras checked at load, kept for the reports that
+    read them). ``cls`` is a class :func:`build_present` takes."""
+    if type(v) is not dict:
+        raise SchemaError(where, f"must be an object, got {short(v)}")
+    fields = _present_fields(cls)
+    typed = {}
+    try:
+        for name, x in v.items():
+            field = fields.get(name)
+            if field is None:
+                continue
+            build, ok = field
+            if ok is not None and ok(x):
+                typed[name] = x
+            elif x is not None or name not in _nullable_fields(cls):
+                typed[name] = build(x, f"{where}.{name}")
+    except SchemaError:
+        builder(cls)(v, where)  # raises the error the checks in field order name
+        raise
+    made = object.__new__(cls)
+    made.__dict__.update(typed)
+    return made
+
+
+def _nullable_fields(cls: type) -> frozenset[str]:
+    made = _NULLABLE_FIELDS.get(cls)
+    if made is None:
+        names = (f.name for f in dataclasses.fields(cls) if f.metadata.get(_NULLABLE))
+        made = _NULLABLE_FIELDS[cls] = frozenset(names)
+    return made
+
+
+_NULLABLE_FIELDS: dict[type, frozenset[str]] = {}
 
 
 def _present_fields(cls: type) -> dict[str, tuple[Build, Callable[[Any], bool] | None]]:

@@ -77,6 +77,7 @@ class Node:
         line: int = 0,
         metrics: Mapping[str, int] | None = None,
         extras: Mapping[str, Any] | None = None,
+        typed: Extras | None = None,
     ) -> None:
         self.kind = kind
         self.name = name
@@ -88,17 +89,24 @@ class Node:
         self.parent: Node | None = None
         self.inclusive: dict[str, int] = {}
         self._by_key: dict[Key, Node] = {}
-        self._typed: Extras | None = None
+        self._typed = typed
 
     @property
     def typed_extras(self) -> Extras:
-        """The extras reports read, typed (dlpt.model.meta.Extras), built at the first read: a
-        change to their keys made in ``extras`` after it is not seen (dlpt's notes are not
+        """The extras reports read, typed (dlpt.model.meta.Extras), built at the first read or
+        given at creation (a loaded session's, typed when it was checked: Session.held_extras):
+        a change to their keys made in ``extras`` after it is not seen (dlpt's notes are not
         among them)."""
         typed = self._typed
         if typed is None:
             typed = self._typed = typed_extras(self.extras)
         return typed
+
+    @property
+    def built_extras(self) -> Extras | None:
+        """:attr:`typed_extras` if it was built or given (a loaded session's, typed at load),
+        else None: what a copy of the node takes along without building it."""
+        return self._typed
 
     @property
     def ctx(self) -> int:
@@ -162,13 +170,15 @@ def merge_child(
     line: int,
     metrics: Mapping[str, int],
     extras: Mapping[str, Any] | None,
+    typed: Extras | None = None,
 ) -> Node:
     """Return ``parent``'s child with this key, creating it if needed; ``metrics`` are added to
-    it and ``extras`` only kept if the child is new (the first node's extras win)."""
+    it and ``extras`` (with ``typed``, its typed form if at hand) only kept if the child is new
+    (the first node's extras win)."""
     key = (kind, name, file, line)
     node = parent._by_key.get(key)
     if node is None:
-        node = Node(kind, name, file, line, None, extras)
+        node = Node(kind, name, file, line, None, extras, typed)
         node.parent = parent
         parent.children.append(node)
         parent._by_key[key] = node
@@ -181,17 +191,17 @@ def build_tree(session: Session) -> Node:
     inclusive metrics. Relies on the validated invariant ``parent < id``."""
     table = session.nodes
     r = table[0]
-    root = Node("root", r.get("name", "<root>"), metrics=r.get("m"), extras=r.get("x"))
+    held = session.held_extras
+    root = Node("root", r.get("name", "<root>"), metrics=r.get("m"), extras=r.get("x"), typed=held(0))
     # by_id maps a table id to the (possibly merged) tree node it ended up in; since children
     # of merged duplicates look their parent up here, their subtrees merge too.
     by_id: list[Node] = [root]
-    for n in table[1:]:
+    for i, n in enumerate(table):
+        if not i:
+            continue
         parent = by_id[n["parent"]]
-        by_id.append(
-            merge_child(
-                parent, n["kind"], n["name"], n.get("file", ""), n.get("line", 0), n.get("m", {}), n.get("x")
-            )
-        )
+        file, line, m = n.get("file", ""), n.get("line", 0), n.get("m", {})
+        by_id.append(merge_child(parent, n["kind"], n["name"], file, line, m, n.get("x"), held(i)))
     compute_inclusive(root)
     return root
 

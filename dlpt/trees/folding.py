@@ -97,6 +97,7 @@ class FoldedTable:
 
     def __init__(self, session: Session, show_all: bool, contexts: bool = False, field: str = "m") -> None:
         self.nodes = session.nodes
+        self.held_extras = session.held_extras
         self.field = field
         # Indices of the recorded kernels, copies, memsets and syncs: the summary tables need
         # only these, and there may be a million other nodes.
@@ -288,7 +289,8 @@ class FoldedTable:
 
     def _node(self, c: int) -> Node:
         _, kind, name, file, line = self.keys[c]
-        node = Node(kind, name, file, line, None, self.nodes[self.first[c]].get("x"))
+        i = self.first[c]
+        node = Node(kind, name, file, line, None, self.nodes[i].get("x"), self.held_extras(i))
         if self.ctx is not None:
             node.ctx = self.ctx[c]
         return node

@@ -78,7 +78,7 @@ def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
     """Return a copy of the tree without the nodes for which ``drop`` is true: their exclusive
     metrics fold into their nearest kept ancestor and their children are re-parented there,
     merging with equal siblings. Inclusive metrics are recomputed."""
-    new_root = Node(root.kind, root.name, root.file, root.line, root.metrics, root.extras)
+    new_root = Node(root.kind, root.name, root.file, root.line, root.metrics, root.extras, root.built_extras)
     stack: list[tuple[Node, Node]] = [(c, new_root) for c in reversed(root.children)]
     while stack:
         src, dst_parent = stack.pop()
@@ -86,7 +86,9 @@ def lift(root: Node, drop: Callable[[Node], bool]) -> Node:
             add_metrics(dst_parent.metrics, src.metrics)
             dst = dst_parent
         else:
-            dst = merge_child(dst_parent, src.kind, src.name, src.file, src.line, src.metrics, src.extras)
+            dst = merge_child(
+                dst_parent, src.kind, src.name, src.file, src.line, src.metrics, src.extras, src.built_extras
+            )
         stack.extend((c, dst) for c in reversed(src.children))
     compute_inclusive(new_root)
     return new_root
@@ -126,7 +128,7 @@ def _copy_filtered(root: Node, keep: Callable[[Node, int], bool]) -> Node:
     Inclusive metrics are copied, not recomputed: a parent still accounts for what is hidden."""
 
     def clone(n: Node) -> Node:
-        c = Node(n.kind, n.name, n.file, n.line, n.metrics, n.extras)
+        c = Node(n.kind, n.name, n.file, n.line, n.metrics, n.extras, n.built_extras)
         c.inclusive = dict(n.inclusive)
         return c
 
@@ -165,11 +167,13 @@ def invert(root: Node, metric: Metric) -> Node:
     for node, _ in walk(root):
         if metric(node.metrics) <= 0:
             continue
-        dst = merge_child(out, node.kind, node.name, node.file, node.line, node.metrics, node.extras)
+        dst = merge_child(
+            out, node.kind, node.name, node.file, node.line, node.metrics, node.extras, node.built_extras
+        )
         add_metrics(dst.inclusive, node.metrics)
         src = node.parent
         while src is not None and src.parent is not None:  # stop below the root
-            dst = merge_child(dst, src.kind, src.name, src.file, src.line, {}, src.extras)
+            dst = merge_child(dst, src.kind, src.name, src.file, src.line, {}, src.extras, src.built_extras)
             add_metrics(dst.inclusive, node.metrics)
             src = src.parent
         add_metrics(out.inclusive, node.metrics)

@@ -262,7 +262,7 @@ class RunView:
 
     @cached_property
     def kernels(self) -> list[KernelRow]:
-        return kernel_rows(self.folded.leaf_nodes("kernel"))
+        return kernel_rows(self.folded.leaf_nodes("kernel"), self.session.held_extras)
 
     @cached_property
     def copies(self) -> list[CopyRow]:

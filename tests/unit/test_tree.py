@@ -5,7 +5,11 @@ from __future__ import annotations
 import sys
 
 from dlpt.model.meta import Extras
+from dlpt.model.metrics import METRICS
+from dlpt.model.session import Session
 from dlpt.model.tree import Node, build_tree, walk
+from dlpt.trees.folding import FoldedTable
+from dlpt.trees.processors import prune
 
 
 def test_merge_duplicate_siblings(h) -> None:
@@ -88,3 +92,24 @@ def test_dlpts_notes_are_kept_among_the_extras_so_copies_carry_them() -> None:
     assert node.extras == {"ctx": 5, "marker": "graph break"}
     copy = Node(node.kind, node.name, extras=node.extras)
     assert (copy.ctx, copy.marker, copy.typed_extras) == (5, "graph break", Extras())
+
+
+def test_a_loaded_sessions_extras_are_typed_once_at_load_and_its_trees_take_them() -> None:
+    x = {"full_name": "_Z1k", "grid": [8, 1, 1], "direction": None, "other_tool": 1}
+    nodes = [
+        {"id": 0, "parent": -1, "kind": "root", "name": "<root>"},
+        {"id": 1, "parent": 0, "kind": "kernel", "name": "k", "m": {"gpu_ns": 5}, "x": x},
+    ]
+    s = Session.from_dict({"format": "dlpt-session", "version": 3, "meta": {}, "nodes": nodes})
+    held = s.held_extras(1)
+    assert held == Extras(full_name="_Z1k", grid=[8, 1, 1]) == Extras.of(x)
+    assert s.held_extras(0) is None  # no extras
+    kernel = build_tree(s).children[0]
+    assert kernel.typed_extras is held
+    folded = FoldedTable(s, show_all=True).tree()
+    assert folded.children[0].typed_extras is held
+    assert prune(folded, METRICS["gpu"], 0.0).children[0].typed_extras is held  # copies carry it
+    s.nodes[1]["x"] = {"full_name": "_Z1j"}  # replaced: typed again where read
+    assert s.held_extras(1) is None
+    assert build_tree(s).children[0].typed_extras == Extras(full_name="_Z1j")
+    assert Session(nodes).held_extras(1) is None  # made in memory: typed where read
