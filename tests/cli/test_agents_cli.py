@@ -68,12 +68,13 @@ def test_verify_judges_a_real_change_against_its_base(tmp_path: Path) -> None:
         )
     )
     assert base.rc == 0, base.err
-    rc, v = _verify(tmp_path, ["10", "120", "20"], "--expect-faster", "lines.py:17")  # LINE-B 3x
+    line_a = next(i for i, t in enumerate(LINES.read_text().splitlines(), 1) if "# LINE-A" in t)
+    rc, v = _verify(tmp_path, ["10", "120", "20"], "--expect-faster", f"lines.py:{line_a}")  # LINE-B 3x
     assert v["format"] == "dlpt-verify" and v["status"] == rc
     assert "--skip-first" in v["flags"] and v["runs"][0]["exit"] == 0
     assert rc != 0  # LINE-B slower, LINE-A not faster: a failure, or can't tell on a busy host
     if rc == 1:
-        assert any(r.startswith("lines.py:17: expected faster") for r in v["reasons"])
+        assert any(r.startswith(f"lines.py:{line_a}: expected faster") for r in v["reasons"])
     rc, v = _verify(tmp_path, ["10", "40", "20"], "--max-regression", "100")  # the same program
     assert rc in (0, 3), v["reasons"]
 
