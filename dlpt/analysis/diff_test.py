@@ -227,7 +227,7 @@ def _test_line(x: LineSample, against: tuple[float, float, float, int], floor: f
     l_line = math.log(x.b / x.a) - log_shift
     se = x.log_se()
     sd = math.sqrt((se * se if se is not None else 0.0) + tau * tau + se_shift * se_shift)
-    p = min(1.0, 2.0 * t_cdf(-abs(l_line) / sd, _df(n)))
+    p = max(min(1.0, 2.0 * t_cdf(-abs(l_line) / sd, _df(n))), _linear_p(x, math.exp(log_shift), n))
     half = t_quantile(0.975, _df(n)) * sd
     b_adj = x.b / math.exp(log_shift)
     d = abs(b_adj - x.a)
@@ -236,6 +236,22 @@ def _test_line(x: LineSample, against: tuple[float, float, float, int], floor: f
     # host in its own way, and dividing by a large shift would blow its change up to a share.
     big = d >= MIN_EFFECT * max(x.a, b_adj) and abs(x.b - x.a) >= floor
     return _Test(math.exp(l_line), math.exp(l_line - half), math.exp(l_line + half), p, big)
+
+
+def _linear_p(x: LineSample, shift: float, n: int) -> float:
+    """The p-value of the line's change on the linear scale, per-step noise alone (0 without
+    spreads). The log scale's normal approximation (the delta method) holds only while each
+    side's standard error is small beside its mean. A line whose cost in a run is mostly one
+    step's (a busy host preempted the program inside it once: ``opt.step()`` at 2.1 µs a step,
+    then 50 µs, one step of 1 ms among 21) has a log ratio of 24x whose interval the delta
+    method draws far too narrow, while its mean could be anywhere from 0 to twice that. A change
+    must be real on both scales; where the standard errors are small the two agree."""
+    if x.sd_a is None or x.sd_b is None:
+        return 0.0
+    se = math.sqrt(x.sd_a**2 / max(1, x.n_a) + (x.sd_b / shift) ** 2 / max(1, x.n_b))
+    if se <= 0:
+        return 0.0
+    return min(1.0, 2.0 * t_cdf(-abs(x.b / shift - x.a) / se, _df(n)))
 
 
 def _verdict(t: _Test, passed: bool, shift: RunShift, x: LineSample, floor: float) -> Verdict:
