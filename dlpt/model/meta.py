@@ -754,9 +754,9 @@ class StepTime:
 
 def _summary(s: SavedStepTime) -> StepTime | None:
     rest = (s.min_ns, s.max_ns, s.p10_ns, s.p90_ns)
-    if s.n <= 0 or s.min_ns is None or s.max_ns is None or s.p10_ns is None or s.p90_ns is None:
+    if s.n <= 0 or None in rest:
         return None
-    lo, hi, p10, p90 = (float(v or 0) for v in rest)
+    lo, hi, p10, p90 = (float(v) for v in rest if v is not None)
     median, mean = float(s.median_ns), float(s.mean_ns)
     if s.median_lo_ns is not None and s.median_hi_ns is not None:
         return StepTime(s.n, median, mean, lo, hi, p10, p90, float(s.median_lo_ns), float(s.median_hi_ns))

@@ -360,9 +360,7 @@ def build_present(cls: type[_T], v: Mapping[str, Any]) -> _T:
             typed[name] = build(x, name)
         except SchemaError:
             continue  # reads as absent
-    made = object.__new__(cls)
-    made.__dict__.update(typed)
-    return made
+    return _made(cls, typed)
 
 
 def build_checked(cls: type[_T], v: Any, where: str) -> _T:
@@ -387,8 +385,14 @@ def build_checked(cls: type[_T], v: Any, where: str) -> _T:
     except SchemaError:
         builder(cls)(v, where)  # raises the error the checks in field order name
         raise
+    return _made(cls, typed)
+
+
+def _made(cls: type[_T], fields: dict[str, Any]) -> _T:
+    """An instance of ``cls`` (a class :func:`build_present` takes) with ``fields`` set, made
+    without its ``__init__``: the fields not set read as the class's defaults."""
     made = object.__new__(cls)
-    made.__dict__.update(typed)
+    made.__dict__.update(fields)
     return made
 
 
