@@ -225,6 +225,7 @@ def run_verify(args: argparse.Namespace) -> None:
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)
     by_case: dict[str, list] = {c.name: [] for c in vv.PICKED}
+    os.environ["KNOWN_DEVICE"] = args.device  # lines.py reads it, under every run verify starts
     with busy_host(args.busy):
         for i in range(args.pairs):
             base = root / f"base-{i}.json"
@@ -238,13 +239,15 @@ def run_verify(args: argparse.Namespace) -> None:
     rates = [r for c in vv.PICKED for r in vv.rates(c, by_case[c.name])]
     loads = [o.load for v in by_case.values() for o in v]
     notes = [
-        f"`python bench/verdicts.py verify --pairs {args.pairs} --runs {args.runs} --busy {args.busy}` on "
+        f"`python bench/verdicts.py verify --pairs {args.pairs} --runs {args.runs} --busy {args.busy} "
+        f"--device {args.device}` on "
         f"{platform.node()} ({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}; load average before each "
         f"verify {min(loads, default=0):.1f}-{max(loads, default=0):.1f}. Right: exit 1 where a line was made "
         "heavier, exit 0 for the same program or a slower host; exit 3 (can't tell) is counted apart.",
     ]
     raw = {k: [o.__dict__ for o in v] for k, v in by_case.items()}
-    _write("verify", "dlpt verify on pairs of known truth", rates, {"outcomes": raw}, notes)
+    part = "verify" if args.device == "cpu" else f"verify-{args.device}"
+    _write(part, "dlpt verify on pairs of known truth", rates, {"outcomes": raw}, notes)
 
 
 def main() -> None:
@@ -273,6 +276,7 @@ def main() -> None:
     vf.add_argument("--pairs", type=int, default=5)
     vf.add_argument("--runs", type=int, default=1)
     vf.add_argument("--busy", type=int, default=0)
+    vf.add_argument("--device", default="cpu", help="where lines.py runs (cuda: on the GPU, judged by GPU time)")
     vf.add_argument("--dir", default="/tmp/dlpt-verdicts-verify")
     j = sub.add_parser("judge")
     j.add_argument("dir")
