@@ -27,8 +27,10 @@ Holm-corrected over the lines tested (family-wise 5%), and a change must also be
 :data:`MIN_EFFECT` of the line and :data:`MIN_SHARE` of the larger run's total. A line that did
 not change is "within noise" only when its 95% interval rules out a :data:`RESOLVE`-fold change;
 otherwise "can't tell" (lines under :data:`MIN_SHARE` of the total are not news either way). Two
-runs whose shift is itself :data:`RESOLVE`-fold or more are not compared line by line: every
-line is "can't tell".
+runs whose shift is itself :data:`RESOLVE`-fold or more are compared line by line only when the
+measurable lines agree on it (their robust scatter about it at most :data:`AGREE`): a host that
+ran the whole program slower (a clock, a steady neighbour) moves every line alike, a host whose
+load swung between the runs moves them unevenly. Otherwise every line is "can't tell".
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ __all__ = [
     "MIN_SHARE",
     "MIN_LINES",
     "RESOLVE",
+    "AGREE",
+    "SHIFT_NOISE",
     "PRIOR_LINE_NOISE",
     "PRIOR_LINES",
     "SLOWER",
@@ -69,6 +73,18 @@ MIN_LINES = 3
 #: otherwise, when no change is found, it is "can't tell" (no evidence of a change is not
 #: evidence of none: on a host whose load swings between runs, a 2x line can hide).
 RESOLVE = 1.5
+#: Two runs whose whole run moved RESOLVE-fold or more are compared line by line only when the
+#: measurable lines' log ratios scatter about the shift by at most this (1.4826 x their median
+#: absolute deviation): ~9%. Measured (docs/numbers.md, "dlpt diff"): between runs of one program
+#: on the quiet 2-core machine the whole run moved 1.5-1.9x in 12 of 60 pairs while the lines
+#: agreed within 0.01-0.08; on the busy one, runs 1.5-5x apart mostly scattered 0.15-1.4.
+AGREE = 0.09
+#: How unevenly the lines may follow a whole run that moved: a further noise of SHIFT_NOISE x
+#: |log shift| on every line's test (a run 1.8x slower leaves each line's own change +-6% less
+#: certain than a run that did not move). With AGREE, chosen on tests/diff_cases.py's runs: lines
+#: that follow a 2.5x host +-10-40% each are flagged wrongly in at most ~5% of pairs, a line made
+#: 1.5x heavier under a 1.8x host that every line follows is found alone in ~85%.
+SHIFT_NOISE = 0.1
 #: What the lines' scatter is pooled with: a run-to-run noise of PRIOR_LINE_NOISE (log scale)
 #: worth PRIOR_LINES lines. A handful of lines gives a scatter estimate that swings from near
 #: zero to several times the truth; pooled, a few lines cannot talk it down to nothing or up
@@ -114,6 +130,7 @@ class RunShift:
     lines: int
     tau: float
     verdict: str
+    scatter: float = 0.0  # the measurable lines' robust scatter about the shift (log scale)
 
     @property
     def known(self) -> bool:
@@ -122,9 +139,10 @@ class RunShift:
     @property
     def comparable(self) -> bool:
         """Whether the runs can be compared line by line: when the whole run moved by RESOLVE or
-        more (a host whose load changed several-fold between them), the lines' responses to it
-        differ by as much as a real change (measured: 2x to 5x on lines of one pair)."""
-        return 1 / RESOLVE < self.factor < RESOLVE
+        more and the lines moved unevenly (a host whose load changed several-fold between the
+        runs), their responses to it differ by as much as a real change (measured: 2x to 5x on
+        lines of one pair); when they all moved alike (scatter within AGREE), they can."""
+        return 1 / RESOLVE < self.factor < RESOLVE or self.scatter <= AGREE
 
 
 @dataclass(frozen=True)
@@ -189,7 +207,7 @@ def run_shift(lines: Sequence[LineSample], total: float) -> RunShift:
     half = t_quantile(0.975, _df(len(votes))) * se
     lo, hi = math.exp(shift - half), math.exp(shift + half)
     verdict = SAME if lo <= 1.0 <= hi else (SLOWER if shift > 0 else FASTER)
-    return RunShift(math.exp(shift), lo, hi, len(votes), tau, verdict)
+    return RunShift(math.exp(shift), lo, hi, len(votes), tau, verdict, _robust_sd(logs, shift))
 
 
 def _against_the_others(
@@ -197,9 +215,12 @@ def _against_the_others(
 ) -> tuple[float, float, float, int]:
     """(shift, tau, shift's standard error, lines) from the measurable lines other than ``i``:
     a line that changed must not widen the noise it is tested against (with a handful of
-    lines, it would be a fifth of the scatter estimate)."""
+    lines, it would be a fifth of the scatter estimate). With two others, all the measurable
+    lines instead: the median of two is their mean, so beside a line that changed, an unchanged
+    one read as changed by the square root of it, with an interval as wide as the change; the
+    median and robust scatter of three hold while one of them changed."""
     others = [j for j in votes if j != i]
-    if len(others) < MIN_LINES - 1:
+    if len(others) < MIN_LINES:
         others = votes
     logs = [math.log(lines[j].b / lines[j].a) for j in others]
     per_step = [se * se for j in others if (se := lines[j].log_se()) is not None]
@@ -226,7 +247,8 @@ def _test_line(x: LineSample, against: tuple[float, float, float, int], floor: f
     log_shift, tau, se_shift, n = against
     l_line = math.log(x.b / x.a) - log_shift
     se = x.log_se()
-    sd = math.sqrt((se * se if se is not None else 0.0) + tau * tau + se_shift * se_shift)
+    uneven = SHIFT_NOISE * log_shift
+    sd = math.sqrt((se * se if se is not None else 0.0) + tau * tau + se_shift * se_shift + uneven * uneven)
     p = max(min(1.0, 2.0 * t_cdf(-abs(l_line) / sd, _df(n))), _linear_p(x, math.exp(log_shift), n))
     half = t_quantile(0.975, _df(n)) * sd
     b_adj = x.b / math.exp(log_shift)

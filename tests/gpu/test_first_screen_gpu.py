@@ -4,6 +4,9 @@
   counted steps only (the warm-up steps run another kernel, ``aten::add``'s, the counted ones
   ``aten::mul``'s), and its steps take the counted steps' time, not the CUDA start-up's;
 - the compact header fits 10 lines at 80 columns and says GPU 0's busy and idle shares;
+- ``--flops``, ``--memory`` and ``--pc-sampling`` each answer in the compact header on a GPU: the
+  FLOPs per step with an MFU against the GPU's peak, the peak on GPU 0 with its line, the samples
+  PC sampling took and over which steps (issue 48);
 - on a host with more than one GPU, a GPU the program never used is one line, "GPU N: unused"
   (skipped on a one-GPU host).
 """
@@ -41,6 +44,7 @@ def test_the_timeline_holds_counted_steps_only() -> None:
     tl = s.meta["timeline"]
     names = tl["strings"]
     assert tl["steps"] == 2
+    assert tl["first_step"] == 4  # the run's own step number, after the 3 warm-up steps
     ops = {names[e[4]] for e in tl["events"] if e[0] == 1}
     kernels = [names[e[4]] for e in tl["events"] if e[0] == 4]
     assert "aten::mul" in ops and "aten::add" not in ops, sorted(ops)
@@ -61,6 +65,27 @@ def test_the_compact_header_at_80_columns() -> None:
     assert end + 1 <= COMPACT_LINES, head
     assert "GPU 0: busy" in head and "idle" in head
     assert "Top-down" in "\n".join(lines[-60:])  # the tree ends the report
+
+
+def test_flags_answer_in_the_compact_header_on_a_gpu() -> None:
+    x = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16)
+    with dlpt.profile(skip_first=2, flops=True, memory=True, pc_sampling=2) as prof:
+        for _ in range(8):
+            y = x @ x  # @mm
+            y.sum().item()
+            prof.step()
+    assert prof.session is not None
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(render(prof.session))
+    lines = out.getvalue().splitlines()
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("╰"))
+    head = [ln.strip("│ ") for ln in lines[: end + 1]]
+    flops = next(ln for ln in head if ln.startswith("FLOPs "))
+    assert "17.2 GFLOP/step" in flops and re.search(r"MFU \d+(\.\d+)?%", flops), flops  # 2 x 2048^3
+    memory = next(ln for ln in head if ln.startswith("memory peak "))
+    assert "cuda" in memory or "GPU 0" in memory, memory
+    pc = next(ln for ln in head if ln.startswith("PC sampling"))
+    assert re.search(r"[\d,]+ samples in \d+ kernels? over steps 3-4", pc), pc
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs a host with two GPUs")

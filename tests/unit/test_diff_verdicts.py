@@ -20,12 +20,12 @@ B, A = 1, 0
 PAIRS = 60
 
 
-def rate(heavier: dict[int, float] | None, check, host: float = 1.0, costs=COSTS) -> float:
+def rate(heavier: dict[int, float] | None, check, host: float = 1.0, costs=COSTS, line_run: float = 0.03) -> float:
     """The share of PAIRS pairs (fresh seeds) whose verdicts pass ``check(shift, lines)``."""
     ok = 0
     for s in range(PAIRS):
-        a = session(1000 + 2 * s, costs)
-        b = session(1001 + 2 * s, costs, heavier, host=host)
+        a = session(1000 + 2 * s, costs, line_run=line_run)
+        b = session(1001 + 2 * s, costs, heavier, host=host, line_run=line_run)
         ok += bool(check(*verdicts(a, b)))
     return ok / PAIRS
 
@@ -78,3 +78,37 @@ def test_a_small_line_hit_once_by_the_host_is_not_flagged() -> None:
     shift, got = judge_lines(samples, sum(max(x.a, x.b) for x in samples))
     assert shift.verdict == SAME and [v.verdict for v in got[:3]] == [SAME] * 3
     assert samples[3].b / samples[3].a > 20 and got[3].verdict == CANT_TELL
+
+
+def test_beside_a_changed_line_the_two_unchanged_ones_read_the_same() -> None:
+    # Three lines, no small ones. Testing LINE-A against the median of the two others (their
+    # mean) put half of LINE-B's change on it: A and C read 0.71x "can't tell" with intervals
+    # 1.3x wide on every such pair of the quiet 2-core machine (0 of these pairs passed), and
+    # verify could not pass an edit that made one line faster. Measured over 300 pairs: 92%.
+    costs = [100.0, 600.0, 200.0]
+    assert rate({B: 2.0}, lambda shift, lines: lines == {B: SLOWER}, costs=costs) >= 0.85
+    assert rate({B: 0.67}, lambda shift, lines: A not in lines and 2 not in lines, costs=costs) >= 0.85
+    assert rate({B: 2.0}, lambda shift, lines: lines.get(A) != SLOWER and lines.get(2) != SLOWER, costs=costs) == 1.0
+
+
+def test_a_whole_run_moved_far_is_judged_line_by_line_when_its_lines_moved_alike() -> None:
+    # The quiet 2-core machine ran one program 1.5-1.9x slower in one run than in the next (12 of
+    # 60 pairs), every line alike (within 1-8%). Those pairs were "can't tell" on every line; the
+    # line made heavier is found, alone, in ~85% (300 pairs), and a host alone flags nothing.
+    every = {i: 1.0 for i in range(len(COSTS))}
+    assert rate({A: 1.5}, lambda shift, lines: lines == {A: SLOWER}, host=1.8) >= 0.75
+    named = {SLOWER, "faster"}
+    assert rate(every, lambda shift, lines: shift == SLOWER and not named & set(lines.values()), host=1.8) == 1.0
+    assert rate(every, lambda shift, lines: not lines, host=1.8) >= 0.85  # compared, all "same"
+
+
+@pytest.mark.parametrize("uneven", [0.1, 0.2, 0.4])
+def test_a_whole_run_moved_far_with_its_lines_moved_unevenly_names_no_wrong_line(uneven: float) -> None:
+    # A host whose load changed several-fold between the runs stretches each line its own way
+    # (2x-5x apart on the busy machine): the lines' scatter, or the noise a far move adds, leaves
+    # them "can't tell"; a line is named wrongly in at most ~5% of pairs.
+    def wrong(heavier: int | None):
+        return lambda shift, lines: any(v == SLOWER or v == "faster" for i, v in lines.items() if i != heavier)
+
+    assert rate(None, wrong(None), host=2.5, line_run=uneven) <= 0.07
+    assert rate({A: 1.5}, wrong(A), host=2.5, line_run=uneven) <= 0.07

@@ -100,7 +100,14 @@ def build_diff_model(d: DiffView) -> dict[str, Any]:
             row["sig"] = sig
         rows.append(row)
     shifts = {
-        n: {"factor": sh.factor, "lo": sh.lo, "hi": sh.hi, "lines": sh.lines, "verdict": sh.verdict}
+        n: {
+            "factor": sh.factor,
+            "lo": sh.lo,
+            "hi": sh.hi,
+            "lines": sh.lines,
+            "verdict": sh.verdict,
+            "comparable": sh.comparable,
+        }
         for n, (sh, _) in judged.items()
         if sh is not None
     }

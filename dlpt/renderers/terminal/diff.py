@@ -159,8 +159,8 @@ def shift_text(shift: RunShift) -> str:
         return f"{basis}: the run as a whole did not change"
     if not shift.comparable:
         return (
-            f"{basis}: the whole run is {shift.verdict} by {RESOLVE:g}x or more (the host's load changed "
-            "several-fold between the runs?): too different to compare line by line"
+            f"{basis}: the whole run is {shift.verdict} by {RESOLVE:g}x or more and its lines moved unevenly "
+            "(the host's load changed several-fold between the runs?): too different to compare line by line"
         )
     return (
         f"{basis}: the whole run is {shift.verdict} (the host, a clock, the input, or a change on "

@@ -150,7 +150,7 @@
       var basis = "B/A " + shift.factor.toFixed(2) + "x (" + shift.lo.toFixed(2) + "\u2013" + shift.hi.toFixed(2) + ") shared by the " + shift.lines + " lines compared";
       var said = shift.verdict === "can't tell" ? "can't tell what the whole run shares from what one line did: " + shift.lines + " lines of at least 1% of the total in both runs (3 needed)" :
         shift.verdict === "same" ? basis + ": the run as a whole did not change" :
-        !(shift.factor > 1 / 1.5 && shift.factor < 1.5) ? basis + ": the whole run is " + shift.verdict + " by 1.5x or more (the host's load changed several-fold between the runs?): too different to compare line by line" :
+        shift.comparable === false ? basis + ": the whole run is " + shift.verdict + " by 1.5x or more and its lines moved unevenly (the host's load changed several-fold between the runs?): too different to compare line by line" :
         basis + ": the whole run is " + shift.verdict + " (a host, clock or input change); lines are judged after it";
       h.appendChild(D.el("div", { className: "muted", text: "run: " + said }));
     }
