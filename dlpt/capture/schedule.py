@@ -177,6 +177,9 @@ class StepSchedule:
         # follows it) and whether it dropped every step before it (a cut of the warm-up).
         self.last_counted: bool | None = None
         self.last_cut = False
+        # A cut the warm-up asked for at the last boundary, applied at the next one: a run whose
+        # last step was such a fall keeps the steps before it (see _drop_counted).
+        self._cut_pending = False
         self.start_ns = self._last = 0
         self.counted_ns = 0  # wall time of counted steps
         self.first_counted_ns: int | None = None  # when the first counted step began
@@ -245,10 +248,11 @@ class StepSchedule:
             self._end_epoch(False)
         else:
             said = self._warmup_step(wall)
+            if self._cut_pending:
+                self._drop_counted()  # before this step's epoch ends: only the steps before it
             self._end_epoch(said != FIRST)
-            if said == CUT:
-                self._drop_counted()
-            elif said != FIRST:
+            self._cut_pending = said == CUT
+            if said != FIRST:
                 self._count(wall, began, now)
         self._in_call = False
         self._switch(self._wants_tracing())
@@ -267,11 +271,16 @@ class StepSchedule:
             self.paired.traced(wall)
 
     def _drop_counted(self) -> None:
-        """A cut: every step counted so far, and the one that just ended, is outside the steps
-        (the native core moves what they recorded; memory per step follows ``last_cut``). No
-        untraced window opens before the warm-up ends, so none is lost here."""
+        """A cut: every step counted so far is outside the steps (the native core moves what
+        they recorded; memory per step follows ``last_cut``). The warm-up asks for it at the
+        step whose time showed the fall, and it is made at the next boundary, before that
+        step's epoch ends: the step of the fall is dropped with those before it, the one
+        ending now is not. A run that ends first keeps the steps since the cut before (a fall
+        at the very last step leaves no report empty; Warmup.finish says so). No untraced
+        window opens before the warm-up ends, so none is lost here."""
         if self._cut is not None:
             self._cut()
+        self._cut_pending = False
         self.last_cut = True
         self.counted = self._since_window = self.counted_ns = 0
         self.first_counted_ns = self.last_counted_ns = None
@@ -299,6 +308,9 @@ class StepSchedule:
         self.stop_ns = self._clock()
         self.paired.close()
         active = self.active is not None and self.counted >= self.active
+        if self._cut_pending:  # the fall was at the last step: the steps before it stay counted
+            self.warmup.keep_last_cut()
+            self._cut_pending = False
         self.warmup.finish(f"--active {self.active} ended the counting" if active else "the run ended")
 
     # -- decisions ------------------------------------------------------------------------------

@@ -27,8 +27,10 @@ warm-up", with its measured rates):
   cut: untraced measurement windows, the timeline and PC sampling may start. At the latest it
   is over after :data:`MAX_WARMUP` steps, which the report then says;
 - a run that ends before that keeps its provisional steps: it is counted from the step after
-  the last cut (from the second step when no fall was ever seen), and the header says so. Only a
-  run whose steps were still falling at its last step counts none.
+  the last cut (from the second step when no fall was ever seen), and the header says so. A cut
+  is made at the boundary after the step that showed the fall (:mod:`dlpt.capture.schedule`), so
+  a run whose last step showed one keeps the steps since the cut before it, with the caveat that
+  they were still getting faster (:meth:`Warmup.keep_last_cut`): no report is left empty.
 
 Rising step times never cut: only a fall means the program is still getting faster. With
 ``--skip-first N`` the first N steps are the warm-up, whatever their times.
@@ -164,6 +166,9 @@ class Warmup:
         self.seen = 0  # steps that ended
         self._since: list[int] = []  # the latest step times tested (at most LONG_WINDOW; see _cut)
         self._provisional: list[int] = []  # every provisional step time, for the report's walls
+        # What the last cut changed, for keep_last_cut: (steps, last_cut, walls kept, provisional).
+        self._before_cut: tuple[int, int, int, list[int]] | None = None
+        self.fell_at_end = False  # the last step showed a fall that no later step could confirm
 
     @property
     def provisional(self) -> int:
@@ -215,6 +220,7 @@ class Warmup:
         return FIRST
 
     def _cut(self) -> str:
+        self._before_cut = (self.steps, self.last_cut, len(self.walls), list(self._provisional))
         for w in self._provisional:
             self._keep(w)
         self.steps = self.seen
@@ -247,6 +253,23 @@ class Warmup:
             )
         self._provisional.clear()
 
+    def keep_last_cut(self) -> None:
+        """The run ended at the step whose time showed the last fall, before the cut was made:
+        the steps since the cut before stay counted, that step with them (it is the fastest
+        yet, the fall's end), and finish() says they were still getting faster. (A cut at
+        MAX_WARMUP also ended the warm-up: its reason is said again from the restored count.)"""
+        if self._before_cut is None:
+            return
+        self.steps, self.last_cut, kept, provisional = self._before_cut
+        del self.walls[kept:]
+        self._provisional = provisional
+        self.cuts -= 1
+        self._before_cut = None
+        if self.over:
+            self._end(settled=False)
+        else:
+            self.fell_at_end = True
+
     def finish(self, ended: str = "the run ended") -> None:
         """The counting ended (``ended`` says how: the run's end, or --active's M steps reached
         while they were still provisional): provisional steps stay counted; the reason says
@@ -255,7 +278,13 @@ class Warmup:
             return
         n = len(self._provisional)
         self.settled = False
-        if not self.cuts:
+        if self.fell_at_end:
+            start = self.steps + 1
+            self.reason = (
+                f"the step time fell again at the run's last step (step {self.seen}): counted from "
+                f"step {start} anyway, and these steps were still getting faster"
+            )
+        elif not self.cuts:
             self.reason = f"{ended} after {self.seen} steps, too few to tell a warm-up: counted from step 2"
         elif n:
             self.reason = (

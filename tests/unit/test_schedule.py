@@ -150,7 +150,7 @@ def test_a_short_run_that_ends_in_its_warm_up_is_counted_from_its_second_step(st
     assert "too few to tell a warm-up: counted from step 2" in meta["warmup"]["reason"]
 
 
-def test_a_run_still_falling_at_its_end_counts_none_and_one_that_flattened_counts_from_its_last_fall() -> (
+def test_a_run_still_falling_at_its_end_counts_its_last_step_and_one_that_flattened_from_its_last_fall() -> (
     None
 ):
     falling, flattened = Run(), Run()
@@ -159,11 +159,33 @@ def test_a_run_still_falling_at_its_end_counts_none_and_one_that_flattened_count
         flattened.step(max(20, 40 - i) * MS)  # flat from step 21
     for r in (falling, flattened):
         r.s.close()
-    assert falling.s.counted == 0 and "still falling" in falling.s.warmup.reason
-    assert falling.classes == [False] * 30
+    # Each step's fall cuts the steps before it at the next boundary: the last one, the fastest,
+    # stays counted (issue 46: no report left empty), and the header says they were still falling.
+    assert falling.s.counted == 1 and "fell again at the run's last step" in falling.s.warmup.reason
+    assert falling.classes == [False] * 29 + [True]
     last = flattened.cuts[-1]
     assert 21 <= last < 30 and flattened.classes == [False] * last + [True] * (30 - last)
     assert "before they could be shown steady" in flattened.s.warmup.reason
+
+
+def test_a_fall_seen_at_the_last_step_keeps_the_steps_since_the_cut_before() -> None:
+    # As on the quiet 2-core machine: a 40-step run settled after its start-up, then its step time
+    # fell once more at its very last step; cutting there counted none of its 40 steps.
+    r = Run()
+    for i in range(12):
+        r.step(max(20, 32 - 2 * i) * MS)  # start-up: falls to 20 ms
+    for _ in range(20):
+        r.step(20 * MS)
+    cuts_before, counted_before = r.s.warmup.cuts, r.s.counted
+    assert counted_before >= 15
+    ms = 20.0
+    while r.s.warmup.cuts == cuts_before:  # falling again until the warm-up sees it
+        ms *= 0.97
+        r.step(int(ms * MS))
+    r.s.close()
+    assert r.s.counted == counted_before + r.s.seen - 32, (r.s.counted, r.s.seen)
+    assert "fell again at the run's last step" in r.s.warmup.reason
+    assert r.s.meta()["warmup"]["steps"] == r.s.seen - r.s.counted
 
 
 def test_theil_sen_slope_ignores_an_outlier() -> None:
