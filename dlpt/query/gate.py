@@ -111,7 +111,10 @@ def decide(
     return d
 
 
-_WHY = {"runs": "the whole run moved 1.5x or more, its lines unevenly", "host": "too few lines to tell the host by"}
+_WHY = {
+    "runs": "the whole run moved 1.5x or more, its lines unevenly",
+    "host": "too few lines to tell the host by",
+}
 
 
 def _reasons(d: Decision, limit: float, ruled_out: float, allowed: bool) -> list[str]:

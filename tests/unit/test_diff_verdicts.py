@@ -20,7 +20,9 @@ B, A = 1, 0
 PAIRS = 60
 
 
-def rate(heavier: dict[int, float] | None, check, host: float = 1.0, costs=COSTS, line_run: float = 0.03) -> float:
+def rate(
+    heavier: dict[int, float] | None, check, host: float = 1.0, costs=COSTS, line_run: float = 0.03
+) -> float:
     """The share of PAIRS pairs (fresh seeds) whose verdicts pass ``check(shift, lines)``."""
     ok = 0
     for s in range(PAIRS):
@@ -88,7 +90,10 @@ def test_beside_a_changed_line_the_two_unchanged_ones_read_the_same() -> None:
     costs = [100.0, 600.0, 200.0]
     assert rate({B: 2.0}, lambda shift, lines: lines == {B: SLOWER}, costs=costs) >= 0.85
     assert rate({B: 0.67}, lambda shift, lines: A not in lines and 2 not in lines, costs=costs) >= 0.85
-    assert rate({B: 2.0}, lambda shift, lines: lines.get(A) != SLOWER and lines.get(2) != SLOWER, costs=costs) == 1.0
+    assert (
+        rate({B: 2.0}, lambda shift, lines: lines.get(A) != SLOWER and lines.get(2) != SLOWER, costs=costs)
+        == 1.0
+    )
 
 
 def test_a_whole_run_moved_far_is_judged_line_by_line_when_its_lines_moved_alike() -> None:
@@ -98,7 +103,9 @@ def test_a_whole_run_moved_far_is_judged_line_by_line_when_its_lines_moved_alike
     every = {i: 1.0 for i in range(len(COSTS))}
     assert rate({A: 1.5}, lambda shift, lines: lines == {A: SLOWER}, host=1.8) >= 0.75
     named = {SLOWER, "faster"}
-    assert rate(every, lambda shift, lines: shift == SLOWER and not named & set(lines.values()), host=1.8) == 1.0
+    assert (
+        rate(every, lambda shift, lines: shift == SLOWER and not named & set(lines.values()), host=1.8) == 1.0
+    )
     assert rate(every, lambda shift, lines: not lines, host=1.8) >= 0.85  # compared, all "same"
 
 
@@ -108,7 +115,9 @@ def test_a_whole_run_moved_far_with_its_lines_moved_unevenly_names_no_wrong_line
     # (2x-5x apart on the busy machine): the lines' scatter, or the noise a far move adds, leaves
     # them "can't tell"; a line is named wrongly in at most ~5% of pairs.
     def wrong(heavier: int | None):
-        return lambda shift, lines: any(v == SLOWER or v == "faster" for i, v in lines.items() if i != heavier)
+        return lambda shift, lines: any(
+            v == SLOWER or v == "faster" for i, v in lines.items() if i != heavier
+        )
 
     assert rate(None, wrong(None), host=2.5, line_run=uneven) <= 0.07
     assert rate({A: 1.5}, wrong(A), host=2.5, line_run=uneven) <= 0.07
