@@ -20,8 +20,9 @@ median *is* such a line). It takes :data:`MIN_LINES` measurable lines; with fewe
 shares cannot be told from what one line did, and every line whose raw change would count is
 "can't tell".
 
-A line's test: ``z = (l - shift) / sqrt(s^2 + tau^2 + var(shift))``, the shift and tau taken
-from the other lines (a line that changed must not widen the noise it is tested against),
+A line's test: ``z = (l - shift) / sqrt(s^2 + tau^2 + var(shift) + (SHIFT_NOISE * shift)^2)``,
+the shift and tau taken from the other lines (a line that changed must not widen the noise it is
+tested against; from all of them when there are only three),
 against Student's t with ``PRIOR_LINES + lines - 1`` degrees of freedom, the p-values
 Holm-corrected over the lines tested (family-wise 5%), and a change must also be at least
 :data:`MIN_EFFECT` of the line and :data:`MIN_SHARE` of the larger run's total. A line that did
