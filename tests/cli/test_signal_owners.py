@@ -149,7 +149,10 @@ def test_a_ctrl_c_as_the_program_ends_keeps_the_profile(root: Path) -> None:
     r = _finish(popen(["-m", "dlpt", "--no-report", "-o", "edge.json", "edge.py"], root))
     assert r.rc == -signal.SIGINT, (r.rc, r.err)  # the Ctrl-C, noted: death by SIGINT after the save
     assert "dlpt: saved profile to edge.json" in r.err, r.err
-    assert "TypeError" in r.err and "dlpt/" not in r.err.replace("dlpt: saved", ""), r.err
+    # The program's own ending: 3.11 raises the TypeError of the second interrupt_main call,
+    # 3.12 the KeyboardInterrupt the first one scheduled. Never a traceback of dlpt's.
+    assert "TypeError" in r.err or "KeyboardInterrupt" in r.err, r.err
+    assert "dlpt/" not in r.err.replace("dlpt: saved", ""), r.err
     Session.load(root / "edge.json")
 
 
