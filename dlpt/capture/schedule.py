@@ -280,7 +280,6 @@ class StepSchedule:
         window opens before the warm-up ends, so none is lost here."""
         if self._cut is not None:
             self._cut()
-        self._cut_pending = False
         self.last_cut = True
         self.counted = self._since_window = self.counted_ns = 0
         self.first_counted_ns = self.last_counted_ns = None

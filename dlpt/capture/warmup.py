@@ -168,7 +168,7 @@ class Warmup:
         self._provisional: list[int] = []  # every provisional step time, for the report's walls
         # What the last cut changed, for keep_last_cut: (steps, last_cut, walls kept, provisional).
         self._before_cut: tuple[int, int, int, list[int]] | None = None
-        self.fell_at_end = False  # the last step showed a fall that no later step could confirm
+        self._fell_at_end = False  # the last step showed a fall that no later step could confirm
 
     @property
     def provisional(self) -> int:
@@ -268,7 +268,7 @@ class Warmup:
         if self.over:
             self._end(settled=False)
         else:
-            self.fell_at_end = True
+            self._fell_at_end = True
 
     def finish(self, ended: str = "the run ended") -> None:
         """The counting ended (``ended`` says how: the run's end, or --active's M steps reached
@@ -278,7 +278,7 @@ class Warmup:
             return
         n = len(self._provisional)
         self.settled = False
-        if self.fell_at_end:
+        if self._fell_at_end:
             start = self.steps + 1
             self.reason = (
                 f"the step time fell again at the run's last step (step {self.seen}): counted from "

@@ -196,9 +196,8 @@ def build_tree(session: Session) -> Node:
     # by_id maps a table id to the (possibly merged) tree node it ended up in; since children
     # of merged duplicates look their parent up here, their subtrees merge too.
     by_id: list[Node] = [root]
-    for i, n in enumerate(table):
-        if not i:
-            continue
+    for i in range(1, len(table)):
+        n = table[i]
         parent = by_id[n["parent"]]
         file, line, m = n.get("file", ""), n.get("line", 0), n.get("m", {})
         by_id.append(merge_child(parent, n["kind"], n["name"], file, line, m, n.get("x"), held(i)))
