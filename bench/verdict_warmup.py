@@ -17,7 +17,8 @@ from typing import Any
 
 from verdict_rates import Rate
 
-from dlpt.capture.warmup import COUNTED, CUT, FIRST, PROVISIONAL, Warmup
+from dlpt.capture.schedule import StepSchedule
+from dlpt.capture.warmup import COUNTED, FIRST
 
 #: A level this much above the final one is still falling.
 FALLING = 0.02
@@ -122,27 +123,11 @@ class OldRule:
 
 
 def simulate(case: Series, seed: int, rule: Callable[[], object] | None = None) -> Run:
+    """One run of ``case``: through the capture's own step schedule (its warm-up, its cuts and
+    the ending it gives a run), or through an earlier build's rule (``--old``)."""
     rng = random.Random(seed)
-    w: Any = rule() if rule is not None else Warmup(None)
-    provisional: list[int] = []
-    counted: list[int] = []
-    over_at = None
-    for i in range(1, case.steps + 1):
-        said = w.step(round(case.noise(rng, case.level(i)) * 1e6))
-        if said == FIRST:
-            continue
-        if said == CUT:
-            provisional.clear()
-        elif said == PROVISIONAL:
-            provisional.append(i)
-        elif said == COUNTED:
-            if over_at is None:
-                over_at = i
-                counted += provisional
-                provisional = []
-            counted.append(i)
-    w.finish()
-    counted += provisional  # a run that ended in its warm-up keeps its provisional steps
+    walls = [round(case.noise(rng, case.level(i)) * 1e6) for i in range(1, case.steps + 1)]
+    counted, over_at, settled = _old_rule(rule(), walls) if rule is not None else _schedule(walls)
     final = case.level(case.steps)
     steady = [i for i in range(2, case.steps + 1) if case.level(i) <= final * (1 + FALLING)]
     levels = [case.level(i) for i in counted]
@@ -152,8 +137,42 @@ def simulate(case: Series, seed: int, rule: Callable[[], object] | None = None) 
         len(set(steady) - set(counted)),
         statistics.fmean(levels) / final - 1 if levels else math.nan,
         over_at,
-        w.settled,
+        settled,
     )
+
+
+def _schedule(walls: list[int]) -> tuple[list[int], int | None, bool | None]:
+    """(steps counted, the step that ended the warm-up, settled) as dlpt.capture.schedule
+    classifies steps of these wall times: a step counts when its epoch ended counted and after
+    the last cut (as the native core files it: tests/unit/test_schedule.py's Run)."""
+    now = 0
+    epochs: list[bool] = []
+    cuts: list[int] = []
+    s = StepSchedule(
+        None, None, False, epochs.append, lambda on: None, cut=lambda: cuts.append(len(epochs)), clock=lambda: now
+    )
+    s.start()
+    over_at = None
+    for i, wall in enumerate(walls, start=1):
+        now += wall
+        s.on_step("optimizer")
+        if over_at is None and s.warmup.over:
+            over_at = i
+    s.close()
+    last = cuts[-1] if cuts else 0
+    return [e + 1 for e, c in enumerate(epochs) if c and e >= last], over_at, s.warmup.settled
+
+
+def _old_rule(w: Any, walls: list[int]) -> tuple[list[int], int | None, bool | None]:
+    """The same for an earlier build's warm-up module alone (no schedule: it had no cuts)."""
+    counted: list[int] = []
+    over_at = None
+    for i, wall in enumerate(walls, start=1):
+        if w.step(wall) != FIRST:
+            over_at = i if over_at is None else over_at
+            counted.append(i)
+    w.finish()
+    return counted, over_at, w.settled
 
 
 def rates(case: Series, runs: list[Run]) -> list[Rate]:

@@ -112,7 +112,7 @@ def run_warmup(args: argparse.Namespace) -> None:
                            "falling": r.falling_counted, "thrown": r.steady_thrown} for r in runs]
     notes = [
         f"`python bench/verdicts.py warmup --seeds {args.seeds}{' --old ' + args.old if args.old else ''}`: "
-        f"{args.old or 'dlpt/capture/warmup.py'} on simulated step times (bench/verdict_warmup.py), "
+        f"{args.old or 'dlpt/capture/warmup.py through dlpt/capture/schedule.py'} on simulated step times (bench/verdict_warmup.py), "
         "each case over that many seeds.",
         "",
         vw.SUMMARY_HEADER,
