@@ -136,9 +136,15 @@ def test_a_skip_that_never_ends_says_why(runs: dict) -> None:
     assert warm.rc == 0, warm.err
     flat = " ".join(warm.out.replace("\u2502", " ").split())
     # Five calls: too few to tell a warm-up, so every call after the first counts, and the
-    # header says so (issue 46: a short run is never left with an empty report).
-    assert "4 steps profiled" in flat, warm.out
-    assert "the run ended after 5 steps, too few to tell a warm-up" in flat, warm.out
+    # header says so (issue 46: a short run is never left with an empty report). On a loaded
+    # machine the second call may take 1.25x the third and 100 us more (CI: 514 us against 42):
+    # the warm-up then drops it with the first, by its rule, and says where it counted from.
+    if "too few to tell a warm-up" in flat:
+        assert "4 steps profiled" in flat, warm.out
+        assert "the run ended after 5 steps, too few to tell a warm-up" in flat, warm.out
+    else:
+        assert "2 steps profiled" in flat, warm.out
+        assert "up to the last fall of the step time (step 3)" in flat, warm.out
     assert "no step counted" not in flat and "nothing recorded" not in flat
     unmatched: Result = runs["unmatched"]
     assert "--step-on nowhere matched no function" in unmatched.out
