@@ -97,13 +97,15 @@ def ddp_gpu(
     exposed_ns: int | None = None,
     sleep_ns: int = 0,
     host_pace: float = 0.0,
+    sleep_held_gil: bool = False,
 ) -> Session:
     """One rank's session: per step 4 ms fc1 forward, ``fc2_ns`` fc2, 8 ms backward, a 25 MiB
     bf16 all-reduce taking ``comm_ns`` (half of it exposed unless ``exposed_ns`` says), 1 ms
     optimizer whose ``.item()``-style sync blocks the host ``blocked_ns``, a ``time.sleep``
-    line of ``sleep_ns`` when given. ``host_pace`` > 0: sampled host time on the model's lines
-    (10 ms, 12 ms) and the optimizer's (3 ms, its sync added), each times ``host_pace`` (a
-    rank whose CPU is that much slower), per step."""
+    line of ``sleep_ns`` when given (``sleep_held_gil``: its thread held the GIL all that time,
+    on the CPU for 2% of it: not a sleep, a thread the host kept off the CPU). ``host_pace`` >
+    0: sampled host time on the model's lines (10 ms, 12 ms) and the optimizer's (3 ms, its
+    sync added), each times ``host_pace`` (a rank whose CPU is that much slower), per step."""
     t = _Table()
     s = STEPS
     exposed = comm_ns // 2 if exposed_ns is None else exposed_ns
@@ -146,7 +148,8 @@ def ddp_gpu(
     t.kernel(opt, "multi_tensor_apply_kernel<FusedAdamW>", 1_000_000 * s)
     t.add(step_line, "sync", "cudaStreamSynchronize", sync_ns=blocked_ns * s, api_ns=blocked_ns * s, count=s)
     if sleep_ns:
-        t.add(0, "frame", "main", TRAIN, 33, host_ns=sleep_ns * s)
+        held = sleep_ns * s if sleep_held_gil else 0
+        t.add(0, "frame", "main", TRAIN, 33, host_ns=sleep_ns * s, host_gil_ns=held, host_cpu_ns=held // 50)
     busy = 4_000_000 + fc2_ns + 16_000_000 + comm_ns + 1_000_000
     span = max(40_000_000, busy)
     row = {"span_ns": span, "busy_ns": busy, "idle_before_ns": 0, "idle_after_ns": span - busy}
@@ -165,15 +168,28 @@ def ddp_gpu(
     return Session.from_dict(session)
 
 
-def gloo_cpu(rank: int, world: int = 2, wait_ns: int = 1_000_000) -> Session:
+def gloo_cpu(
+    rank: int, world: int = 2, wait_ns: int = 1_000_000, step_ns: int = 0, in_one_step: bool = False
+) -> Session:
     """One rank of a CPU job: compute, a wrapped ``all_reduce`` that waited ``wait_ns`` per
-    step, a DDP bucket all-reduce (bytes unknown) under the backward."""
+    step, a DDP bucket all-reduce (bytes unknown) under the backward; ``step_ns``: the
+    optimizer's op time per step (its line, 32), all of it in one step if ``in_one_step`` (a
+    thread preempted there once) else the same in every step. Op times carry their per-step
+    second moments (node field ``q``) when ``step_ns`` is given."""
     t = _Table()
     s = STEPS
     main = t.add(0, "frame", "main", TRAIN, 30)
     mm = t.add(main, "op", "aten::linear", calls=s, cpu_ns=3_000_000 * s)
     bw = t.add(t.add(mm, "phase", "<backward>"), "op", "AddmmBackward0", calls=s, cpu_ns=2_000_000 * s)
     t.add(bw, "op", "c10d::allreduce_", calls=s, cpu_ns=100_000 * s)
+    if step_ns:
+        opt = t.add(
+            t.add(0, "frame", "main", TRAIN, 32), "op", "aten::_foreach_add_", calls=s, cpu_ns=step_ns * s
+        )
+        t.nodes[opt]["q"] = {"cpu_ns": (step_ns * s) ** 2 if in_one_step else step_ns**2 * s}
+        for n in t.nodes:
+            if "cpu_ns" in n["m"] and "q" not in n:
+                n["q"] = {"cpu_ns": n["m"]["cpu_ns"] ** 2 // s}  # the same every step
     line = t.add(0, "frame", "main", TRAIN, 31)
     call = t.add(
         line,

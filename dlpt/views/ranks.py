@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from dlpt.analysis.ranks.arrivals import Arrivals, arrival_waits, rank_collectives
-from dlpt.analysis.ranks.lines import LineTable, line_table, one_thread, rank_lines
+from dlpt.analysis.ranks.lines import LineTable, line_table, line_variances, one_thread, rank_lines
 from dlpt.analysis.ranks.merge import (
     Rank,
     RankSet,
@@ -364,7 +364,12 @@ def ranks_view(rs: RankSet, metric: str | Metric | None = None, show_all: bool =
         trees = report_trees(rs, show_all)
         root = spread_tree(rs, trees)
         lines = line_table(
-            {r.rank: r.lines if r.lines is not None else rank_lines(trees[r.rank]) for r in rs.ranks},
+            {
+                r.rank: r.lines
+                if r.lines is not None
+                else rank_lines(trees[r.rank], line_variances(r.session, show_all))
+                for r in rs.ranks
+            },
             {r.rank: r.steps for r in rs.ranks},
         )
         sites = collective_sites(rs, root, gpu)

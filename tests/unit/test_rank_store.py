@@ -167,3 +167,25 @@ def test_lines_sent_in_their_used_columns_merge_as_whole_rows() -> None:
     assert [n.line for n in sent.labels] == [n.line for n in whole.labels] and sent.keys == whole.keys
     for name in ("gpu", "host", "sync", "api", "kernels", "calls"):
         assert sent.values(METRICS[name]).tolist() == whole.values(METRICS[name]).tolist(), name
+
+
+def test_a_lines_step_to_step_spread_travels_with_its_summary() -> None:
+    # Rank 1's optimizer line: 16 ms of op time in one step of four. Per-step values 16, 0, 0,
+    # 0 ms: the mean 4 ms has a variance of 48 ms^2 / 4 steps = 12 ms^2, from the session's
+    # second moments, and the line table built from the sent summaries must hold it.
+    from dlpt.analysis.ranks.lines import line_table
+    from dlpt.analysis.ranks.merge import rank_set
+    from dlpt.views.ranks import with_lines
+
+    sessions = [R.gloo_cpu(0, wait_ns=4_000_000), R.gloo_cpu(1, step_ns=4_000_000, in_one_step=True)]
+    summaries = {r: rank_summary.decode(rank_summary.encode(s), f"rank {r}") for r, s in enumerate(sessions)}
+    rs = rank_set([(f"rank {r}", s.session) for r, s in summaries.items()])
+    with_lines(rs, summaries)
+    table = line_table(
+        {r.rank: r.lines for r in rs.ranks if r.lines is not None}, {r.rank: r.steps for r in rs.ranks}
+    )
+    var = table.mean_variance("cpu_ns")
+    row = next(i for i, n in enumerate(table.labels) if n.line == 32)
+    assert var[row].tolist() == [0.0, pytest.approx(12e12, rel=1e-6)]
+    steady = next(i for i, n in enumerate(table.labels) if n.line == 30)
+    assert var[steady, 1] == pytest.approx(0.0, abs=1e6)  # the same every step: no spread

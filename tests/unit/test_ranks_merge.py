@@ -352,3 +352,48 @@ def test_a_rank_with_no_counted_step_is_said_apart_from_one_with_few() -> None:
         "are not a step's; counted steps: rank 1 2, fewer than the 3 a rank's step median needs to "
         "be compared"
     )
+
+
+@pytest.mark.parametrize("in_one_step", [False, True])
+def test_a_line_of_its_own_must_stand_out_of_its_step_to_step_spread(in_one_step: bool) -> None:
+    # Known by construction: rank 1's optimizer line holds 4 ms of op time a step more than
+    # rank 0's (which has none there), and rank 0 waits 4 ms a step for it. Spent evenly, every
+    # step, the line is rank 1's own. Spent in one step of four (its thread preempted there once
+    # on a busy host, as `y.sum().backward()` of a symmetric gloo job was), the mean's spread
+    # (sd 3.5 ms) is as large as the excess: not decided, and the report says why.
+    sessions = [
+        R.gloo_cpu(0, wait_ns=4_000_000),
+        R.gloo_cpu(1, wait_ns=10_000, step_ns=4_000_000, in_one_step=in_one_step),
+    ]
+    rep = _report(sessions)
+    if not in_one_step:
+        assert [s.rank for s in rep.stragglers] == [1] and rep.stragglers[0].unsure == []
+        assert [(c.node.line, c.metric.name) for c in rep.stragglers[0].causes] == [(32, "cpu")]
+        return
+    assert rep.stragglers == [] and [s.rank for s in rep.unnamed] == [1]
+    (s,) = rep.unnamed
+    assert s.causes == [] and [c.node.line for c in s.unsure] == [32] and s.unnamed_label == "can't tell"
+    text = " ".join(render_text_of(rep).replace("│", " ").split())
+    assert "straggler not decided: rank 1 ran train.py:32 longer than the others, on steps too uneven" in text
+
+
+@pytest.mark.parametrize("held_gil", [False, True])
+def test_a_line_held_off_the_cpu_while_holding_the_gil_is_not_its_own(held_gil: bool) -> None:
+    # Rank 1's line 33 holds 8 ms of sampled host time a step, the others' wait. A sleep
+    # releases the GIL: its own line, named. The same wall time with the GIL held and 2% of it
+    # on the CPU is a thread the host kept off the CPU (a symmetric rank on a busy host had
+    # 16 ms of `record_function.__init__` with 0.09 ms of CPU): no line of its own.
+    sessions = [
+        R.ddp_gpu(r, 2, comm_ns=1_000_000, exposed_ns=500_000, sleep_ns=8_000_000, sleep_held_gil=held_gil)
+        if r == 1
+        else R.ddp_gpu(r, 2, comm_ns=9_000_000, blocked_ns=8_300_000, exposed_ns=8_500_000)
+        for r in (0, 1)
+    ]
+    rep = _report(sessions)
+    if not held_gil:
+        assert [s.rank for s in rep.stragglers] == [1] and [
+            c.node.line for c in rep.stragglers[0].causes
+        ] == [33]
+        return
+    assert rep.stragglers == [] and [s.rank for s in rep.unnamed] == [1]
+    assert rep.unnamed[0].causes == [] and rep.unnamed[0].unsure == []

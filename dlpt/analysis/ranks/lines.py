@@ -23,8 +23,10 @@ import torch
 
 from dlpt.analysis.diff import function_key
 from dlpt.model.metrics import Metric
+from dlpt.model.session import Session
 from dlpt.model.tree import Node
 from dlpt.trees.processors import flatten_by_line
+from dlpt.trees.spread import SpreadTable, has_moments
 
 __all__ = [
     "LINE_KEYS",
@@ -32,6 +34,7 @@ __all__ = [
     "RankLines",
     "LineTable",
     "rank_lines",
+    "line_variances",
     "line_table",
     "one_thread",
     "row_median",
@@ -57,7 +60,16 @@ LINE_KEYS = (
     "mem_peak_bytes",
     "mem_alloc_bytes",
     "mem_allocs",
+    "cpu_ns_var",
 )
+
+#: A metric key whose per-step variance a line carries beside its cost, and the key it travels
+#: under: the line's per-step variance times its rank's steps (the sum over its nodes of
+#: :mod:`dlpt.trees.spread`'s, divided by the steps once), so that the table's division by the
+#: steps leaves the per-step variance. No Metric reads it: it is the noise a line's excess must
+#: stand out of (:mod:`dlpt.analysis.ranks.stragglers`). CPU op time only: on a GPU job a line's
+#: GPU time also holds its collectives' spinning, whose spread is the waiting, not noise.
+VARIANCE_KEYS = {"cpu_ns": "cpu_ns_var"}
 
 LineKey = tuple[str, str, int]  # (file name, function, line)
 _INT64_MAX = torch.iinfo(torch.int64).max
@@ -106,13 +118,40 @@ class RankLines:
         return self.columns if self.columns is not None else torch.arange(len(LINE_KEYS))
 
 
-def rank_lines(tree: Node) -> RankLines:
-    """The lines of one rank's report tree."""
+def _full_key(node: Node) -> tuple[str, str, int]:
+    return (node.file, node.name, node.line)
+
+
+def line_variances(session: Session, show_all: bool = False) -> dict[tuple[str, str, int], dict[str, int]]:
+    """Each line's per-step variances of ``session`` (the keys of :data:`VARIANCE_KEYS`, times
+    the steps), by its file, function and line; empty when the session saved no second moments."""
+    if not has_moments(session):
+        return {}
+    steps = session.typed_meta.profiled_steps
+    out: dict[tuple[str, str, int], dict[str, int]] = {}
+    for row in flatten_by_line(SpreadTable(session, show_all).tree()):
+        line = out.setdefault(_full_key(row.node), {})
+        for key, var_key in VARIANCE_KEYS.items():
+            if row.self.get(key):
+                line[var_key] = line.get(var_key, 0) + row.self[key] // steps
+    return out
+
+
+def rank_lines(
+    tree: Node, variances: Mapping[tuple[str, str, int], Mapping[str, int]] | None = None
+) -> RankLines:
+    """The lines of one rank's report tree; ``variances``: its lines' per-step variances
+    (:func:`line_variances`; none: the lines carry none, their costs are taken as exact)."""
     rows = flatten_by_line(tree)
     labels = [r.node for r in rows]
+    var = variances or {}
     # A line's values add up its nodes', each below 2**63 (dlpt.model.shape): a sum may pass
-    # what an int64 holds, and saturates there.
-    data = [[min(r.self.get(k, 0), _INT64_MAX) for k in LINE_KEYS] for r in rows]
+    # what an int64 holds, and saturates there (a variance that large reads as too noisy).
+    data = []
+    for r in rows:
+        more = var.get(_full_key(r.node))
+        own = {**r.self, **more} if more else r.self
+        data.append([min(own.get(k, 0), _INT64_MAX) for k in LINE_KEYS])
     values = (
         torch.tensor(data, dtype=torch.int64) if data else torch.zeros((0, len(LINE_KEYS)), dtype=torch.int64)
     )
@@ -122,12 +161,21 @@ def rank_lines(tree: Node) -> RankLines:
 class LineTable:
     """Every line of any rank (rows) on every rank (columns, in ``order``), per step."""
 
-    def __init__(self, labels: list[Node], order: list[int], keys: Sequence[str], data: torch.Tensor) -> None:
+    def __init__(
+        self,
+        labels: list[Node],
+        order: list[int],
+        keys: Sequence[str],
+        data: torch.Tensor,
+        steps: torch.Tensor | None = None,
+    ) -> None:
         self.labels, self.order, self.keys = labels, order, list(keys)
         self.column = {r: i for i, r in enumerate(order)}
         # [ranks, lines, len(keys)], float32, per step: each rank's block contiguous, as it is
         # filled; ``keys``: the LINE_KEYS some line has on some rank (the others are all 0).
         self.data = data
+        # [ranks]: the steps each rank's figures are the mean of (None: not known).
+        self.steps = steps
         self._key_used: dict[str, int] | None = None  # has(): 1 for each key some line has
 
     def __len__(self) -> int:
@@ -141,6 +189,17 @@ class LineTable:
         if not isinstance(out, torch.Tensor) or out.dim() == 0:
             return torch.zeros(shape)
         return out.contiguous()
+
+    def mean_variance(self, key: str) -> torch.Tensor:
+        """[lines, ranks]: the variance of each line's per-step mean of metric key ``key`` (one of
+        :data:`VARIANCE_KEYS`), from its per-step spread over the rank's steps; 0 where none was
+        recorded (the figure is then taken as exact)."""
+        shape = (self.data.shape[1], self.data.shape[0])
+        var_key = VARIANCE_KEYS[key]
+        if var_key not in self.keys or self.steps is None:
+            return torch.zeros(shape, dtype=torch.float64)
+        per_step = self.data[:, :, self.keys.index(var_key)].T.to(torch.float64)
+        return per_step / self.steps.clamp(min=1).to(torch.float64)
 
     def has(self, metric: Metric) -> bool:
         """Whether any line has any of ``metric`` on any rank: the metric of 1 for each key some
@@ -233,4 +292,5 @@ def line_table(per_rank: Mapping[int, RankLines], steps: Mapping[int, int]) -> L
             # index_add: a line that occurs twice in one rank's list (two functions of one
             # name) adds up, as flatten_by_line's rows would.
             data[col].index_add_(0, rows_of[r], rows, alpha=1.0 / max(1, steps.get(r, 1)))
-    return LineTable(labels, order, keys, data)
+    counted = torch.tensor([steps.get(r, 1) for r in order], dtype=torch.float64)
+    return LineTable(labels, order, keys, data, counted)

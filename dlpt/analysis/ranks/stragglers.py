@@ -39,10 +39,13 @@ what it is called:
   exceeds the others' median by more than its pace explains (a ``time.sleep`` or a
   data-loading line that only it runs, a kernel on its own data), their excess together at
   least the same floor. Its *pace* is the median of its per-line cost ratios to the others,
-  each line one vote, lines that wait in collectives left out (:func:`_pace`). A line's sampled
-  host time must also stand ``OWN_LINE_Z`` deviations out of the noise of the samples behind it
-  (:class:`Sampling`): a line that stood out on too few samples is ``unsure``, and the rank is
-  neither named nor cleared ("straggler not decided", its lines said);
+  each line one vote, lines that wait in collectives left out (:func:`_pace`). A line's excess
+  must also stand ``OWN_LINE_Z`` deviations out of its noise: sampled host time, of the samples
+  behind it (:class:`Sampling`); CPU op time, of its spread from step to step (the variance of
+  its per-step mean, from the second moments the session saved): one step's 20 ms preemption
+  inside `y.sum().backward()` on a busy host named a symmetric rank for it. A line that stood
+  out by less is ``unsure``, and the rank is neither named nor cleared ("straggler not
+  decided", its lines said);
 - a **slower rank** otherwise: it ran the same lines as the others, each longer by about its
   pace (a busier or slower CPU, a throttled GPU: the machine, not the program). Ranks that do
   the same work on an unevenly loaded machine are this: the report says how much slower, and
@@ -146,12 +149,21 @@ def _at_least_0(v: Any) -> Any:
 
 # The straggler's own host work at a line: sampled host time outside synchronising CUDA calls
 # (a rank blocked in a sync is waiting, not working: counted as work, the waiting ranks' sync
-# lines would look like lines they run slower, and its pace would read low).
+# lines would look like lines they run slower, and its pace would read low), and outside the
+# time its thread held the GIL without running (GIL time beyond its CPU time): a thread that
+# holds the GIL has not chosen to wait (a sleep, a blocking call, a collective release it), so
+# off the CPU it was kept off by the host. On a busy 2-core host a symmetric rank was named for
+# `opt.step()`: 43 ms of samples in 24 steps, 16 ms of them in one `record_function.__init__`
+# with 0.09 ms of CPU time.
 HOST_WORK = Metric(
     "host",
-    "sampled host time outside synchronising CUDA calls",
+    "sampled host time outside synchronising CUDA calls and outside time held off the CPU",
     "ns",
-    lambda m: _at_least_0(METRICS["host"](m) - m.get("sync_ns", 0)),
+    lambda m: _at_least_0(
+        METRICS["host"](m)
+        - m.get("sync_ns", 0)
+        - _at_least_0(m.get("host_gil_ns", 0) - m.get("host_cpu_ns", 0))
+    ),
 )
 
 
@@ -310,11 +322,20 @@ class Straggler:
         )
 
     def unsure_text(self) -> str:
-        """Its lines that stood out on too few host samples to tell ('' when none)."""
+        """Its lines that stood out on too few host samples, or on too uneven steps, to tell
+        ('' when none)."""
         if not self.unsure:
             return ""
         where = ", ".join(f"{os.path.basename(c.node.file)}:{c.node.line}" for c in self.unsure)
-        return f"ran {where} longer than the others, on too few host samples to tell whether that is its own"
+        why = [
+            reason
+            for reason, metrics in (
+                ("too few host samples", (HOST_WORK,)),
+                ("steps too uneven", (METRICS["cpu"],)),
+            )
+            if any(c.metric in metrics for c in self.unsure)
+        ]
+        return f"ran {where} longer than the others, on {' and '.join(why)} to tell whether that is its own"
 
 
 def collective_sites(rs: RankSet, root: SpreadNode, gpu: bool) -> list[Site]:
@@ -411,8 +432,9 @@ def explain(
         own, rest = v[:, col], row_median(v[:, others]).to(torch.float64)
         beyond = own - k * rest  # what the same lines, run at its pace, do not explain
         mine = candidate & (beyond >= floor) & (own >= OWN_LINE_RATIO * k * rest)
-        if metric is HOST_WORK and sampling:
-            noisy = mine & (beyond < OWN_LINE_Z * _sampling_sd(v, col, others, k, lines.order, sampling))
+        sd = _noise_sd(metric, v, col, others, k, lines, sampling)
+        if sd is not None:
+            noisy = mine & (beyond < OWN_LINE_Z * sd)
             s.unsure += [
                 Cause(metric, float(own[i]), float(rest[i]), node=lines.labels[i]) for i in _indices(noisy)
             ]
@@ -430,6 +452,38 @@ def explain(
 
 def _indices(mask: torch.Tensor) -> list[int]:
     return [int(i) for i in torch.nonzero(mask).flatten().tolist()]
+
+
+def _noise_sd(
+    metric: Metric,
+    v: torch.Tensor,
+    col: int,
+    others: list[int],
+    k: float,
+    lines: LineTable,
+    sampling: Mapping[int, Sampling] | None,
+) -> torch.Tensor | None:
+    """Per line, the standard deviation of ``own - k * rest`` in ``metric`` that a line of its
+    own must stand out of (None: the metric is taken as exact): sampled host time varies with
+    its samples (:func:`_sampling_sd`); CPU op time, measured on every op, varies from step to
+    step, and a burst in one step (the rank's thread preempted inside a line for 20 ms on a busy
+    host) moves its mean by the burst over the steps (:func:`_spread_sd`)."""
+    if metric is HOST_WORK:
+        return _sampling_sd(v, col, others, k, lines.order, sampling) if sampling else None
+    if metric is METRICS["cpu"]:
+        return _spread_sd(lines.mean_variance("cpu_ns"), col, others, k)
+    return None
+
+
+def _spread_sd(var: torch.Tensor, col: int, others: list[int], k: float) -> torch.Tensor:
+    """From each line's variance of its per-step mean on every rank ([lines, ranks]): the
+    rank's own plus k^2 times a typical other rank's (their median, as :func:`_sampling_sd`)."""
+    rest = (
+        row_median(var[:, others]).to(torch.float64)
+        if others
+        else torch.zeros(var.shape[0], dtype=torch.float64)
+    )
+    return (var[:, col] + k * k * rest).sqrt()
 
 
 def _sampling_sd(

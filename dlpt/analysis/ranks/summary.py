@@ -222,10 +222,10 @@ def encode(
 ) -> bytes:
     """``session``'s summary as it travels through the store (see the module's doc); ``timeline``
     and ``max_collectives`` as :func:`summarize` takes them."""
-    from dlpt.analysis.ranks.lines import rank_lines
+    from dlpt.analysis.ranks.lines import line_variances, rank_lines
     from dlpt.trees.folding import report_tree
 
-    lines = rank_lines(report_tree(session, False))
+    lines = rank_lines(report_tree(session, False), line_variances(session))
     labels = json.dumps([[n.file, n.name, n.line] for n in lines.labels], separators=(",", ":")).encode()
     summary = summarize(session, max_nodes, timeline=timeline, max_collectives=max_collectives)
     return pack(summary, labels, lines.values)
