@@ -397,3 +397,18 @@ def test_a_line_held_off_the_cpu_while_holding_the_gil_is_not_its_own(held_gil: 
         return
     assert rep.stragglers == [] and [s.rank for s in rep.unnamed] == [1]
     assert rep.unnamed[0].causes == [] and rep.unnamed[0].unsure == []
+
+
+def test_a_line_the_others_were_sampled_at_once_sets_no_pace() -> None:
+    # Rank 1 sleeps 8 ms a step on line 33; rank 0's sampler caught line 33 once in 4 steps
+    # (its `if rank == sleeper:`). A ratio to one sample is no pace: as a 279x pace it hid a
+    # gloo job's 30 ms sleep on a busy host. The sleep is rank 1's own line.
+    sessions = [
+        R.ddp_gpu(0, 2, comm_ns=9_000_000, blocked_ns=8_300_000, exposed_ns=8_500_000, sleep_ns=250_000),
+        R.ddp_gpu(1, 2, comm_ns=1_000_000, exposed_ns=500_000, sleep_ns=8_000_000),
+    ]
+    for s in sessions:
+        s.set_meta("host", {"sampling": True, "sample_hz": 1000})
+    rep = _report(sessions)
+    assert [s.rank for s in rep.stragglers] == [1]
+    assert [c.node.line for c in rep.stragglers[0].causes] == [33]

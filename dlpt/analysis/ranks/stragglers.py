@@ -66,6 +66,7 @@ rank ran alike (``Slowdown``).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -132,6 +133,9 @@ OWN_LINE_Z = 3.0
 NOTICEABLE_PACE = 1.05  # a slowdown on the shared lines below this is not worth a word
 PACE_SHARE = 0.01  # a line votes on the pace when it holds at least this share of the others' work
 PACE_LINES = 3  # lines that are not candidates needed to set the pace without the candidates
+# A line votes on a pace of sampled host time only with this many samples behind the others'
+# figure: a ratio to 1 sample is noise (Poisson: +-100%), to 10 within +-60% at 95%.
+PACE_MIN_SAMPLES = 10
 
 # The straggler's own GPU work at a line: kernels, copies and memsets outside communication.
 GPU_COMPUTE = Metric(
@@ -423,7 +427,10 @@ def explain(
         v = lines.values(metric).to(torch.float64)
         own, rest = v[:, col], row_median(v[:, others]).to(torch.float64)
         candidate = own - rest >= floor
-        per_metric.append((metric, v, candidate, _pace(own, rest, candidate, waiting)))
+        measured = ~waiting
+        if metric is HOST_WORK and sampling:
+            measured &= _others_samples(v, others, lines.order, sampling) >= PACE_MIN_SAMPLES
+        per_metric.append((metric, v, candidate, _pace(own, rest, candidate, measured)))
     # One pace for the rank: a busier host slows everything it does, and each metric sees that
     # with noise of its own (CPU op time of short ops hardly at all); a line of its own must
     # stand out above the larger of the two.
@@ -502,7 +509,25 @@ def _sampling_sd(
     return (var(col) + k * k * rest).sqrt()
 
 
-def _pace(own: torch.Tensor, rest: torch.Tensor, candidate: torch.Tensor, waiting: torch.Tensor) -> float:
+def _others_samples(
+    v: torch.Tensor, others: list[int], order: list[int], sampling: Mapping[int, Sampling]
+) -> torch.Tensor:
+    """Per line, the host samples behind a typical other rank's figure (their median; a rank
+    without sampling counts as exact: unlimited)."""
+    counts = [
+        v[:, c] * how.steps / how.period_ns
+        if (how := sampling.get(order[c])) is not None
+        else torch.full_like(v[:, c], math.inf)
+        for c in others
+    ]
+    return (
+        row_median(torch.stack(counts, dim=1)).to(torch.float64)
+        if counts
+        else torch.zeros(v.shape[0], dtype=torch.float64)
+    )
+
+
+def _pace(own: torch.Tensor, rest: torch.Tensor, candidate: torch.Tensor, measured: torch.Tensor) -> float:
     """The rank's pace on the lines every rank runs: the median of its per-line cost ratios to
     the others, each line one vote (at least 1: a rank faster on the shared lines has none of its
     wait to explain by pace). A uniformly busier CPU or a throttled GPU stretches every line by
@@ -510,8 +535,11 @@ def _pace(own: torch.Tensor, rest: torch.Tensor, candidate: torch.Tensor, waitin
     at least ``PACE_SHARE`` of the others' work, not waiting in collectives; the candidates left
     out when :data:`PACE_LINES` others remain (a line of its own must not set the pace it is
     measured against), all of them otherwise (a busier host makes every line a candidate: it is
-    then the pace, not a line of its own; with two lines the two cannot be told apart)."""
-    shared = (rest > 0) & (own > 0) & ~waiting
+    then the pace, not a line of its own; with two lines the two cannot be told apart). Only
+    ``measured`` lines vote: not waiting in collectives, and in sampled host time with at least
+    ``PACE_MIN_SAMPLES`` behind the others' figure (a 30 ms sleep line that the other rank's
+    sampler caught once, evaluating the `if`, set a pace of 279x and hid the sleep)."""
+    shared = (rest > 0) & (own > 0) & measured
     if bool(shared.any()):
         shared &= rest >= PACE_SHARE * float(rest[shared].sum())
     votes = shared & ~candidate
