@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 import pytest
+import torch
 
 from dlpt.analysis.ranks.lines import line_table, rank_lines
 from dlpt.analysis.ranks.merge import SpreadNode, imbalance, rank_set, report_trees, spread_tree, totals
@@ -412,3 +413,34 @@ def test_a_line_the_others_were_sampled_at_once_sets_no_pace() -> None:
     rep = _report(sessions)
     assert [s.rank for s in rep.stragglers] == [1]
     assert [c.node.line for c in rep.stragglers[0].causes] == [33]
+
+
+@pytest.mark.parametrize(
+    ("own_ms", "own_steps", "rest_ms", "rest_steps", "own_line"),
+    [
+        # 35 samples in 33 steps against 1 in 5 (a symmetric gloo job's `y.sum().backward()` on
+        # a busy host): a count of 1 says little about the other rank's rate. Not decided.
+        (1.056, 33, 0.2, 5, False),
+        # A 10 ms sleep over 33 steps against 1 sample in 33: its own line, far out of the noise.
+        (10.0, 33, 0.03, 33, True),
+    ],
+)
+def test_a_line_against_a_handful_of_samples_is_judged_at_the_larger_rate(
+    own_ms: float, own_steps: int, rest_ms: float, rest_steps: int, own_line: bool
+) -> None:
+    from dlpt.analysis.ranks.lines import LineTable
+    from dlpt.analysis.ranks.stragglers import Sampling, Straggler, explain
+
+    line = Node("frame", "main", R.TRAIN, 21)
+    lines = LineTable(
+        [line],
+        [0, 1],
+        ["host_ns"],
+        torch.tensor([[[rest_ms * 1e6]], [[own_ms * 1e6]]], dtype=torch.float32),
+        torch.tensor([rest_steps, own_steps], dtype=torch.float64),
+    )
+    sampling = {0: Sampling(1e6, rest_steps), 1: Sampling(1e6, own_steps)}
+    s = Straggler(rank=1, waited_ns=own_ms * 1e6)
+    explain(s, lines, gpu=False, sampling=sampling)
+    assert [c.node.line for c in s.causes] == ([21] if own_line else [])
+    assert [c.node.line for c in s.unsure] == ([] if own_line else [21])
