@@ -46,6 +46,8 @@ BenchSwitches read_bench_switches() {
   if (const char* env = std::getenv("DLPT_OP_MEMO")) b.op_memo = std::strcmp(env, "0") != 0;  // only 0 turns it off
   if (const char* env = std::getenv("DLPT_ANCHOR_MIN_INNER"))
     b.anchor_min_inner = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
+  if (const char* env = std::getenv("DLPT_SAMPLER_LAG_US"))
+    b.sampler_lag_us = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   return b;
 }
 

@@ -51,6 +51,9 @@ struct BenchSwitches {
   SuspendMode suspend = SuspendMode::Disable;
   bool op_memo = true;
   uint32_t anchor_min_inner = 2;
+  // The host sampler waits this long between reading the step epoch and reading the stacks: the
+  // descheduling of a busy host, made on purpose (tests/native/test_host_sampler.py).
+  uint32_t sampler_lag_us = 0;
 };
 
 /// [GIL] The switches of the environment now. Throws std::invalid_argument on a DLPT_FLOOR or

@@ -190,6 +190,7 @@ void Sampler::tick(uint64_t weight_ns) {
   }
   ++stats_.ticks;
   stats_.sampled_wall_ns += weight_ns;
+  if (const uint32_t lag = s.opts.bench.sampler_lag_us) std::this_thread::sleep_for(std::chrono::microseconds(lag));
   {
     std::lock_guard<std::mutex> lock(codes_mu_);
     for (PyObject* code : lost_) reader_.forget(code);
@@ -240,6 +241,13 @@ void Sampler::sample_thread(const RemoteThread& t, uint64_t weight_ns, uint64_t 
   RawFrame raw[kMaxPythonFrames];
   size_t nf = 0;
   if (reader_.frames(t, raw, kMaxPythonFrames, &nf, &fresh_) == Walk::Torn) {
+    ++stats_.torn;
+    return;
+  }
+  // A step boundary since the tick read the epoch (this thread was descheduled in between: a
+  // busy host): the stack may be of either side, so it is dropped rather than filed in the step
+  // before (a program's teardown after its last step was read as part of that step).
+  if (session_->epochs.current() != pending_epoch_) {
     ++stats_.torn;
     return;
   }

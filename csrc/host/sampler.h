@@ -69,7 +69,7 @@ struct HostCell {
 #define DLPT_SAMPLER_STATS(X)                                                                  \
   X(ticks, "wake-ups while recording")                                                         \
   X(samples, "thread stacks recorded")                                                         \
-  X(torn, "stacks dropped: read while they changed")                                           \
+  X(torn, "stacks dropped: read while they changed, or across a step boundary")                \
   X(missed, "ticks skipped because the previous one ran late")                                 \
   X(scope_retries, "scope lists that kept changing while read (sampled without)")              \
   X(codes_lost, "code objects that failed validation under the GIL")                           \

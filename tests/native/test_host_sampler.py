@@ -328,6 +328,23 @@ def test_the_end_of_the_run_after_the_last_step_is_not_a_step() -> None:
     assert host["step_thread"]["ns"] < 200_000_000, host["step_thread"]["ns"]  # 4 x 10 ms, not 300 ms more
 
 
+def test_a_stack_read_across_a_step_boundary_is_not_filed_in_the_step_before(monkeypatch: Any) -> None:
+    # The sampler reads the step's epoch, then the stacks. On a busy host it can be kept off the
+    # CPU in between while the program ends its last step and starts its teardown: the stack it
+    # then reads is the teardown's, which was filed in the last step (the test above failed so
+    # under load). Made on purpose here: 20 ms between the two reads. Such a stack is dropped.
+    monkeypatch.setenv("DLPT_SAMPLER_LAG_US", "20000")
+    with dlpt.profile(gpu=False, sample_hz=1000, calibrate=False, skip_first=0) as prof:
+        for _ in range(4):
+            spin(0.01)
+            prof.step()
+        pause(0.3)  # the teardown
+    host = prof.session.meta["host"]
+    assert host["torn"] >= 1, host  # dropped, and counted
+    lines = host_by_line(prof.session)
+    assert lines.get(line_of("pause", pause), 0) == 0, lines
+
+
 def test_a_forked_child_neither_crashes_nor_inherits_the_sampler() -> None:
     # The child's own sampler must tick at least once; on a loaded 2-core CI machine a 100 ms run
     # once got none, so the child runs until its first samples (at most 3 s) and says why not.

@@ -82,7 +82,7 @@ def sampler_facts(a: Analysis, units: Units) -> list[Fact]:
     core = 100 * info.cpu_ns / info.wall_ns
     value = f"{info.hz:,} Hz, {info.samples:,} stacks; its thread used {core:.1f}% of a core"
     if info.torn:
-        value += f"; {info.torn:,} stacks dropped (read while they changed)"
+        value += f"; {info.torn:,} stacks dropped (read while they changed or across a step boundary)"
     if info.codes_lost:
         value += f"; {info.codes_lost:,} code objects freed before they were named"
     return [Fact("cost", f"host sampler: {value}", "dim", "host sampler", value)]
