@@ -85,7 +85,7 @@ def rates(case: Case, outs: list[Outcome]) -> list[Rate]:
         return [
             Rate(case.name, "a straggler named", sum(1 for o in outs if o.named), n, ("<=", 0.05)),
             Rate(case.name, "a rank waited for, not named (slower, or no line)", sum(1 for o in outs if o.unnamed), n),
-            Rate(case.name, "... of them not decided (a line on too few samples)", sum(1 for o in outs if o.unsure), n),
+            Rate(case.name, "... of them not decided (a line on too few samples or too uneven steps)", sum(1 for o in outs if o.unsure), n),
         ]
     return [
         Rate(case.name, f"rank {case.sleeper} named", sum(1 for o in outs if o.named == [case.sleeper]), n, (">=", 0.95)),
