@@ -158,7 +158,8 @@ def _at_least_0(v: Any) -> Any:
 # holds the GIL has not chosen to wait (a sleep, a blocking call, a collective release it), so
 # off the CPU it was kept off by the host. On a busy 2-core host a symmetric rank was named for
 # `opt.step()`: 43 ms of samples in 24 steps, 16 ms of them in one `record_function.__init__`
-# with 0.09 ms of CPU time.
+# with 0.09 ms of CPU time. The price: a line that blocks while keeping the GIL (page faults of
+# a memory-mapped file on a slow disk; CPython's own I/O releases it) is not a line of its own.
 HOST_WORK = Metric(
     "host",
     "sampled host time outside synchronising CUDA calls and outside time held off the CPU",
