@@ -313,17 +313,23 @@ def test_sampling_off_and_no_samples_outside_recorded_steps() -> None:
     assert lines.get(line_of("spin", spin), 0) < 10_000_000, lines  # only the recorded step's
 
 
-def test_the_end_of_the_run_after_the_last_step_is_not_a_step() -> None:
-    # The time between the last step boundary and stop (a program's teardown: destroying its
-    # process group, writing checkpoints) is outside the steps: never divided into them.
+def four_steps_then_teardown() -> Session:
+    """Four 10 ms steps, then 0.3 s after the last one (a program's teardown)."""
     with dlpt.profile(gpu=False, sample_hz=1000, calibrate=False, skip_first=0) as prof:
         for _ in range(4):
             spin(0.01)
             prof.step()
         pause(0.3)  # the teardown
-    host = prof.session.meta["host"]
-    assert host["steps"] <= prof.session.meta["steps"]["profiled"] == 4  # the tail is no step
-    lines = host_by_line(prof.session)
+    return prof.session
+
+
+def test_the_end_of_the_run_after_the_last_step_is_not_a_step() -> None:
+    # The time between the last step boundary and stop (a program's teardown: destroying its
+    # process group, writing checkpoints) is outside the steps: never divided into them.
+    session = four_steps_then_teardown()
+    host = session.meta["host"]
+    assert host["steps"] <= session.meta["steps"]["profiled"] == 4  # the tail is no step
+    lines = host_by_line(session)
     assert lines.get(line_of("pause", pause), 0) == 0, lines  # not on the steps' nodes
     assert host["step_thread"]["ns"] < 200_000_000, host["step_thread"]["ns"]  # 4 x 10 ms, not 300 ms more
 
@@ -334,14 +340,9 @@ def test_a_stack_read_across_a_step_boundary_is_not_filed_in_the_step_before(mon
     # then reads is the teardown's, which was filed in the last step (the test above failed so
     # under load). Made on purpose here: 20 ms between the two reads. Such a stack is dropped.
     monkeypatch.setenv("DLPT_SAMPLER_LAG_US", "20000")
-    with dlpt.profile(gpu=False, sample_hz=1000, calibrate=False, skip_first=0) as prof:
-        for _ in range(4):
-            spin(0.01)
-            prof.step()
-        pause(0.3)  # the teardown
-    host = prof.session.meta["host"]
-    assert host["torn"] >= 1, host  # dropped, and counted
-    lines = host_by_line(prof.session)
+    session = four_steps_then_teardown()
+    assert session.meta["host"]["torn"] >= 1, session.meta["host"]  # dropped, and counted
+    lines = host_by_line(session)
     assert lines.get(line_of("pause", pause), 0) == 0, lines
 
 

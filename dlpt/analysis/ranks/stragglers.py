@@ -332,14 +332,11 @@ class Straggler:
         if not self.unsure:
             return ""
         where = ", ".join(f"{os.path.basename(c.node.file)}:{c.node.line}" for c in self.unsure)
-        why = [
-            reason
-            for reason, metrics in (
-                ("too few host samples", (HOST_WORK,)),
-                ("steps too uneven", (METRICS["cpu"],)),
-            )
-            if any(c.metric in metrics for c in self.unsure)
-        ]
+        why = []
+        if any(c.metric is HOST_WORK for c in self.unsure):
+            why.append("too few host samples")
+        if any(c.metric is not HOST_WORK for c in self.unsure):  # CPU op time: its step-to-step spread
+            why.append("steps too uneven")
         return f"ran {where} longer than the others, on {' and '.join(why)} to tell whether that is its own"
 
 
@@ -507,18 +504,16 @@ def _sampling_sd(
     without sampling add none."""
     zero = torch.zeros(v.shape[0], dtype=torch.float64)
     own = v[:, col]
-    pace = max(k, 1e-9)
-
-    def var(c: int, level: torch.Tensor) -> torch.Tensor:
-        how = sampling.get(order[c])
-        return how.variance(level) if how is not None else zero
-
-    rest_level = row_median(v[:, others]).to(torch.float64) if others else zero
-    own_var = var(col, torch.maximum(own, k * rest_level))
-    if not others:
-        return own_var.sqrt()
-    rest_var = row_median(torch.stack([var(c, torch.maximum(v[:, c], own / pace)) for c in others], dim=1))
-    return (own_var + k * k * rest_var.to(torch.float64)).sqrt()
+    levels = torch.maximum(v, (own / max(k, 1e-9)).unsqueeze(1))  # the others' at the larger
+    levels[:, col] = torch.maximum(own, k * row_median(v[:, others]).to(torch.float64)) if others else own
+    var = torch.stack(
+        [
+            how.variance(levels[:, c]) if (how := sampling.get(rank)) is not None else zero
+            for c, rank in enumerate(order)
+        ],
+        dim=1,
+    )
+    return _spread_sd(var, col, others, k)
 
 
 def _others_samples(
