@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from verdict_rates import Rate
@@ -63,6 +63,7 @@ class Outcome:
     shift_factor: float
     steps: tuple[int, int]
     step_change: str = ""  # the step line's verdict ("differs", "within noise" or "")
+    on_floors: list[str] = field(default_factory=list)  # of `flagged`, those judged on the ops' fastest calls
 
 
 def _tag(text: str | None, where: str) -> str:
@@ -79,7 +80,7 @@ def judge_pair(a: Path, b: Path, changed: str | None) -> Outcome:
     d = diff_sessions(Session.load(str(a)), Session.load(str(b)))
     metric = default_diff_metric(d)
     shift, changes = d.judge(metric)
-    flagged, unsure, ratio = [], [], None
+    flagged, unsure, floors, ratio = [], [], [], None
     for r in d.rows:
         c = changes.get(r.key)
         one = r.a or r.b
@@ -88,6 +89,8 @@ def judge_pair(a: Path, b: Path, changed: str | None) -> Outcome:
         tag = _tag(one.text, one.where)
         if c.significant:
             flagged.append(tag)
+            if c.basis:
+                floors.append(tag)
         elif c.verdict == "can't tell":
             unsure.append(tag)
         if tag == changed:
@@ -95,7 +98,7 @@ def judge_pair(a: Path, b: Path, changed: str | None) -> Outcome:
     return Outcome(
         flagged, unsure, ratio,
         shift.verdict if shift else "not tested", shift.factor if shift else 1.0,
-        (d.a.steps, d.b.steps), d.step_change(),
+        (d.a.steps, d.b.steps), d.step_change(), floors,
     )
 
 
@@ -114,6 +117,11 @@ def rates(case: Case, outcomes: Iterable[Outcome]) -> list[Rate]:
         rows.append(Rate(case.name, f"{case.changed} flagged", found, n, target if k != "1.25" else None))
         rows.append(Rate(case.name, f"{case.changed} flagged and nothing else", alone, n,
                          (">=", 0.95) if k != "1.25" else None))
+    floors = sum(1 for o in out if o.on_floors)
+    if floors:
+        wrong_floor = sum(1 for o in out if any(t != case.changed for t in o.on_floors))
+        rows.append(Rate(case.name, "a line flagged on its fastest calls", floors, n))
+        rows.append(Rate(case.name, "... one that did not change", wrong_floor, n, ("<=", 0.05)))
     unsure = sum(1 for o in out if o.cant_tell)
     rows.append(Rate(case.name, "a line \"can't tell\"", unsure, n))
     # The step line and the run shift speak of the runs (the host or the code): on a shared

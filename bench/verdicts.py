@@ -3,9 +3,10 @@ construction, many times each, with how often it was right (docs/numbers.md quot
 
     python bench/verdicts.py diff   --pairs 20 [--busy 2] [--dir DIR]   # dlpt diff on lines.py pairs
     python bench/verdicts.py judge  DIR                                 # the diff tables again from saved runs
+    python bench/verdicts.py judge-cross DIR                            # ...over every cross pair of those runs
     python bench/verdicts.py warmup [--seeds 300]                       # the warm-up rule on simulated series
     python bench/verdicts.py steps  --runs 10 [--busy 2]                # warm-up end to end: the README's command, short runs
-    python bench/verdicts.py ranks  --runs 10 [--busy 2]                # stragglers: two gloo ranks, one sleeping
+    python bench/verdicts.py ranks  --runs 10 [--busy 2] [--cases TEXT] # stragglers: two gloo ranks, one sleeping
     python bench/verdicts.py judge-ranks DIR                            # the stragglers table again from saved jobs
     python bench/verdicts.py verify --pairs 5 [--runs 3] [--busy 0]     # dlpt verify's exit status on lines.py pairs
 
@@ -96,6 +97,33 @@ def judge_diff(root: Path) -> None:
     _write("diff", "dlpt diff on pairs of known truth", rates, {"outcomes": raw, "runs": meta}, notes)
 
 
+def judge_cross(root: Path) -> None:
+    """The diff tables again from saved runs, over every cross pair: each base run against each
+    other base run of its length (A/A), each changed run against each base run. Many more pairs
+    than `judge`, but not independent (a run is in many): rates, not intervals, are what they
+    add."""
+    import itertools
+
+    rates: list[Rate] = []
+    raw: dict = {}
+    for case in verdict_diff.CASES:
+        bases = sorted((root / f"base{case.steps}").glob("*.json"))
+        if case.changed is None and not case.host:
+            pairs = list(itertools.combinations(bases, 2))
+        else:
+            pairs = [(a, b) for b in sorted((root / _slug(case.name)).glob("*.json")) for a in bases]
+        outcomes = [verdict_diff.judge_pair(a, b, case.changed) for a, b in pairs]
+        rates += verdict_diff.rates(case, outcomes)
+        raw[case.name] = [o.__dict__ for o in outcomes]
+    notes = [
+        f"`python bench/verdicts.py judge-cross {root}` on {platform.node()}, {time.strftime('%Y-%m-%d')}: "
+        "the saved runs of one `diff` batch, judged in every cross pair (each base run against each other, "
+        "each changed run against each base run of its length). The pairs share runs: the intervals "
+        "below assume independent pairs and are too narrow; read the counts.",
+    ]
+    _write("diff-cross", "dlpt diff on cross pairs of known truth", rates, {"outcomes": raw}, notes)
+
+
 def run_warmup(args: argparse.Namespace) -> None:
     if args.old:
         os.environ["VERDICTS_HOST"] = os.environ.get("VERDICTS_HOST", "sim") + "-old"
@@ -160,7 +188,7 @@ def run_ranks(args: argparse.Namespace) -> None:
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)
     with busy_host(args.busy):
-        for case in vr.CASES:
+        for case in [c for c in vr.CASES if args.cases in c.name]:
             for i in range(args.runs):
                 out = root / _slug(case.name) / f"{i}.json"
                 out.parent.mkdir(exist_ok=True)
@@ -268,6 +296,7 @@ def main() -> None:
     rk.add_argument("--runs", type=int, default=10)
     rk.add_argument("--busy", type=int, default=0)
     rk.add_argument("--dir", default="/tmp/dlpt-verdicts-ranks")
+    rk.add_argument("--cases", default="", help="only the cases whose name holds this text (e.g. symmetric)")
     jr = sub.add_parser("judge-ranks")
     jr.add_argument("dir")
     jg = sub.add_parser("judge-gpu")
@@ -280,6 +309,8 @@ def main() -> None:
     vf.add_argument("--dir", default="/tmp/dlpt-verdicts-verify")
     j = sub.add_parser("judge")
     j.add_argument("dir")
+    jc = sub.add_parser("judge-cross")
+    jc.add_argument("dir")
     args = ap.parse_args()
     if args.part == "diff":
         run_diff(args)
@@ -297,6 +328,8 @@ def main() -> None:
         run_verify(args)
     elif args.part == "judge":
         judge_diff(Path(args.dir))
+    elif args.part == "judge-cross":
+        judge_cross(Path(args.dir))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ node's ``m`` and ``q`` are what the native core records: the per-step sum and su
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -36,10 +37,7 @@ def session(
         shared = 1 + rng.gauss(0, 0.05)
         for i, c in enumerate(costs):
             per_line[i].append(max(0, round(c * 1000 * run_factor[i] * shared * (1 + rng.gauss(0, 0.10)))))
-    nodes: list[dict[str, Any]] = [
-        {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
-        {"id": 1, "parent": 0, "kind": "frame", "name": "main", "file": "/p/train.py", "line": 10, "m": {}},
-    ]
+    nodes = _top_nodes()
     for i, xs in enumerate(per_line):
         frame = len(nodes)
         nodes.append(
@@ -69,6 +67,14 @@ def session(
     return Session.from_dict({"format": "dlpt-session", "version": 3, "meta": meta, "nodes": nodes})
 
 
+def _top_nodes() -> list[dict[str, Any]]:
+    """The root and the script's frame that every line of a made-up session sits under."""
+    return [
+        {"id": 0, "parent": -1, "kind": "root", "name": "<root>", "file": "", "line": 0, "m": {}},
+        {"id": 1, "parent": 0, "kind": "frame", "name": "main", "file": "/p/train.py", "line": 10, "m": {}},
+    ]
+
+
 def verdicts(a: Session, b: Session) -> tuple[str, dict[int, str]]:
     """The run shift's verdict and each model line's (0-based) verdict that is not "same"."""
     d = diff_sessions(a, b)
@@ -79,4 +85,104 @@ def verdicts(a: Session, b: Session) -> tuple[str, dict[int, str]]:
         one = row.a or row.b
         if c is not None and one is not None and c.verdict != "same":
             out[one.line - 100] = c.verdict
+    return (shift.verdict if shift is not None else "not tested"), out
+
+
+CPU = METRICS["cpu"]
+
+
+def busy_cpu_session(
+    seed: int,
+    calls: list[int],
+    heavier: dict[int, float] | None = None,
+    steps: int = 40,
+    host: float = 1.0,
+    call_us: float = 20.0,
+    slices: float = 0.5,
+    slice_us: float = 3000.0,
+) -> Session:
+    """A CPU run on a busy host: line i makes ``calls[i]`` op calls a step (times ``heavier[i]``)
+        of ``call_us`` each (times ``host``), every call +-10%; each run as a whole faster or slower
+        by +-20% (the host's load during it) and each line by +-4% more on its own (what the floors
+    of lines.py's lines did between runs on the busy 2-core machine: docs/numbers.md). The host
+        preempts the program ``slices`` times a step on average, each a scheduler slice of about
+        ``slice_us`` landing on one call (a line picked by its share of the time): that call's time
+        grows by it, its line's fastest call does not. ``m`` has the op's calls, CPU time and floor
+        (``cpu_floor_ns``: calls x the fastest call), ``q`` the per-step squares of the CPU time."""
+    rng = random.Random(seed)
+    run = host * math.exp(rng.gauss(0, 0.2))
+    n_calls = [round(c * (heavier or {}).get(i, 1.0)) for i, c in enumerate(calls)]
+    per_call = [call_us * 1000 * run * math.exp(rng.gauss(0, 0.04)) for _ in calls]
+    per_step: list[list[float]] = [[] for _ in calls]
+    fastest = [math.inf for _ in calls]
+    weights = [n * u for n, u in zip(n_calls, per_call, strict=True)]
+    for _ in range(steps):
+        step = [0.0 for _ in calls]
+        for i, n in enumerate(n_calls):
+            for _ in range(n):
+                t = per_call[i] * (1 + rng.uniform(-0.1, 0.1))
+                fastest[i] = min(fastest[i], t)
+                step[i] += t
+        for _ in range(_poisson(rng, slices)):
+            step[rng.choices(range(len(calls)), weights)[0]] += slice_us * 1000 * rng.uniform(0.5, 1.5)
+        for i, x in enumerate(step):
+            per_step[i].append(x)
+    nodes = _top_nodes()
+    for i, xs in enumerate(per_step):
+        frame = len(nodes)
+        nodes.append(
+            {
+                "id": frame,
+                "parent": 1,
+                "kind": "frame",
+                "name": "main",
+                "file": "/p/train.py",
+                "line": 100 + i,
+                "m": {},
+            }
+        )
+        nodes.append(
+            {
+                "id": frame + 1,
+                "parent": frame,
+                "kind": "op",
+                "name": "aten::mm",
+                "file": "",
+                "line": 0,
+                "m": {"calls": n_calls[i] * steps},
+            }
+        )
+        nodes.append(
+            {
+                "id": frame + 2,
+                "parent": frame + 1,
+                "kind": "phase",
+                "name": "<forward>",
+                "file": "",
+                "line": 0,
+                "m": {"cpu_ns": round(sum(xs)), "cpu_floor_ns": round(n_calls[i] * steps * fastest[i])},
+                "q": {"cpu_ns": float(sum(x * x for x in xs))},
+            }
+        )
+    meta = {"steps": {"profiled": steps}}
+    return Session.from_dict({"format": "dlpt-session", "version": 3, "meta": meta, "nodes": nodes})
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    n, t = 0, rng.expovariate(1.0)
+    while t < mean:
+        n, t = n + 1, t + rng.expovariate(1.0)
+    return n
+
+
+def cpu_verdicts(a: Session, b: Session) -> tuple[str, dict[int, tuple[str, str]]]:
+    """The run shift's verdict and each line's (0-based) (verdict, basis) that is not "same"."""
+    d = diff_sessions(a, b)
+    shift, changes = d.judge(CPU)
+    out = {}
+    for row in d.rows:
+        c = changes.get(row.key)
+        one = row.a or row.b
+        if c is not None and one is not None and one.line >= 100 and c.verdict != "same":
+            out[one.line - 100] = (c.verdict, c.basis)
     return (shift.verdict if shift is not None else "not tested"), out

@@ -17,10 +17,14 @@ struct Metrics {
   std::atomic<uint64_t> bytes{0};       // copy bytes
   std::atomic<uint64_t> sync_ticks{0};  // host time blocked in synchronisation
   std::atomic<uint64_t> api_ticks{0};   // CUDA API host time of calls made in this context
+  // A kernel's, copy's or memset's shortest/longest activity (ns); on an op's context node (its
+  // <forward> phase, or the op) its fastest single call's CPU self time, in ticks: a floor that a
+  // busy host's preemptions do not move (docs/numbers.md, "dlpt diff").
   std::atomic<uint64_t> min_ns{UINT64_MAX};
   std::atomic<uint64_t> max_ns{0};
 
-  void add_duration(uint64_t ns);  /// [MT] gpu_ns/count/min/max in one go
+  void add_duration(uint64_t ns);     /// [MT] gpu_ns/count/min/max in one go
+  void add_op_self(uint64_t ticks);  /// [MT] cpu_ticks and the fastest call (min_ns, in ticks)
 };
 
 }  // namespace dlpt

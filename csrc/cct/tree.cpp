@@ -51,6 +51,13 @@ void Metrics::add_duration(uint64_t ns) {
   }
 }
 
+void Metrics::add_op_self(uint64_t ticks) {
+  cpu_ticks.fetch_add(ticks, std::memory_order_relaxed);
+  uint64_t cur = min_ns.load(std::memory_order_relaxed);
+  while (ticks < cur && !min_ns.compare_exchange_weak(cur, ticks, std::memory_order_relaxed)) {
+  }
+}
+
 uint32_t StringTable::intern(std::string_view s, const char** stable_text) {
   std::lock_guard<std::mutex> lock(mu_);
   return insert_locked(s, stable_text);

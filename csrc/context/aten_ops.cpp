@@ -408,7 +408,7 @@ void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*unused*/) {
       e.ctx_node != kNoNode) {
     // CPU-side costs belong to the epoch running when they are added (cct/epochs.h).
     const uint32_t epoch = s->epochs.current();
-    s->metrics(e.ctx_node, epoch).cpu_ticks.fetch_add(dur > e.child ? dur - e.child : 0, std::memory_order_relaxed);
+    s->metrics(e.ctx_node, epoch).add_op_self(dur > e.child ? dur - e.child : 0);
     if (e.op_node != kNoNode) s->metrics(e.op_node, epoch).calls.fetch_add(1, std::memory_order_relaxed);
     if (host::timeline_on() && e.op_node != kNoNode) host::on_op(*s, ts.os_tid, e.op_node, e.start, end);
   }

@@ -7,7 +7,9 @@ namespace dlpt {
 
 namespace {
 
-ExportedMetrics export_metrics(const Metrics& m, const TickRate& r) {
+/// `host_min`: the node's min_ns is a host duration in ticks (an op's fastest call), not a GPU
+/// activity's nanoseconds.
+ExportedMetrics export_metrics(const Metrics& m, const TickRate& r, bool host_min) {
   ExportedMetrics e;
   e.calls = m.calls.load();
   e.cpu_ns = r.to_ns(m.cpu_ticks.load());
@@ -17,7 +19,7 @@ ExportedMetrics export_metrics(const Metrics& m, const TickRate& r) {
   e.sync_ns = r.to_ns(m.sync_ticks.load());
   e.api_ns = r.to_ns(m.api_ticks.load());
   const uint64_t min_ns = m.min_ns.load();
-  e.min_ns = min_ns == UINT64_MAX ? 0 : min_ns;
+  e.min_ns = min_ns == UINT64_MAX ? 0 : (host_min ? r.to_ns(min_ns) : min_ns);
   e.max_ns = m.max_ns.load();
   return e;
 }
@@ -77,8 +79,9 @@ ExportedNode export_node(Session& s, NodeId id) {
       break;
   }
   n.m.fold_all(s.epochs);
-  out.counted = export_metrics(n.m.counted(), s.rate);
-  out.outside = export_metrics(n.m.outside(), s.rate);
+  const bool host_min = n.kind != NodeKind::Kernel && n.kind != NodeKind::Memcpy && n.kind != NodeKind::Memset;
+  out.counted = export_metrics(n.m.counted(), s.rate, host_min);
+  out.outside = export_metrics(n.m.outside(), s.rate, host_min);
   const double ns_per_tick = s.rate.ns_per_tick();
   out.sq_cpu_ns = n.m.sq_cpu_ticks() * ns_per_tick * ns_per_tick;
   out.sq_gpu_ns = n.m.sq_gpu_ns();

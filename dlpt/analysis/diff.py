@@ -21,7 +21,9 @@ compare), else totals.
 Verdicts (docs/numbers.md): when both sessions saved per-step second moments (format 3), each
 line's change is judged by :mod:`dlpt.analysis.diff_test`: against what the whole run shares
 (the run shift, from the lines' median ratio), with per-step and run-to-run noise, Holm-corrected
-over the lines; "can't tell" where one pair of runs cannot separate a line from the host.
+over the lines; "can't tell" where one pair of runs cannot separate a line from the host. In CPU
+op time, a line the mean cannot tell is judged again on its ops' fastest calls (its floor,
+``cpu_floor_ns``), which a busy host's preemptions do not stretch (SessionDiff._on_floors).
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlpt.analysis.diff_test import FASTER, SLOWER, LineSample, RunShift, judge_lines
+from dlpt.analysis.diff_test import CANT_TELL, FASTER, SLOWER, LineSample, RunShift, Verdict, judge_lines
 from dlpt.model.calibration import Calibration, calibration
 from dlpt.model.meta import StepTime, program_argv, step_time
-from dlpt.model.metrics import METRICS, Metric
+from dlpt.model.metrics import CPU_FLOOR, METRICS, Metric
 from dlpt.model.resume_names import parse_resume_name
 from dlpt.model.session import Session
 from dlpt.model.source_text import session_sources
@@ -51,6 +53,7 @@ __all__ = [
     "Side",
     "SessionDiff",
     "Change",
+    "FASTEST",
     "diff_sessions",
     "function_key",
 ]
@@ -159,10 +162,31 @@ class Change:
     lo: float = 0.0  # the ratio's 95% interval
     hi: float = math.inf
     why: str = ""  # what a CANT_TELL rests on: "host", "noise" or "runs"
+    # What the verdict was judged on: "" the line's mean per step; FASTEST its ops' floors
+    # (calls x each op's fastest call), where the mean could not tell (SessionDiff.judge).
+    basis: str = ""
 
     @property
     def significant(self) -> bool:
         return self.verdict in (SLOWER, FASTER)
+
+
+#: Change.basis of a verdict judged on the ops' fastest calls (CPU op time only).
+FASTEST = "fastest calls"
+#: The run-to-run noise of one line's floor (log scale) that the floors' scatter is pooled with
+#: (diff_test.PRIOR_LINE_NOISE for means). Measured on the busy 2-core machine (docs/numbers.md):
+#: the floors of lines.py's lines scattered 2-6% (sd) between runs of one program, with tails to
+#: 25%; with 5% two such runs flagged a line in 7 of 66 pairs (without FLOOR_MIN_CALLS), with
+#: 8% and it in none.
+FLOOR_NOISE = 0.08
+#: The op calls a line's floor must rest on in each run (its ops' calls over the counted steps):
+#: the fastest of 40 calls of a small op moved 0.5-2x between runs of one program there.
+FLOOR_MIN_CALLS = 200
+
+
+def _floor_calls(cost: LineCost | None) -> int:
+    """The op calls under a line (its own, over the counted steps): what its floor rests on."""
+    return cost.self.get("calls", 0) if cost is not None else 0
 
 
 @dataclass
@@ -215,11 +239,51 @@ class SessionDiff:
         ]
         total = max(self.total(metric, "a"), self.total(metric, "b"))
         shift, verdicts = judge_lines(samples, total)
+        bases = self._on_floors(metric, rows, verdicts)
         out = {
-            r.key: Change(x.a, x.b, x.sd_a or 0.0, x.sd_b or 0.0, v.ratio, v.p, v.verdict, v.lo, v.hi, v.why)
-            for r, x, v in zip(rows, samples, verdicts, strict=True)
+            r.key: Change(
+                x.a, x.b, x.sd_a or 0.0, x.sd_b or 0.0, v.ratio, v.p, v.verdict, v.lo, v.hi, v.why, basis
+            )
+            for r, x, v, basis in zip(rows, samples, verdicts, bases, strict=True)
         }
         return shift, out
+
+    def _on_floors(self, metric: Metric, rows: list[LineDiff], verdicts: list[Verdict]) -> list[str]:
+        """Each verdict's basis (Change.basis), replacing in ``verdicts`` a CPU line's "can't
+        tell" by its floors' verdict where those changed and fit the mean's interval.
+
+        A host whose other work preempts the program stretches the calls it lands in by a
+        scheduler slice each (milliseconds, on ops of microseconds), so a line's CPU op time per
+        step swings with where those slices fell, and two runs of one program on a busy host
+        differ by 0.4-3x as a whole and unevenly line by line (docs/numbers.md): the means
+        cannot tell. An op's fastest call over the counted steps is one the host left alone;
+        calls x that floor moves when the line does more work (more calls, or slower ones)
+        and not when the host takes the CPU away. It misses a line whose calls became slower
+        only some of the time, which is why it is only asked where the mean cannot tell and
+        must agree with it (the floor's ratio inside the mean's 95% interval), and why it only
+        ever finds a change, never says "within noise"."""
+        bases = [""] * len(rows)
+        if metric.name != METRICS["cpu"].name or not any(v.verdict == CANT_TELL for v in verdicts):
+            return bases
+        floors = [
+            LineSample(self.value(CPU_FLOOR, r, "a"), self.value(CPU_FLOOR, r, "b"), None, None, 0, 0)
+            if _floor_calls(r.a) >= FLOOR_MIN_CALLS and _floor_calls(r.b) >= FLOOR_MIN_CALLS
+            else LineSample(0.0, 0.0, None, None, 0, 0)  # too few calls for a steady fastest one
+            for r in rows
+        ]
+        total = max(self.total(CPU_FLOOR, "a"), self.total(CPU_FLOOR, "b"))
+        if not (self.total(CPU_FLOOR, "a") and self.total(CPU_FLOOR, "b")):
+            return bases  # a session from before floors, or of no CPU ops
+        _, on_floors = judge_lines(floors, total, FLOOR_NOISE)
+        for i, (v, f) in enumerate(zip(verdicts, on_floors, strict=True)):
+            if (
+                v.verdict == CANT_TELL
+                and f.significant
+                and math.isfinite(f.ratio)
+                and v.lo <= f.ratio <= v.hi
+            ):
+                verdicts[i], bases[i] = f, FASTEST
+        return bases
 
     def changes(self, metric: Metric) -> dict[LineKey, Change]:
         """Every row with a value of ``metric``, judged; {} when the sessions cannot be tested."""

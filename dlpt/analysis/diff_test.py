@@ -175,15 +175,15 @@ def _robust_sd(values: Sequence[float], centre: float) -> float:
     return 1.4826 * statistics.median(abs(v - centre) for v in values) if values else 0.0
 
 
-def _shift_of(logs: Sequence[float], per_step: Sequence[float]) -> tuple[float, float, float]:
+def _shift_of(logs: Sequence[float], per_step: Sequence[float], prior: float) -> tuple[float, float, float]:
     """(shift, tau, standard error of the shift) of lines with log ratios ``logs`` and per-step
-    variances ``per_step`` (log scale); tau pooled with the prior (see PRIOR_LINE_NOISE)."""
+    variances ``per_step`` (log scale); tau pooled with the prior ``prior`` (see PRIOR_LINE_NOISE)."""
     shift = statistics.median(logs)
     noise = statistics.median(per_step) if per_step else 0.0
     scatter = _robust_sd(logs, shift)
     seen = max(0.0, scatter * scatter - noise)
     n = len(logs) - 1  # degrees of freedom of the scatter
-    tau = math.sqrt((PRIOR_LINES * PRIOR_LINE_NOISE**2 + n * seen) / (PRIOR_LINES + n))
+    tau = math.sqrt((PRIOR_LINES * prior**2 + n * seen) / (PRIOR_LINES + n))
     # The median of n values of spread sigma has a standard error of about sqrt(pi/2) sigma/sqrt(n).
     return shift, tau, math.sqrt(math.pi / 2 * (noise + tau * tau) / len(logs))
 
@@ -197,14 +197,15 @@ def _votes(lines: Sequence[LineSample], total: float) -> list[int]:
     return [i for i, x in enumerate(lines) if _measurable(x, total)]
 
 
-def run_shift(lines: Sequence[LineSample], total: float) -> RunShift:
-    """The run shift of ``lines`` (see the module docstring); ``total``: the larger run's total."""
+def run_shift(lines: Sequence[LineSample], total: float, prior: float = PRIOR_LINE_NOISE) -> RunShift:
+    """The run shift of ``lines`` (see the module docstring); ``total``: the larger run's total;
+    ``prior``: the run-to-run noise of one line that the lines' scatter is pooled with."""
     votes = _votes(lines, total)
     if len(votes) < MIN_LINES:
-        return RunShift(1.0, 1.0, 1.0, len(votes), PRIOR_LINE_NOISE, CANT_TELL)
+        return RunShift(1.0, 1.0, 1.0, len(votes), prior, CANT_TELL)
     logs = [math.log(lines[i].b / lines[i].a) for i in votes]
     per_step = [se * se for i in votes if (se := lines[i].log_se()) is not None]
-    shift, tau, se = _shift_of(logs, per_step)
+    shift, tau, se = _shift_of(logs, per_step, prior)
     half = t_quantile(0.975, _df(len(votes))) * se
     lo, hi = math.exp(shift - half), math.exp(shift + half)
     verdict = SAME if lo <= 1.0 <= hi else (SLOWER if shift > 0 else FASTER)
@@ -212,7 +213,7 @@ def run_shift(lines: Sequence[LineSample], total: float) -> RunShift:
 
 
 def _against_the_others(
-    lines: Sequence[LineSample], votes: list[int], i: int
+    lines: Sequence[LineSample], votes: list[int], i: int, prior: float
 ) -> tuple[float, float, float, int]:
     """(shift, tau, shift's standard error, lines) from the measurable lines other than ``i``:
     a line that changed must not widen the noise it is tested against (with a handful of
@@ -225,7 +226,7 @@ def _against_the_others(
         others = votes
     logs = [math.log(lines[j].b / lines[j].a) for j in others]
     per_step = [se * se for j in others if (se := lines[j].log_se()) is not None]
-    shift, tau, se = _shift_of(logs, per_step)
+    shift, tau, se = _shift_of(logs, per_step, prior)
     return shift, tau, se, len(others)
 
 
@@ -254,10 +255,12 @@ def _test_line(x: LineSample, against: tuple[float, float, float, int], floor: f
     half = t_quantile(0.975, _df(n)) * sd
     b_adj = x.b / math.exp(log_shift)
     d = abs(b_adj - x.a)
-    # At least MIN_EFFECT of the line after the shift, and MIN_SHARE of the total before it: a
-    # line of a few tenths of a percent (the backward call's own engine time) is moved by a busy
-    # host in its own way, and dividing by a large shift would blow its change up to a share.
-    big = d >= MIN_EFFECT * max(x.a, b_adj) and abs(x.b - x.a) >= floor
+    # At least MIN_EFFECT of the line after the shift and MIN_SHARE of the total, of a line that
+    # holds MIN_SHARE of the total in one run at least: a line of a few tenths of a percent (the
+    # backward call's own engine time) is moved by a busy host in its own way, and dividing by a
+    # large shift would blow its change up to a share. (The change before the shift is not
+    # asked for: a line made 1.5x heavier in a run 0.66x as a whole did not move raw.)
+    big = d >= MIN_EFFECT * max(x.a, b_adj) and d >= floor and max(x.a, x.b) >= floor
     return _Test(math.exp(l_line), math.exp(l_line - half), math.exp(l_line + half), p, big)
 
 
@@ -290,16 +293,20 @@ def _verdict(t: _Test, passed: bool, shift: RunShift, x: LineSample, floor: floa
     return Verdict(t.ratio, t.p, CANT_TELL, t.lo, t.hi, "noise")
 
 
-def judge_lines(lines: Sequence[LineSample], total: float) -> tuple[RunShift, list[Verdict]]:
+def judge_lines(
+    lines: Sequence[LineSample], total: float, prior: float = PRIOR_LINE_NOISE
+) -> tuple[RunShift, list[Verdict]]:
     """The run shift and every line's verdict, in the order of ``lines`` (see the module
-    docstring). ``total``: the larger run's total of the metric, per step."""
-    shift = run_shift(lines, total)
+    docstring). ``total``: the larger run's total of the metric, per step; ``prior``: the
+    run-to-run noise of one line that the lines' scatter is pooled with (PRIOR_LINE_NOISE for
+    means; dlpt.analysis.diff's floors have their own)."""
+    shift = run_shift(lines, total, prior)
     votes = _votes(lines, total)
     floor = MIN_SHARE * total
     tests = [
         _test_line(
             x,
-            _against_the_others(lines, votes, i) if shift.known else (0.0, PRIOR_LINE_NOISE, 0.0, 1),
+            _against_the_others(lines, votes, i, prior) if shift.known else (0.0, prior, 0.0, 1),
             floor,
         )
         for i, x in enumerate(lines)

@@ -168,6 +168,33 @@ _MOMENT_NAMES: dict[str, tuple[str | None, str | None, str | None]] = {
 }
 
 
+#: A node's *floor*: its op's calls times the op's fastest call's CPU self time (the core's
+#: ``min_ns`` on the node its self time goes to: a backward or nested op itself, or an outermost
+#: op's ``<forward>`` phase, whose op holds the calls). A busy host's preemptions stretch some
+#: calls of an op, never the fastest of many: ``dlpt diff`` judges a CPU line on it where the
+#: line's mean per step is too noisy to tell (docs/numbers.md, "dlpt diff").
+FLOOR_KEY = "cpu_floor_ns"
+_FLOOR_KINDS = frozenset({"op", "scope", "phase"})
+
+
+def _floor_calls(kind: str, name: str, own_calls: int, parent: dict[str, Any] | None, key: str) -> int:
+    """The calls a node's fastest self time stands for: its own (an op, a scope), or, for an
+    outermost op's ``<forward>`` phase, its op's (``parent[key]``: the parent's ``m`` or ``o``);
+    0 for the rest (a ``<backward>`` phase holds the engine wrapper's time, once per backward
+    node, not per call of the op above it)."""
+    if kind in ("op", "scope"):
+        return own_calls
+    if kind == "phase" and name == "<forward>" and parent is not None and parent["kind"] == "op":
+        return int((parent.get(key) or {}).get("calls", 0))
+    return 0
+
+
+def _add_floor(m: dict[str, int], t: tuple[int, ...], calls: int) -> None:
+    """Put the floor (FLOOR_KEY) on ``m`` from RawMetrics ``t`` and the calls it stands for."""
+    if t[7] and calls and t[1]:
+        m[FLOOR_KEY] = min(t[1], calls * t[7])  # never above the time it is a floor of
+
+
 def _moments(kind: str, sq: tuple[float, float, float]) -> dict[str, float]:
     """A node's ``q``: per metric, the sum over counted steps of the step's amount squared (ns^2;
     docs/session-format.md), for the time metric its kind keeps."""
@@ -257,6 +284,9 @@ def node_table(
             "line": line,
             "m": _metrics(kind, counted),
         }
+        up = nodes[parent] if kind == "phase" and parent >= 0 else None
+        if kind in _FLOOR_KINDS:
+            _add_floor(node["m"], counted, _floor_calls(kind, name, counted[0], up, "m"))
         if sq is not None and any(sq):
             q = _moments(kind, sq)
             if q:
@@ -269,6 +299,8 @@ def node_table(
             node = _with_extras(node, extras, sig, counted=coll is not None)
         if any(out) or (collectives_outside and nid in collectives_outside):
             o = _metrics(kind, out)
+            if kind in _FLOOR_KINDS:
+                _add_floor(o, out, _floor_calls(kind, name, out[0], up, "o"))
             coll_out = collectives_outside.get(nid)
             if coll_out is not None:
                 _comm_metrics(o, coll_out)

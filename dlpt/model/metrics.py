@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from dlpt.errors import UsageError
 from dlpt.model.tree import Node
 
-__all__ = ["Metric", "METRICS", "COMM", "WAIT", "get_metric", "default_metric", "default_metric_of"]
+__all__ = [
+    "Metric",
+    "METRICS",
+    "COMM",
+    "WAIT",
+    "CPU_FLOOR",
+    "get_metric",
+    "default_metric",
+    "default_metric_of",
+]
 
 
 @dataclass(frozen=True)
@@ -86,3 +95,9 @@ def default_metric_of(totals: Mapping[str, int]) -> Metric:
 #: for collectives (a column of the tree views, the cross-rank report's comparison of ranks).
 COMM = Metric("comm", "communication GPU time (collective kernels)", "ns", lambda m: m.get("comm_ns", 0))
 WAIT = Metric("wait", "host time waiting for collectives", "ns", lambda m: m.get("comm_wait_ns", 0))
+#: CPU op time with every call at its op's fastest (calls x the fastest call's self time, the
+#: session's ``cpu_floor_ns``; dlpt.capture.native): what ``dlpt diff`` judges a CPU line on
+#: where the host's delays leave its mean too noisy (docs/numbers.md). Not a column: a witness.
+CPU_FLOOR = Metric(
+    "cpu_floor", "CPU time of aten ops, each call at its op's fastest", "ns", _key("cpu_floor_ns")
+)

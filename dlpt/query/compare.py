@@ -83,6 +83,8 @@ def line_answer(c: LineChange) -> dict[str, Any]:
         out["verdict"] = ch.verdict
         if ch.why:
             out["why"] = ch.why
+        if ch.basis:
+            out["basis"] = ch.basis
     return out
 
 

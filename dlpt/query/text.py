@@ -100,6 +100,8 @@ def _change_row(row: Mapping[str, Any], unit: str) -> str:
     if row.get("lo") is not None and row.get("hi") is not None:
         change += f" ({row['lo']:.2f}-{row['hi']:.2f})"
     verdict = row.get("verdict") or "untested"
+    if row.get("basis"):  # judged on the ops' fastest calls (dlpt.analysis.diff.FASTEST)
+        change += f" on {row['basis']}"
     text = f"  {esc(row['text'])}" if "text" in row else ""
     return (
         f"  {verdict:<10} {value_text(row['a'], unit):>10} -> {value_text(row['b'], unit):<10} {change:<20} "

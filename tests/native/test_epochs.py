@@ -30,11 +30,11 @@ def nodes(raw) -> list[RawNode]:
     return [RawNode.of(t) for t in raw["nodes"]]
 
 
-def under_line(raw, fn, tag: str, kind: str) -> RawNode:
-    """The one node of `kind` under the frame of the line tagged `tag` in `fn`."""
+def under_line(raw, fn, tag: str, kind: str, file: str = __file__) -> RawNode:
+    """The one node of `kind` under the frame of the line tagged `tag` in `fn` (of `file`)."""
     ns = nodes(raw)
     line = line_of(tag, fn)
-    frames = {n.id for n in ns if n.kind == "frame" and n.file == __file__ and n.line == line}
+    frames = {n.id for n in ns if n.kind == "frame" and n.file == file and n.line == line}
     assert len(frames) == 1
     found = []
     for n in ns:

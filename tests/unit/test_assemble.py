@@ -184,3 +184,29 @@ def test_a_collective_run_only_outside_the_steps_still_says_what_it_is() -> None
     (_, op) = node_table(raw, {}, {1: sig}).nodes  # type: ignore[arg-type]
     assert op["x"]["collective"] == "broadcast" and op["x"]["dtype"] == "Float"
     assert op["m"] == {} and op["o"]["comm_in_bytes"] == 4096 and op["o"]["calls"] == 1
+
+
+def test_an_ops_floor_is_its_calls_times_its_fastest_call_on_the_node_its_time_is_on() -> None:
+    # An outermost op: calls on the op, its self time and fastest call on its <forward> phase.
+    # A backward op: all three on itself. The <backward> phase (the engine wrapper's time, once
+    # per backward node) and frames get none. Counted (m) and outside (o) each by their own.
+    from dlpt.capture.native import _NO_METRICS, FLOOR_KEY, RawMetrics, node_table
+
+    def m(calls: int, cpu: int, fastest: int) -> RawMetrics:
+        return RawMetrics(calls, cpu, 0, 0, 0, 0, 0, fastest, 0)
+
+    raw: list = [
+        (0, -1, "root", "<root>", "", 0, _NO_METRICS, _NO_METRICS, {}),
+        (1, 0, "frame", "f", "/p/x.py", 3, _NO_METRICS, _NO_METRICS, {}),
+        (2, 1, "op", "aten::mm", "", 0, m(10, 0, 0), m(2, 0, 0), {}),
+        (3, 2, "phase", "<forward>", "", 0, m(0, 900, 40), m(0, 300, 100), {}),
+        (4, 2, "phase", "<backward>", "", 0, m(0, 500, 30), _NO_METRICS, {}),
+        (5, 4, "op", "MmBackward0", "", 0, m(10, 700, 50), _NO_METRICS, {}),
+        (6, 1, "op", "aten::add", "", 0, m(3, 0, 0), _NO_METRICS, {}),
+        (7, 6, "phase", "<forward>", "", 0, m(0, 9, 4), _NO_METRICS, {}),  # floor above its time
+    ]
+    nodes = node_table(raw).nodes
+    assert nodes[3]["m"][FLOOR_KEY] == 10 * 40 and nodes[3]["o"][FLOOR_KEY] == 2 * 100
+    assert nodes[5]["m"][FLOOR_KEY] == 10 * 50
+    assert FLOOR_KEY not in nodes[4]["m"] and FLOOR_KEY not in nodes[2]["m"]
+    assert nodes[7]["m"][FLOOR_KEY] == 9  # never above the time it is the floor of

@@ -10,8 +10,9 @@ import math
 
 import pytest
 
+from dlpt.analysis.diff import FASTEST, FLOOR_MIN_CALLS, FLOOR_NOISE, diff_sessions
 from dlpt.analysis.diff_test import CANT_TELL, SAME, SLOWER, LineSample, judge_lines
-from tests.diff_cases import session, verdicts
+from tests.diff_cases import CPU, GPU, busy_cpu_session, cpu_verdicts, session, verdicts
 
 # LINE-A 1, LINE-B 6, LINE-C 2 (issue 46's script), and two small lines (the backward and the
 # optimizer's): B holds 63% of the step, C 21%, A 11%.
@@ -121,3 +122,99 @@ def test_a_whole_run_moved_far_with_its_lines_moved_unevenly_names_no_wrong_line
 
     assert rate(None, wrong(None), host=2.5, line_run=uneven) <= 0.07
     assert rate({A: 1.5}, wrong(A), host=2.5, line_run=uneven) <= 0.07
+
+
+# -- CPU op time on a busy host: the ops' fastest calls -------------------------------------------
+
+# lines.py's lines: A, B, C make 20, 120 and 40 calls a step (B 67% of the step, A 11%).
+CALLS = [20, 120, 40]
+
+
+def busy_rate(heavier: dict[int, float] | None, check, host: float = 1.0, calls=CALLS) -> float:
+    """The share of PAIRS busy-host CPU pairs whose (shift verdict, {line: (verdict, basis)})
+    pass ``check``; "can't tell" left out of the lines."""
+    ok = 0
+    for s in range(PAIRS):
+        a = busy_cpu_session(2000 + 2 * s, calls)
+        b = busy_cpu_session(2001 + 2 * s, calls, heavier, host=host)
+        shift, lines = cpu_verdicts(a, b)
+        ok += bool(check(shift, {i: v for i, v in lines.items() if v[0] != CANT_TELL}))
+    return ok / PAIRS
+
+
+def test_on_a_busy_host_the_means_cannot_tell_and_the_fastest_calls_find_the_heavier_line() -> None:
+    # A scheduler slice of ~3 ms lands on a step of 3.6 ms every other step: the lines' means
+    # per step swing with where the slices fell. Their floors (calls x the fastest call) do not.
+    for line in (1, 0):  # B dominates the step; A holds 11% of it
+        found = busy_rate({line: 1.5}, lambda shift, lines, i=line: lines == {i: (SLOWER, FASTEST)})
+        assert found >= 0.5  # on the means alone: ~10%
+
+
+def test_on_a_busy_host_the_fastest_calls_name_no_line_of_two_runs_of_one_program() -> None:
+    assert busy_rate(None, lambda shift, lines: not lines) >= 0.95
+    every = {i: 1.3 for i in range(len(CALLS))}  # a slower host: every line 1.3x the calls
+    assert busy_rate(every, lambda shift, lines: not lines) >= 0.95
+
+
+def _node(s, line: int, kind: str) -> dict:
+    """busy_cpu_session's op (kind "op") or its <forward> phase at model line ``line``."""
+    frame = next(n["id"] for n in s.nodes if n["kind"] == "frame" and n["line"] == line)
+    op = next(n for n in s.nodes if n["parent"] == frame)
+    return op if kind == "op" else next(n for n in s.nodes if n["parent"] == op["id"])
+
+
+def test_a_floor_outside_the_means_interval_leaves_the_line_cant_tell() -> None:
+    # LINE-B's floor says 1.5x the work; its mean, from another run's noise, says 0.85x with an
+    # interval of 0.6-1.2x: the two disagree, and the line stays "can't tell".
+    a = busy_cpu_session(1, CALLS, slices=0.2)
+    b = busy_cpu_session(1, CALLS, slices=0.2)
+    other = _node(busy_cpu_session(101, CALLS, slices=0.2), 101, "phase")
+    node = _node(b, 101, "phase")
+    node["m"].update(cpu_ns=other["m"]["cpu_ns"], cpu_floor_ns=round(node["m"]["cpu_floor_ns"] * 1.5))
+    node["q"] = other["q"]
+    d = diff_sessions(a, b)
+    change = next(c for r, c in ((r, d.changes(CPU).get(r.key)) for r in d.rows) if (r.a or r.b).line == 101)
+    assert change.verdict == CANT_TELL and change.hi < 1.4  # the mean: no 1.5x in its interval
+    floors = [LineSample(x, y, None, None, 0, 0) for x, y in ((1.0, 1.0), (1.0, 1.5), (1.0, 1.0))]
+    assert judge_lines(floors, 3.0, FLOOR_NOISE)[1][1].verdict == SLOWER  # the floors alone would say
+    assert not change.basis
+
+
+def test_a_line_whose_floor_rests_on_few_calls_is_not_judged_on_it() -> None:
+    # A fastest of 40 calls of a small op moved +-2x between runs on the busy machine (the
+    # backward line of lines.py, one call a step): under FLOOR_MIN_CALLS calls in a run, a line
+    # is not judged on its floor. The same pair with enough calls is.
+    def pair(calls_counted: int) -> dict[int, tuple[str, str]]:
+        a, b = busy_cpu_session(21, CALLS), busy_cpu_session(22, CALLS, {0: 2.0})
+        for s in (a, b):
+            _node(s, 100, "op")["m"]["calls"] = calls_counted
+        return cpu_verdicts(a, b)[1]
+
+    assert pair(FLOOR_MIN_CALLS).get(0) == (SLOWER, FASTEST)
+    assert pair(FLOOR_MIN_CALLS - 1).get(0, (CANT_TELL, ""))[1] != FASTEST
+
+
+def test_gpu_time_is_never_judged_on_cpu_floors() -> None:
+    a, b = busy_cpu_session(3, CALLS), busy_cpu_session(4, CALLS, {1: 1.5})
+    assert not any(c.basis for c in diff_sessions(a, b).changes(GPU).values())
+
+
+def test_every_output_says_a_change_was_judged_on_the_fastest_calls() -> None:
+    from rich.console import Console
+
+    from dlpt.query.compare import compare_answer, judged
+    from dlpt.renderers.html.diff_page import build_diff_model
+    from dlpt.renderers.terminal.diff import render_diff
+    from dlpt.views.diff import diff_view
+
+    a, b = busy_cpu_session(2000, CALLS), busy_cpu_session(2001, CALLS, {1: 1.5})  # found on floors
+    view = diff_view(a, b)
+    console = Console(width=200, record=True)
+    console.print(render_diff(view))
+    text = console.export_text()
+    assert "*f" in text and "judged on its ops' fastest calls (1 line)" in text
+    model = build_diff_model(view)
+    assert [r["sig"]["cpu"] for r in model["rows"] if r.get("sig", {}).get("cpu") == 3]  # diff.js: 3
+    shift, changes = judged(view.diff, CPU)
+    answer = compare_answer(view.diff, CPU, shift, changes)
+    assert [line["basis"] for line in answer["lines"] if line.get("basis")] == [FASTEST]

@@ -16,7 +16,7 @@ from dlpt.model.resume_names import display_name
 from dlpt.model.units import PLAIN, units_model
 from dlpt.renderers.html.data import KEYS, METRIC_KEYS
 from dlpt.renderers.html.page import document
-from dlpt.views.diff import CANT_TELL, FASTER, SAME, SLOWER, DiffView, LineCost, Side
+from dlpt.views.diff import CANT_TELL, FASTER, SAME, SLOWER, Change, DiffView, LineCost, Side
 
 __all__ = ["build_diff_model", "render_diff_html", "write_diff_html"]
 
@@ -82,6 +82,11 @@ def _side(s: Side) -> dict[str, Any]:
 _VERDICT_CODE = {SLOWER: 1, FASTER: 1, SAME: 0, CANT_TELL: 2}
 
 
+def _verdict_code(c: Change) -> int:
+    """A row's verdict for diff.js: _VERDICT_CODE, or 3 for a change judged on the ops' fastest calls."""
+    return 3 if c.significant and c.basis else _VERDICT_CODE[c.verdict]
+
+
 def build_diff_model(d: DiffView) -> dict[str, Any]:
     """The JSON-ready model of ``d``; its metric is shown first."""
     offered = d.offered
@@ -95,7 +100,7 @@ def build_diff_model(d: DiffView) -> dict[str, Any]:
     rows = []
     for r in d.rows:
         row: dict[str, Any] = {"a": _cost(r.a), "b": _cost(r.b)}
-        sig = {n: _VERDICT_CODE[c[r.key].verdict] for n, (_, c) in judged.items() if r.key in c}
+        sig = {n: _verdict_code(c[r.key]) for n, (_, c) in judged.items() if r.key in c}
         if sig:
             row["sig"] = sig
         rows.append(row)

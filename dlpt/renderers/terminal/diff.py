@@ -120,6 +120,17 @@ def _header(d: DiffView, fmt: Fmt) -> list[RenderableType]:
                 "dim",
             )
         )
+        floors = sum(1 for c in d.changes.values() if c.basis)
+        if floors:
+            lines = f"{floors} line{'' if floors == 1 else 's'}"
+            out.append(
+                Text(
+                    f"  *f changed, judged on its ops' fastest calls ({lines}): "
+                    "its mean per step was too noisy to tell (a busy host's delays), and calls x each op's "
+                    "fastest call, which those delays do not stretch, changed within the mean's interval",
+                    "dim",
+                )
+            )
     else:
         out.append(
             Text("  change: not tested (a session without per-step spreads, saved before format 3)", "dim")
@@ -173,7 +184,9 @@ def _change(c: Change | None) -> Text:
         return Text("")
     if c.verdict == CANT_TELL:
         return Text("?", "bold yellow")
-    return Text("*", "bold red") if c.significant else Text("~", "dim")
+    if c.significant:
+        return Text("*f" if c.basis else "*", "bold red")
+    return Text("~", "dim")
 
 
 def _lines_table(d: DiffView, fmt: Fmt, threshold: float) -> list[RenderableType]:
