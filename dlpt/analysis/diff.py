@@ -265,6 +265,8 @@ class SessionDiff:
         bases = [""] * len(rows)
         if metric.name != METRICS["cpu"].name or not any(v.verdict == CANT_TELL for v in verdicts):
             return bases
+        if not (self.total(CPU_FLOOR, "a") and self.total(CPU_FLOOR, "b")):
+            return bases  # a session from before floors, or of no CPU ops
         floors = [
             LineSample(self.value(CPU_FLOOR, r, "a"), self.value(CPU_FLOOR, r, "b"), None, None, 0, 0)
             if _floor_calls(r.a) >= FLOOR_MIN_CALLS and _floor_calls(r.b) >= FLOOR_MIN_CALLS
@@ -272,8 +274,6 @@ class SessionDiff:
             for r in rows
         ]
         total = max(self.total(CPU_FLOOR, "a"), self.total(CPU_FLOOR, "b"))
-        if not (self.total(CPU_FLOOR, "a") and self.total(CPU_FLOOR, "b")):
-            return bases  # a session from before floors, or of no CPU ops
         _, on_floors = judge_lines(floors, total, FLOOR_NOISE)
         for i, (v, f) in enumerate(zip(verdicts, on_floors, strict=True)):
             if (

@@ -218,3 +218,11 @@ def test_every_output_says_a_change_was_judged_on_the_fastest_calls() -> None:
     shift, changes = judged(view.diff, CPU)
     answer = compare_answer(view.diff, CPU, shift, changes)
     assert [line["basis"] for line in answer["lines"] if line.get("basis")] == [FASTEST]
+
+
+def test_a_session_saved_before_floors_leaves_the_means_verdicts_as_they_were() -> None:
+    a, b = busy_cpu_session(2000, CALLS), busy_cpu_session(2001, CALLS, {1: 1.5})  # found on floors
+    assert any(c.basis for c in diff_sessions(a, b).changes(CPU).values())
+    for n in a.nodes:
+        n.get("m", {}).pop("cpu_floor_ns", None)
+    assert not any(c.basis for c in diff_sessions(a, b).changes(CPU).values())
