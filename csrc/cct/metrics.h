@@ -23,7 +23,7 @@ struct Metrics {
   std::atomic<uint64_t> min_ns{UINT64_MAX};
   std::atomic<uint64_t> max_ns{0};
 
-  void add_duration(uint64_t ns);     /// [MT] gpu_ns/count/min/max in one go
+  void add_duration(uint64_t ns);    /// [MT] gpu_ns/count/min/max in one go
   void add_op_self(uint64_t ticks);  /// [MT] cpu_ticks and the fastest call (min_ns, in ticks)
 };
 
