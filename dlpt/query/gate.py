@@ -139,4 +139,5 @@ def _ratio(c: LineChange) -> str:
     ch = c.change
     if ch is None or ch.ratio == float("inf"):
         return "new in this run"
-    return f"{ch.ratio:.2f}x ({ch.lo:.2f}-{ch.hi:.2f})"
+    basis = f" on its {ch.basis}" if ch.basis else ""  # the ops' fastest calls (dlpt diff's floors)
+    return f"{ch.ratio:.2f}x ({ch.lo:.2f}-{ch.hi:.2f}){basis}"

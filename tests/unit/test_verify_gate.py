@@ -106,3 +106,16 @@ def test_a_suggestions_predicted_gain_is_set_against_its_lines_measured_change()
         "metric",
     )
     assert 250_000 < p["measured_ns"] < 350_000 and 1.2 < p["realised"] < 1.8
+
+
+def test_a_regression_found_on_the_fastest_calls_fails_and_says_so() -> None:
+    # A busy host: the line's mean cannot tell, its ops' fastest calls can (dlpt diff's floors).
+    from tests.diff_cases import CPU, busy_cpu_session
+
+    calls = [20, 120, 40]
+    d = diff_sessions(busy_cpu_session(2000, calls), busy_cpu_session(2001, calls, {1: 1.5}))
+    _, changes = judged(d, CPU)
+    decision = decide(changes, d.tested, total=larger_total(d, CPU))
+    assert decision.status == SLOWER_STATUS
+    assert decision.reasons[0].startswith("train.py:101: slower")
+    assert "on its fastest calls" in decision.reasons[0]
