@@ -102,13 +102,13 @@ def busy_cpu_session(
     slice_us: float = 3000.0,
 ) -> Session:
     """A CPU run on a busy host: line i makes ``calls[i]`` op calls a step (times ``heavier[i]``)
-        of ``call_us`` each (times ``host``), every call +-10%; each run as a whole faster or slower
-        by +-20% (the host's load during it) and each line by +-4% more on its own (what the floors
+    of ``call_us`` each (times ``host``), every call +-10%; each run as a whole faster or slower
+    by +-20% (the host's load during it) and each line by +-4% more on its own (what the floors
     of lines.py's lines did between runs on the busy 2-core machine: docs/numbers.md). The host
-        preempts the program ``slices`` times a step on average, each a scheduler slice of about
-        ``slice_us`` landing on one call (a line picked by its share of the time): that call's time
-        grows by it, its line's fastest call does not. ``m`` has the op's calls, CPU time and floor
-        (``cpu_floor_ns``: calls x the fastest call), ``q`` the per-step squares of the CPU time."""
+    preempts the program ``slices`` times a step on average, each a scheduler slice of about
+    ``slice_us`` landing on one call (a line picked by its share of the time): that call's time
+    grows by it, its line's fastest call does not. ``m`` has the op's calls, CPU time and floor
+    (``cpu_floor_ns``: calls x the fastest call), ``q`` the per-step squares of the CPU time."""
     rng = random.Random(seed)
     run = host * math.exp(rng.gauss(0, 0.2))
     n_calls = [round(c * (heavier or {}).get(i, 1.0)) for i, c in enumerate(calls)]
