@@ -25,6 +25,20 @@ py::tuple set_handler_quietly(const py::object& set_fn, int signum, const py::ob
   }
 }
 
+/// Calls `fn` (on the calling thread, a thread of dlpt's own) with the thread marked for the
+/// whole call: marked before `fn`'s first Python frame exists and unmarked after its last is
+/// gone. A mark made from inside `fn` left a window in which a thread preempted before it was
+/// sampled as the program's (the watchdog, on a loaded 2-core CI machine).
+void run_own_thread(const py::function& fn) {
+  struct Marked {
+    Marked() { mark_own_thread(); }
+    ~Marked() { unmark_own_thread(); }
+    Marked(const Marked&) = delete;
+    Marked& operator=(const Marked&) = delete;
+  } marked;
+  fn();
+}
+
 }  // namespace
 
 void register_bindings(py::module_& m) {
@@ -44,8 +58,8 @@ void register_bindings(py::module_& m) {
   m.def("end_close_queue", &close_queue);
   m.def("end_next_signal", &next_signal, py::arg("generation"), py::arg("timeout_s"),
         py::call_guard<py::gil_scoped_release>(), "The next signal caught; 0 when closed or timed out.");
-  m.def("mark_own_thread", &mark_own_thread, "The calling thread is dlpt's: the host sampler skips it.");
-  m.def("unmark_own_thread", &unmark_own_thread);
+  m.def("run_own_thread", &run_own_thread, py::arg("fn"),
+        "fn() with the calling thread marked as dlpt's for the whole call: the host sampler skips it.");
 }
 
 }  // namespace dlpt::ending

@@ -16,12 +16,13 @@ not read the interpreter while it is torn down).
 from __future__ import annotations
 
 import atexit
-import contextlib
+import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from dlpt.capture import native
-from dlpt.errors import NativeUnavailableError, UsageError
+from dlpt.errors import UsageError
 
 __all__ = [
     "DEFAULT_SAMPLE_HZ",
@@ -31,8 +32,7 @@ __all__ = [
     "HostCapture",
     "check_options",
     "thread_names",
-    "mark_own_thread",
-    "unmark_own_thread",
+    "own_thread_target",
 ]
 
 # On by default at 1 kHz. It was off for a while: a Hugging Face generate loop on an H100 crashed
@@ -57,17 +57,17 @@ def check_options(sample_hz: object, timeline: object) -> None:
             raise UsageError(f"{name} must be an integer from 0 to {top}, got {value!r}")
 
 
-def mark_own_thread() -> None:
-    """The calling thread is dlpt's own (its signal watchdog, its status line): the sampler does
-    not record it as the program's. Any thread, with the GIL; nothing without the native core."""
-    with contextlib.suppress(NativeUnavailableError):
-        native.core().mark_own_thread()
-
-
-def unmark_own_thread() -> None:
-    """The calling thread is sampled again (it is about to end)."""
-    with contextlib.suppress(NativeUnavailableError):
-        native.core().unmark_own_thread()
+def own_thread_target(fn: Callable[[], None]) -> Callable[[], None]:
+    """``fn`` as the target of a thread of dlpt's own (its signal watchdog, its status line),
+    which the sampler never records as the program's: the thread is marked before ``fn``'s first
+    frame exists and unmarked after its last is gone (a mark from inside ``fn`` leaves a moment
+    in which a preempted thread is sampled). Call it on the thread that starts the other one: it
+    may load the native core. Without the core, ``fn`` itself (nothing samples then)."""
+    try:
+        run_own_thread = native.core().run_own_thread
+    except Exception:  # noqa: BLE001 - a core that fails to load fails again, and is said, where the profile starts
+        return fn
+    return functools.partial(run_own_thread, fn)
 
 
 def _stop_at_exit() -> None:

@@ -26,7 +26,7 @@ import signal
 from collections.abc import Callable
 
 from dlpt.capture import signal_end
-from dlpt.capture.host import mark_own_thread, unmark_own_thread
+from dlpt.capture.host import own_thread_target
 
 __all__ = ["Watchdog"]
 
@@ -47,7 +47,7 @@ class Watchdog:
         self._done = _thread.allocate_lock()
         self._done.acquire()
         if self._generation:
-            _thread.start_new_thread(self._loop, ())
+            _thread.start_new_thread(own_thread_target(self._loop), ())
         else:  # no native core: no queue to wait in
             self._done.release()
 
@@ -55,7 +55,6 @@ class Watchdog:
         try:
             with contextlib.suppress(ValueError, OSError):
                 signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - _FAULTS)
-            mark_own_thread()
             while not self._closed:
                 signum = signal_end.next_signal(self._generation, IDLE_S)
                 if self._closed:
@@ -65,7 +64,6 @@ class Watchdog:
                 except Exception:  # noqa: BLE001 - the watchdog must outlive a failure; logged
                     _log.debug("dlpt's signal watchdog: a callback failed", exc_info=True)
         finally:
-            unmark_own_thread()
             self._done.release()
 
     def close(self) -> None:

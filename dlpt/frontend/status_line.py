@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dlpt.capture.host import mark_own_thread, unmark_own_thread
+from dlpt.capture.host import own_thread_target
 from dlpt.capture.status import ProfileStatus
 
 __all__ = ["StatusLine", "format_status", "process_writes"]
@@ -117,7 +117,6 @@ class StatusLine:
         self._thread: threading.Thread | None = None
         self._shown = False  # our text is on the row, the cursor after it, nothing written since
         self._ours = 0  # bytes we wrote since the last count
-        self._ticks = 0
         self._writes: int | None = None  # the process's bytes written at the last count
         self._last_foreign: float | None = None
         self._interval = 0.0  # between the program's last two writes
@@ -149,22 +148,18 @@ class StatusLine:
         ``sys.stderr`` erase the line first."""
         self._wrap_streams()
         self._writes = process_writes()
-        self._thread = threading.Thread(target=self._run, name="dlpt-status-line", daemon=True)
+        # dlpt's thread: not sampled as the program's (only threading's bootstrap, a few µs, is not marked)
+        target = own_thread_target(self._run)
+        self._thread = threading.Thread(target=target, name="dlpt-status-line", daemon=True)
         self._thread.start()
         return self
 
     def _run(self) -> None:
         try:
             while not self._stop.wait(TICK_S):
-                if self._ticks == 0:  # once the profile started (it loads the native core)
-                    mark_own_thread()  # dlpt's thread: not sampled as the program's
-                self._ticks += 1
                 self._tick()
         except Exception:  # noqa: BLE001 - a status line must never hurt the program; it stops
             return
-        finally:
-            if self._ticks:
-                unmark_own_thread()
 
     def _tick(self) -> None:
         with self._lock:

@@ -20,6 +20,7 @@ import pytest
 
 from dlpt.capture.status import ProfileStatus
 from dlpt.frontend.status_line import format_status
+from dlpt.model.session import Session
 
 from .helpers import TIMEOUT_S, Job, env, run_many, write
 
@@ -95,6 +96,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "chatty": run_on_terminal(["chatty.py"], root),
         "quiet": run_on_terminal(["--quiet", "-o", "q.json", "fails.py"], root),
         "pipe": piped["pipe"],
+        "root": root,
     }
 
 
@@ -112,6 +114,10 @@ def test_status_line_shows_phase_and_steps_then_clears(runs: dict) -> None:
     report = out.index("╭")
     assert out.rfind("\x1b[2mdlpt ", 0, report) < out.rfind("\r\x1b[K", 0, report)
     assert "\x1b[2mdlpt " not in out[report:]  # nothing drawn once the report began
+    # The line's thread is dlpt's own: never sampled as the program's.
+    nodes = Session.load(runs["root"] / "run.json").nodes
+    assert any(n["m"].get("host_ns") for n in nodes), "the program was sampled"
+    assert not [n for n in nodes if str(n.get("file")).endswith("status_line.py")]
 
 
 def test_a_printing_program_is_never_drawn_over(runs: dict) -> None:
