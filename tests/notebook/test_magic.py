@@ -268,7 +268,8 @@ def test_cells_are_named_alike_in_the_tree_the_host_lines_and_the_timeline(
     """Issue 33: the tree said In [1]:6, the header's host line <ipython-input-1-...>:7."""
     out_file = tmp_path / "cells.json"
     n = shell.execution_count
-    body = "def spin():\n    s = 0\n    for i in range(400000):\n        s += i\n    return s\nspin()\n"
+    # Long enough (~0.2 s) that the sampler thread gets a CPU on a loaded 2-core CI machine.
+    body = "def spin():\n    s = 0\n    for i in range(3000000):\n        s += i\n    return s\nspin()\n"
     result, out = run(shell, capsys, f"%%dlpt --verbose --timeline 1 --sample-hz 2000 -o {out_file}\n{body}")
     assert result.success, result.error_in_exec
     meta = json.loads(out_file.read_text())["meta"]
