@@ -33,7 +33,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlpt.analysis.diff_test import CANT_TELL, FASTER, SLOWER, LineSample, RunShift, Verdict, judge_lines
+from dlpt.analysis.diff_test import (
+    CANT_TELL,
+    FASTER,
+    SAME,
+    SLOWER,
+    LineSample,
+    RunShift,
+    Verdict,
+    judge_lines,
+)
 from dlpt.model.calibration import Calibration, calibration
 from dlpt.model.meta import StepTime, program_argv, step_time
 from dlpt.model.metrics import CPU_FLOOR, METRICS, Metric
@@ -184,7 +193,7 @@ FLOOR_NOISE = 0.08
 FLOOR_MIN_CALLS = 200
 
 
-def _floor_calls(cost: LineCost | None) -> int:
+def _line_calls(cost: LineCost | None) -> int:
     """The op calls under a line (its own, over the counted steps): what its floor rests on."""
     return cost.self.get("calls", 0) if cost is not None else 0
 
@@ -250,7 +259,8 @@ class SessionDiff:
 
     def _on_floors(self, metric: Metric, rows: list[LineDiff], verdicts: list[Verdict]) -> list[str]:
         """Each verdict's basis (Change.basis), replacing in ``verdicts`` a CPU line's "can't
-        tell" by its floors' verdict where those changed and fit the mean's interval.
+        tell" or "within noise" by its floors' verdict where those changed and fit the mean's
+        interval.
 
         A host whose other work preempts the program stretches the calls it lands in by a
         scheduler slice each (milliseconds, on ops of microseconds), so a line's CPU op time per
@@ -259,29 +269,35 @@ class SessionDiff:
         cannot tell. An op's fastest call over the counted steps is one the host left alone;
         calls x that floor moves when the line does more work (more calls, or slower ones)
         and not when the host takes the CPU away. It misses a line whose calls became slower
-        only some of the time, which is why it is only asked where the mean cannot tell and
-        must agree with it (the floor's ratio inside the mean's 95% interval), and why it only
-        ever finds a change, never says "within noise"."""
+        only some of the time, which is why it is only asked where the mean did not find a
+        change and must agree with it (the floor's ratio inside the mean's 95% interval), and
+        why it only ever finds a change, never says "within noise". A mean's "within noise"
+        says that no 1.5x change fits its interval (diff_test.RESOLVE); a busy host can draw
+        that interval around 1 with a 1.35x change inside it, which the floors then find."""
         bases = [""] * len(rows)
-        if metric.name != METRICS["cpu"].name or not any(v.verdict == CANT_TELL for v in verdicts):
+        open_ = (CANT_TELL, SAME)  # the mean's verdicts a floor may replace
+        if metric.name != METRICS["cpu"].name or not any(v.verdict in open_ for v in verdicts):
             return bases
         if not (self.total(CPU_FLOOR, "a") and self.total(CPU_FLOOR, "b")):
             return bases  # a session from before floors, or of no CPU ops
-        floors = [
-            LineSample(self.value(CPU_FLOOR, r, "a"), self.value(CPU_FLOOR, r, "b"), None, None, 0, 0)
-            if _floor_calls(r.a) >= FLOOR_MIN_CALLS and _floor_calls(r.b) >= FLOOR_MIN_CALLS
-            else LineSample(0.0, 0.0, None, None, 0, 0)  # too few calls for a steady fastest one
-            for r in rows
+        # Only lines whose floors rest on enough calls are judged, and only they count in the
+        # Holm correction: a line left out cannot be found on its floor, and counting it would
+        # only raise the bar for the others.
+        judged = [
+            i
+            for i, r in enumerate(rows)
+            if _line_calls(r.a) >= FLOOR_MIN_CALLS
+            and _line_calls(r.b) >= FLOOR_MIN_CALLS
+            and self.value(CPU_FLOOR, r, "a") > 0
+            and self.value(CPU_FLOOR, r, "b") > 0
         ]
+        floor = [(self.value(CPU_FLOOR, rows[i], "a"), self.value(CPU_FLOOR, rows[i], "b")) for i in judged]
+        floors = [LineSample(a, b, None, None, 0, 0) for a, b in floor]
         total = max(self.total(CPU_FLOOR, "a"), self.total(CPU_FLOOR, "b"))
         _, on_floors = judge_lines(floors, total, FLOOR_NOISE)
-        for i, (v, f) in enumerate(zip(verdicts, on_floors, strict=True)):
-            if (
-                v.verdict == CANT_TELL
-                and f.significant
-                and math.isfinite(f.ratio)
-                and v.lo <= f.ratio <= v.hi
-            ):
+        for i, f in zip(judged, on_floors, strict=True):
+            v = verdicts[i]
+            if v.verdict in open_ and f.significant and math.isfinite(f.ratio) and v.lo <= f.ratio <= v.hi:
                 verdicts[i], bases[i] = f, FASTEST
         return bases
 
