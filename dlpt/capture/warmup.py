@@ -20,7 +20,9 @@ warm-up", with its measured rates):
   fall, every step so far is dropped (a *cut*: the native core moves what they counted outside
   the steps) and counting starts again after it. Where a busy host delays steps at random, the
   fall is also looked for in the fastest step of each block of :data:`BLOCK` steps (a host only
-  makes steps slower, so each block's fastest follows the program's own trend);
+  makes steps slower, so each block's fastest follows the program's own trend). A fall back to
+  a pace the run already held for BLOCK steps before the window is no warm-up: the host slowed
+  the program for a while (:meth:`Warmup._back_to_a_held_pace`);
 - the warm-up is *over* once :data:`STEADY` steps in a row passed without a cut and the trend of
   the latest :data:`LONG_WINDOW` does not fall by a material amount, real or not (a slow fall
   under noise may escape the test for a while; it does not end the warm-up). From then on no
@@ -151,6 +153,12 @@ def _trend_falls(values: Sequence[float]) -> bool:
     )
 
 
+def _best_pace(values: Sequence[int]) -> float:
+    """The fastest pace held for BLOCK steps in a row (their median: a host only delays steps,
+    so the fastest such pace is the program's own)."""
+    return min(statistics.median(values[i : i + BLOCK]) for i in range(len(values) - BLOCK + 1))
+
+
 class Warmup:
     """``skip_first``: N steps exactly, or None for automatic detection."""
 
@@ -165,6 +173,7 @@ class Warmup:
         self.last_cut = 0  # the step of the last cut (0: none)
         self.seen = 0  # steps that ended
         self._since: list[int] = []  # the latest step times tested (at most LONG_WINDOW; see _cut)
+        self._all: list[int] = []  # every step time since the second (at most MAX_WARMUP)
         self._provisional: list[int] = []  # every provisional step time, for the report's walls
         # What the last cut changed, for keep_last_cut: (steps, last_cut, walls kept, provisional).
         self._before_cut: tuple[int, int, int, list[int]] | None = None
@@ -190,13 +199,16 @@ class Warmup:
         self._since.append(wall_ns)
         del self._since[:-LONG_WINDOW]
         self._provisional.append(wall_ns)
+        self._all.append(wall_ns)
         if (
             self._second_step_slow()
-            or falls(self._since[-WINDOW:])
-            or (len(self._since) > WINDOW and falls(self._since))
+            or self._falls_to_a_new_pace(WINDOW)
+            or (len(self._since) > WINDOW and self._falls_to_a_new_pace(len(self._since)))
         ):
             return self._cut()
-        if len(self._provisional) >= STEADY and not _trend_falls(self._since):
+        if len(self._provisional) >= STEADY and not (
+            _trend_falls(self._since) and not self._back_to_a_held_pace(len(self._since))
+        ):
             self._end(settled=True)
             return COUNTED
         if self.seen >= MAX_WARMUP:
@@ -204,6 +216,22 @@ class Warmup:
             self._end(settled=len(self._provisional) >= WINDOW)
             return COUNTED
         return PROVISIONAL
+
+    def _falls_to_a_new_pace(self, window: int) -> bool:
+        """Whether the latest ``window`` step times fall (:func:`falls`) to a pace faster than
+        any the run held before them."""
+        return falls(self._since[-window:]) and not self._back_to_a_held_pace(window)
+
+    def _back_to_a_held_pace(self, window: int) -> bool:
+        """Whether the latest steps run no faster (by MATERIAL) than a pace the run already held
+        for BLOCK steps before the latest ``window``: the program got faster again after
+        something slowed it for a while (a busy host's phase: lines.py's steps ran 4 ms, then
+        9-13 ms, then 4-6 ms again, bench/verdicts.py's runs), not for the first time (a
+        warm-up reaches a pace it never had)."""
+        before, latest = self._all[:-window], self._all[-window:]
+        if len(before) < BLOCK or len(latest) < BLOCK:
+            return False
+        return _best_pace(latest) >= (1 - MATERIAL) * _best_pace(before)
 
     def _second_step_slow(self) -> bool:
         """At the third step: whether the second took EARLY (and EARLY_NS) longer than it."""

@@ -403,3 +403,26 @@ def test_the_first_untraced_window_follows_the_warm_up_unless_a_timeline_opens_t
     over_at = 1 + STEADY  # step 1, then STEADY provisional steps
     windows = r.s.times()["windows"]  # [first, last] step numbers of untraced runs
     assert windows and windows[0][0] == over_at + 1 + (FIRST_WINDOW if timeline else 0), windows
+
+
+# lines.py's step times (ms) on the 2-core machine with two processes spinning (a measured run):
+# it settled to 4.1 ms, the host slowed it for eleven steps, then let it run at 5-7 ms.
+HOST_PHASES = [7.1, 4.5, 4.4, 4.4, 4.3, 4.2, 4.1, 4.5, 4.4, 4.3, 4.1, 4.2, 4.1, 4.1, 4.2, 4.2, 4.1, 4.1, 4.1]
+HOST_PHASES += [13.2, 6.7, 8.5, 12.8, 8.6, 8.5, 8.7, 8.9, 9.6, 12.0, 8.7]
+HOST_PHASES += [5.4, 6.4, 6.4, 6.2, 6.0, 5.8, 5.5, 6.3, 5.9, 6.8]
+
+
+def test_a_step_time_back_to_a_pace_the_run_held_before_is_not_a_warm_up() -> None:
+    r = Run(calibrate=False)
+    for ms in HOST_PHASES:
+        r.step(round(ms * MS))
+    # Its own fall in the first steps (4.5 -> 4.1 ms) is cut; the end of the host's slow phase is
+    # not (the rule before cut there too, at step 37, and kept 3 steps).
+    assert r.cuts and max(r.cuts) <= 20 and r.s.counted >= 20
+
+
+def test_a_fall_to_a_pace_the_run_never_held_still_cuts_after_a_slow_phase() -> None:
+    r = Run(calibrate=False)
+    for ms in [10] * 12 + [15] * 8 + [5] * 20:
+        r.step(ms * MS)
+    assert r.cuts and r.classes.index(True) >= 20
