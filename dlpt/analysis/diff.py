@@ -283,19 +283,14 @@ class SessionDiff:
         # Only lines whose floors rest on enough calls are judged, and only they count in the
         # Holm correction: a line left out cannot be found on its floor, and counting it would
         # only raise the bar for the others.
-        judged = [
-            i
-            for i, r in enumerate(rows)
-            if _line_calls(r.a) >= FLOOR_MIN_CALLS
-            and _line_calls(r.b) >= FLOOR_MIN_CALLS
-            and self.value(CPU_FLOOR, r, "a") > 0
-            and self.value(CPU_FLOOR, r, "b") > 0
-        ]
-        floor = [(self.value(CPU_FLOOR, rows[i], "a"), self.value(CPU_FLOOR, rows[i], "b")) for i in judged]
-        floors = [LineSample(a, b, None, None, 0, 0) for a, b in floor]
+        judged: list[tuple[int, LineSample]] = []
+        for i, r in enumerate(rows):
+            a, b = self.value(CPU_FLOOR, r, "a"), self.value(CPU_FLOOR, r, "b")
+            if a > 0 and b > 0 and min(_line_calls(r.a), _line_calls(r.b)) >= FLOOR_MIN_CALLS:
+                judged.append((i, LineSample(a, b, None, None, 0, 0)))
         total = max(self.total(CPU_FLOOR, "a"), self.total(CPU_FLOOR, "b"))
-        _, on_floors = judge_lines(floors, total, FLOOR_NOISE)
-        for i, f in zip(judged, on_floors, strict=True):
+        _, on_floors = judge_lines([x for _, x in judged], total, FLOOR_NOISE)
+        for (i, _), f in zip(judged, on_floors, strict=True):
             v = verdicts[i]
             if v.verdict in open_ and f.significant and math.isfinite(f.ratio) and v.lo <= f.ratio <= v.hi:
                 verdicts[i], bases[i] = f, FASTEST

@@ -206,9 +206,7 @@ class Warmup:
             or (len(self._since) > WINDOW and self._falls_to_a_new_pace(len(self._since)))
         ):
             return self._cut()
-        if len(self._provisional) >= STEADY and not (
-            _trend_falls(self._since) and not self._back_to_a_held_pace(len(self._since))
-        ):
+        if len(self._provisional) >= STEADY and not self._still_falling():
             self._end(settled=True)
             return COUNTED
         if self.seen >= MAX_WARMUP:
@@ -216,6 +214,11 @@ class Warmup:
             self._end(settled=len(self._provisional) >= WINDOW)
             return COUNTED
         return PROVISIONAL
+
+    def _still_falling(self) -> bool:
+        """Whether the latest steps' trend still falls by a material amount (:func:`_trend_falls`,
+        real or not) to a pace the run never held: the warm-up does not end there."""
+        return _trend_falls(self._since) and not self._back_to_a_held_pace(len(self._since))
 
     def _falls_to_a_new_pace(self, window: int) -> bool:
         """Whether the latest ``window`` step times fall (:func:`falls`) to a pace faster than
