@@ -64,6 +64,7 @@ class Outcome:
     steps: tuple[int, int]
     step_change: str = ""  # the step line's verdict ("differs", "within noise" or "")
     on_floors: list[str] = field(default_factory=list)  # of `flagged`, those judged on the ops' fastest calls
+    shift_interval: tuple[float, float] = (1.0, 1.0)  # the run shift's 95% interval
 
 
 def _tag(text: str | None, where: str) -> str:
@@ -99,6 +100,7 @@ def judge_pair(a: Path, b: Path, changed: str | None) -> Outcome:
         flagged, unsure, ratio,
         shift.verdict if shift else "not tested", shift.factor if shift else 1.0,
         (d.a.steps, d.b.steps), d.step_change(), floors,
+        (shift.lo, shift.hi) if shift else (1.0, 1.0),
     )
 
 
@@ -128,12 +130,17 @@ def rates(case: Case, outcomes: Iterable[Outcome]) -> list[Rate]:
     # host two runs of one program do differ, so their rates are shown without a target.
     step = sum(1 for o in out if o.step_change == "differs")
     rows.append(Rate(case.name, "the step times said to differ", step, n))
+    unchanged = sum(1 for o in out if o.shift == "same")
     if case.host:
         said = sum(1 for o in out if o.shift == "slower")
         rows.append(Rate(case.name, "the whole run called slower", said, n, (">=", 0.95)))
+        rows.append(Rate(case.name, "the whole run called unchanged", unchanged, n, ("<=", 0.05)))
     else:
         said = sum(1 for o in out if o.shift in ("slower", "faster"))
         rows.append(Rate(case.name, "the whole run called changed (the host or the input)", said, n))
+        rows.append(Rate(case.name, "the whole run called unchanged", unchanged, n))
+    unsure_run = sum(1 for o in out if o.shift == "can't tell")
+    rows.append(Rate(case.name, "the whole run \"can't tell\"", unsure_run, n))
     return rows
 
 

@@ -18,7 +18,9 @@ least :data:`MIN_SHARE` of a run's total), each line one vote, not weighted by i
 that changed is an outlier among them, even when it holds most of the step (a cost-weighted
 median *is* such a line). It takes :data:`MIN_LINES` measurable lines; with fewer, what the run
 shares cannot be told from what one line did, and every line whose raw change would count is
-"can't tell".
+"can't tell". Its own verdict: slower or faster when its 95% interval is clear of 1, "the run
+as a whole did not change" only when no :data:`RUN_RESOLVE`-fold change fits the interval,
+"can't tell" otherwise.
 
 A line's test: ``z = (l - shift) / sqrt(s^2 + tau^2 + var(shift) + (SHIFT_NOISE * shift)^2)``,
 the shift and tau taken from the other lines (a line that changed must not widen the noise it is
@@ -52,6 +54,7 @@ __all__ = [
     "MIN_SHARE",
     "MIN_LINES",
     "RESOLVE",
+    "RUN_RESOLVE",
     "AGREE",
     "SHIFT_NOISE",
     "PRIOR_LINE_NOISE",
@@ -74,6 +77,10 @@ MIN_LINES = 3
 #: otherwise, when no change is found, it is "can't tell" (no evidence of a change is not
 #: evidence of none: on a host whose load swings between runs, a 2x line can hide).
 RESOLVE = 1.5
+#: "The run as a whole did not change" is said only when no change of this factor or more either
+#: way fits the run shift's interval; otherwise, with an interval that holds 1, "can't tell". (The
+#: shift rests on a handful of lines: with 5 lines its interval is about +-7% on a quiet host.)
+RUN_RESOLVE = 1.2
 #: Two runs whose whole run moved RESOLVE-fold or more are compared line by line only when the
 #: measurable lines' log ratios scatter about the shift by at most this (1.4826 x their median
 #: absolute deviation): ~9%. Measured (docs/numbers.md, "dlpt diff"): between runs of one program
@@ -122,8 +129,11 @@ class LineSample:
 class RunShift:
     """What every line shares between A and B: ``factor`` (B over A; 1.0 when it cannot be
     told), its 95% interval, the measurable lines it rests on, their scatter beyond per-step
-    noise (``tau``, log scale) and its verdict: SLOWER/FASTER (the whole run changed), SAME
-    (the interval holds 1) or CANT_TELL (fewer than MIN_LINES measurable lines)."""
+    noise (``tau``, log scale) and its verdict: SLOWER/FASTER (the interval is clear of 1), SAME
+    (no RUN_RESOLVE-fold change either way fits the interval) or CANT_TELL,
+    ``why`` saying on what: "host" (fewer than MIN_LINES measurable lines: the shift itself
+    cannot be told, every line is judged without it) or "noise" (the interval holds both no
+    change and a RUN_RESOLVE-fold one; the lines are still judged against the factor)."""
 
     factor: float
     lo: float
@@ -132,10 +142,13 @@ class RunShift:
     tau: float
     verdict: str
     scatter: float = 0.0  # the measurable lines' robust scatter about the shift (log scale)
+    why: str = ""
 
     @property
     def known(self) -> bool:
-        return self.verdict != CANT_TELL
+        """Whether the shift could be estimated (MIN_LINES measurable lines): the lines are
+        judged against it, whether or not the whole run's own change could be told."""
+        return self.lines >= MIN_LINES
 
     @property
     def comparable(self) -> bool:
@@ -202,14 +215,30 @@ def run_shift(lines: Sequence[LineSample], total: float, prior: float = PRIOR_LI
     ``prior``: the run-to-run noise of one line that the lines' scatter is pooled with."""
     votes = _votes(lines, total)
     if len(votes) < MIN_LINES:
-        return RunShift(1.0, 1.0, 1.0, len(votes), prior, CANT_TELL)
+        return RunShift(1.0, 1.0, 1.0, len(votes), prior, CANT_TELL, why="host")
     logs = [math.log(lines[i].b / lines[i].a) for i in votes]
     per_step = [se * se for i in votes if (se := lines[i].log_se()) is not None]
     shift, tau, se = _shift_of(logs, per_step, prior)
     half = t_quantile(0.975, _df(len(votes))) * se
     lo, hi = math.exp(shift - half), math.exp(shift + half)
-    verdict = SAME if lo <= 1.0 <= hi else (SLOWER if shift > 0 else FASTER)
-    return RunShift(math.exp(shift), lo, hi, len(votes), tau, verdict, _robust_sd(logs, shift))
+    verdict = _shift_verdict(lo, hi)
+    why = "noise" if verdict == CANT_TELL else ""
+    return RunShift(math.exp(shift), lo, hi, len(votes), tau, verdict, _robust_sd(logs, shift), why)
+
+
+def _shift_verdict(lo: float, hi: float) -> str:
+    """The whole run's verdict from its 95% interval. "The run as a whole did not change" only
+    when no RUN_RESOLVE-fold change either way fits, as a line is "within noise" only when no
+    RESOLVE-fold change fits: between runs of one program on the busy 2-core machine the whole
+    run moved 0.5x-2.5x, and an interval that held 1 also held 1.5x or more in a third of the
+    pairs (B/A 1.87x was called unchanged, bench/verdicts.py's cross pairs)."""
+    if lo > 1.0:
+        return SLOWER
+    if hi < 1.0:
+        return FASTER
+    if lo > 1 / RUN_RESOLVE and hi < RUN_RESOLVE:
+        return SAME
+    return CANT_TELL
 
 
 def _against_the_others(

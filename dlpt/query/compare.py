@@ -104,6 +104,7 @@ def _shift(shift: RunShift | None) -> dict[str, Any] | None:
         "hi": round(shift.hi, 4),
         "lines": shift.lines,
         "verdict": shift.verdict,
+        "why": shift.why or None,
         "comparable": shift.known and shift.comparable,
     }
 

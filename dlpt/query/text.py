@@ -115,10 +115,12 @@ def compare_text(c: Mapping[str, Any]) -> list[str]:
     if shift is None:
         out = ["run shift: not tested (a session saved no per-step spreads)"]
     else:
-        comparable = "" if shift["comparable"] or shift["verdict"] == "can't tell" else ": not comparable"
+        known = shift["verdict"] != "can't tell" or shift.get("why") == "noise"
+        comparable = "" if shift["comparable"] or not known else ": not comparable"
+        why = f" ({shift['why']})" if shift.get("why") else ""
         out = [
             f"run shift: B/A {shift['factor']:.2f}x ({shift['lo']:.2f}-{shift['hi']:.2f}) from "
-            f"{shift['lines']} lines, {shift['verdict']}{comparable}"
+            f"{shift['lines']} lines, {shift['verdict']}{why}{comparable}"
         ]
     counts = ", ".join(f"{n} {v}" for v, n in c["verdicts"].items() if n)
     out.append(f"lines ({esc(c['metric']['label'])} per step, A -> B, change after the run shift): {counts}")

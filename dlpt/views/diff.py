@@ -26,7 +26,17 @@ from dlpt.analysis.diff import (
     default_diff_metric,
     diff_sessions,
 )
-from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_LINES, MIN_SHARE, RESOLVE, SAME, SLOWER, RunShift
+from dlpt.analysis.diff_test import (
+    CANT_TELL,
+    FASTER,
+    MIN_LINES,
+    MIN_SHARE,
+    RESOLVE,
+    RUN_RESOLVE,
+    SAME,
+    SLOWER,
+    RunShift,
+)
 from dlpt.model.metrics import METRICS, Metric, get_metric
 from dlpt.model.session import Session
 
@@ -45,6 +55,7 @@ __all__ = [
     "FASTER",
     "SAME",
     "CANT_TELL",
+    "RUN_RESOLVE",
     "MIN_LINES",
     "MIN_SHARE",
     "RESOLVE",

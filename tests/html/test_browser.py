@@ -1,7 +1,8 @@
 """The HTML report in a real browser (headless Chromium): it loads without console errors, the
 flame graph draws the golden session's frames at their widths, clicking zooms, search finds a
 kernel, the source view shows a known line's cost and kernels, hostile names stay text, a
-10,000-node report stays quick, and the diff page pairs eager and fused kernels.
+10,000-node report stays quick, and the diff page pairs eager and fused kernels and says when
+the whole run's change cannot be told.
 
 Screenshots of each state are saved as test artefacts (``$DLPT_ARTIFACTS``); with
 ``DLPT_UPDATE_DOCS=1`` the README's screenshots in docs/ are rewritten from them.
@@ -311,6 +312,17 @@ def test_diff_page_pairs_eager_and_fused_kernels(open_report: Any, tmp_path: Pat
     page.wait_for_function("() => document.querySelectorAll('.diff-table tbody tr').length > 3")
     page.select_option("#metric", "cpu")
     assert page.locator(".diff-table tbody tr").count() > 3
+
+
+def test_diff_page_says_when_the_whole_runs_change_cannot_be_told(open_report: Any, tmp_path: Path) -> None:
+    from tests.diff_cases import session
+
+    costs = [100.0, 600.0, 200.0, 30.0, 20.0]  # a 1.3x host, lines +-20% each: B/A 1.24x (0.89-1.73)
+    d = diff_sessions(session(1000, costs, line_run=0.2), session(1001, costs, host=1.3, line_run=0.2))
+    path = tmp_path / "diff.html"
+    write_diff_html(DiffView(d, METRICS["gpu"]), path)
+    header = open_report(path).page.inner_text(".header").replace("\n", " ")
+    assert "can't tell whether the run as a whole changed" in header and "did not change" not in header
 
 
 @pytest.mark.parametrize("kind", ["empty", "cpu only"])

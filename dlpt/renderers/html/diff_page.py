@@ -111,6 +111,7 @@ def build_diff_model(d: DiffView) -> dict[str, Any]:
             "hi": sh.hi,
             "lines": sh.lines,
             "verdict": sh.verdict,
+            "why": sh.why,
             "comparable": sh.comparable,
         }
         for n, (sh, _) in judged.items()

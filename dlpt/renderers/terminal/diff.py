@@ -26,6 +26,7 @@ from dlpt.views.diff import (
     MIN_LINES,
     MIN_SHARE,
     RESOLVE,
+    RUN_RESOLVE,
     SAME,
     SLOWER,
     Change,
@@ -170,8 +171,13 @@ def shift_text(shift: RunShift) -> str:
         return f"{basis}: the run as a whole did not change"
     if not shift.comparable:
         return (
-            f"{basis}: the whole run is {shift.verdict} by {RESOLVE:g}x or more and its lines moved unevenly "
+            f"{basis}: the whole run moved by {RESOLVE:g}x or more and its lines moved unevenly "
             "(the host's load changed several-fold between the runs?): too different to compare line by line"
+        )
+    if shift.verdict == CANT_TELL:
+        return (
+            f"{basis}: can't tell whether the run as a whole changed (its interval holds both no change "
+            f"and one of {RUN_RESOLVE:g}x); lines are judged after its factor"
         )
     return (
         f"{basis}: the whole run is {shift.verdict} (the host, a clock, the input, or a change on "

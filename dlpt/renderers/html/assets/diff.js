@@ -149,9 +149,10 @@
     var shift = (raw.shifts || {})[this.metric.name];
     if (shift) {
       var basis = "B/A " + shift.factor.toFixed(2) + "x (" + shift.lo.toFixed(2) + "\u2013" + shift.hi.toFixed(2) + ") shared by the " + shift.lines + " lines compared";
-      var said = shift.verdict === "can't tell" ? "can't tell what the whole run shares from what one line did: " + shift.lines + " lines of at least 1% of the total in both runs (3 needed)" :
+      var said = shift.verdict === "can't tell" && shift.why !== "noise" ? "can't tell what the whole run shares from what one line did: " + shift.lines + " lines of at least 1% of the total in both runs (3 needed)" :
         shift.verdict === "same" ? basis + ": the run as a whole did not change" :
-        shift.comparable === false ? basis + ": the whole run is " + shift.verdict + " by 1.5x or more and its lines moved unevenly (the host's load changed several-fold between the runs?): too different to compare line by line" :
+        shift.comparable === false ? basis + ": the whole run moved by 1.5x or more and its lines moved unevenly (the host's load changed several-fold between the runs?): too different to compare line by line" :
+        shift.verdict === "can't tell" ? basis + ": can't tell whether the run as a whole changed (its interval holds both no change and one of 1.2x); lines are judged after its factor" :
         basis + ": the whole run is " + shift.verdict + " (a host, clock or input change); lines are judged after it";
       h.appendChild(D.el("div", { className: "muted", text: "run: " + said }));
     }
