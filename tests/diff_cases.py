@@ -100,6 +100,7 @@ def busy_cpu_session(
     call_us: float = 20.0,
     slices: float = 0.5,
     slice_us: float = 3000.0,
+    land: list[float] | None = None,
 ) -> Session:
     """A CPU run on a busy host: line i makes ``calls[i]`` op calls a step (times ``heavier[i]``)
     of ``call_us`` each (times ``host``), every call +-10%; each run as a whole faster or slower
@@ -107,7 +108,8 @@ def busy_cpu_session(
     of lines.py's lines did between runs on the busy 2-core machine: docs/numbers.md). The host
     preempts the program ``slices`` times a step on average, each a scheduler slice of about
     ``slice_us`` landing on one call (a line picked by its share of the time): that call's time
-    grows by it, its line's fastest call does not. ``m`` has the op's calls, CPU time and floor
+    grows by it, its line's fastest call does not (``land``: weights of the lines the slices land
+    on instead, a host whose load fell on some of them). ``m`` has the op's calls, CPU time and floor
     (``cpu_floor_ns``: calls x the fastest call), ``q`` the per-step squares of the CPU time."""
     rng = random.Random(seed)
     run = host * math.exp(rng.gauss(0, 0.2))
@@ -115,7 +117,7 @@ def busy_cpu_session(
     per_call = [call_us * 1000 * run * math.exp(rng.gauss(0, 0.04)) for _ in calls]
     per_step: list[list[float]] = [[] for _ in calls]
     fastest = [math.inf for _ in calls]
-    weights = [n * u for n, u in zip(n_calls, per_call, strict=True)]
+    weights = land or [n * u for n, u in zip(n_calls, per_call, strict=True)]
     for _ in range(steps):
         step = [0.0 for _ in calls]
         for i, n in enumerate(n_calls):
@@ -162,6 +164,52 @@ def busy_cpu_session(
                 "line": 0,
                 "m": {"cpu_ns": round(sum(xs)), "cpu_floor_ns": round(n_calls[i] * steps * fastest[i])},
                 "q": {"cpu_ns": float(sum(x * x for x in xs))},
+            }
+        )
+    meta = {"steps": {"profiled": steps}}
+    return Session.from_dict({"format": "dlpt-session", "version": 3, "meta": meta, "nodes": nodes})
+
+
+def measured_cpu_session(lines: list[tuple[float, float, float, int]], steps: int) -> Session:
+    """A CPU run as measured: line i's (mean us per step, per-step sd us, floor us per step, op
+    calls in the run), at /p/train.py:100+i, shaped as busy_cpu_session's."""
+    nodes = _top_nodes()
+    for i, (mean, sd, floor, calls) in enumerate(lines):
+        frame = len(nodes)
+        nodes.append(
+            {
+                "id": frame,
+                "parent": 1,
+                "kind": "frame",
+                "name": "main",
+                "file": "/p/train.py",
+                "line": 100 + i,
+                "m": {},
+            }
+        )
+        nodes.append(
+            {
+                "id": frame + 1,
+                "parent": frame,
+                "kind": "op",
+                "name": "aten::mm",
+                "file": "",
+                "line": 0,
+                "m": {"calls": calls},
+            }
+        )
+        m = {"cpu_ns": round(mean * 1000 * steps), "cpu_floor_ns": round(floor * 1000 * steps)}
+        q = {"cpu_ns": steps * ((sd * 1000) ** 2 + (mean * 1000) ** 2)}
+        nodes.append(
+            {
+                "id": frame + 2,
+                "parent": frame + 1,
+                "kind": "phase",
+                "name": "<forward>",
+                "file": "",
+                "line": 0,
+                "m": m,
+                "q": q,
             }
         )
     meta = {"steps": {"profiled": steps}}

@@ -36,6 +36,7 @@ from typing import Any
 from dlpt.analysis.diff_test import (
     CANT_TELL,
     FASTER,
+    MIN_EFFECT,
     SAME,
     SLOWER,
     LineSample,
@@ -170,7 +171,7 @@ class Change:
     verdict: str  # diff_test.SLOWER, FASTER, SAME or CANT_TELL
     lo: float = 0.0  # the ratio's 95% interval
     hi: float = math.inf
-    why: str = ""  # what a CANT_TELL rests on: "host", "noise" or "runs"
+    why: str = ""  # what a CANT_TELL rests on: "host", "noise", "runs" or "fastest"
     # What the verdict was judged on: "" the line's mean per step; FASTEST its ops' floors
     # (calls x each op's fastest call), where the mean could not tell (SessionDiff.judge).
     basis: str = ""
@@ -191,6 +192,16 @@ FLOOR_NOISE = 0.08
 #: The op calls a line's floor must rest on in each run (its ops' calls over the counted steps):
 #: the fastest of 40 calls of a small op moved 0.5-2x between runs of one program there.
 FLOOR_MIN_CALLS = 200
+
+
+def _agree_on_a_change(mean: Verdict, floor: Verdict) -> bool:
+    """Whether a mean's interval holds a change that the floor's does too, of at least
+    MIN_EFFECT in the floor's direction: both estimates fit such a change. (A mean whose narrow
+    interval rules out 10% says the line's cost did not move, whatever its fastest calls did.)"""
+    lo, hi = max(mean.lo, floor.lo), min(mean.hi, floor.hi)
+    if lo > hi:
+        return False
+    return hi >= 1 + MIN_EFFECT if floor.ratio > 1 else lo <= 1 / (1 + MIN_EFFECT)
 
 
 def _line_calls(cost: LineCost | None) -> int:
@@ -248,7 +259,7 @@ class SessionDiff:
         ]
         total = max(self.total(metric, "a"), self.total(metric, "b"))
         shift, verdicts = judge_lines(samples, total)
-        bases = self._on_floors(metric, rows, verdicts)
+        bases = self._on_floors(metric, rows, verdicts, shift)
         out = {
             r.key: Change(
                 x.a, x.b, x.sd_a or 0.0, x.sd_b or 0.0, v.ratio, v.p, v.verdict, v.lo, v.hi, v.why, basis
@@ -257,10 +268,13 @@ class SessionDiff:
         }
         return shift, out
 
-    def _on_floors(self, metric: Metric, rows: list[LineDiff], verdicts: list[Verdict]) -> list[str]:
+    def _on_floors(
+        self, metric: Metric, rows: list[LineDiff], verdicts: list[Verdict], shift: RunShift
+    ) -> list[str]:
         """Each verdict's basis (Change.basis), replacing in ``verdicts`` a CPU line's "can't
-        tell" or "within noise" by its floors' verdict where those changed and fit the mean's
-        interval.
+        tell" or "within noise" by its floors' verdict where those changed and agree with the
+        mean (:func:`_agree_on_a_change`), and a mean's change by "can't tell" where the floors
+        contradict it on a host that moved the means and not the floors.
 
         A host whose other work preempts the program stretches the calls it lands in by a
         scheduler slice each (milliseconds, on ops of microseconds), so a line's CPU op time per
@@ -270,13 +284,23 @@ class SessionDiff:
         calls x that floor moves when the line does more work (more calls, or slower ones)
         and not when the host takes the CPU away. It misses a line whose calls became slower
         only some of the time, which is why it is only asked where the mean did not find a
-        change and must agree with it (the floor's ratio inside the mean's 95% interval), and
-        why it only ever finds a change, never says "within noise". A mean's "within noise"
-        says that no 1.5x change fits its interval (diff_test.RESOLVE); a busy host can draw
-        that interval around 1 with a 1.35x change inside it, which the floors then find."""
+        change and must agree with it, and why it only ever finds a change, never says
+        "within noise". A mean's "within noise" says that no 1.5x change fits its interval
+        (diff_test.RESOLVE); a busy host can draw that interval around 1 with a 1.35x change
+        inside it, which the floors then find.
+
+        The other way round, a mean's change is "can't tell" (why "fastest") when the floors
+        judged the line unchanged, their ratio outside the mean's interval, and the host moved
+        the means as a whole where it did not move the floors (the floors' shift outside the
+        means' interval): there the floors are the better estimate. A busy host that stretched
+        LINE-A 1.66x and LINE-C not at all drew the means' shift to 1.66x, and LINE-C,
+        unchanged (its floor 1.08x), read 0.57x "faster". On a quiet host the two shifts
+        agree, and a mean's change stands whatever the floors say."""
         bases = [""] * len(rows)
         open_ = (CANT_TELL, SAME)  # the mean's verdicts a floor may replace
-        if metric.name != METRICS["cpu"].name or not any(v.verdict in open_ for v in verdicts):
+        if metric.name != METRICS["cpu"].name or not any(
+            v.verdict in open_ or v.significant for v in verdicts
+        ):
             return bases
         if not (self.total(CPU_FLOOR, "a") and self.total(CPU_FLOOR, "b")):
             return bases  # a session from before floors, or of no CPU ops
@@ -289,11 +313,16 @@ class SessionDiff:
             if a > 0 and b > 0 and min(_line_calls(r.a), _line_calls(r.b)) >= FLOOR_MIN_CALLS:
                 judged.append((i, LineSample(a, b, None, None, 0, 0)))
         total = max(self.total(CPU_FLOOR, "a"), self.total(CPU_FLOOR, "b"))
-        _, on_floors = judge_lines([x for _, x in judged], total, FLOOR_NOISE)
+        floor_shift, on_floors = judge_lines([x for _, x in judged], total, FLOOR_NOISE)
+        host_moved_means = (
+            shift.known and floor_shift.known and not shift.lo <= floor_shift.factor <= shift.hi
+        )
         for (i, _), f in zip(judged, on_floors, strict=True):
             v = verdicts[i]
-            if v.verdict in open_ and f.significant and math.isfinite(f.ratio) and v.lo <= f.ratio <= v.hi:
+            if v.verdict in open_ and f.significant and math.isfinite(f.ratio) and _agree_on_a_change(v, f):
                 verdicts[i], bases[i] = f, FASTEST
+            elif v.significant and host_moved_means and f.verdict == SAME and not v.lo <= f.ratio <= v.hi:
+                verdicts[i] = Verdict(v.ratio, v.p, CANT_TELL, v.lo, v.hi, "fastest")
         return bases
 
     def changes(self, metric: Metric) -> dict[LineKey, Change]:

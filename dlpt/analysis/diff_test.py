@@ -53,6 +53,7 @@ __all__ = [
     "MIN_EFFECT",
     "MIN_SHARE",
     "MIN_LINES",
+    "MIN_STEPS",
     "RESOLVE",
     "RUN_RESOLVE",
     "AGREE",
@@ -73,6 +74,11 @@ MIN_EFFECT = 0.10
 MIN_SHARE = 0.01
 #: Measurable lines needed to tell what the whole run shares from what one line did.
 MIN_LINES = 3
+#: Counted steps each run needs for a line to be judged on its mean: a per-step spread from n
+#: steps is uncertain by about 1/sqrt(2(n-1)) of itself (71% from 2 steps). A busy-host run
+#: whose warm-up left 2 of its 20 steps called an unchanged line 0.14x "faster" beside a host
+#: that stretched the other two 7x (bench/verdicts.py's cross pairs).
+MIN_STEPS = 5
 #: "Within noise" is said only when no change of this factor or more fits the line's interval;
 #: otherwise, when no change is found, it is "can't tell" (no evidence of a change is not
 #: evidence of none: on a host whose load swings between runs, a 2x line can hide).
@@ -163,8 +169,9 @@ class RunShift:
 class Verdict:
     """One line's change: its ratio after the run shift with a 95% interval, the p-value and
     the verdict. ``why`` says what a CANT_TELL rests on: "host" (too few lines to tell the host
-    by), "noise" (the interval holds both no change and a RESOLVE-fold one) or "runs" (the whole
-    run moved RESOLVE-fold: not comparable line by line)."""
+    by), "noise" (the interval holds both no change and a RESOLVE-fold one), "runs" (the whole
+    run moved RESOLVE-fold: not comparable line by line) or "steps" (a run counted fewer than
+    MIN_STEPS steps: its per-step noise is not measured)."""
 
     ratio: float  # (B / A) / shift; inf for a line new in B
     p: float
@@ -230,8 +237,9 @@ def _shift_verdict(lo: float, hi: float) -> str:
     """The whole run's verdict from its 95% interval. "The run as a whole did not change" only
     when no RUN_RESOLVE-fold change either way fits, as a line is "within noise" only when no
     RESOLVE-fold change fits: between runs of one program on the busy 2-core machine the whole
-    run moved 0.5x-2.5x, and an interval that held 1 also held 1.5x or more in a third of the
-    pairs (B/A 1.87x was called unchanged, bench/verdicts.py's cross pairs)."""
+    run moved 0.5x-2.5x, and "unchanged" for an interval that held 1 was said of B/A 1.87x, and
+    of a slower host (every line 1.3x) in 36 of 72 cross pairs; with RUN_RESOLVE, in none
+    (bench/verdicts.py judge-cross, docs/numbers.md)."""
     if lo > 1.0:
         return SLOWER
     if hi < 1.0:
@@ -313,6 +321,8 @@ def _verdict(t: _Test, passed: bool, shift: RunShift, x: LineSample, floor: floa
     host_known = shift.known
     if max(x.a, x.b) >= floor and host_known and not shift.comparable:
         return Verdict(t.ratio, t.p, CANT_TELL, t.lo, t.hi, "runs")
+    if max(x.a, x.b) >= floor and x.log_se() is not None and min(x.n_a, x.n_b) < MIN_STEPS:
+        return Verdict(t.ratio, t.p, CANT_TELL, t.lo, t.hi, "steps")
     if passed and t.big:
         if not host_known and math.isfinite(t.ratio) and t.ratio > 0:
             return Verdict(t.ratio, t.p, CANT_TELL, t.lo, t.hi, "host")

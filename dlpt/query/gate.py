@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_EFFECT, MIN_SHARE, RESOLVE, SLOWER
+from dlpt.analysis.diff_test import CANT_TELL, FASTER, MIN_EFFECT, MIN_SHARE, MIN_STEPS, RESOLVE, SLOWER
 from dlpt.errors import UsageError
 from dlpt.query.compare import LineChange
 from dlpt.query.detail import parse_where
@@ -58,7 +58,7 @@ def _blocks(c: LineChange, ruled_out: float, floor: float) -> bool:
     ch = c.change
     if ch is None or ch.verdict == FASTER:
         return False
-    if ch.verdict == CANT_TELL and ch.why in ("runs", "host"):
+    if ch.verdict == CANT_TELL and ch.why in ("runs", "host", "steps"):
         return True
     return max(c.a, c.b) >= floor and ch.hi > ruled_out
 
@@ -114,6 +114,8 @@ def decide(
 _WHY = {
     "runs": "the whole run moved 1.5x or more, its lines unevenly",
     "host": "too few lines to tell the host by",
+    "fastest": "its mean changed and its ops' fastest calls did not: a busy host's",
+    "steps": f"a run counted fewer than {MIN_STEPS} steps",
 }
 
 

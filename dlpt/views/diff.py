@@ -31,6 +31,7 @@ from dlpt.analysis.diff_test import (
     FASTER,
     MIN_LINES,
     MIN_SHARE,
+    MIN_STEPS,
     RESOLVE,
     RUN_RESOLVE,
     SAME,
@@ -58,6 +59,7 @@ __all__ = [
     "RUN_RESOLVE",
     "MIN_LINES",
     "MIN_SHARE",
+    "MIN_STEPS",
     "RESOLVE",
 ]
 

@@ -12,7 +12,7 @@ import pytest
 
 from dlpt.analysis.diff import FASTEST, FLOOR_MIN_CALLS, FLOOR_NOISE, Change, diff_sessions
 from dlpt.analysis.diff_test import CANT_TELL, SAME, SLOWER, LineSample, judge_lines
-from tests.diff_cases import CPU, GPU, busy_cpu_session, cpu_verdicts, session, verdicts
+from tests.diff_cases import CPU, GPU, busy_cpu_session, cpu_verdicts, measured_cpu_session, session, verdicts
 
 # LINE-A 1, LINE-B 6, LINE-C 2 (issue 46's script), and two small lines (the backward and the
 # optimizer's): B holds 63% of the step, C 21%, A 11%.
@@ -170,6 +170,44 @@ def test_on_a_busy_host_the_fastest_calls_name_no_line_of_two_runs_of_one_progra
     assert busy_rate(every, lambda shift, lines: not lines) >= 0.95
 
 
+def test_a_host_that_stretched_some_lines_means_is_judged_on_the_fastest_calls() -> None:
+    # A measured busy-host pair (bench/verdicts.py diff, LINE-B made 1.5x heavier): the host
+    # stretched LINE-A's mean 1.66x and LINE-C's not at all; the means' shift, 1.66x, called
+    # LINE-B "within noise" (1.05x) and the unchanged LINE-C 0.57x "faster". The floors moved
+    # 1.07x, 1.59x and 1.08x: LINE-B is found on them (1.48x), LINE-C is "can't tell".
+    a = measured_cpu_session(
+        [(4992.2, 2822.4, 518.5, 891), (22840.1, 4777.1, 3664.4, 5280), (10612.4, 3440.7, 1226.7, 1760),
+         (425.4, 1158.9, 53.1, 33), (9.0, 1.0, 7.7, 11)], steps=11)  # fmt: skip
+    b = measured_cpu_session(
+        [(8284.7, 16704.8, 552.4, 2592), (39837.1, 5654.6, 5844.8, 23040), (10068.5, 3196.0, 1326.0, 5120),
+         (129.4, 358.1, 52.4, 96), (9.9, 6.2, 6.2, 32)], steps=32)  # fmt: skip
+    _, lines = cpu_verdicts(a, b)
+    assert {i: v for i, v in lines.items() if v[0] != CANT_TELL} == {1: (SLOWER, FASTEST)}
+    c = diff_sessions(a, b).changes(CPU)
+    (line_c,) = [
+        ch for r, ch in ((r, c.get(r.key)) for r in diff_sessions(a, b).rows) if (r.a or r.b).line == 102
+    ]
+    assert (line_c.verdict, line_c.why) == (CANT_TELL, "fastest")
+
+
+def test_a_run_of_too_few_counted_steps_judges_no_line_on_its_means() -> None:
+    # A measured busy-host pair of 20-step runs whose warm-up left A 2 steps (B made LINE-B
+    # 1.5x heavier): the host stretched LINE-A and LINE-B 7x and LINE-C not at all, and the
+    # unchanged LINE-C read 0.14x "faster", its per-step noise taken from 2 steps. Under
+    # MIN_STEPS counted steps no line is judged on its mean.
+    a = measured_cpu_session(
+        [(7040.9, 3228.0, 564.6, 162), (22416.7, 477.2, 3906.1, 960), (7935.0, 527.3, 1277.2, 320),
+         (54.1, 0.7, 53.1, 6), (8.7, 0.9, 7.7, 2)], steps=2)  # fmt: skip
+    b = measured_cpu_session(
+        [(52686.4, 151121.7, 427.6, 1539), (158066.4, 542371.2, 4264.9, 13680), (7887.1, 4338.4, 966.2, 3040),
+         (58.0, 4.8, 42.7, 57), (6.0, 0.8, 5.0, 19)], steps=19)  # fmt: skip
+    _, lines = cpu_verdicts(a, b)
+    assert not {i: v for i, v in lines.items() if v[0] != CANT_TELL}
+    d = diff_sessions(a, b)
+    whys = {(r.a or r.b).line: c.why for r in d.rows if (c := d.changes(CPU).get(r.key)) is not None}
+    assert whys[100] == whys[101] == whys[102] == "steps"
+
+
 def _node(s, line: int, kind: str) -> dict:
     """busy_cpu_session's op (kind "op") or its <forward> phase at model line ``line``."""
     frame = next(n["id"] for n in s.nodes if n["kind"] == "frame" and n["line"] == line)
@@ -194,29 +232,35 @@ def test_a_floor_outside_the_means_interval_leaves_the_line_cant_tell() -> None:
     assert not change.basis
 
 
-def test_a_means_within_noise_is_replaced_only_where_its_interval_holds_the_floors_change() -> None:
+def test_a_means_verdict_is_replaced_only_where_its_interval_holds_a_change_the_floors_find() -> None:
     # LINE-B's floor says 1.4x the work; its mean per step says 1.00x, "within noise" (no 1.5x
-    # change fits its interval). Where that interval holds 1.4x (a busy host's per-step spread:
-    # a verify passed such a regression, docs/numbers.md) the floors' verdict stands; where it
-    # does not, the mean's "within noise" does.
-    def line_b(spread: float, floor: float) -> Change:
+    # change fits its interval). Where that interval holds a change of 10% or more that the
+    # floor's does too (a busy host's per-step spread: a verify passed such a regression,
+    # docs/numbers.md) the floors' verdict stands; where no such change fits both, the mean's.
+    def line_b(spread: float, floor: float, mean: float = 1.0) -> Change:
         a, b = busy_cpu_session(1, CALLS, slices=0.2), busy_cpu_session(1, CALLS, slices=0.2)
         for s in (a, b):  # the per-step spread of LINE-B's CPU time, as a share of its mean
             node = _node(s, 101, "phase")
             node["q"]["cpu_ns"] = (node["m"]["cpu_ns"] / 40) ** 2 * 40 * (1 + spread**2)
         node = _node(b, 101, "phase")
         node["m"]["cpu_floor_ns"] = round(node["m"]["cpu_floor_ns"] * floor)
+        node["m"]["cpu_ns"] = round(node["m"]["cpu_ns"] * mean)
+        node["q"]["cpu_ns"] *= mean**2
         d = diff_sessions(a, b)
         changes = d.changes(CPU)
         return next(changes[r.key] for r in d.rows if (r.a or r.b).line == 101)
 
     wide, narrow = line_b(0.5, 1.0), line_b(0.05, 1.0)  # the means' verdicts, floors unchanged
     assert wide.verdict == SAME and wide.lo < 1 < 1.4 < wide.hi < 1.5
-    assert narrow.verdict == SAME and narrow.hi < 1.4
-    found = line_b(0.5, 1.4)
-    assert (found.verdict, found.basis) == (SLOWER, FASTEST) and found.ratio == pytest.approx(1.4, rel=0.01)
-    kept = line_b(0.05, 1.4)
-    assert (kept.verdict, kept.basis) == (SAME, "")
+    assert narrow.verdict == SAME and 1.1 < narrow.hi < 1.4
+    for spread in (0.5, 0.05):  # the floor's 1.4x (1.15-1.71) fits both intervals' upper part
+        found = line_b(spread, 1.4)
+        assert (found.verdict, found.basis) == (SLOWER, FASTEST) and found.ratio == pytest.approx(
+            1.4, rel=0.01
+        )
+    # A mean that fell to 0.85x (0.66-1.10): no change of 10% or more fits it and the floor's.
+    kept = line_b(0.05, 1.4, mean=0.85)
+    assert (kept.verdict, kept.basis) == (CANT_TELL, "") and kept.hi < 1.15
 
 
 def test_a_line_whose_floor_rests_on_few_calls_is_not_judged_on_it() -> None:

@@ -25,6 +25,7 @@ from dlpt.views.diff import (
     FASTER,
     MIN_LINES,
     MIN_SHARE,
+    MIN_STEPS,
     RESOLVE,
     RUN_RESOLVE,
     SAME,
@@ -117,7 +118,7 @@ def _header(d: DiffView, fmt: Fmt) -> list[RenderableType]:
                 "  change: each line against what the run shares, with per-step and run-to-run noise, "
                 "Holm-corrected over the lines (5%), at least 10% and 1% of the total: * changed, "
                 f"~ within noise (no {RESOLVE:g}x change fits), ? can't tell (the runs are too noisy, "
-                "or too few lines to tell a line from the host)",
+                f"a run counted fewer than {MIN_STEPS} steps, or too few lines to tell a line from the host)",
                 "dim",
             )
         )
