@@ -169,13 +169,19 @@ def ddp_gpu(
 
 
 def gloo_cpu(
-    rank: int, world: int = 2, wait_ns: int = 1_000_000, step_ns: int = 0, in_one_step: bool = False
+    rank: int,
+    world: int = 2,
+    wait_ns: int = 1_000_000,
+    step_ns: int = 0,
+    in_one_step: bool = False,
+    floor_ns: int = 0,
 ) -> Session:
     """One rank of a CPU job: compute, a wrapped ``all_reduce`` that waited ``wait_ns`` per
     step, a DDP bucket all-reduce (bytes unknown) under the backward; ``step_ns``: the
     optimizer's op time per step (its line, 32), all of it in one step if ``in_one_step`` (a
     thread preempted there once) else the same in every step. Op times carry their per-step
-    second moments (node field ``q``) when ``step_ns`` is given."""
+    second moments (node field ``q``) when ``step_ns`` is given; ``floor_ns``: the optimizer
+    line's floor per step (``cpu_floor_ns``: its calls at their fastest), none when 0."""
     t = _Table()
     s = STEPS
     main = t.add(0, "frame", "main", TRAIN, 30)
@@ -187,6 +193,8 @@ def gloo_cpu(
             t.add(0, "frame", "main", TRAIN, 32), "op", "aten::_foreach_add_", calls=s, cpu_ns=step_ns * s
         )
         t.nodes[opt]["q"] = {"cpu_ns": (step_ns * s) ** 2 if in_one_step else step_ns**2 * s}
+        if floor_ns:
+            t.nodes[opt]["m"]["cpu_floor_ns"] = floor_ns * s
         for n in t.nodes:
             if "cpu_ns" in n["m"] and "q" not in n:
                 n["q"] = {"cpu_ns": n["m"]["cpu_ns"] ** 2 // s}  # the same every step

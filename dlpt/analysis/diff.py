@@ -171,7 +171,7 @@ class Change:
     verdict: str  # diff_test.SLOWER, FASTER, SAME or CANT_TELL
     lo: float = 0.0  # the ratio's 95% interval
     hi: float = math.inf
-    why: str = ""  # what a CANT_TELL rests on: "host", "noise", "runs" or "fastest"
+    why: str = ""  # what a CANT_TELL rests on: "host", "noise", "runs", "steps" or "fastest"
     # What the verdict was judged on: "" the line's mean per step; FASTEST its ops' floors
     # (calls x each op's fastest call), where the mean could not tell (SessionDiff.judge).
     basis: str = ""
@@ -298,9 +298,7 @@ class SessionDiff:
         agree, and a mean's change stands whatever the floors say."""
         bases = [""] * len(rows)
         open_ = (CANT_TELL, SAME)  # the mean's verdicts a floor may replace
-        if metric.name != METRICS["cpu"].name or not any(
-            v.verdict in open_ or v.significant for v in verdicts
-        ):
+        if metric.name != METRICS["cpu"].name:
             return bases
         if not (self.total(CPU_FLOOR, "a") and self.total(CPU_FLOOR, "b")):
             return bases  # a session from before floors, or of no CPU ops

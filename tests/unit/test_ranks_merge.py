@@ -378,6 +378,26 @@ def test_a_line_of_its_own_must_stand_out_of_its_step_to_step_spread(in_one_step
     assert "straggler not decided: rank 1 ran train.py:32 longer than the others, on steps too uneven" in text
 
 
+@pytest.mark.parametrize("work", [1.0, 5.0])
+def test_a_line_the_host_stretched_is_not_its_own_where_its_fastest_calls_match(work: float) -> None:
+    # Both ranks run the optimizer line; rank 1's took 5 ms of op time a step against rank 0's
+    # 1 ms, every step alike, and rank 0 waited 4 ms a step for it. Its floor (calls x the
+    # fastest call) says whether it did more work: 5x the floor, its own line, named; the same
+    # floor, a busy host that preempted its calls (a symmetric gloo job on the busy 2-core
+    # machine had one rank's line at 2.2x the other's, its floor at 1.01x), not named.
+    sessions = [
+        R.gloo_cpu(0, wait_ns=4_000_000, step_ns=1_000_000, floor_ns=900_000),
+        R.gloo_cpu(1, wait_ns=10_000, step_ns=5_000_000, floor_ns=round(900_000 * work)),
+    ]
+    rep = _report(sessions)
+    if work > 1:
+        assert [s.rank for s in rep.stragglers] == [1]
+        assert [c.node.line for c in rep.stragglers[0].causes] == [32]
+        return
+    assert rep.stragglers == [] and [s.rank for s in rep.unnamed] == [1]
+    assert rep.unnamed[0].causes == [] and rep.unnamed[0].unsure == []
+
+
 @pytest.mark.parametrize("held_gil", [False, True])
 def test_a_line_held_off_the_cpu_while_holding_the_gil_is_not_its_own(held_gil: bool) -> None:
     # Rank 1's line 33 holds 8 ms of sampled host time a step, the others' wait. A sleep

@@ -61,6 +61,7 @@ LINE_KEYS = (
     "mem_alloc_bytes",
     "mem_allocs",
     "cpu_ns_var",
+    "cpu_floor_ns",  # the CPU ops' floor: a busy host's stretch from a rank's own work
 )
 
 #: A metric key whose per-step variance a line carries beside its cost, and the key it travels

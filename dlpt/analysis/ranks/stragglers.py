@@ -78,7 +78,7 @@ from dlpt.analysis.ranks.arrivals import Arrivals, Lead
 from dlpt.analysis.ranks.lines import LineTable, row_median
 from dlpt.analysis.ranks.merge import Rank, RankSet, RankTotals, SpreadNode, median
 from dlpt.model.comm_names import is_collective_op
-from dlpt.model.metrics import COMM, METRICS, WAIT, Metric
+from dlpt.model.metrics import COMM, CPU_FLOOR, METRICS, WAIT, Metric
 from dlpt.model.tree import Node
 
 __all__ = [
@@ -437,6 +437,8 @@ def explain(
         own, rest = v[:, col], row_median(v[:, others]).to(torch.float64)
         beyond = own - k * rest  # what the same lines, run at its pace, do not explain
         mine = candidate & (beyond >= floor) & (own >= OWN_LINE_RATIO * k * rest)
+        if metric is METRICS["cpu"]:
+            mine &= ~_same_work_at_fastest(lines, col, others)
         sd = _noise_sd(metric, v, col, others, k, lines, sampling)
         if sd is not None:
             noisy = mine & (beyond < OWN_LINE_Z * sd)
@@ -453,6 +455,20 @@ def explain(
     s.causes = found[:MAX_CAUSES]
     s.unsure = sorted(s.unsure, key=lambda c: -c.excess_ns)[:MAX_CAUSES]
     s.own_work_ns = float(own_work.sum())
+
+
+def _same_work_at_fastest(lines: LineTable, col: int, others: list[int]) -> torch.Tensor:
+    """Per line, whether its CPU ops' floor (calls x each op's fastest call, ``cpu_floor_ns``)
+    on the rank is within OWN_LINE_RATIO of the others' median: the same work, which a busy host
+    stretched by preempting its calls (a preemption lengthens the call it lands in, not the
+    fastest one). A symmetric gloo job on a busy host had one rank's LINE-WORK at 2.2x the
+    other's CPU op time, steady over its 7 steps, and named it a straggler; its floor was 1.01x
+    the other's (bench/verdicts.py ranks). False where either side has no floor (sessions from
+    before floors, lines without CPU ops)."""
+    fv = lines.values(CPU_FLOOR).to(torch.float64)
+    own = fv[:, col]
+    rest = row_median(fv[:, others]).to(torch.float64) if others else torch.zeros_like(own)
+    return (own > 0) & (rest > 0) & (own < OWN_LINE_RATIO * rest)
 
 
 def _indices(mask: torch.Tensor) -> list[int]:
