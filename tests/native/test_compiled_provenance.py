@@ -43,8 +43,15 @@ def test_seeds_loading_code_and_kernels_all_land_somewhere_said():
         session = _profile(torch.compile(dropout_model), x, w)  # compiled inside the profile
     assert torch._inductor.config.trace.provenance_tracking_level == 0  # the program's again
     capture = session.meta["capture"]
-    assert (capture["inductor_unmapped_frames"], capture["inductor_unmapped_kernels"]) == (0, 0)
+    assert capture["inductor_unmapped_kernels"] == 0
     q = Q(session)
+    # Every generated line that ran an op or a kernel maps to a model line. One left unmapped
+    # may hold host samples only: the sampler can land on the wrapper's own bookkeeping (a
+    # line with no model line) when the machine is loaded (seen twice in the full suite on 2
+    # cores, never alone); the count says as many.
+    unmapped = _unmapped_generated_frames(q.nodes)
+    assert capture["inductor_unmapped_frames"] == len(unmapped)
+    assert not [n for n in unmapped if _holds_work(q.nodes, n["id"])], unmapped
     model_lines = {line_of("drop", dropout_model), line_of("sum", dropout_model)}
     # The seeds of the graph's RNG (aten.randint.low_out, one per run) go where their reader goes.
     seeds = [n for n in q.nodes if n["kind"] == "op" and n["name"] == "aten::randint"]
@@ -63,6 +70,52 @@ def test_seeds_loading_code_and_kernels_all_land_somewhere_said():
     assert loading and all(q.nodes[n["parent"]]["x"]["generated"] == "inductor" for n in loading)
     mapped = {n["line"] for n in q.nodes if (n.get("x") or {}).get("mapped_from") and n["file"] == HERE}
     assert mapped <= model_lines and mapped
+
+
+def _children(nodes: list[dict]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for n in nodes:
+        out.setdefault(n["parent"], []).append(n)
+    return out
+
+
+def _unmapped_generated_frames(nodes: list[dict]) -> list[dict]:
+    """Generated frames with no model frame or loading scope under them that call no generated
+    code (dlpt.capture.compile.inductor_lines counts these)."""
+    kids = _children(nodes)
+
+    def generated(n: dict) -> bool:
+        return n["kind"] == "frame" and (n.get("x") or {}).get("generated") == "inductor"
+
+    def below(nid: int) -> list[dict]:
+        out, stack = [], list(kids.get(nid, []))
+        while stack:
+            n = stack.pop()
+            out.append(n)
+            stack += kids.get(n["id"], [])
+        return out
+
+    return [
+        n
+        for n in nodes
+        if generated(n)
+        and not any(
+            (c.get("x") or {}).get("mapped_from") or c["name"] == LOADING for c in kids.get(n["id"], [])
+        )
+        and not any(generated(d) for d in below(n["id"]))
+    ]
+
+
+def _holds_work(nodes: list[dict], nid: int) -> bool:
+    """Whether an op or a kernel runs at or under node ``nid``."""
+    kids = _children(nodes)
+    stack = [nid]
+    while stack:
+        n = stack.pop()
+        if nodes[n]["kind"] in ("op", "kernel"):
+            return True
+        stack += [c["id"] for c in kids.get(n, [])]
+    return False
 
 
 def test_provenance_is_recorded_fresh_and_from_the_fx_graph_cache(tmp_path, monkeypatch):
