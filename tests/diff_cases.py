@@ -129,52 +129,40 @@ def busy_cpu_session(
             step[rng.choices(range(len(calls)), weights)[0]] += slice_us * 1000 * rng.uniform(0.5, 1.5)
         for i, x in enumerate(step):
             per_step[i].append(x)
-    nodes = _top_nodes()
-    for i, xs in enumerate(per_step):
-        frame = len(nodes)
-        nodes.append(
-            {
-                "id": frame,
-                "parent": 1,
-                "kind": "frame",
-                "name": "main",
-                "file": "/p/train.py",
-                "line": 100 + i,
-                "m": {},
-            }
-        )
-        nodes.append(
-            {
-                "id": frame + 1,
-                "parent": frame,
-                "kind": "op",
-                "name": "aten::mm",
-                "file": "",
-                "line": 0,
-                "m": {"calls": n_calls[i] * steps},
-            }
-        )
-        nodes.append(
-            {
-                "id": frame + 2,
-                "parent": frame + 1,
-                "kind": "phase",
-                "name": "<forward>",
-                "file": "",
-                "line": 0,
-                "m": {"cpu_ns": round(sum(xs)), "cpu_floor_ns": round(n_calls[i] * steps * fastest[i])},
-                "q": {"cpu_ns": float(sum(x * x for x in xs))},
-            }
-        )
-    meta = {"steps": {"profiled": steps}}
-    return Session.from_dict({"format": "dlpt-session", "version": 3, "meta": meta, "nodes": nodes})
+    return _cpu_session(
+        [
+            (
+                n_calls[i] * steps,
+                {"cpu_ns": round(sum(xs)), "cpu_floor_ns": round(n_calls[i] * steps * fastest[i])},
+                float(sum(x * x for x in xs)),
+            )
+            for i, xs in enumerate(per_step)
+        ],
+        steps,
+    )
 
 
 def measured_cpu_session(lines: list[tuple[float, float, float, int]], steps: int) -> Session:
     """A CPU run as measured: line i's (mean us per step, per-step sd us, floor us per step, op
     calls in the run), at /p/train.py:100+i, shaped as busy_cpu_session's."""
+    return _cpu_session(
+        [
+            (
+                calls,
+                {"cpu_ns": round(mean * 1000 * steps), "cpu_floor_ns": round(floor * 1000 * steps)},
+                steps * ((sd * 1000) ** 2 + (mean * 1000) ** 2),
+            )
+            for mean, sd, floor, calls in lines
+        ],
+        steps,
+    )
+
+
+def _cpu_session(lines: list[tuple[int, dict[str, int], float]], steps: int) -> Session:
+    """A CPU run of ``steps`` steps whose line i (/p/train.py:100+i) makes one op: (its calls in
+    the run, its forward phase's metrics, the per-step sum of squares of its CPU time)."""
     nodes = _top_nodes()
-    for i, (mean, sd, floor, calls) in enumerate(lines):
+    for i, (calls, m, squares) in enumerate(lines):
         frame = len(nodes)
         nodes.append(
             {
@@ -198,8 +186,6 @@ def measured_cpu_session(lines: list[tuple[float, float, float, int]], steps: in
                 "m": {"calls": calls},
             }
         )
-        m = {"cpu_ns": round(mean * 1000 * steps), "cpu_floor_ns": round(floor * 1000 * steps)}
-        q = {"cpu_ns": steps * ((sd * 1000) ** 2 + (mean * 1000) ** 2)}
         nodes.append(
             {
                 "id": frame + 2,
@@ -209,7 +195,7 @@ def measured_cpu_session(lines: list[tuple[float, float, float, int]], steps: in
                 "file": "",
                 "line": 0,
                 "m": m,
-                "q": q,
+                "q": {"cpu_ns": squares},
             }
         )
     meta = {"steps": {"profiled": steps}}

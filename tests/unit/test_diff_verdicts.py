@@ -183,10 +183,7 @@ def test_a_host_that_stretched_some_lines_means_is_judged_on_the_fastest_calls()
          (129.4, 358.1, 52.4, 96), (9.9, 6.2, 6.2, 32)], steps=32)  # fmt: skip
     _, lines = cpu_verdicts(a, b)
     assert {i: v for i, v in lines.items() if v[0] != CANT_TELL} == {1: (SLOWER, FASTEST)}
-    c = diff_sessions(a, b).changes(CPU)
-    (line_c,) = [
-        ch for r, ch in ((r, c.get(r.key)) for r in diff_sessions(a, b).rows) if (r.a or r.b).line == 102
-    ]
+    line_c = _cpu_changes_by_line(a, b)[102]
     assert (line_c.verdict, line_c.why) == (CANT_TELL, "fastest")
 
 
@@ -203,9 +200,15 @@ def test_a_run_of_too_few_counted_steps_judges_no_line_on_its_means() -> None:
          (58.0, 4.8, 42.7, 57), (6.0, 0.8, 5.0, 19)], steps=19)  # fmt: skip
     _, lines = cpu_verdicts(a, b)
     assert not {i: v for i, v in lines.items() if v[0] != CANT_TELL}
+    changes = _cpu_changes_by_line(a, b)
+    assert changes[100].why == changes[101].why == changes[102].why == "steps"
+
+
+def _cpu_changes_by_line(a, b) -> dict[int, Change]:
+    """Each line's CPU-time verdict in ``diff a b``, by its line number."""
     d = diff_sessions(a, b)
-    whys = {(r.a or r.b).line: c.why for r in d.rows if (c := d.changes(CPU).get(r.key)) is not None}
-    assert whys[100] == whys[101] == whys[102] == "steps"
+    changes = d.changes(CPU)
+    return {(r.a or r.b).line: changes[r.key] for r in d.rows if r.key in changes}
 
 
 def _node(s, line: int, kind: str) -> dict:
