@@ -129,7 +129,8 @@ def _header(d: DiffView, fmt: Fmt) -> list[RenderableType]:
                 Text(
                     f"  *f changed, judged on its ops' fastest calls ({lines}): "
                     "its mean per step was too noisy to tell (a busy host's delays), and calls x each op's "
-                    "fastest call, which those delays do not stretch, changed within the mean's interval",
+                    "fastest call, which those delays do not stretch, changed, and the two agree on a change "
+                    "of 10% or more",
                     "dim",
                 )
             )
