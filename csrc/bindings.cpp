@@ -234,9 +234,12 @@ PYBIND11_MODULE(_C, m) {
         "Stops capture; the running epoch ends as `last_counted` (as counted if end_epoch was never called).");
   m.def("end_epoch", &dlpt::end_epoch, py::arg("counted"),
         "Ends the running epoch as counted (per-step work) or not; a step mark; returns the new epoch.");
-  m.def("cut_counted", &dlpt::cut_counted,
+  m.def("cut_counted", &dlpt::cut_counted, py::arg("extend") = false,
         "Every epoch that ended so far is outside the steps from now on: the warm-up's provisional "
-        "steps, dropped when the step time is still falling (call right after end_epoch).");
+        "steps, dropped when the step time is still falling (call right after end_epoch); extend: "
+        "kept apart with those the last cut dropped.");
+  m.def("restore_last_cut", &dlpt::restore_last_cut,
+        "The last cut_counted is undone: the steps it dropped count again (before stop).");
   m.def("set_collecting", &dlpt::set_collecting);
   m.def("set_tracing", &dlpt::set_tracing, py::arg("on"),
         "Tracing off (dlpt's callbacks disabled, CUPTI flushed then disabled or detached) or on again.");

@@ -86,11 +86,17 @@ uint32_t end_epoch(bool counted) {
   return next;
 }
 
-void cut_counted() {
+void cut_counted(bool extend) {
   Session* s = current_session();
   if (s == nullptr) return;
-  s->epochs.cut();
-  host::on_cut(*s);
+  s->epochs.cut(extend);
+  host::on_cut(*s, extend);
+}
+
+void restore_last_cut() {
+  Session* s = current_session();
+  if (s == nullptr || !s->epochs.restore_last_cut()) return;
+  host::on_restore(*s);
 }
 
 void set_tracing(bool on) {

@@ -38,9 +38,15 @@ void mark_step();
 uint32_t end_epoch(bool counted);
 
 /// Every epoch that ended so far is outside the steps from now on (Epochs::cut): the warm-up's
-/// provisional steps, dropped when it sees the step time still falling. Call right after an
-/// end_epoch. A no-op when no profile runs.
-void cut_counted();
+/// provisional steps, dropped when it sees the step time still falling; `extend`: with those the
+/// last cut dropped (kept apart together until the stop). Call right after an end_epoch. A no-op
+/// when no profile runs.
+void cut_counted(bool extend = false);
+
+/// The last cut_counted is undone (Epochs::restore_last_cut): the steps dropped count again.
+/// Call before stop, once the step schedule decided (dlpt.capture.schedule). A no-op when no
+/// profile runs or nothing was cut.
+void restore_last_cut();
 
 /// Tracing off or on for the running session (idempotent; a no-op without one). Off: dlpt's
 /// RecordFunction callbacks disabled, CUPTI's driver-API callbacks disabled and its activity

@@ -37,20 +37,40 @@ void Epochs::finish(bool last_counted) {
   classify(e, tail);
   finished_.store(true, std::memory_order_release);
   if (e < kFolding - 1) current_.store(e + 1, std::memory_order_release);
+  cut_gen_.fetch_add(1, std::memory_order_release);  // what the last cut dropped is outside now
 }
 
-void Epochs::cut() {
-  cut_epoch_.store(current_.load(std::memory_order_relaxed), std::memory_order_release);
-  // Release: a holder that sees the new generation also sees the new cut epoch.
+void Epochs::cut(bool extend) {
+  if (restored_.load(std::memory_order_relaxed) || finished_.load(std::memory_order_relaxed)) return;
+  const CutRange old = cut_range();
+  const uint64_t keep_from = extend ? old.keep_from : old.cut;
+  cut_range_.store(keep_from << 32 | current_.load(std::memory_order_relaxed), std::memory_order_release);
+  // Release: a holder that sees the new generation also sees the new range.
   cut_gen_.fetch_add(1, std::memory_order_release);
 }
 
-bool Epochs::counted(uint32_t e) const {
-  if (e < cut_epoch_.load(std::memory_order_acquire)) return false;
-  if (e >= current_.load(std::memory_order_acquire)) return tail_counted_.load(std::memory_order_relaxed);
-  const std::atomic<uint64_t>* words = chunks_[e >> kChunkBits].load(std::memory_order_acquire);
-  if (words == nullptr) return false;
-  return (words[(e & (kChunkEpochs - 1)) >> 6].load(std::memory_order_acquire) >> (e & 63)) & 1;
+bool Epochs::restore_last_cut() {
+  if (cut_range().cut == 0 || restored_.load(std::memory_order_relaxed) || finished_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  restored_.store(true, std::memory_order_release);
+  cut_gen_.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
+Filed Epochs::filed(uint32_t e) const {
+  bool was_counted = false;
+  if (e >= current_.load(std::memory_order_acquire)) {
+    was_counted = tail_counted_.load(std::memory_order_relaxed);
+  } else if (const std::atomic<uint64_t>* words = chunks_[e >> kChunkBits].load(std::memory_order_acquire)) {
+    was_counted = (words[(e & (kChunkEpochs - 1)) >> 6].load(std::memory_order_acquire) >> (e & 63)) & 1;
+  }
+  if (!was_counted) return Filed::Outside;
+  const CutRange r = cut_range();
+  if (e >= r.cut) return Filed::Counted;
+  if (e < r.keep_from) return Filed::Outside;
+  if (restored_.load(std::memory_order_acquire)) return Filed::Counted;
+  return finished_.load(std::memory_order_acquire) ? Filed::Outside : Filed::Dropped;
 }
 
 // ---- metrics ------------------------------------------------------------------------------
@@ -76,6 +96,13 @@ void move_max(std::atomic<uint64_t>& from, std::atomic<uint64_t>& to) {
   while (v > cur && !to.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
   }
 }
+bool holds_nothing(const Metrics& m) {
+  return m.calls.load(std::memory_order_relaxed) == 0 && m.cpu_ticks.load(std::memory_order_relaxed) == 0 &&
+         m.gpu_ns.load(std::memory_order_relaxed) == 0 && m.count.load(std::memory_order_relaxed) == 0 &&
+         m.bytes.load(std::memory_order_relaxed) == 0 && m.sync_ticks.load(std::memory_order_relaxed) == 0 &&
+         m.api_ticks.load(std::memory_order_relaxed) == 0 && m.min_ns.load(std::memory_order_relaxed) == UINT64_MAX &&
+         m.max_ns.load(std::memory_order_relaxed) == 0;
+}
 }  // namespace
 
 void move_metrics(Metrics& from, Metrics& to) {
@@ -90,7 +117,10 @@ void move_metrics(Metrics& from, Metrics& to) {
   move_max(from.max_ns, to.max_ns);
 }
 
-EpochMetrics::~EpochMetrics() { delete carry_.load(std::memory_order_relaxed); }
+EpochMetrics::~EpochMetrics() {
+  delete carry_.load(std::memory_order_relaxed);
+  delete dropped_.load(std::memory_order_relaxed);
+}
 
 Metrics& EpochMetrics::carry() {
   Metrics* c = carry_.load(std::memory_order_acquire);
@@ -122,35 +152,78 @@ Metrics& EpochMetrics::at_slow(uint32_t e, const Epochs& epochs) {
   }
 }
 
+EpochMetrics::Dropped& EpochMetrics::dropped() {
+  Dropped* d = dropped_.load(std::memory_order_acquire);
+  if (d != nullptr) return *d;
+  auto* fresh = new Dropped();
+  if (dropped_.compare_exchange_strong(d, fresh, std::memory_order_acq_rel)) return *fresh;
+  delete fresh;  // another thread's won
+  return *d;
+}
+
+Metrics& EpochMetrics::bucket(Filed f) {
+  switch (f) {
+    case Filed::Counted:
+      return counted_;
+    case Filed::Dropped:
+      return dropped().m;
+    case Filed::Outside:
+      break;
+  }
+  return outside_;
+}
+
+Metrics& EpochMetrics::folded(uint32_t e, const Epochs& epochs) {
+  const Filed f = epochs.filed(e);
+  if (f == Filed::Dropped && cut_seen_.load(std::memory_order_acquire) != epochs.cut_range().cut) return counted_;
+  return bucket(f);
+}
+
+void EpochMetrics::move_bucket(Filed from, Filed to) {
+  if (from == Filed::Dropped && dropped_.load(std::memory_order_acquire) == nullptr) return;  // none
+  // A node with nothing counted needs no dropped bucket (most nodes of a run without a cut).
+  if (from == Filed::Counted && to == Filed::Dropped && holds_nothing(counted_) && sq_[0] == 0 && sq_[1] == 0 &&
+      sq_[2] == 0) {
+    return;
+  }
+  move_metrics(bucket(from), bucket(to));
+  double* sq_from = from == Filed::Counted ? sq_ : from == Filed::Dropped ? dropped().sq : nullptr;
+  double* sq_to = to == Filed::Counted ? sq_ : to == Filed::Dropped ? dropped().sq : nullptr;
+  if (sq_from == nullptr) return;  // outside keeps no squares
+  for (int i = 0; i < 3; ++i) {
+    if (sq_to != nullptr) sq_to[i] += sq_from[i];
+    sq_from[i] = 0;
+  }
+}
+
 void EpochMetrics::catch_up_with_cuts(const Epochs& epochs) {
-  const uint32_t gen = epochs.cut_generation();
-  if (gen == cut_gen_) return;
-  // Everything filed as counted so far belongs to epochs before the cut (a fold files only
-  // epochs that ended, and this runs before any fold after the cut).
-  move_metrics(counted_, outside_);
-  sq_[0] = sq_[1] = sq_[2] = 0;
-  cut_gen_ = gen;
+  // Everything filed as counted so far belongs to epochs before any cut it has not followed (a
+  // fold files only epochs that ended, and this runs before any fold after the cut).
+  seen_.catch_up(epochs, [this](Filed from, Filed to) { move_bucket(from, to); });
+  cut_seen_.store(seen_.range.cut, std::memory_order_release);
 }
 
 void EpochMetrics::fold_pending(uint32_t t, const Epochs& epochs) {
   catch_up_with_cuts(epochs);
-  if (epochs.counted(t)) {
+  const Filed f = epochs.filed(t);
+  if (f != Filed::Outside) {
     // The epoch's amounts on this node, read just before they move (an add racing with this
     // read moves with them: in the sums, not in the squares).
     const double v[3] = {static_cast<double>(pending_.cpu_ticks.load(std::memory_order_relaxed)),
                          static_cast<double>(pending_.gpu_ns.load(std::memory_order_relaxed)),
                          static_cast<double>(pending_.sync_ticks.load(std::memory_order_relaxed))};
-    for (int i = 0; i < 3; ++i) sq_[i] += v[i] * v[i];
+    double* sq = f == Filed::Counted ? sq_ : dropped().sq;
+    for (int i = 0; i < 3; ++i) sq[i] += v[i] * v[i];
   }
-  move_metrics(pending_, folded(t, epochs));
+  move_metrics(pending_, bucket(f));
 }
 
 void EpochMetrics::fold_all(const Epochs& epochs) {
   uint32_t t = tag_.load(std::memory_order_acquire);
   // No fold can be under way after capture; if one were, its epoch is the last one.
   if (t == Epochs::kFolding) t = epochs.current();
-  fold_pending(t, epochs);  // catches up with the cuts first
-  Metrics& to = folded(t, epochs);
+  fold_pending(t, epochs);  // catches up with the cuts and the stop first
+  Metrics& to = bucket(epochs.filed(t));
   if (Metrics* c = carry_.load(std::memory_order_acquire)) move_metrics(*c, to);
 }
 

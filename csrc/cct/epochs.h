@@ -20,9 +20,17 @@
 // - A cut (Epochs::cut, the warm-up's: dlpt/capture/warmup.py) turns every epoch that ended
 //   before it into outside: the warm-up counts its steps provisionally and drops them when it
 //   sees the step time still falling. Future folds read the new class; what each holder already
-//   filed as counted moves to outside when it next looks (its cut generation is behind):
-//   EpochMetrics at its next fold, the other holders (op details, the host sampler, the idle
-//   blame) likewise or at once.
+//   filed as counted moves out when it next looks (its cut generation is behind): EpochMetrics at
+//   its next fold, the other holders (op details, the host sampler, the idle blame) likewise or
+//   at once.
+// - The last cut can be undone until the run stops (Epochs::restore_last_cut): a fall seen a
+//   few steps before the run ended, after a long stretch without one, leaves too few steps to
+//   count (a busy host's quiet moment looks like a fall), and the warm-up then counts from the
+//   cut before that stretch. So what a cut drops is kept apart, *dropped*, until a later cut that
+//   starts a drop of its own (then outside for good), the restore (counted again) or the run's
+//   stop (outside: Epochs::finish). A cut that *extends* the drop (the warm-up's cuts a few steps
+//   apart: a fall seen over several steps) adds to it instead. A holder keeps three buckets
+//   (counted, dropped, outside) and follows these events with CutsSeen.
 #pragma once
 
 #include <atomic>
@@ -32,6 +40,9 @@
 #include "metrics.h"
 
 namespace dlpt {
+
+/// Where a cost of an ended epoch is filed now (see the top of this file).
+enum class Filed : uint8_t { Counted, Dropped, Outside };
 
 /// The running epoch and the class of every epoch that ended.
 class Epochs {
@@ -55,13 +66,33 @@ class Epochs {
 
   /// [MT] Whether ended epoch `e` (e < current(), or any epoch after finish) was counted: given
   /// as counted when it ended, and not before the last cut.
-  bool counted(uint32_t e) const;
+  bool counted(uint32_t e) const { return filed(e) == Filed::Counted; }
+  /// [MT] Where a cost of ended epoch `e` goes: counted as above; dropped if it was counted
+  /// between the cut before the last and the last (until the restore or the stop); else outside.
+  Filed filed(uint32_t e) const;
 
-  /// [GIL] Every epoch that ended so far is outside from now on (see the top of this file).
-  void cut();
-  /// [MT] How many cuts there were: a holder that filed counted amounts under an older value
-  /// moves them to outside before it files more.
+  /// [GIL] Every epoch that ended so far is not counted from now on (see the top of this file):
+  /// those since the last cut are dropped, with those the last cut dropped if `extend`, else
+  /// alone (the earlier drop is outside for good). A no-op after the restore or finish.
+  void cut(bool extend = false);
+  /// [GIL] Before finish: the dropped epochs count again (a no-op without a cut, or a second
+  /// time). Returns whether there was a cut to undo.
+  bool restore_last_cut();
+  /// [MT] Changes with every cut, the restore and finish: a holder whose CutsSeen is behind
+  /// moves its buckets (CutsSeen::catch_up) before it files more.
   uint32_t cut_generation() const { return cut_gen_.load(std::memory_order_acquire); }
+  /// [MT] The dropped epochs [keep_from, cut) and the last cut, read together: counted epochs
+  /// from `cut` on count.
+  struct CutRange {
+    uint32_t keep_from = 0, cut = 0;
+  };
+  CutRange cut_range() const {
+    const uint64_t r = cut_range_.load(std::memory_order_acquire);
+    return {static_cast<uint32_t>(r >> 32), static_cast<uint32_t>(r)};
+  }
+  /// [MT] Whether the dropped epochs were restored; whether the run stopped.
+  bool restored() const { return restored_.load(std::memory_order_acquire); }
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
 
   /// Whether end() was called in this session.
   bool ever_ended() const { return ever_ended_.load(std::memory_order_acquire); }
@@ -82,9 +113,51 @@ class Epochs {
   std::atomic<bool> finished_{false};
   // The class of every epoch from the last one on, once finished (before: never asked).
   std::atomic<bool> tail_counted_{true};
-  std::atomic<uint32_t> cut_epoch_{0};  // epochs below it are outside (the last cut)
+  // CutRange packed (keep_from << 32 | cut) so that a reader never sees half a cut.
+  std::atomic<uint64_t> cut_range_{0};
   std::atomic<uint32_t> cut_gen_{0};
+  std::atomic<bool> restored_{false};
   std::atomic<std::atomic<uint64_t>*> chunks_[kMaxChunks] = {};
+};
+
+/// What a holder of counted, dropped and outside amounts has followed of the cuts (see top).
+/// Only the thread that files into the holder (or holds its lock) calls catch_up.
+struct CutsSeen {
+  uint32_t generation = 0;
+  Epochs::CutRange range;  // the cut range the buckets were filed under
+  bool restored = false, finished = false;
+
+  /// Brings the holder's buckets up to date with `epochs`: calls move(from, to) for each move,
+  /// in order. The holder's counted amounts are of epochs from its range's cut up to the next
+  /// cut (a holder files only epochs that ended), its dropped ones of its range. Cuts since:
+  /// a range that still begins where the holder's does was extended (counted joins the drop);
+  /// one that begins at the holder's cut is one new drop (the old one is outside for good,
+  /// counted is the new drop); any other lies after both (all outside). The restore counts the
+  /// drop again; the stop makes it outside.
+  template <typename Move>
+  void catch_up(const Epochs& epochs, Move&& move) {
+    const uint32_t gen = epochs.cut_generation();
+    if (gen == generation) return;
+    generation = gen;
+    const Epochs::CutRange now = epochs.cut_range();
+    if (now.cut != range.cut) {
+      if (now.keep_from == range.keep_from) {
+        move(Filed::Counted, Filed::Dropped);
+      } else {
+        move(Filed::Dropped, Filed::Outside);
+        move(Filed::Counted, now.keep_from == range.cut ? Filed::Dropped : Filed::Outside);
+      }
+      range = now;
+    }
+    if (epochs.restored() && !restored) {
+      move(Filed::Dropped, Filed::Counted);
+      restored = true;
+    }
+    if (epochs.finished() && !finished) {
+      move(Filed::Dropped, Filed::Outside);
+      finished = true;
+    }
+  }
 };
 
 /// One node's metrics, split by the class of the epoch each cost belongs to (see top).
@@ -110,7 +183,8 @@ class EpochMetrics {
     return at_slow(e, epochs);
   }
 
-  /// After capture (no writer left): folds everything into counted and outside.
+  /// After capture (no writer left; Epochs::finish called): folds everything into counted and
+  /// outside.
   void fold_all(const Epochs& epochs);
   const Metrics& counted() const { return counted_; }
   const Metrics& outside() const { return outside_; }
@@ -126,20 +200,39 @@ class EpochMetrics {
   double sq_sync_ticks() const { return sq_[2]; }
 
  private:
+  /// What the last cut dropped from this node (kept until the next cut, the restore or the
+  /// stop), with its squares. Allocated the first time a cut drops something of it.
+  struct Dropped {
+    Metrics m;
+    double sq[3] = {0, 0, 0};
+  };
+
   Metrics& at_slow(uint32_t e, const Epochs& epochs);
   Metrics& carry();
-  Metrics& folded(uint32_t e, const Epochs& epochs) { return epochs.counted(e) ? counted_ : outside_; }
+  Dropped& dropped();
+  // Where a cost of ended epoch `e` goes when it is filed straight into its class. A dropped
+  // epoch's cost goes to counted_ while this node has not yet followed the cut that dropped it:
+  // its catch-up moves counted_ to dropped then (its tag is after the drop's start, so it
+  // followed every earlier cut; a fold racing with this add can leave it in counted_, as any
+  // add racing with a fold: see above).
+  Metrics& folded(uint32_t e, const Epochs& epochs);
+  Metrics& bucket(Filed f);
   // Folds `pending_` (holding epoch `t`) into its class, squaring its amounts into sq_ when
-  // counted. Only by the thread that claimed the fold (tag_ == kFolding) or after capture.
+  // counted (dropped: the dropped squares). Only by the thread that claimed the fold (tag_ ==
+  // kFolding) or after capture.
   void fold_pending(uint32_t t, const Epochs& epochs);
+  // Moves one bucket into another, squares with it (CutsSeen::catch_up's move).
+  void move_bucket(Filed from, Filed to);
 
   std::atomic<uint32_t> tag_{0};  // the epoch `pending_` holds, or Epochs::kFolding
   Metrics pending_;
   Metrics counted_, outside_;
   double sq_[3] = {0, 0, 0};  // see sq_cpu_ticks(); written only by the folding thread
-  // The cut generation counted_ and sq_ were filed under (Epochs::cut_generation); only the
-  // folding thread reads or writes it. Behind: counted_ moves to outside_ before the next fold.
-  uint32_t cut_gen_ = 0;
+  // The cuts counted_, dropped and sq_ were filed under; only the folding thread reads or writes
+  // it. Behind: the buckets move before the next fold.
+  CutsSeen seen_;
+  std::atomic<uint32_t> cut_seen_{0};  // seen_.range.cut, for folded() on other threads
+  std::atomic<Dropped*> dropped_{nullptr};
   void catch_up_with_cuts(const Epochs& epochs);
   // Costs of the running epoch added while another thread folds this node: moved into
   // `pending_` by the next fold (so never filed into an earlier epoch). Allocated on first use:

@@ -6,11 +6,10 @@ namespace dlpt {
 
 template <typename T>
 void OpDetails::Split<T>::catch_up_with_cuts(const Epochs& epochs) {
-  const uint32_t gen = epochs.cut_generation();
-  if (gen == cut_gen) return;
-  outside.add(counted);  // filed before the cut: every epoch it holds is outside now
-  counted = T{};
-  cut_gen = gen;
+  seen.catch_up(epochs, [this](Filed from, Filed to) {
+    bucket(to).add(bucket(from));
+    bucket(from) = T{};
+  });
 }
 
 template <typename T>
@@ -19,7 +18,7 @@ T& OpDetails::Split<T>::at(uint32_t e, const Epochs& epochs) {
   if (has_pending && e != pending_epoch) {
     // An epoch that already ended (an op that read the epoch before a boundary): its class is
     // known. A later one: the pending epoch ended, fold it.
-    if (e < pending_epoch) return epochs.counted(e) ? counted : outside;
+    if (e < pending_epoch) return bucket(epochs.filed(e));
     fold(epochs);
   }
   if (!has_pending) {
@@ -33,7 +32,7 @@ template <typename T>
 void OpDetails::Split<T>::fold(const Epochs& epochs) {
   catch_up_with_cuts(epochs);
   if (!has_pending) return;
-  (epochs.counted(pending_epoch) ? counted : outside).add(pending);
+  bucket(epochs.filed(pending_epoch)).add(pending);
   pending = T{};
   has_pending = false;
 }

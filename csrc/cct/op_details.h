@@ -8,9 +8,9 @@
 //   dlpt/capture/flops/ at stop with torch's own formulas.
 //
 // Like node metrics, counts are split by the class of the epoch they were added in (epochs.h):
-// each entry keeps its counted and outside counts and the counts of one pending epoch, folded
-// when a later epoch adds to it and at export; counted counts of an older cut generation move
-// to outside first (Epochs::cut).
+// each entry keeps its counted, dropped and outside counts and the counts of one pending epoch,
+// folded when a later epoch adds to it and at export; the buckets follow the warm-up's cuts
+// first (CutsSeen).
 //
 // Input signatures (their text and their map's nodes) live in an arena of their own
 // (mapped_arena.h): made now and then for the whole run, they must not pin the program's freed
@@ -66,13 +66,15 @@ class OpDetails {
       out_bytes += o.out_bytes;
     }
   };
-  /// Counts of type T (with add()) split by epoch class. Under mu_.
+  /// Counts of type T (with add()) split by epoch class (cct/epochs.h: counted, dropped by the
+  /// last cut, outside). Under mu_.
   template <typename T>
   struct Split {
-    T counted{}, outside{}, pending{};
+    T counted{}, dropped{}, outside{}, pending{};
     uint32_t pending_epoch = 0;
-    uint32_t cut_gen = 0;  // the cut generation `counted` was filed under
+    CutsSeen seen;  // the cuts `counted` and `dropped` were filed under
     bool has_pending = false;
+    T& bucket(Filed f) { return f == Filed::Counted ? counted : f == Filed::Dropped ? dropped : outside; }
     T& at(uint32_t e, const Epochs& epochs);
     void fold(const Epochs& epochs);
     void catch_up_with_cuts(const Epochs& epochs);

@@ -112,7 +112,8 @@ py::dict result() {
 }
 
 /// Test seam: IdleBlame fed with (kind, a, b, c, d) records in order — ("mark", t, recorded),
-/// ("work", device, start, end), ("sample", t, node, weight, gil), ("settle", now), ("cut") — then
+/// ("work", device, start, end), ("sample", t, node, weight, gil), ("settle", now), ("cut", extend),
+/// ("restore") — then
 /// finished.
 py::dict blame_seam(bool gpu, const std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t, uint64_t>>& ops) {
   IdleBlame b(gpu);
@@ -126,7 +127,9 @@ py::dict blame_seam(bool gpu, const std::vector<std::tuple<std::string, uint64_t
     } else if (kind == "settle") {
       b.settle(a);
     } else if (kind == "cut") {
-      b.cut();
+      b.cut(a != 0);
+    } else if (kind == "restore") {
+      b.restore_last_cut();
     }
   }
   HostResult r;

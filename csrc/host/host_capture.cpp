@@ -184,9 +184,14 @@ void on_mark(Session& s, bool recorded, bool ended_counted) {
   }
 }
 
-void on_cut(Session& s) {
+void on_cut(Session& s, bool extend) {
   Capture* c = live_for(s);
-  if (c != nullptr && !c->stopped && c->blame) c->blame->cut();
+  if (c != nullptr && !c->stopped && c->blame) c->blame->cut(extend);
+}
+
+void on_restore(Session& s) {
+  Capture* c = live_for(s);
+  if (c != nullptr && !c->stopped && c->blame) c->blame->restore_last_cut();
 }
 
 void on_drain() {

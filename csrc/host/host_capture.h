@@ -79,7 +79,9 @@ uint64_t clock_ns(const Session& s);
 void on_mark(Session& s, bool recorded, bool ended_counted = true);
 /// [GIL] A cut of `s`'s epochs (cct/epochs.h), right after a step boundary: the idle blame
 /// drops the steps before it.
-void on_cut(Session& s);
+void on_cut(Session& s, bool extend);
+/// [GIL] The last cut was undone (Epochs::restore_last_cut): the idle blame records its steps again.
+void on_restore(Session& s);
 /// [GIL] The step boundary's code-reference drain (controller.cpp).
 void on_drain();
 }  // namespace dlpt::host

@@ -1,6 +1,7 @@
 #include "idle_blame.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace dlpt::host {
 
@@ -34,12 +35,39 @@ void IdleBlame::set_open(bool recorded) {
   if (!intervals_.empty()) intervals_.back().recorded = recorded;
 }
 
-void IdleBlame::cut() {
+void IdleBlame::cut(bool extend) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i + 1 < intervals_.size(); ++i) intervals_[i].recorded = false;
+  for (size_t i = 0; i + 1 < intervals_.size(); ++i) {
+    Interval& iv = intervals_[i];
+    iv.dropped = iv.recorded || (extend && iv.dropped);  // else one an earlier cut dropped is gone
+    iv.recorded = false;
+  }
+  if (!extend) dropped_ = BlameTotals{};
+  merge_steps(totals_, dropped_);
   totals_.steps = 0;
   totals_.host.clear();
   totals_.devices.clear();
+}
+
+void IdleBlame::restore_last_cut() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Interval& iv : intervals_) {
+    if (iv.dropped) iv.recorded = true;
+    iv.dropped = false;
+  }
+  merge_steps(dropped_, totals_);
+  dropped_ = BlameTotals{};
+}
+
+void IdleBlame::merge_steps(const BlameTotals& from, BlameTotals& into) {
+  into.steps += from.steps;
+  for (const auto& [node, cell] : from.host) into.host[node].merge(cell);
+  for (const auto& [dev, gaps] : from.devices) {
+    auto& to = into.devices[dev];
+    for (size_t g = 0; g < kGaps; ++g) {
+      for (const auto& [node, cell] : gaps[g]) to[g][node].merge(cell);
+    }
+  }
 }
 
 void IdleBlame::work(uint32_t device, uint64_t start, uint64_t end) {
@@ -114,18 +142,20 @@ void IdleBlame::resolve_one() {
   const Interval iv = std::move(intervals_.front());
   intervals_.pop_front();
   const uint64_t end = intervals_.front().start;
-  if (iv.recorded) {
-    ++totals_.steps;
+  // A step the last cut dropped is resolved apart: restore_last_cut may count it again.
+  BlameTotals* into = iv.recorded ? &totals_ : iv.dropped ? &dropped_ : nullptr;
+  if (into != nullptr) {
+    ++into->steps;
     if (gpu_) {
       // Every device seen so far is judged, also one without work in this step (idle throughout).
-      for (auto& [dev, d] : devices_) (void)totals_.devices[dev];
+      for (auto& [dev, d] : devices_) (void)into->devices[dev];
     }
   }
   while (!samples_.empty() && samples_.front().t < end) {
     const Sample s = samples_.front();
     samples_.pop_front();
-    if (!iv.recorded || s.t < iv.start) continue;
-    totals_.host[s.node].add(s.weight, s.gil);
+    if (into == nullptr || s.t < iv.start) continue;
+    into->host[s.node].add(s.weight, s.gil);
     if (!gpu_) continue;
     for (auto& [dev, d] : devices_) {
       Gap gap = Gap::Busy;
@@ -139,7 +169,7 @@ void IdleBlame::resolve_one() {
           gap = Gap::Between;
         }
       }
-      totals_.devices[dev][static_cast<size_t>(gap)][s.node].add(s.weight, s.gil);
+      into->devices[dev][static_cast<size_t>(gap)][s.node].add(s.weight, s.gil);
     }
   }
   // Spans that ended before the next interval cannot cover any later sample.

@@ -43,6 +43,10 @@ struct BlameCell {
     ns += w;
     if (gil) gil_ns += w;
   }
+  void merge(const BlameCell& o) {
+    ns += o.ns;
+    gil_ns += o.gil_ns;
+  }
 };
 
 using BlameByNode = std::unordered_map<NodeId, BlameCell>;
@@ -69,8 +73,12 @@ class IdleBlame {
   /// The open interval is recorded or not (a switch right after the mark that opened it).
   void set_open(bool recorded);
   /// A cut (cct/epochs.h): every step before the open interval was provisional and is dropped,
-  /// resolved (its sums) or not (no longer recorded).
-  void cut();
+  /// resolved (its sums) or not (no longer recorded). What it drops is kept apart, with what the
+  /// last cut dropped if `extend`, until a cut that does not extend it or restore_last_cut
+  /// (finish leaves it out).
+  void cut(bool extend = false);
+  /// The last cut is undone (Epochs::restore_last_cut): the steps it dropped are recorded again.
+  void restore_last_cut();
   void work(uint32_t device, uint64_t start, uint64_t end);
   void sample(uint64_t t, NodeId node, uint64_t weight_ns, bool gil);
   /// Resolves closed steps that ended at least kSettleNs before `now`.
@@ -92,6 +100,7 @@ class IdleBlame {
   struct Interval {
     uint64_t start;
     bool recorded;
+    bool dropped = false;           // recorded until the last cut (resolved into dropped_)
     std::map<uint32_t, Span> work;  // device -> (first start, last end) of work starting inside
   };
   struct Device {
@@ -100,7 +109,9 @@ class IdleBlame {
   };
 
   void resolve_one();  // under mu_: the oldest closed interval
-  void pressure();     // under mu_: caps reached
+  // The step sums of `from` (steps, host, devices) added to `into`.
+  static void merge_steps(const BlameTotals& from, BlameTotals& into);
+  void pressure();  // under mu_: caps reached
   bool busy(Device& d, uint64_t t);
 
   const bool gpu_;
@@ -109,6 +120,7 @@ class IdleBlame {
   std::deque<Sample> samples_;
   std::map<uint32_t, Device> devices_;
   BlameTotals totals_;
+  BlameTotals dropped_;  // the sums (steps, host, devices) of the steps the last cut dropped
 };
 
 }  // namespace dlpt::host

@@ -160,16 +160,20 @@ void Sampler::run() {
   stats_.safe_reads = reader_.reads();
 }
 
+std::vector<HostCell>& Sampler::cells_of(Filed f) {
+  return f == Filed::Counted ? cells_ : f == Filed::Dropped ? dropped_cells_ : outside_cells_;
+}
+
 void Sampler::file_pending(const Epochs& epochs) {
-  if (const uint32_t gen = epochs.cut_generation(); gen != cut_gen_) {
-    // Filed before a cut: every epoch those cells hold is outside now.
-    if (outside_cells_.size() < cells_.size()) outside_cells_.resize(cells_.size());
-    for (size_t i = 0; i < cells_.size(); ++i) outside_cells_[i].add(cells_[i]);
-    cells_.clear();
-    cut_gen_ = gen;
-  }
+  seen_.catch_up(epochs, [this](Filed from_class, Filed to_class) {
+    std::vector<HostCell>& from = cells_of(from_class);
+    std::vector<HostCell>& to = cells_of(to_class);
+    if (to.size() < from.size()) to.resize(from.size());
+    for (size_t i = 0; i < from.size(); ++i) to[i].add(from[i]);
+    from.clear();
+  });
   if (pending_.empty()) return;
-  std::vector<HostCell>& to = epochs.counted(pending_epoch_) ? cells_ : outside_cells_;
+  std::vector<HostCell>& to = cells_of(epochs.filed(pending_epoch_));
   for (const auto& [node, c] : pending_) {
     if (node >= to.size()) to.resize(std::max<size_t>(node + 1, to.size() * 2));
     to[node].add(c);

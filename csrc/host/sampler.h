@@ -153,14 +153,17 @@ class Sampler {
   RemoteStackReader reader_;
   ChildCache children_;
   std::unordered_map<uint64_t, ThreadTrack> tracks_;
-  // Cells by node id of counted epochs and of the others; `pending_` holds the running epoch's
-  // (`pending_epoch_`), filed when the sampler sees a later epoch (an ended epoch's class is
-  // known: cct/epochs.h) or at fold_epochs. Samples of untraced steps are not taken.
+  // Cells by node id of counted epochs, of those the last cut dropped, and of the others;
+  // `pending_` holds the running epoch's (`pending_epoch_`), filed when the sampler sees a later
+  // epoch (an ended epoch's class is known: cct/epochs.h) or at fold_epochs. Samples of untraced
+  // steps are not taken.
   std::vector<HostCell> cells_;
+  std::vector<HostCell> dropped_cells_;
   std::vector<HostCell> outside_cells_;
   std::unordered_map<NodeId, HostCell> pending_;
   uint32_t pending_epoch_ = 0;
-  uint32_t cut_gen_ = 0;  // the cut generation cells_ were filed under (Epochs::cut)
+  CutsSeen seen_;  // the cuts cells_ and dropped_cells_ were filed under
+  std::vector<HostCell>& cells_of(Filed f);
   void file_pending(const Epochs& epochs);
   std::vector<PyObject*> fresh_;
   SamplerStats stats_;

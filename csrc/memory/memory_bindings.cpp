@@ -80,7 +80,7 @@ using Event = std::tuple<std::string, int, int, uint64_t, uint64_t, uint64_t, ui
 
 /// Synthetic events through a fresh tracker: (what, device type, device index, ptr, bytes,
 /// allocated, reserved, node) with what = "alloc" (node -1: untraced), "free", "oom" (bytes:
-/// requested), "step_begin", "step_end" (bytes: counted), "restart".
+/// requested), "step_begin", "step_end" (bytes: counted), "restart" (bytes: extend), "restore".
 py::dict events(const std::vector<Event>& evs) {
   Tracker t;
   for (const auto& [what, type, index, ptr, bytes, allocated, reserved, node] : evs) {
@@ -98,7 +98,9 @@ py::dict events(const std::vector<Event>& evs) {
     } else if (what == "step_end") {
       t.step_end(bytes != 0);
     } else if (what == "restart") {
-      t.restart_steps();
+      t.restart_steps(bytes != 0);
+    } else if (what == "restore") {
+      t.restore_steps();
     } else {
       throw py::value_error("unknown memory event " + what);
     }
@@ -115,7 +117,12 @@ void bind_memory(py::module_& m, py::module_& testing) {
   m.def(
       "memory_step_end", [](bool counted) { tracker().step_end(counted); }, py::arg("counted"),
       "A step ended; `counted`: it was a recorded step (its peak counts).");
-  m.def("memory_restart_steps", [] { tracker().restart_steps(); }, "Forget the counted steps' peaks.");
+  m.def(
+      "memory_restart_steps", [](bool extend) { tracker().restart_steps(extend); }, py::arg("extend") = false,
+      "Forget the counted steps' peaks (kept for memory_restore_steps; extend: with the last ones forgotten).");
+  m.def(
+      "memory_restore_steps", [] { tracker().restore_steps(); },
+      "Count again the peaks the last memory_restart_steps forgot.");
   m.def("memory_stop", &stop, py::arg("run_as_step"), "Stop reporting; what was recorded.");
   m.def("memory_suspend", &suspend_reporting, "Before torch.profiler starts on this thread: step aside.");
   m.def("memory_resume", &resume_reporting, "After torch.profiler stopped on this thread: back.");

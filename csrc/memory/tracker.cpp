@@ -1,6 +1,7 @@
 #include "tracker.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace dlpt::memory {
 
@@ -141,10 +142,24 @@ void Tracker::step_end(bool counted) {
   begin_step_locked();
 }
 
-void Tracker::restart_steps() {
+void Tracker::restart_steps(bool extend) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (Device& d : devices_) d.steps.clear();
-  for (auto& [k, c] : counters_) c.peak_bytes = 0;
+  for (Device& d : devices_) {
+    if (!extend) d.dropped_steps.clear();
+    d.dropped_steps.insert(d.dropped_steps.end(), d.steps.begin(), d.steps.end());
+    d.steps.clear();
+  }
+  for (auto& [k, c] : counters_)
+    c.dropped_peak_bytes = (extend ? c.dropped_peak_bytes : 0) + std::exchange(c.peak_bytes, 0);
+}
+
+void Tracker::restore_steps() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Device& d : devices_) {
+    d.steps.insert(d.steps.begin(), d.dropped_steps.begin(), d.dropped_steps.end());
+    d.dropped_steps.clear();
+  }
+  for (auto& [k, c] : counters_) c.peak_bytes += std::exchange(c.dropped_peak_bytes, 0);
 }
 
 Export Tracker::snapshot() {

@@ -116,8 +116,12 @@ class Tracker {
   /// [GIL] A step ends: when `counted` (a recorded step), its peaks are added to the per-step
   /// lists and every node's bytes at its device's peak to its sum; then the next step begins.
   void step_end(bool counted);
-  /// [GIL] Drop what counted steps added so far (the step source changed: see dlpt.capture.steps).
-  void restart_steps();
+  /// [GIL] Drop what counted steps added so far (a cut of the warm-up: dlpt.capture.schedule).
+  /// What it drops is kept for restore_steps, with what the last restart dropped if `extend`.
+  void restart_steps(bool extend = false);
+  /// [GIL] The last restart_steps is undone (the warm-up restored its last cut): the steps it
+  /// dropped count again, before those counted since.
+  void restore_steps();
   /// [GIL] The totals so far.
   Export snapshot();
 
@@ -125,6 +129,7 @@ class Tracker {
   struct Counter {
     uint64_t live = 0, at_peak = 0, epoch = 0;
     uint64_t alloc_bytes = 0, allocs = 0, peak_bytes = 0, oom_bytes = 0;
+    uint64_t dropped_peak_bytes = 0;  // peak_bytes the last restart_steps dropped
   };
   struct Block {
     NodeId node;
@@ -139,6 +144,7 @@ class Tracker {
     StepPeak step;                         // this step's peak so far
     bool oom = false;                      // a snapshot was taken at a failure on this device
     std::vector<StepPeak> steps;
+    std::vector<StepPeak> dropped_steps;  // the steps the last restart_steps dropped
   };
 
   static uint64_t key(NodeId node, uint32_t device) { return static_cast<uint64_t>(node) << 8 | device; }

@@ -161,16 +161,19 @@ class MemoryCapture:
         schedule counted the step), unless the schedule ignored the boundary."""
         if not self.enabled or schedule.last_counted is None:
             return
-        if schedule.last_cut:  # the warm-up dropped every step so far: their peaks too
-            self._core.memory_restart_steps()
+        if schedule.last_cut:  # the warm-up dropped every step so far: their peaks too (kept apart)
+            self._core.memory_restart_steps(schedule.last_cut_extends)
         self._core.memory_step_end(schedule.last_counted)
 
-    def stop(self, run_as_step: bool) -> MemoryExport | None:
+    def stop(self, run_as_step: bool, restored_cut: bool = False) -> MemoryExport | None:
         """Stop reporting and return what was recorded (None when capture never started).
-        ``run_as_step``: no step was counted, so the recorded window is the run's one step."""
+        ``run_as_step``: no step was counted, so the recorded window is the run's one step;
+        ``restored_cut``: the schedule undid its last cut, so the peaks it dropped count again."""
         if not self.enabled:
             return None
         self._handoff.remove()
+        if restored_cut:
+            self._core.memory_restore_steps()
         return self._core.memory_stop(run_as_step)
 
     def meta(self, raw: MemoryExport | None) -> dict[str, Any]:

@@ -201,6 +201,7 @@ class Profile:
             C.end_epoch,
             self._set_tracing,
             cut=C.cut_counted,
+            restore=C.restore_last_cut,
             only=CALL if self.step_on else None,
             on_warm=weak_method(self, "_arm_timeline"),
             # The timeline's window closes when tracing stops: no untraced window inside it.

@@ -230,7 +230,9 @@ class Memory(Recorder):
         self._live = False
         if self._capture is not None:
             # A run without step boundaries is one counted step (as the native core counts it).
-            self._export = self._capture.stop(run_as_step=ctx.schedule.source is None)
+            self._export = self._capture.stop(
+                run_as_step=ctx.schedule.source is None, restored_cut=ctx.schedule.restored_cut
+            )
 
     def into_table(self, table: list[dict[str, Any]], raw: dict[str, Any]) -> None:
         if self._capture is not None:

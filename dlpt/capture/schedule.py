@@ -37,6 +37,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from dlpt.capture.step_times import StepTimes
@@ -123,10 +124,40 @@ class PairedWindows:
                 self.pairs[j] = pair
 
 
+@dataclass(frozen=True)
+class _Counts:
+    """What a cut resets in the schedule (the counted steps' count, wall time, first and last
+    times, timed walls and steps since a window), kept for a restore of the warm-up's drop."""
+
+    counted: int
+    counted_ns: int
+    first_ns: int | None
+    last_ns: int | None
+    traced: StepTimes
+    since_window: int
+
+    def then(self, later: _Counts) -> _Counts:
+        """These counts followed by ``later``'s (fewer than SAVED steps each side: the drop's
+        extensions and the steps after the last cut are fewer than MIN_KEPT)."""
+        traced = self.traced
+        for ns in later.traced.first:
+            traced.add(ns)
+        return _Counts(
+            self.counted + later.counted,
+            self.counted_ns + later.counted_ns,
+            self.first_ns if self.first_ns is not None else later.first_ns,
+            later.last_ns if later.last_ns is not None else self.last_ns,
+            traced,
+            self.since_window + later.since_window,
+        )
+
+
 class StepSchedule:
     """Decides, at each step boundary, how the step that ended is classified and whether the
-    next one is traced. ``end_epoch(counted)``, ``set_tracing(on)`` and ``cut()`` (every epoch
-    that ended so far is outside the steps: the warm-up's provisional steps) are the native core's;
+    next one is traced. ``end_epoch(counted)``, ``set_tracing(on)``, ``cut(extend)`` (every epoch
+    that ended so far is outside the steps: the warm-up's provisional steps, kept apart with the
+    last cut's when ``extend``) and ``restore()`` (the kept-apart steps count again: at close,
+    Warmup.restores_last_cut) are the native core's;
     ``only``: the one source of steps that counts (CALL when a step_on function is named).
     ``on_warm``: called once, when the warm-up is over, before the boundary where it ended is
     passed to the core (the timeline window opens at that boundary: its steps are counted ones).
@@ -141,7 +172,8 @@ class StepSchedule:
         calibrate: bool,
         end_epoch: Callable[[bool], Any],
         set_tracing: Callable[[bool], Any],
-        cut: Callable[[], Any] | None = None,
+        cut: Callable[[bool], Any] | None = None,
+        restore: Callable[[], Any] | None = None,
         only: str | None = None,
         clock: Callable[[], int] = time.perf_counter_ns,
         on_warm: Callable[[], Any] | None = None,
@@ -150,7 +182,7 @@ class StepSchedule:
         self.active = active
         self.calibrate = calibrate
         self._end_epoch, self._set_tracing = end_epoch, set_tracing
-        self._cut = cut
+        self._cut, self._restore = cut, restore
         self._only = only
         self._clock = clock
         self._on_warm = on_warm
@@ -180,6 +212,11 @@ class StepSchedule:
         # A cut the warm-up asked for at the last boundary, applied at the next one: a run whose
         # last step was such a fall keeps the steps before it (see _drop_counted).
         self._cut_pending = False
+        self._pending_extends = False  # that cut extends the drop before it (Warmup.extends)
+        self.last_cut_extends = False  # the cut at the last boundary did (memory's peaks follow)
+        # What the cuts since the warm-up's drop began reset (Warmup.restores_last_cut).
+        self._dropped: _Counts | None = None
+        self.restored_cut = False  # the drop counts again, since close (memory's peaks follow it)
         self.start_ns = self._last = 0
         self.counted_ns = 0  # wall time of counted steps
         self.first_counted_ns: int | None = None  # when the first counted step began
@@ -209,7 +246,7 @@ class StepSchedule:
         """A step just ended (``source``: "optimizer", "manual" or CALL; ``began_ns``, for a call,
         when it began)."""
         self.last_counted = None
-        self.last_cut = False
+        self.last_cut = self.last_cut_extends = False
         if self._only is not None and source != self._only:
             return
         if source == "optimizer" and self.source == "manual":
@@ -252,6 +289,7 @@ class StepSchedule:
                 self._drop_counted()  # before this step's epoch ends: only the steps before it
             self._end_epoch(said != FIRST)
             self._cut_pending = said == CUT
+            self._pending_extends = self.warmup.extends
             if said != FIRST:
                 self._count(wall, began, now)
         self._in_call = False
@@ -278,13 +316,45 @@ class StepSchedule:
         ending now is not. A run that ends first keeps the steps since the cut before (a fall
         at the very last step leaves no report empty; Warmup.finish says so). No untraced
         window opens before the warm-up ends, so none is lost here."""
+        extend = self._pending_extends and self._dropped is not None
         if self._cut is not None:
-            self._cut()
-        self.last_cut = True
+            self._cut(extend)
+        self.last_cut, self.last_cut_extends = True, extend
+        counts = _Counts(
+            self.counted,
+            self.counted_ns,
+            self.first_counted_ns,
+            self.last_counted_ns,
+            self.traced,
+            self._since_window,
+        )
+        self._dropped = self._dropped.then(counts) if self._dropped is not None and extend else counts
         self.counted = self._since_window = self.counted_ns = 0
         self.first_counted_ns = self.last_counted_ns = None
         self.traced = StepTimes(seed=1)
         self.paired = PairedWindows()
+
+    def _restore_counted(self) -> None:
+        """The warm-up's drop counts again (Warmup.restores_last_cut): the native core is told,
+        and the counts here add what the cuts reset. Before the core stops."""
+        assert self._dropped is not None  # a cut was made: restores_last_cut saw its drop
+        if self._restore is not None:
+            self._restore()
+        self.warmup.restore_last_cut()
+        d = self._dropped.then(
+            _Counts(
+                self.counted,
+                self.counted_ns,
+                self.first_counted_ns,
+                self.last_counted_ns,
+                self.traced,
+                self._since_window,
+            )
+        )
+        self.counted, self.counted_ns, self._since_window = d.counted, d.counted_ns, d.since_window
+        self.first_counted_ns, self.last_counted_ns, self.traced = d.first_ns, d.last_ns, d.traced
+        self.restored_cut = True
+        self._dropped = None
 
     def hold(self, steps: int, at_end: Callable[[], None]) -> None:
         """The next ``steps`` steps belong to another measurement (PC sampling: slow kernels,
@@ -310,6 +380,8 @@ class StepSchedule:
         if self._cut_pending:  # the fall was at the last step: the steps before it stay counted
             self.warmup.keep_last_cut()
             self._cut_pending = False
+        if self.warmup.restores_last_cut():
+            self._restore_counted()
         self.warmup.finish(f"--active {self.active} ended the counting" if active else "the run ended")
 
     # -- decisions ------------------------------------------------------------------------------

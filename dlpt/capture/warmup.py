@@ -32,7 +32,18 @@ warm-up", with its measured rates):
   the last cut (from the second step when no fall was ever seen), and the header says so. A cut
   is made at the boundary after the step that showed the fall (:mod:`dlpt.capture.schedule`), so
   a run whose last step showed one keeps the steps since the cut before it, with the caveat that
-  they were still getting faster (:meth:`Warmup.keep_last_cut`): no report is left empty.
+  they were still getting faster (:meth:`Warmup.keep_last_cut`): no report is left empty;
+- a run that ends fewer than :data:`MIN_KEPT` steps after its last cut is counted from before
+  the last *held stretch* (MIN_KEPT steps or more between two cuts, without a material fall of
+  their own) when that stretch is longer than everything after it
+  (:meth:`Warmup.restores_last_cut`): a fall seen that late, after the
+  run held its pace that long, cannot be confirmed (a busy host's quiet moment looks like one),
+  and counting the few steps after it would leave the per-step figures, and the verdicts on
+  them, resting on almost nothing. The header says so. The native core keeps what the cuts
+  since that stretch began dropped apart until the run stops: a cut fewer than MIN_KEPT steps
+  after the last one *extends* the drop (a fall is seen over a few steps, each one cut), any
+  other starts a new one. A run that ends still falling has been cutting for longer than any
+  stretch it held, and keeps its last cut.
 
 Rising step times never cut: only a fall means the program is still getting faster. With
 ``--skip-first N`` the first N steps are the warm-up, whatever their times.
@@ -43,6 +54,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "Warmup",
@@ -54,6 +66,7 @@ __all__ = [
     "MIN_WINDOW",
     "BLOCK",
     "MATERIAL",
+    "MIN_KEPT",
     "theil_sen_slope",
     "falls",
     "FIRST",
@@ -87,6 +100,10 @@ Z_ONE_SIDED = 2.58
 MAX_WARMUP = 150
 #: Wall times of the warm-up steps kept for the report.
 KEPT = 20
+#: A run that ends with fewer steps than this since its last cut, which dropped at least this
+#: many, is counted from the cut before it (the module docstring). As many as dlpt diff needs
+#: to judge a line on its steps (dlpt.analysis.diff_test.MIN_STEPS).
+MIN_KEPT = 5
 
 #: What :meth:`Warmup.step` says of the step that just ended.
 FIRST = "first"  # the first step: outside the steps
@@ -159,6 +176,25 @@ def _best_pace(values: Sequence[int]) -> float:
     return min(statistics.median(values[i : i + BLOCK]) for i in range(len(values) - BLOCK + 1))
 
 
+@dataclass(frozen=True)
+class _Drop:
+    """What the cuts since the last held stretch dropped: the state before the cut that ended
+    the stretch (``steps``, ``last_cut``, walls ``kept``), the stretch's step times (``held``),
+    the step of that cut (``at``), and the steps the cuts that extended it dropped (``after``,
+    over ``cuts`` cuts in all)."""
+
+    steps: int
+    last_cut: int
+    kept: int
+    held: list[int]
+    at: int
+    after: list[int] = field(default_factory=list)
+    cuts: int = 1
+
+    def extended(self, steps: list[int]) -> _Drop:
+        return replace(self, after=self.after + steps, cuts=self.cuts + 1)
+
+
 class Warmup:
     """``skip_first``: N steps exactly, or None for automatic detection."""
 
@@ -175,9 +211,14 @@ class Warmup:
         self._since: list[int] = []  # the latest step times tested (at most LONG_WINDOW; see _cut)
         self._all: list[int] = []  # every step time since the second (at most MAX_WARMUP)
         self._provisional: list[int] = []  # every provisional step time, for the report's walls
-        # What the last cut changed, for keep_last_cut: (steps, last_cut, walls kept, provisional).
-        self._before_cut: tuple[int, int, int, list[int]] | None = None
+        # What the last cut changed, for keep_last_cut: (steps, last_cut, walls kept, provisional,
+        # the drop before it).
+        self._before_cut: tuple[int, int, int, list[int], _Drop | None] | None = None
         self._fell_at_end = False  # the last step showed a fall that no later step could confirm
+        self._drop: _Drop | None = None  # what the cuts since the last held stretch dropped
+        self.extends = False  # the last cut extends the drop before it (the native core's cut)
+        # The drop restored at the end (restore_last_cut): (the step of its first cut, steps after it).
+        self._restored: tuple[int, int] | None = None
 
     @property
     def provisional(self) -> int:
@@ -251,7 +292,12 @@ class Warmup:
         return FIRST
 
     def _cut(self) -> str:
-        self._before_cut = (self.steps, self.last_cut, len(self.walls), list(self._provisional))
+        self._before_cut = (self.steps, self.last_cut, len(self.walls), list(self._provisional), self._drop)
+        self.extends = self._drop is not None and len(self._provisional) < MIN_KEPT
+        if self._drop is not None and self.extends:
+            self._drop = self._drop.extended(self._provisional)
+        else:
+            self._drop = _Drop(self.steps, self.last_cut, len(self.walls), list(self._provisional), self.seen)
         for w in self._provisional:
             self._keep(w)
         self.steps = self.seen
@@ -291,7 +337,7 @@ class Warmup:
         MAX_WARMUP also ended the warm-up: its reason is said again from the restored count.)"""
         if self._before_cut is None:
             return
-        self.steps, self.last_cut, kept, provisional = self._before_cut
+        self.steps, self.last_cut, kept, provisional, self._drop = self._before_cut
         del self.walls[kept:]
         self._provisional = provisional
         self.cuts -= 1
@@ -301,6 +347,33 @@ class Warmup:
         else:
             self._fell_at_end = True
 
+    def restores_last_cut(self) -> bool:
+        """At the run's end (counting still provisional, every cut made natively): whether the
+        drop is to be counted again (the module docstring): fewer than MIN_KEPT steps since the
+        last cut, and a held stretch of MIN_KEPT or more, longer than everything after it, whose
+        own trend does not fall (a slow fall cut now and then is a warm-up still under way)."""
+        d = self._drop
+        if self.over or self.skip_first is not None or d is None:
+            return False
+        tail = len(self._provisional)
+        if not tail < MIN_KEPT <= len(d.held) or len(d.held) <= len(d.after) + tail:
+            return False
+        before_fall = d.held[: -(MIN_WINDOW - 1)]  # the fall that cut it shows in its last steps
+        return len(before_fall) < MIN_WINDOW or not _trend_falls(before_fall)
+
+    def restore_last_cut(self) -> None:
+        """The drop counts again (the native core was told first): from the step after the cut
+        before the held stretch; finish() says why."""
+        d = self._drop
+        if d is None:
+            return
+        self._restored = (d.at, self.seen - d.at)
+        self.steps, self.last_cut = d.steps, d.last_cut
+        del self.walls[d.kept :]
+        self._provisional = d.held + d.after + self._provisional
+        self.cuts -= d.cuts
+        self._drop = self._before_cut = None
+
     def finish(self, ended: str = "the run ended") -> None:
         """The counting ended (``ended`` says how: the run's end, or --active's M steps reached
         while they were still provisional): provisional steps stay counted; the reason says
@@ -309,7 +382,14 @@ class Warmup:
             return
         n = len(self._provisional)
         self.settled = False
-        if self._fell_at_end:
+        if self._restored is not None:
+            fall, after = self._restored
+            self.reason = (
+                f"{ended} {after} step{'s' if after != 1 else ''} after a fall of the step time at step "
+                f"{fall}, too few to count from: counted from step {self.steps + 1} anyway, and the "
+                "steps before that fall may have been slower than the run's last ones"
+            )
+        elif self._fell_at_end:
             start = self.steps + 1
             self.reason = (
                 f"the step time fell again at the run's last step (step {self.seen}): counted from "

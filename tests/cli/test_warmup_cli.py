@@ -1,7 +1,9 @@
 """The warm-up waits for a steady state, end to end on the CPU: a script whose step time falls
 from 40 ms to 4 ms over its first 60 steps is counted only once the fall is over, a script whose
-steps keep falling is counted after the bound and its header says so, and the session keeps what
-the figures' spreads need (paired windows, step medians' intervals, per-node second moments)."""
+steps keep falling is counted after the bound and its header says so, a script whose steps fall
+a few steps before its end is counted from before the fall and says so, and the session keeps
+what the figures' spreads need (paired windows, step medians' intervals, per-node second
+moments)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,22 @@ for i in range(steps):
 print("done", flush=True)
 """
 
+# 10 ms steps, then 5% faster a step for 5 steps, then 2 steps at that pace: the warm-up cuts at
+# the fall 2-4 steps before the end, too late to count from (dlpt.capture.warmup.MIN_KEPT).
+LATE = """\
+import time
+import torch
+
+w = torch.nn.Parameter(torch.ones(8, 8))
+opt = torch.optim.SGD([w], lr=0.0)
+ms = [100.0] + [10.0] * 25 + [10.0 * 0.95**k for k in range(1, 6)] + [10.0 * 0.95**5] * 2
+for m in ms:
+    (w @ w).sum().backward()
+    time.sleep(m / 1000)
+    opt.step()
+    opt.zero_grad()
+"""
+
 
 def _flat(out: str) -> str:
     """The report's text without the header box's borders and line breaks."""
@@ -38,7 +56,9 @@ def _flat(out: str) -> str:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Result, dict]]:
     root = tmp_path_factory.mktemp("warmup")
     write(root / "decay.py", SCRIPT)
+    write(root / "late.py", LATE)
     jobs = {
+        "late": Job(["--verbose", "-o", "late.json", "late.py"], root),
         # 40 ms -> 4 ms over 60 steps, then flat: 200 steps (a fall well above a busy host's sleep jitter).
         "settles": Job(["--verbose", "-o", "settles.json", "decay.py", "200", "60", "36"], root),
         # Falling by 0.4 ms a step for 125 steps (1.5-7% a step): never settles within 150.
@@ -68,6 +88,18 @@ def test_a_run_that_never_settles_is_profiled_after_the_bound_and_says_so(runs: 
     assert warmup["settled"] is False and 135 <= warmup["steps"] <= 150, warmup
     assert s["meta"]["steps"]["profiled"] >= 20  # still profiled
     assert "had not stopped falling after 150 steps" in _flat(r.out)
+
+
+def test_a_fall_too_late_to_count_from_leaves_the_steps_before_it_counted(runs: dict) -> None:
+    r, s = runs["late"]
+    assert r.rc == 0, r.err
+    steps = s["meta"]["steps"]
+    # Before: counted from the last cut, 1-3 of the 33 steps (a busy host's runs lost theirs so).
+    # The held stretch is 10 ms steps 2-25 less the script's own start-up (its first steps may
+    # fall too, and are cut: 17 counted in one run).
+    assert steps["profiled"] >= 12, steps
+    if steps["warmup"].get("cuts") or "too few to count from" in steps["warmup"]["reason"]:
+        assert "too few to count from" in _flat(r.out), steps["warmup"]
 
 
 def test_the_session_keeps_what_the_spreads_need(runs: dict) -> None:

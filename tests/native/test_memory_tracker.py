@@ -74,6 +74,27 @@ def test_uncounted_steps_add_nothing_and_restart_forgets():
     assert by_node(out) == {1: (64, 1, 0, 0)} and out["devices"][0]["steps"] == []
 
 
+def test_a_restore_counts_the_forgotten_steps_again_before_the_later_ones():
+    def step(n: int) -> list:
+        return [STEP_BEGIN, alloc(CPU, n, n, n, node=n), free(CPU, n, 0), step_end(True)]
+
+    events = [
+        *step(10),
+        ("restart", 0, 0, 0, 0, 0, 0, -1),
+        *step(20),
+        ("restart", 0, 0, 0, 0, 0, 0, -1),
+        *step(30),
+    ]
+    forgot = T.memory_events(events)
+    assert [s[0] for s in forgot["devices"][0]["steps"]] == [30]
+    restored = T.memory_events([*events, ("restore", 0, 0, 0, 0, 0, 0, -1)])
+    assert [s[0] for s in restored["devices"][0]["steps"]] == [20, 30]  # the first restart's stay out
+    assert {n: v[2] for n, v in by_node(restored).items()} == {10: 0, 20: 20, 30: 30}
+    extend = ("restart", 0, 0, 0, 1, 0, 0, -1)  # the second restart extends the first one's drop
+    both = T.memory_events([*events[:9], extend, *events[10:], ("restore", 0, 0, 0, 0, 0, 0, -1)])
+    assert [s[0] for s in both["devices"][0]["steps"]] == [10, 20, 30]
+
+
 def test_oom_snapshot_is_what_was_live_then_on_that_device():
     out = T.memory_events(
         [

@@ -12,19 +12,22 @@ import pytest
 
 from dlpt.capture.schedule import CALL, EVERY, FIRST_WINDOW, WINDOW, StepSchedule
 from dlpt.capture.step_times import SAMPLE, SAVED, StepTimes
-from dlpt.capture.warmup import MAX_WARMUP, STEADY, Warmup, theil_sen_slope
+from dlpt.capture.warmup import MAX_WARMUP, MIN_KEPT, STEADY, Warmup, theil_sen_slope
 
 MS = 1_000_000
 
 
 class Run:
     """A schedule on a fake clock; ``epochs`` records end_epoch's classifications, ``cuts`` how
-    many epochs had ended at each cut, ``switches`` set_tracing's calls."""
+    many epochs had ended at each cut, ``restored`` whether the last cut was undone,
+    ``switches`` set_tracing's calls."""
 
     def __init__(self, **kw: Any) -> None:
         self.now = 0
         self.epochs: list[bool] = []
         self.cuts: list[int] = []
+        self.restored = False
+        self.keep_from = 0
         self.switches: list[bool] = []
         kw.setdefault("skip_first", None)
         kw.setdefault("active", None)
@@ -32,17 +35,28 @@ class Run:
         self.s = StepSchedule(
             end_epoch=self.epochs.append,
             set_tracing=self.switches.append,
-            cut=lambda: self.cuts.append(len(self.epochs)),
+            cut=self._cut,
+            restore=self._restore,
             clock=lambda: self.now,
             **kw,
         )
         self.s.start()
 
+    def _cut(self, extend: bool) -> None:
+        # The start of the drop (csrc/cct/epochs.h's keep_from): kept by a cut that extends it.
+        self.keep_from = self.keep_from if extend else (self.cuts[-1] if self.cuts else 0)
+        self.cuts.append(len(self.epochs))
+
+    def _restore(self) -> None:
+        assert self.cuts and not self.restored  # the schedule restores a cut it made, once
+        self.restored = True
+
     @property
     def classes(self) -> list[bool]:
         """Each epoch's final class, as the native core files it: counted when it ended, and not
-        before the last cut (csrc/cct/epochs.h)."""
-        last = self.cuts[-1] if self.cuts else 0
+        before the last cut, or before the start of the drop once it was restored
+        (csrc/cct/epochs.h)."""
+        last = (self.keep_from if self.restored else self.cuts[-1]) if self.cuts else 0
         return [c and i >= last for i, c in enumerate(self.epochs)]
 
     def step(self, ns: int, source: str = "optimizer") -> None:
@@ -186,6 +200,63 @@ def test_a_fall_seen_at_the_last_step_keeps_the_steps_since_the_cut_before() -> 
     assert r.s.counted == counted_before + r.s.seen - 32, (r.s.counted, r.s.seen)
     assert "fell again at the run's last step" in r.s.warmup.reason
     assert r.s.meta()["warmup"]["steps"] == r.s.seen - r.s.counted
+
+
+def late_fall(after: int) -> Run:
+    """A 2-core run as bench/verdicts.py saw it: start-up, then 20 ms steps with jitter for 20
+    steps, then a fall the warm-up cuts at, then ``after`` steps at the new pace, then the end."""
+    r = Run()
+    rng = random.Random(7)
+    for i in range(6):
+        r.step((30 - 2 * i) * MS)  # start-up: cut while it falls
+    for _ in range(20):
+        r.step(int(rng.uniform(19.0, 21.0) * MS))
+    cuts_before = r.s.warmup.cuts
+    ms = 20.0
+    while r.s.warmup.cuts == cuts_before:  # falling until the warm-up sees it
+        assert not r.s.warmup.over
+        ms *= 0.97
+        r.step(int(ms * MS))
+    for _ in range(after):
+        r.step(int(ms * MS))
+    return r
+
+
+def test_a_fall_that_leaves_too_few_steps_at_the_end_is_counted_from_before_the_held_stretch() -> None:
+    # As a busy 2-core host gave it (a 40-step run left 1 counted step, its diff "can't tell"):
+    # a fall seen at the end, after 20 steps held at one pace, cannot be confirmed. It is cut at
+    # two steps in a row; the second cut extends the first one's drop.
+    for after in (1, 2, 3):
+        r = late_fall(after)
+        r.s.close()
+        assert r.restored, after
+        first = r.keep_from  # counted from the cut that ended the start-up
+        assert first <= 9 and r.cuts[-1] > 30
+        assert r.classes == [False] * first + [True] * (len(r.epochs) - first)
+        assert r.s.counted == sum(r.classes) >= 20 + after
+        assert r.s.traced.n == r.s.counted and r.s.counted_ns == sum(r.s.traced.first)
+        meta = r.s.meta()["warmup"]
+        assert meta["steps"] == first and meta["provisional"] == r.s.counted
+        assert (
+            "too few to count from" in meta["reason"] and f"counted from step {first + 1}" in meta["reason"]
+        )
+
+
+def test_a_fall_that_leaves_enough_steps_stands() -> None:
+    r = late_fall(after=MIN_KEPT + 2)
+    r.s.close()
+    assert not r.restored and r.s.counted == sum(r.classes) == len(r.epochs) - r.cuts[-1] >= MIN_KEPT
+    assert "too few" not in r.s.warmup.reason
+
+
+def test_a_run_still_falling_at_its_end_keeps_its_last_cut() -> None:
+    # A fall that goes on cuts at (nearly) every step: the last cut drops too few to restore.
+    r = Run()
+    for i in range(30):
+        r.step(int(12 * MS * 0.98**i))
+    r.s.close()
+    assert r.cuts and not r.restored
+    assert r.s.counted == sum(r.classes) < MIN_KEPT
 
 
 def test_theil_sen_slope_ignores_an_outlier() -> None:
