@@ -90,8 +90,8 @@ CASES = [
            falling(20.0, 4.0, 60), busy(0.6, 30.0)),
     Series("still falling at the end: 12 -> 6 ms over 40 steps, 30 steps", 30, falling(12.0, 6.0, 40), jitter(0.05)),
     Series("never settles: -0.4 ms a step for 125 steps, 130 steps", 130, falling(60.0, 10.0, 125), jitter(0.03)),
-    Series("flat, the host quiet for the last 3 steps (7 -> 5 ms), 40 steps", 40, quiet_end(7.0, 40.0, 5.0, 3, 40),
-           jitter(0.05)),
+    Series("flat, busy host (60% of steps +0-3 ms), quiet for its last 6 steps (7 -> 5 ms), 40 steps", 40,
+           quiet_end(7.0, 40.0, 5.0, 6, 40), busy(0.6, 3.0)),
 ]
 
 

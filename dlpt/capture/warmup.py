@@ -34,8 +34,8 @@ warm-up", with its measured rates):
   a run whose last step showed one keeps the steps since the cut before it, with the caveat that
   they were still getting faster (:meth:`Warmup.keep_last_cut`): no report is left empty;
 - a run that ends fewer than :data:`MIN_KEPT` steps after its last cut is counted from before
-  the last *held stretch* (MIN_KEPT steps or more between two cuts, without a material fall of
-  their own) when that stretch is longer than everything after it
+  the last *held stretch* (MIN_KEPT steps or more between two cuts, without a real fall of
+  their own before the one that ended them) when that stretch is longer than everything after it
   (:meth:`Warmup.restores_last_cut`): a fall seen that late, after the
   run held its pace that long, cannot be confirmed (a busy host's quiet moment looks like one),
   and counting the few steps after it would leave the per-step figures, and the verdicts on
@@ -350,16 +350,16 @@ class Warmup:
     def restores_last_cut(self) -> bool:
         """At the run's end (counting still provisional, every cut made natively): whether the
         drop is to be counted again (the module docstring): fewer than MIN_KEPT steps since the
-        last cut, and a held stretch of MIN_KEPT or more, longer than everything after it, whose
-        own trend does not fall (a slow fall cut now and then is a warm-up still under way)."""
+        last cut, and a held stretch of MIN_KEPT or more, longer than everything after it, that
+        did not itself fall for real (:func:`falls`) before its last steps (where the fall that
+        ended it shows): a fall cut now and then is a warm-up still under way."""
         d = self._drop
         if self.over or self.skip_first is not None or d is None:
             return False
         tail = len(self._provisional)
         if not tail < MIN_KEPT <= len(d.held) or len(d.held) <= len(d.after) + tail:
             return False
-        before_fall = d.held[: -(MIN_WINDOW - 1)]  # the fall that cut it shows in its last steps
-        return len(before_fall) < MIN_WINDOW or not _trend_falls(before_fall)
+        return not falls(d.held[: -(MIN_WINDOW - 1)])  # the fall that cut it shows in its last steps
 
     def restore_last_cut(self) -> None:
         """The drop counts again (the native core was told first): from the step after the cut
