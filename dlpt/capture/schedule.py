@@ -334,14 +334,13 @@ class StepSchedule:
         self.traced = StepTimes(seed=1)
         self.paired = PairedWindows()
 
-    def _restore_counted(self) -> None:
+    def _restore_counted(self, dropped: _Counts) -> None:
         """The warm-up's drop counts again (Warmup.restores_last_cut): the native core is told,
-        and the counts here add what the cuts reset. Before the core stops."""
-        assert self._dropped is not None  # a cut was made: restores_last_cut saw its drop
+        and the counts here add what the cuts reset (``dropped``). Before the core stops."""
         if self._restore is not None:
             self._restore()
         self.warmup.restore_last_cut()
-        d = self._dropped.then(
+        d = dropped.then(
             _Counts(
                 self.counted,
                 self.counted_ns,
@@ -380,8 +379,8 @@ class StepSchedule:
         if self._cut_pending:  # the fall was at the last step: the steps before it stay counted
             self.warmup.keep_last_cut()
             self._cut_pending = False
-        if self.warmup.restores_last_cut():
-            self._restore_counted()
+        if self._dropped is not None and self.warmup.restores_last_cut():
+            self._restore_counted(self._dropped)
         self.warmup.finish(f"--active {self.active} ended the counting" if active else "the run ended")
 
     # -- decisions ------------------------------------------------------------------------------

@@ -35,11 +35,11 @@ warm-up", with its measured rates):
   they were still getting faster (:meth:`Warmup.keep_last_cut`): no report is left empty;
 - a run that ends fewer than :data:`MIN_KEPT` steps after its last cut is counted from before
   the last *held stretch* (MIN_KEPT steps or more between two cuts, without a real fall of
-  their own before the one that ended them) when that stretch is longer than everything after it
-  (:meth:`Warmup.restores_last_cut`): a fall seen that late, after the
-  run held its pace that long, cannot be confirmed (a busy host's quiet moment looks like one),
-  and counting the few steps after it would leave the per-step figures, and the verdicts on
-  them, resting on almost nothing. The header says so. The native core keeps what the cuts
+  their own before the one that ended them) when that stretch is longer than everything after
+  it (:meth:`Warmup.restores_last_cut`): a fall seen that late, after the run held its pace that
+  long, cannot be confirmed (a busy host's quiet moment looks like one), and counting the few
+  steps after it would leave the per-step figures, and the verdicts on them, resting on almost
+  nothing. The header says so. The native core keeps what the cuts
   since that stretch began dropped apart until the run stops: a cut fewer than MIN_KEPT steps
   after the last one *extends* the drop (a fall is seen over a few steps, each one cut), any
   other starts a new one. A run that ends still falling has been cutting for longer than any
@@ -100,8 +100,9 @@ Z_ONE_SIDED = 2.58
 MAX_WARMUP = 150
 #: Wall times of the warm-up steps kept for the report.
 KEPT = 20
-#: A run that ends with fewer steps than this since its last cut, which dropped at least this
-#: many, is counted from the cut before it (the module docstring). As many as dlpt diff needs
+#: A run that ends with fewer steps than this since its last cut may be counted from before its
+#: last held stretch (at least this many steps between two cuts), and a cut fewer than this many
+#: steps after the last one extends its drop (the module docstring). As many as dlpt diff needs
 #: to judge a line on its steps (dlpt.analysis.diff_test.MIN_STEPS).
 MIN_KEPT = 5
 
