@@ -320,7 +320,16 @@ class StepSchedule:
         if self._cut is not None:
             self._cut(extend)
         self.last_cut, self.last_cut_extends = True, extend
-        counts = _Counts(
+        counts = self._counts()
+        self._dropped = self._dropped.then(counts) if self._dropped is not None and extend else counts
+        self.counted = self._since_window = self.counted_ns = 0
+        self.first_counted_ns = self.last_counted_ns = None
+        self.traced = StepTimes(seed=1)
+        self.paired = PairedWindows()
+
+    def _counts(self) -> _Counts:
+        """What a cut resets, as it stands now."""
+        return _Counts(
             self.counted,
             self.counted_ns,
             self.first_counted_ns,
@@ -328,11 +337,6 @@ class StepSchedule:
             self.traced,
             self._since_window,
         )
-        self._dropped = self._dropped.then(counts) if self._dropped is not None and extend else counts
-        self.counted = self._since_window = self.counted_ns = 0
-        self.first_counted_ns = self.last_counted_ns = None
-        self.traced = StepTimes(seed=1)
-        self.paired = PairedWindows()
 
     def _restore_counted(self, dropped: _Counts) -> None:
         """The warm-up's drop counts again (Warmup.restores_last_cut): the native core is told,
@@ -340,16 +344,7 @@ class StepSchedule:
         if self._restore is not None:
             self._restore()
         self.warmup.restore_last_cut()
-        d = dropped.then(
-            _Counts(
-                self.counted,
-                self.counted_ns,
-                self.first_counted_ns,
-                self.last_counted_ns,
-                self.traced,
-                self._since_window,
-            )
-        )
+        d = dropped.then(self._counts())
         self.counted, self.counted_ns, self._since_window = d.counted, d.counted_ns, d.since_window
         self.first_counted_ns, self.last_counted_ns, self.traced = d.first_ns, d.last_ns, d.traced
         self.restored_cut = True
