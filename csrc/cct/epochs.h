@@ -67,8 +67,9 @@ class Epochs {
   /// [MT] Whether ended epoch `e` (e < current(), or any epoch after finish) was counted: given
   /// as counted when it ended, and not before the last cut.
   bool counted(uint32_t e) const { return filed(e) == Filed::Counted; }
-  /// [MT] Where a cost of ended epoch `e` goes: counted as above; dropped if it was counted
-  /// between the cut before the last and the last (until the restore or the stop); else outside.
+  /// [MT] Where a cost of ended epoch `e` goes: counted as above; dropped if it was counted and
+  /// lies in the drop (cut_range(): [keep_from, cut)), until the restore or the stop; else
+  /// outside.
   Filed filed(uint32_t e) const;
 
   /// [GIL] Every epoch that ended so far is not counted from now on (see the top of this file):

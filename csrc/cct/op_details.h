@@ -66,8 +66,8 @@ class OpDetails {
       out_bytes += o.out_bytes;
     }
   };
-  /// Counts of type T (with add()) split by epoch class (cct/epochs.h: counted, dropped by the
-  /// last cut, outside). Under mu_.
+  /// Counts of type T (with add()) split by epoch class (cct/epochs.h: counted, in the drop,
+  /// outside). Under mu_.
   template <typename T>
   struct Split {
     T counted{}, dropped{}, outside{}, pending{};

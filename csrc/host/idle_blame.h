@@ -100,7 +100,7 @@ class IdleBlame {
   struct Interval {
     uint64_t start;
     bool recorded;
-    bool dropped = false;           // recorded until the last cut (resolved into dropped_)
+    bool dropped = false;           // recorded until a cut dropped it (resolved into dropped_)
     std::map<uint32_t, Span> work;  // device -> (first start, last end) of work starting inside
   };
   struct Device {
@@ -120,7 +120,7 @@ class IdleBlame {
   std::deque<Sample> samples_;
   std::map<uint32_t, Device> devices_;
   BlameTotals totals_;
-  BlameTotals dropped_;  // the sums (steps, host, devices) of the steps the last cut dropped
+  BlameTotals dropped_;  // the sums (steps, host, devices) of the drop's steps
 };
 
 }  // namespace dlpt::host

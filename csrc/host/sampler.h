@@ -153,7 +153,7 @@ class Sampler {
   RemoteStackReader reader_;
   ChildCache children_;
   std::unordered_map<uint64_t, ThreadTrack> tracks_;
-  // Cells by node id of counted epochs, of those the last cut dropped, and of the others;
+  // Cells by node id of counted epochs, of the drop's (cct/epochs.h), and of the others;
   // `pending_` holds the running epoch's (`pending_epoch_`), filed when the sampler sees a later
   // epoch (an ended epoch's class is known: cct/epochs.h) or at fold_epochs. Samples of untraced
   // steps are not taken.

@@ -129,7 +129,7 @@ class Tracker {
   struct Counter {
     uint64_t live = 0, at_peak = 0, epoch = 0;
     uint64_t alloc_bytes = 0, allocs = 0, peak_bytes = 0, oom_bytes = 0;
-    uint64_t dropped_peak_bytes = 0;  // peak_bytes the last restart_steps dropped
+    uint64_t dropped_peak_bytes = 0;  // peak_bytes of the drop (restart_steps)
   };
   struct Block {
     NodeId node;
@@ -144,7 +144,7 @@ class Tracker {
     StepPeak step;                         // this step's peak so far
     bool oom = false;                      // a snapshot was taken at a failure on this device
     std::vector<StepPeak> steps;
-    std::vector<StepPeak> dropped_steps;  // the steps the last restart_steps dropped
+    std::vector<StepPeak> dropped_steps;  // the drop's steps (restart_steps)
   };
 
   static uint64_t key(NodeId node, uint32_t device) { return static_cast<uint64_t>(node) << 8 | device; }
