@@ -98,8 +98,11 @@ def test_a_fall_too_late_to_count_from_leaves_the_steps_before_it_counted(runs: 
     # The held stretch is 10 ms steps 2-25 less the script's own start-up (its first steps may
     # fall too, and are cut: 17 counted in one run).
     assert steps["profiled"] >= 12, steps
-    if steps["warmup"].get("cuts") or "too few to count from" in steps["warmup"]["reason"]:
-        assert "too few to count from" in _flat(r.out), steps["warmup"]
+    warmup = steps["warmup"]
+    if "too few to count from" in warmup["reason"]:
+        assert "too few to count from" in _flat(r.out), warmup
+    else:  # the late fall went unseen (a loaded host's jitter hid it): nothing was cut late
+        assert warmup["steps"] <= 25, warmup
 
 
 def test_the_session_keeps_what_the_spreads_need(runs: dict) -> None:
