@@ -138,7 +138,9 @@ class _Counts:
 
     def then(self, later: _Counts) -> _Counts:
         """These counts followed by ``later``'s (fewer than SAVED steps each side: the drop's
-        extensions and the steps after the last cut are fewer than MIN_KEPT)."""
+        extensions and the steps after the last cut are fewer than MIN_KEPT). ``later``'s walls
+        are added into this one's StepTimes, which the result takes over: these counts are not
+        read again."""
         traced = self.traced
         for ns in later.traced.first:
             traced.add(ns)

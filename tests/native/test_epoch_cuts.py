@@ -68,18 +68,26 @@ def test_a_late_gpu_record_of_a_step_before_the_cut_is_outside() -> None:
     assert (k.counted.min_ns, k.counted.max_ns) == (300, 300)  # the dropped steps' out of min/max too
 
 
-def test_flop_signatures_counted_before_a_cut_move_outside() -> None:
+@pytest.mark.parametrize(
+    ("steps_", "cuts", "restore", "counted", "outside"),
+    [
+        (5, (2,), False, [2], [3]),  # the steps before a cut move outside
+        (6, (0, 3), True, [5], [1]),  # a restore counts the last drop again, not the first
+    ],
+)
+def test_flop_signatures_follow_the_cuts(steps_, cuts, restore, counted, outside) -> None:
     a, b = torch.ones(4, 8), torch.ones(8, 16)
     C.start(False, [], True, flops_ops=["aten::mm"])
-    for i in range(5):
+    for i in range(steps_):
         torch.mm(a, b)
         C.end_epoch(True)
-        if i == 2:
+        if i in cuts:
             C.cut_counted()
+    if restore:
+        C.restore_last_cut()
     raw = C.stop(last_counted=False)
-    counted = [c for _, _, c in raw["op_inputs"]]
-    outside = [c for _, _, c in raw["op_inputs_outside"]]
-    assert counted == [2] and outside == [3]
+    assert [c for _, _, c in raw["op_inputs"]] == counted
+    assert [c for _, _, c in raw["op_inputs_outside"]] == outside
 
 
 def test_the_idle_blame_drops_the_steps_before_a_cut() -> None:
@@ -185,21 +193,6 @@ def test_late_gpu_records_of_dropped_steps_follow_the_restore_wherever_they_were
         outside = (outside[0] + dropped[0], outside[1] + dropped[1])
     assert (k.counted.gpu_ns, k.counted.completed) == counted
     assert (k.outside.gpu_ns, k.outside.completed) == outside
-
-
-def test_flop_signatures_follow_a_restore() -> None:
-    a, b = torch.ones(4, 8), torch.ones(8, 16)
-    C.start(False, [], True, flops_ops=["aten::mm"])
-    for i in range(6):
-        torch.mm(a, b)
-        C.end_epoch(True)
-        if i in (0, 3):
-            C.cut_counted()
-    C.restore_last_cut()
-    raw = C.stop(last_counted=False)
-    counted = [c for _, _, c in raw["op_inputs"]]
-    outside = [c for _, _, c in raw["op_inputs_outside"]]
-    assert counted == [5] and outside == [1]
 
 
 def test_the_idle_blame_counts_the_restored_steps_again() -> None:
