@@ -142,6 +142,19 @@ def busy_cpu_session(
     )
 
 
+# Measured busy-host runs of lines.py (bench/verdicts.py's machine, both cores busy): each line's
+# (mean us per step, per-step sd us, floor us per step, op calls). The base, whose means a few
+# stalls of seconds stretched 24x past their floors...
+BASE_STALLED = [(19876.3, 32381.3, 524.3, 2592), (89703.4, 124916.1, 3802.7, 15360),
+                (24558.0, 42180.6, 1286.0, 5120), (279.7, 806.5, 32.6, 96), (8.2, 3.4, 6.2, 32)]  # fmt: skip
+# ...and two runs of every line made 1.3x heavier (a slower host), one less stalled than the base.
+HEAVIER_STALLED = [(15382.8, 26776.4, 674.4, 3465), (76116.9, 88755.8, 4801.4, 20592),
+                   (25940.3, 32437.3, 1596.8, 6864), (60.5, 3.2, 50.5, 99), (8.4, 2.1, 6.1, 33)]  # fmt: skip
+HEAVIER_CALMER = [(5960.0, 3014.9, 672.4, 3465), (29767.2, 5255.1, 4906.0, 20592),
+                  (14772.9, 16557.7, 1666.1, 6864), (180.0, 428.7, 30.0, 99),
+                  (8.4, 1.8, 6.5, 33)]  # fmt: skip
+
+
 def measured_cpu_session(lines: list[tuple[float, float, float, int]], steps: int) -> Session:
     """A CPU run as measured: line i's (mean us per step, per-step sd us, floor us per step, op
     calls in the run), at /p/train.py:100+i, shaped as busy_cpu_session's."""

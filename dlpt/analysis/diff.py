@@ -23,7 +23,8 @@ line's change is judged by :mod:`dlpt.analysis.diff_test`: against what the whol
 (the run shift, from the lines' median ratio), with per-step and run-to-run noise, Holm-corrected
 over the lines; "can't tell" where one pair of runs cannot separate a line from the host. In CPU
 op time, a line the mean cannot tell is judged again on its ops' fastest calls (its floor,
-``cpu_floor_ns``), which a busy host's preemptions do not stretch (SessionDiff._on_floors).
+``cpu_floor_ns``), which a busy host's preemptions do not stretch (SessionDiff._on_floors),
+and so is the whole run where its means cannot tell (diff_test.on_fastest_calls).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 from dlpt.analysis.diff_test import (
     CANT_TELL,
     FASTER,
+    FASTEST,
     MIN_EFFECT,
     SAME,
     SLOWER,
@@ -43,6 +45,7 @@ from dlpt.analysis.diff_test import (
     RunShift,
     Verdict,
     judge_lines,
+    on_fastest_calls,
 )
 from dlpt.model.calibration import Calibration, calibration
 from dlpt.model.meta import StepTime, program_argv, step_time
@@ -181,8 +184,6 @@ class Change:
         return self.verdict in (SLOWER, FASTER)
 
 
-#: Change.basis of a verdict judged on the ops' fastest calls (CPU op time only).
-FASTEST = "fastest calls"
 #: The run-to-run noise of one line's floor (log scale) that the floors' scatter is pooled with
 #: (diff_test.PRIOR_LINE_NOISE for means). Measured on the busy 2-core machine (docs/numbers.md):
 #: the floors of lines.py's lines scattered 2-6% (sd) between runs of one program, with tails to
@@ -259,7 +260,9 @@ class SessionDiff:
         ]
         total = max(self.total(metric, "a"), self.total(metric, "b"))
         shift, verdicts = judge_lines(samples, total)
-        bases = self._on_floors(metric, rows, verdicts, shift)
+        bases, floor_shift = self._on_floors(metric, rows, verdicts, shift)
+        if floor_shift is not None:
+            shift = on_fastest_calls(shift, floor_shift)
         out = {
             r.key: Change(
                 x.a, x.b, x.sd_a or 0.0, x.sd_b or 0.0, v.ratio, v.p, v.verdict, v.lo, v.hi, v.why, basis
@@ -270,8 +273,9 @@ class SessionDiff:
 
     def _on_floors(
         self, metric: Metric, rows: list[LineDiff], verdicts: list[Verdict], shift: RunShift
-    ) -> list[str]:
-        """Each verdict's basis (Change.basis), replacing in ``verdicts`` a CPU line's "can't
+    ) -> tuple[list[str], RunShift | None]:
+        """Each verdict's basis (Change.basis) and the floors' run shift (None: no floors),
+        replacing in ``verdicts`` a CPU line's "can't
         tell" or "within noise" by its floors' verdict where those changed and agree with the
         mean (:func:`_agree_on_a_change`), and a mean's change by "can't tell" where the floors
         contradict it on a host that moved the means and not the floors.
@@ -299,9 +303,9 @@ class SessionDiff:
         bases = [""] * len(rows)
         open_ = (CANT_TELL, SAME)  # the mean's verdicts a floor may replace
         if metric.name != METRICS["cpu"].name:
-            return bases
+            return bases, None
         if not (self.total(CPU_FLOOR, "a") and self.total(CPU_FLOOR, "b")):
-            return bases  # a session from before floors, or of no CPU ops
+            return bases, None  # a session from before floors, or of no CPU ops
         # Only lines whose floors rest on enough calls are judged, and only they count in the
         # Holm correction: a line left out cannot be found on its floor, and counting it would
         # only raise the bar for the others.
@@ -321,7 +325,7 @@ class SessionDiff:
                 verdicts[i], bases[i] = f, FASTEST
             elif v.significant and host_moved_means and f.verdict == SAME and not v.lo <= f.ratio <= v.hi:
                 verdicts[i] = Verdict(v.ratio, v.p, CANT_TELL, v.lo, v.hi, "fastest")
-        return bases
+        return bases, floor_shift
 
     def changes(self, metric: Metric) -> dict[LineKey, Change]:
         """Every row with a value of ``metric``, judged; {} when the sessions cannot be tested."""

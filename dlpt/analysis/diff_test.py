@@ -20,7 +20,8 @@ median *is* such a line). It takes :data:`MIN_LINES` measurable lines; with fewe
 shares cannot be told from what one line did, and every line whose raw change would count is
 "can't tell". Its own verdict: slower or faster when its 95% interval is clear of 1, "the run
 as a whole did not change" only when no :data:`RUN_RESOLVE`-fold change fits the interval,
-"can't tell" otherwise.
+"can't tell" otherwise; in CPU op time, where the means cannot tell, the ops' fastest calls
+decide (:func:`on_fastest_calls`).
 
 A line's test: ``z = (l - shift) / sqrt(s^2 + tau^2 + var(shift) + (SHIFT_NOISE * shift)^2)``,
 the shift and tau taken from the other lines (a line that changed must not widen the noise it is
@@ -41,7 +42,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dlpt.model.stats import holm, t_cdf, t_quantile
 
@@ -50,6 +51,8 @@ __all__ = [
     "Verdict",
     "RunShift",
     "judge_lines",
+    "on_fastest_calls",
+    "FASTEST",
     "MIN_EFFECT",
     "MIN_SHARE",
     "MIN_LINES",
@@ -108,6 +111,10 @@ PRIOR_LINE_NOISE = 0.05
 PRIOR_LINES = 6
 
 SLOWER, FASTER, SAME, CANT_TELL = "slower", "faster", "same", "can't tell"
+#: What a verdict judged on the ops' fastest calls rests on (Change.basis, RunShift.basis): calls
+#: x each op's fastest call over the counted steps, which a busy host's preemptions do not stretch
+#: (CPU op time only; dlpt.analysis.diff).
+FASTEST = "fastest calls"
 
 
 @dataclass(frozen=True)
@@ -139,7 +146,12 @@ class RunShift:
     (no RUN_RESOLVE-fold change either way fits the interval) or CANT_TELL,
     ``why`` saying on what: "host" (fewer than MIN_LINES measurable lines: the shift itself
     cannot be told, every line is judged without it) or "noise" (the interval holds both no
-    change and a RUN_RESOLVE-fold one; the lines are still judged against the factor)."""
+    change and a RUN_RESOLVE-fold one; the lines are still judged against the factor) or
+    "fastest" (the means and the ops' fastest calls disagree: see on_fastest_calls).
+
+    ``fastest`` holds the ops' fastest calls' shift and interval where they were measured (CPU
+    op time), ``basis`` FASTEST where the verdict is theirs; ``factor`` and its interval stay
+    the means' either way (the lines are judged after it)."""
 
     factor: float
     lo: float
@@ -149,6 +161,8 @@ class RunShift:
     verdict: str
     scatter: float = 0.0  # the measurable lines' robust scatter about the shift (log scale)
     why: str = ""
+    fastest: tuple[float, float, float] | None = None  # the fastest calls' factor, lo, hi
+    basis: str = ""  # "" the verdict is the means'; FASTEST: the fastest calls'
 
     @property
     def known(self) -> bool:
@@ -352,3 +366,28 @@ def judge_lines(
     ]
     passed = holm([t.p for t in tests])
     return shift, [_verdict(t, ok, shift, x, floor) for t, ok, x in zip(tests, passed, lines, strict=True)]
+
+
+def on_fastest_calls(means: RunShift, fastest: RunShift) -> RunShift:
+    """The whole run's verdict with its ops' fastest calls beside its means (CPU op time:
+    ``fastest`` is judge_lines' shift of the lines' floors). A busy host adds to the means
+    wherever its preemptions land, and its load swings between runs: between runs of lines.py
+    on the busy 2-core machine the means' shift of a slower host (every line 1.3x the work)
+    said "slower" in 26 of 72 pairs and "faster" in 18, while the floors moved with the work
+    (docs/numbers.md, "dlpt diff"). The floors miss a change that slowed calls only some of the
+    time, so they only ever decide a change the means could not tell, and never "unchanged":
+
+    - the means can't tell, the floors changed: the floors' verdict (``basis`` FASTEST);
+    - the means changed or did not, the floors changed the other way or did not agree that
+      nothing did (the means' SAME beside a change of the floors): "can't tell", why "fastest";
+    - otherwise the means' verdict, with the floors' figures beside it."""
+    if not fastest.known:
+        return means
+    figures = replace(means, fastest=(fastest.factor, fastest.lo, fastest.hi))
+    if not means.known or fastest.verdict not in (SLOWER, FASTER):
+        return figures
+    if means.verdict == CANT_TELL:
+        return replace(figures, verdict=fastest.verdict, why="", basis=FASTEST)
+    if means.verdict != fastest.verdict:
+        return replace(figures, verdict=CANT_TELL, why="fastest")
+    return figures

@@ -95,6 +95,14 @@ def _side(s: Side, path: str | None) -> dict[str, Any]:
     return out
 
 
+def _fastest(shift: RunShift) -> dict[str, float] | None:
+    """The run shift at the ops' fastest calls (CPU op time only)."""
+    if shift.fastest is None:
+        return None
+    factor, lo, hi = shift.fastest
+    return {"factor": round(factor, 4), "lo": round(lo, 4), "hi": round(hi, 4)}
+
+
 def _shift(shift: RunShift | None) -> dict[str, Any] | None:
     if shift is None:
         return None
@@ -106,6 +114,8 @@ def _shift(shift: RunShift | None) -> dict[str, Any] | None:
         "verdict": shift.verdict,
         "why": shift.why or None,
         "comparable": shift.known and shift.comparable,
+        "fastest": _fastest(shift),
+        "basis": shift.basis or None,
     }
 
 

@@ -115,12 +115,19 @@ def compare_text(c: Mapping[str, Any]) -> list[str]:
     if shift is None:
         out = ["run shift: not tested (a session saved no per-step spreads)"]
     else:
-        known = shift["verdict"] != "can't tell" or shift.get("why") == "noise"
+        known = shift.get("why") != "host"
         comparable = "" if shift["comparable"] or not known else ": not comparable"
         why = f" ({shift['why']})" if shift.get("why") else ""
+        basis = f" on {shift['basis']}" if shift.get("basis") else ""
+        fast = shift.get("fastest")
+        fastest = ""
+        if fast:
+            fastest = (
+                f", {fast['factor']:.2f}x ({fast['lo']:.2f}-{fast['hi']:.2f}) at their ops' fastest calls"
+            )
         out = [
             f"run shift: B/A {shift['factor']:.2f}x ({shift['lo']:.2f}-{shift['hi']:.2f}) from "
-            f"{shift['lines']} lines, {shift['verdict']}{why}{comparable}"
+            f"{shift['lines']} lines{fastest}, {shift['verdict']}{basis}{why}{comparable}"
         ]
     counts = ", ".join(f"{n} {v}" for v, n in c["verdicts"].items() if n)
     out.append(f"lines ({esc(c['metric']['label'])} per step, A -> B, change after the run shift): {counts}")

@@ -28,6 +28,7 @@ from dlpt.renderers.html.diff_page import write_diff_html
 from dlpt.trees.folding import report_tree
 from dlpt.views.diff import DiffView
 from tests import sessions as S
+from tests.diff_cases import BASE_STALLED, HEAVIER_CALMER, HEAVIER_STALLED, measured_cpu_session, session
 
 pytestmark = pytest.mark.torch_independent  # not rerun on CI's newest-torch leg (.ci/run)
 
@@ -315,14 +316,26 @@ def test_diff_page_pairs_eager_and_fused_kernels(open_report: Any, tmp_path: Pat
 
 
 def test_diff_page_says_when_the_whole_runs_change_cannot_be_told(open_report: Any, tmp_path: Path) -> None:
-    from tests.diff_cases import session
-
     costs = [100.0, 600.0, 200.0, 30.0, 20.0]  # a 1.3x host, lines +-20% each: B/A 1.24x (0.89-1.73)
     d = diff_sessions(session(1000, costs, line_run=0.2), session(1001, costs, host=1.3, line_run=0.2))
     path = tmp_path / "diff.html"
     write_diff_html(DiffView(d, METRICS["gpu"]), path)
     header = open_report(path).page.inner_text(".header").replace("\n", " ")
     assert "can't tell whether the run as a whole changed" in header and "did not change" not in header
+
+
+def test_diff_page_says_the_whole_run_was_judged_on_its_fastest_calls(
+    open_report: Any, tmp_path: Path
+) -> None:
+    for heavier, said in (
+        (HEAVIER_STALLED, "the whole run is slower at its ops' fastest calls"),
+        (HEAVIER_CALMER, "its means and its ops' fastest calls disagree"),
+    ):
+        d = diff_sessions(measured_cpu_session(BASE_STALLED, 32), measured_cpu_session(heavier, 33))
+        path = tmp_path / "diff.html"
+        write_diff_html(DiffView(d, METRICS["cpu"]), path, force=True)
+        header = open_report(path).page.inner_text(".header").replace("\n", " ")
+        assert said in header and "at their ops' fastest calls" in header
 
 
 @pytest.mark.parametrize("kind", ["empty", "cpu only"])

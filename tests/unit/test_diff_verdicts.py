@@ -11,8 +11,19 @@ import math
 import pytest
 
 from dlpt.analysis.diff import FASTEST, FLOOR_MIN_CALLS, FLOOR_NOISE, Change, diff_sessions
-from dlpt.analysis.diff_test import CANT_TELL, SAME, SLOWER, LineSample, judge_lines
-from tests.diff_cases import CPU, GPU, busy_cpu_session, cpu_verdicts, measured_cpu_session, session, verdicts
+from dlpt.analysis.diff_test import CANT_TELL, FASTER, SAME, SLOWER, LineSample, judge_lines
+from tests.diff_cases import (
+    BASE_STALLED,
+    CPU,
+    GPU,
+    HEAVIER_CALMER,
+    HEAVIER_STALLED,
+    busy_cpu_session,
+    cpu_verdicts,
+    measured_cpu_session,
+    session,
+    verdicts,
+)
 
 # LINE-A 1, LINE-B 6, LINE-C 2 (issue 46's script), and two small lines (the backward and the
 # optimizer's): B holds 63% of the step, C 21%, A 11%.
@@ -187,6 +198,66 @@ def test_a_host_that_stretched_some_lines_means_is_judged_on_the_fastest_calls()
     assert (line_c.verdict, line_c.why) == (CANT_TELL, "fastest")
 
 
+def test_a_slower_host_the_means_cannot_tell_is_called_slower_on_the_fastest_calls() -> None:
+    # Every line 1.3x the work: the means' shift, 0.85x (0.45-1.59), cannot tell; the floors
+    # moved 1.26x (1.12-1.42). Before, the whole run was "can't tell".
+    shift = diff_sessions(
+        measured_cpu_session(BASE_STALLED, 32), measured_cpu_session(HEAVIER_STALLED, 33)
+    ).judge(CPU)[0]
+    assert (shift.verdict, shift.basis) == (SLOWER, FASTEST)
+    assert shift.fastest is not None and shift.fastest[1] > 1.1 and shift.lo < 1 < shift.hi
+
+
+def test_a_slower_host_is_never_called_faster_where_the_fastest_calls_say_slower() -> None:
+    # The base's stalls put its means 3x above the heavier run's: the means' shift said 0.33x
+    # "faster" (interval 0.20-0.55), the floors 1.29x slower. Before, "faster".
+    shift = diff_sessions(
+        measured_cpu_session(BASE_STALLED, 32), measured_cpu_session(HEAVIER_CALMER, 33)
+    ).judge(CPU)[0]
+    assert (shift.verdict, shift.why) == (CANT_TELL, "fastest")
+    assert shift.hi < 1 and shift.fastest is not None and shift.fastest[1] > 1
+
+
+def test_on_a_busy_host_a_slower_host_is_called_slower_where_the_means_alone_could_not() -> None:
+    # The simulated busy host (each run +-20% as a whole, floors too, and scheduler slices on
+    # the means): every line 1.3x the work. On the means alone, "slower" in ~28% of pairs.
+    every = {i: 1.3 for i in range(len(CALLS))}
+    assert busy_rate(every, lambda shift, lines: shift == SLOWER) >= 0.6
+
+
+@pytest.mark.parametrize(
+    ("means", "fastest", "verdict", "basis", "why"),
+    [
+        (CANT_TELL, SLOWER, SLOWER, FASTEST, ""),  # the means could not tell: the floors decide
+        (CANT_TELL, FASTER, FASTER, FASTEST, ""),
+        (SLOWER, SLOWER, SLOWER, "", ""),  # both: the means' verdict, as before
+        (SLOWER, SAME, SLOWER, "", ""),  # floors never say "unchanged" over the means
+        (SLOWER, CANT_TELL, SLOWER, "", ""),
+        (FASTER, SLOWER, CANT_TELL, "", "fastest"),  # opposite: can't tell
+        (SAME, SLOWER, CANT_TELL, "", "fastest"),  # "unchanged" beside a change of the floors
+        (CANT_TELL, SAME, CANT_TELL, "", "noise"),  # floors alone never say "unchanged"
+    ],
+)
+def test_the_whole_runs_verdict_on_its_fastest_calls(
+    means: str, fastest: str, verdict: str, basis: str, why: str
+) -> None:
+    from dataclasses import replace
+
+    from dlpt.analysis.diff_test import RunShift, on_fastest_calls
+
+    m = RunShift(1.1, 0.9, 1.3, 3, 0.05, means, why="noise" if means == CANT_TELL else "")
+    f = RunShift(1.3, 1.2, 1.4, 3, 0.08, fastest)
+    out = on_fastest_calls(m, f)
+    assert (out.verdict, out.basis, out.why) == (verdict, basis, why)
+    assert (out.factor, out.lo, out.hi, out.fastest) == (
+        1.1,
+        0.9,
+        1.3,
+        (1.3, 1.2, 1.4),
+    )  # the means' figures stay
+    assert on_fastest_calls(m, replace(f, lines=2)) == m  # floors of too few lines say nothing
+
+
 def test_a_run_of_too_few_counted_steps_judges_no_line_on_its_means() -> None:
     # A measured busy-host pair of 20-step runs whose warm-up left A 2 steps (B made LINE-B
     # 1.5x heavier): the host stretched LINE-A and LINE-B 7x and LINE-C not at all, and the
@@ -314,6 +385,30 @@ def test_every_output_says_a_change_was_judged_on_the_fastest_calls() -> None:
     shift, changes = judged(view.diff, CPU)
     answer = compare_answer(view.diff, CPU, shift, changes)
     assert [line["basis"] for line in answer["lines"] if line.get("basis")] == [FASTEST]
+
+
+def test_every_output_says_the_whole_run_was_judged_on_its_fastest_calls() -> None:
+    from rich.console import Console
+
+    from dlpt.query.compare import compare_answer, judged
+    from dlpt.query.text import compare_text
+    from dlpt.renderers.html.diff_page import build_diff_model
+    from dlpt.renderers.terminal.diff import render_diff
+    from dlpt.views.diff import diff_view
+
+    view = diff_view(measured_cpu_session(BASE_STALLED, 32), measured_cpu_session(HEAVIER_STALLED, 33))
+    console = Console(width=400, record=True)
+    console.print(render_diff(view))
+    text = " ".join(console.export_text().split())
+    assert (
+        "1.26x (1.12-1.42) at their ops' fastest calls: the whole run is slower at its ops' fastest calls"
+        in text
+    )
+    shift = build_diff_model(view)["shifts"]["cpu"]  # diff.js says it in words
+    assert shift["basis"] == FASTEST and shift["fastest"]["lo"] > 1.1
+    answer = compare_answer(view.diff, CPU, *judged(view.diff, CPU))
+    assert (answer["run_shift"]["verdict"], answer["run_shift"]["basis"]) == (SLOWER, FASTEST)
+    assert "at their ops' fastest calls, slower on fastest calls" in compare_text(answer)[0]
 
 
 def test_a_session_saved_before_floors_leaves_the_means_verdicts_as_they_were() -> None:

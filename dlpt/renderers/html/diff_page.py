@@ -16,7 +16,7 @@ from dlpt.model.resume_names import display_name
 from dlpt.model.units import PLAIN, units_model
 from dlpt.renderers.html.data import KEYS, METRIC_KEYS
 from dlpt.renderers.html.page import document
-from dlpt.views.diff import CANT_TELL, FASTER, SAME, SLOWER, Change, DiffView, LineCost, Side
+from dlpt.views.diff import CANT_TELL, FASTER, SAME, SLOWER, Change, DiffView, LineCost, RunShift, Side
 
 __all__ = ["build_diff_model", "render_diff_html", "write_diff_html"]
 
@@ -87,6 +87,13 @@ def _verdict_code(c: Change) -> int:
     return 3 if c.significant and c.basis else _VERDICT_CODE[c.verdict]
 
 
+def _fastest(shift: RunShift) -> dict[str, float] | None:
+    """The run shift at the ops' fastest calls (CPU op time), as diff.js reads it."""
+    if shift.fastest is None:
+        return None
+    return dict(zip(("factor", "lo", "hi"), shift.fastest, strict=True))
+
+
 def build_diff_model(d: DiffView) -> dict[str, Any]:
     """The JSON-ready model of ``d``; its metric is shown first."""
     offered = d.offered
@@ -113,6 +120,8 @@ def build_diff_model(d: DiffView) -> dict[str, Any]:
             "verdict": sh.verdict,
             "why": sh.why,
             "comparable": sh.comparable,
+            "fastest": _fastest(sh),
+            "basis": sh.basis,
         }
         for n, (sh, _) in judged.items()
         if sh is not None

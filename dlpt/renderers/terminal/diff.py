@@ -158,33 +158,51 @@ def _step_text(fmt: Fmt, side: Side) -> str:
 
 
 def shift_text(shift: RunShift) -> str:
-    """What the whole run shares, in words: "B/A 1.31x (1.22-1.41) from 5 lines: the whole run
-    changed" or why it cannot be told."""
+    """What the whole run shares, in words: "B/A 1.31x (1.22-1.41) shared by the 5 lines
+    compared: the whole run is slower ..." or why it cannot be told (diff.js says the same)."""
     if not shift.known:
         return (
             f"can't tell what the whole run shares from what one line did: {shift.lines} "
             f"line{'s' if shift.lines != 1 else ''} of at least {MIN_SHARE:.0%} of the total in both runs "
             f"({MIN_LINES} needed)"
         )
-    basis = (
-        f"B/A {shift.factor:.2f}x ({shift.lo:.2f}-{shift.hi:.2f}) shared by the {shift.lines} lines compared"
-    )
-    if shift.verdict == SAME:
-        return f"{basis}: the run as a whole did not change"
+    basis = f"B/A {_range(shift.factor, shift.lo, shift.hi)} shared by the {shift.lines} lines compared"
+    if shift.fastest is not None:
+        basis += f", {_range(*shift.fastest)} at their ops' fastest calls"
+    lines = "lines are judged after its factor"
+    if shift.basis:
+        lines = "lines are judged after the first factor (their means')"
     if not shift.comparable:
-        return (
-            f"{basis}: the whole run moved by {RESOLVE:g}x or more and its lines moved unevenly "
+        lines = (
+            f"the whole run moved by {RESOLVE:g}x or more and its lines moved unevenly "
             "(the host's load changed several-fold between the runs?): too different to compare line by line"
+        )
+    return f"{basis}: {_run_verdict_text(shift)}; {lines}"
+
+
+def _range(factor: float, lo: float, hi: float) -> str:
+    return f"{factor:.2f}x ({lo:.2f}-{hi:.2f})"
+
+
+def _run_verdict_text(shift: RunShift) -> str:
+    if shift.verdict == SAME:
+        return "the run as a whole did not change"
+    if shift.verdict == CANT_TELL and shift.why == "fastest":
+        return (
+            "can't tell whether the run as a whole changed: its means and its ops' fastest calls disagree "
+            "(a busy host stretches the means, not the fastest calls)"
         )
     if shift.verdict == CANT_TELL:
         return (
-            f"{basis}: can't tell whether the run as a whole changed (its interval holds both no change "
-            f"and one of {RUN_RESOLVE:g}x); lines are judged after its factor"
+            "can't tell whether the run as a whole changed (its interval holds both no change "
+            f"and one of {RUN_RESOLVE:g}x)"
         )
-    return (
-        f"{basis}: the whole run is {shift.verdict} (the host, a clock, the input, or a change on "
-        "every line); lines are judged after it"
-    )
+    if shift.basis:
+        return (
+            f"the whole run is {shift.verdict} at its ops' fastest calls, which a busy host does not stretch "
+            "(a clock, the input, or a change on every line; its means could not tell)"
+        )
+    return f"the whole run is {shift.verdict} (the host, a clock, the input, or a change on every line)"
 
 
 def _change(c: Change | None) -> Text:

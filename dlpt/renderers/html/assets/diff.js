@@ -4,6 +4,24 @@
 (function (D) {
   "use strict";
 
+  // What the whole run shares, in words: as the terminal's shift_text (dlpt/renderers/terminal/diff.py).
+  function runText(shift) {
+    if (shift.why === "host") {
+      return "can't tell what the whole run shares from what one line did: " + shift.lines + " lines of at least 1% of the total in both runs (3 needed)";
+    }
+    var range = function (f, lo, hi) { return f.toFixed(2) + "x (" + lo.toFixed(2) + "\u2013" + hi.toFixed(2) + ")"; };
+    var basis = "B/A " + range(shift.factor, shift.lo, shift.hi) + " shared by the " + shift.lines + " lines compared";
+    if (shift.fastest) basis += ", " + range(shift.fastest.factor, shift.fastest.lo, shift.fastest.hi) + " at their ops' fastest calls";
+    var verdict = shift.verdict === "same" ? "the run as a whole did not change" :
+      shift.verdict === "can't tell" && shift.why === "fastest" ? "can't tell whether the run as a whole changed: its means and its ops' fastest calls disagree (a busy host stretches the means, not the fastest calls)" :
+      shift.verdict === "can't tell" ? "can't tell whether the run as a whole changed (its interval holds both no change and one of 1.2x)" :
+      shift.basis ? "the whole run is " + shift.verdict + " at its ops' fastest calls, which a busy host does not stretch (a clock, the input, or a change on every line; its means could not tell)" :
+      "the whole run is " + shift.verdict + " (the host, a clock, the input, or a change on every line)";
+    var lines = shift.comparable === false ? "the whole run moved by 1.5x or more and its lines moved unevenly (the host's load changed several-fold between the runs?): too different to compare line by line" :
+      shift.basis ? "lines are judged after the first factor (their means')" : "lines are judged after its factor";
+    return basis + ": " + verdict + "; " + lines;
+  }
+
   function Diff(raw) {
     this.raw = raw;
     this.keyIndex = {};
@@ -148,12 +166,7 @@
     }
     var shift = (raw.shifts || {})[this.metric.name];
     if (shift) {
-      var basis = "B/A " + shift.factor.toFixed(2) + "x (" + shift.lo.toFixed(2) + "\u2013" + shift.hi.toFixed(2) + ") shared by the " + shift.lines + " lines compared";
-      var said = shift.verdict === "can't tell" && shift.why !== "noise" ? "can't tell what the whole run shares from what one line did: " + shift.lines + " lines of at least 1% of the total in both runs (3 needed)" :
-        shift.verdict === "same" ? basis + ": the run as a whole did not change" :
-        shift.comparable === false ? basis + ": the whole run moved by 1.5x or more and its lines moved unevenly (the host's load changed several-fold between the runs?): too different to compare line by line" :
-        shift.verdict === "can't tell" ? basis + ": can't tell whether the run as a whole changed (its interval holds both no change and one of 1.2x); lines are judged after its factor" :
-        basis + ": the whole run is " + shift.verdict + " (a host, clock or input change); lines are judged after it";
+      var said = runText(shift);
       h.appendChild(D.el("div", { className: "muted", text: "run: " + said }));
     }
     var ta = this.total("a"), tb = this.total("b");
