@@ -65,6 +65,8 @@ class Outcome:
     step_change: str = ""  # the step line's verdict ("differs", "within noise" or "")
     on_floors: list[str] = field(default_factory=list)  # of `flagged`, those judged on the ops' fastest calls
     shift_interval: tuple[float, float] = (1.0, 1.0)  # the run shift's 95% interval
+    shift_basis: str = ""  # "fastest calls" where the run's verdict is its ops' fastest calls'
+    target_verdict: str = ""  # the changed line's verdict
 
 
 def _tag(text: str | None, where: str) -> str:
@@ -81,7 +83,7 @@ def judge_pair(a: Path, b: Path, changed: str | None) -> Outcome:
     d = diff_sessions(Session.load(str(a)), Session.load(str(b)))
     metric = default_diff_metric(d)
     shift, changes = d.judge(metric)
-    flagged, unsure, floors, ratio = [], [], [], None
+    flagged, unsure, floors, ratio, said = [], [], [], None, ""
     for r in d.rows:
         c = changes.get(r.key)
         one = r.a or r.b
@@ -95,12 +97,14 @@ def judge_pair(a: Path, b: Path, changed: str | None) -> Outcome:
         elif c.verdict == "can't tell":
             unsure.append(tag)
         if tag == changed:
-            ratio = c.ratio
+            ratio, said = c.ratio, c.verdict
     return Outcome(
         flagged, unsure, ratio,
         shift.verdict if shift else "not tested", shift.factor if shift else 1.0,
         (d.a.steps, d.b.steps), d.step_change(), floors,
         (shift.lo, shift.hi) if shift else (1.0, 1.0),
+        shift.basis if shift else "",
+        said,
     )
 
 
@@ -119,6 +123,10 @@ def rates(case: Case, outcomes: Iterable[Outcome]) -> list[Rate]:
         rows.append(Rate(case.name, f"{case.changed} flagged", found, n, target if k != "1.25" else None))
         rows.append(Rate(case.name, f"{case.changed} flagged and nothing else", alone, n,
                          (">=", 0.95) if k != "1.25" else None))
+        # "Within noise" says no 1.5x change fits: wrong of a line made 1.5x or 2x heavier.
+        same = sum(1 for o in out if o.target_verdict == "same")
+        rows.append(Rate(case.name, f"{case.changed} called within noise", same, n,
+                         ("<=", 0.05) if k != "1.25" else None))
     floors = sum(1 for o in out if o.on_floors)
     if floors:
         wrong_floor = sum(1 for o in out if any(t != case.changed for t in o.on_floors))
@@ -134,6 +142,8 @@ def rates(case: Case, outcomes: Iterable[Outcome]) -> list[Rate]:
     if case.host:
         said = sum(1 for o in out if o.shift == "slower")
         rows.append(Rate(case.name, "the whole run called slower", said, n, (">=", 0.95)))
+        faster = sum(1 for o in out if o.shift == "faster")
+        rows.append(Rate(case.name, "the whole run called faster", faster, n, ("<=", 0.05)))
         rows.append(Rate(case.name, "the whole run called unchanged", unchanged, n, ("<=", 0.05)))
     else:
         said = sum(1 for o in out if o.shift in ("slower", "faster"))
@@ -141,6 +151,8 @@ def rates(case: Case, outcomes: Iterable[Outcome]) -> list[Rate]:
         rows.append(Rate(case.name, "the whole run called unchanged", unchanged, n))
     unsure_run = sum(1 for o in out if o.shift == "can't tell")
     rows.append(Rate(case.name, "the whole run \"can't tell\"", unsure_run, n))
+    fastest = sum(1 for o in out if o.shift_basis)
+    rows.append(Rate(case.name, "the whole run's verdict on its ops' fastest calls", fastest, n))
     return rows
 
 

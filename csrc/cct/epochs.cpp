@@ -2,6 +2,23 @@
 
 namespace dlpt {
 
+namespace {
+
+/// [MT] What `slot` points at, allocated by the first thread that asks: threads that race
+/// allocate one each, and all but the one whose compare-exchange won delete theirs. The owner's
+/// destructor frees it.
+template <typename T>
+T& allocated_once(std::atomic<T*>& slot) {
+  T* have = slot.load(std::memory_order_acquire);
+  if (have != nullptr) return *have;
+  auto* fresh = new T();
+  if (slot.compare_exchange_strong(have, fresh, std::memory_order_acq_rel)) return *fresh;
+  delete fresh;  // another thread's won
+  return *have;
+}
+
+}  // namespace
+
 // ---- Epochs ------------------------------------------------------------------------------
 
 Epochs::~Epochs() {
@@ -122,14 +139,7 @@ EpochMetrics::~EpochMetrics() {
   delete dropped_.load(std::memory_order_relaxed);
 }
 
-Metrics& EpochMetrics::carry() {
-  Metrics* c = carry_.load(std::memory_order_acquire);
-  if (c != nullptr) return *c;
-  auto* fresh = new Metrics();
-  if (carry_.compare_exchange_strong(c, fresh, std::memory_order_acq_rel)) return *fresh;
-  delete fresh;  // another thread's won
-  return *c;
-}
+Metrics& EpochMetrics::carry() { return allocated_once(carry_); }
 
 Metrics& EpochMetrics::at_slow(uint32_t e, const Epochs& epochs) {
   for (;;) {
@@ -152,14 +162,7 @@ Metrics& EpochMetrics::at_slow(uint32_t e, const Epochs& epochs) {
   }
 }
 
-EpochMetrics::Dropped& EpochMetrics::dropped() {
-  Dropped* d = dropped_.load(std::memory_order_acquire);
-  if (d != nullptr) return *d;
-  auto* fresh = new Dropped();
-  if (dropped_.compare_exchange_strong(d, fresh, std::memory_order_acq_rel)) return *fresh;
-  delete fresh;  // another thread's won
-  return *d;
-}
+EpochMetrics::Dropped& EpochMetrics::dropped() { return allocated_once(dropped_); }
 
 Metrics& EpochMetrics::bucket(Filed f) {
   switch (f) {

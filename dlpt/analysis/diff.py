@@ -205,6 +205,15 @@ def _agree_on_a_change(mean: Verdict, floor: Verdict) -> bool:
     return hi >= 1 + MIN_EFFECT if floor.ratio > 1 else lo <= 1 / (1 + MIN_EFFECT)
 
 
+def _contradict(mean: Verdict, floor: Verdict) -> bool:
+    """Whether a line's mean and floor give opposite verdicts, the floor's ratio outside the
+    mean's interval: a change of the mean beside an unchanged floor, or a mean "within noise"
+    beside a change of the floor."""
+    if mean.lo <= floor.ratio <= mean.hi:
+        return False
+    return (mean.significant and floor.verdict == SAME) or (mean.verdict == SAME and floor.significant)
+
+
 def _line_calls(cost: LineCost | None) -> int:
     """The op calls under a line (its own, over the counted steps): what its floor rests on."""
     return cost.self.get("calls", 0) if cost is not None else 0
@@ -298,8 +307,11 @@ class SessionDiff:
         the means as a whole where it did not move the floors (the floors' shift outside the
         means' interval): there the floors are the better estimate. A busy host that stretched
         LINE-A 1.66x and LINE-C not at all drew the means' shift to 1.66x, and LINE-C,
-        unchanged (its floor 1.08x), read 0.57x "faster". On a quiet host the two shifts
-        agree, and a mean's change stands whatever the floors say."""
+        unchanged (its floor 1.08x), read 0.57x "faster". So is a mean's "within noise" beside
+        a change of the floors outside its interval: LINE-A made 2x heavier read 1.00x (0.68-
+        1.48) "within noise" on its mean, against a base run whose LINE-A mean a host had
+        stretched 1.35x, and 1.95x on its floor. On a quiet host the two shifts agree, and a
+        mean's verdict stands whatever the floors say."""
         bases = [""] * len(rows)
         open_ = (CANT_TELL, SAME)  # the mean's verdicts a floor may replace
         if metric.name != METRICS["cpu"].name:
@@ -323,7 +335,7 @@ class SessionDiff:
             v = verdicts[i]
             if v.verdict in open_ and f.significant and math.isfinite(f.ratio) and _agree_on_a_change(v, f):
                 verdicts[i], bases[i] = f, FASTEST
-            elif v.significant and host_moved_means and f.verdict == SAME and not v.lo <= f.ratio <= v.hi:
+            elif host_moved_means and _contradict(v, f):
                 verdicts[i] = Verdict(v.ratio, v.p, CANT_TELL, v.lo, v.hi, "fastest")
         return bases, floor_shift
 

@@ -258,6 +258,21 @@ def test_the_whole_runs_verdict_on_its_fastest_calls(
     assert on_fastest_calls(m, replace(f, lines=2)) == m  # floors of too few lines say nothing
 
 
+def test_a_means_within_noise_that_the_fastest_calls_contradict_is_cant_tell() -> None:
+    # A measured busy-host pair, LINE-A made 2x heavier: the base's LINE-A mean was stretched
+    # 1.35x past its fellows' by the host, and the heavier run's lines all 1.68x by a slower
+    # stretch of the host. LINE-A read 1.00x (0.68-1.48), "within noise", on its mean; its floor
+    # moved 1.95x beyond the floors' shift. Before, "within noise" for a line made 2x heavier.
+    a = measured_cpu_session(
+        [(4988.2, 2979.8, 391.7, 2916), (17166.9, 4131.2, 2796.2, 17280), (5308.0, 2940.6, 937.0, 5760),
+         (90.0, 313.1, 26.0, 108), (5.8, 0.8, 5.1, 36)], steps=36)  # fmt: skip
+    b = measured_cpu_session(
+        [(8366.2, 3524.8, 1017.7, 5635), (28846.4, 23844.8, 3724.6, 16800), (8761.2, 4268.1, 1240.3, 5600),
+         (138.4, 487.4, 41.6, 105), (8.4, 1.5, 6.1, 35)], steps=35)  # fmt: skip
+    line_a = _cpu_changes_by_line(a, b)[100]
+    assert (line_a.verdict, line_a.why) == (CANT_TELL, "fastest") and line_a.hi < 1.5
+
+
 def test_a_run_of_too_few_counted_steps_judges_no_line_on_its_means() -> None:
     # A measured busy-host pair of 20-step runs whose warm-up left A 2 steps (B made LINE-B
     # 1.5x heavier): the host stretched LINE-A and LINE-B 7x and LINE-C not at all, and the
