@@ -284,10 +284,10 @@ class SessionDiff:
         self, metric: Metric, rows: list[LineDiff], verdicts: list[Verdict], shift: RunShift
     ) -> tuple[list[str], RunShift | None]:
         """Each verdict's basis (Change.basis) and the floors' run shift (None: no floors),
-        replacing in ``verdicts`` a CPU line's "can't
-        tell" or "within noise" by its floors' verdict where those changed and agree with the
-        mean (:func:`_agree_on_a_change`), and a mean's change by "can't tell" where the floors
-        contradict it on a host that moved the means and not the floors.
+        replacing in ``verdicts`` a CPU line's "can't tell" or "within noise" by its floors'
+        verdict where those changed and agree with the mean (:func:`_agree_on_a_change`), and a
+        mean's verdict by "can't tell" where the floors contradict it (:func:`_contradict`) on a
+        host that moved the means and not the floors.
 
         A host whose other work preempts the program stretches the calls it lands in by a
         scheduler slice each (milliseconds, on ops of microseconds), so a line's CPU op time per

@@ -373,14 +373,16 @@ def on_fastest_calls(means: RunShift, fastest: RunShift) -> RunShift:
     ``fastest`` is judge_lines' shift of the lines' floors). A busy host adds to the means
     wherever its preemptions land, and its load swings between runs: between runs of lines.py
     on the busy 2-core machine the means' shift of a slower host (every line 1.3x the work)
-    said "slower" in 26 of 72 pairs and "faster" in 18, while the floors moved with the work
-    (docs/numbers.md, "dlpt diff"). The floors miss a change that slowed calls only some of the
-    time, so they only ever decide a change the means could not tell, and never "unchanged":
+    said "slower" in 26 and 52 of 72 cross pairs of two batches and "faster" in 18 and 9, while
+    the floors moved with the work (docs/numbers.md, "The whole run on its fastest calls"). The
+    floors miss a change that slowed calls only some of the time, so they decide only what the
+    means could not tell, and never "unchanged". Where the floors changed:
 
-    - the means can't tell, the floors changed: the floors' verdict (``basis`` FASTEST);
-    - the means changed or did not, the floors changed the other way or did not agree that
-      nothing did (the means' SAME beside a change of the floors): "can't tell", why "fastest";
-    - otherwise the means' verdict, with the floors' figures beside it."""
+    - the means can't tell: the floors' verdict (``basis`` FASTEST);
+    - the means changed the other way, or did not change: "can't tell", why "fastest";
+    - the means changed the same way: the means' verdict.
+
+    The floors' figures go beside the means' verdict whatever it is."""
     if not fastest.known:
         return means
     figures = replace(means, fastest=(fastest.factor, fastest.lo, fastest.hi))
