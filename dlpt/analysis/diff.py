@@ -205,15 +205,6 @@ def _agree_on_a_change(mean: Verdict, floor: Verdict) -> bool:
     return hi >= 1 + MIN_EFFECT if floor.ratio > 1 else lo <= 1 / (1 + MIN_EFFECT)
 
 
-def _contradict(mean: Verdict, floor: Verdict) -> bool:
-    """Whether a line's mean and floor give opposite verdicts, the floor's ratio outside the
-    mean's interval: a change of the mean beside an unchanged floor, or a mean "within noise"
-    beside a change of the floor."""
-    if mean.lo <= floor.ratio <= mean.hi:
-        return False
-    return (mean.significant and floor.verdict == SAME) or (mean.verdict == SAME and floor.significant)
-
-
 def _line_calls(cost: LineCost | None) -> int:
     """The op calls under a line (its own, over the counted steps): what its floor rests on."""
     return cost.self.get("calls", 0) if cost is not None else 0
@@ -286,8 +277,7 @@ class SessionDiff:
         """Each verdict's basis (Change.basis) and the floors' run shift (None: no floors),
         replacing in ``verdicts`` a CPU line's "can't tell" or "within noise" by its floors'
         verdict where those changed and agree with the mean (:func:`_agree_on_a_change`), and a
-        mean's verdict by "can't tell" where the floors contradict it (:func:`_contradict`) on a
-        host that moved the means and not the floors.
+        mean's verdict by "can't tell" where the floors contradict it (below).
 
         A host whose other work preempts the program stretches the calls it lands in by a
         scheduler slice each (milliseconds, on ops of microseconds), so a line's CPU op time per
@@ -307,11 +297,15 @@ class SessionDiff:
         the means as a whole where it did not move the floors (the floors' shift outside the
         means' interval): there the floors are the better estimate. A busy host that stretched
         LINE-A 1.66x and LINE-C not at all drew the means' shift to 1.66x, and LINE-C,
-        unchanged (its floor 1.08x), read 0.57x "faster". So is a mean's "within noise" beside
-        a change of the floors outside its interval: LINE-A made 2x heavier read 1.00x (0.68-
-        1.48) "within noise" on its mean, against a base run whose LINE-A mean a host had
-        stretched 1.35x, and 1.95x on its floor. On a quiet host the two shifts agree, and a
-        mean's verdict stands whatever the floors say."""
+        unchanged (its floor 1.08x), read 0.57x "faster". On a quiet host the two shifts agree,
+        and a mean's change stands whatever the floors say.
+
+        A mean's "within noise" beside a change of the floor outside its interval is "can't
+        tell" (why "fastest") on any host: "no 1.5x change fits" cannot stand beside a floor that
+        moved beyond what the other lines' floors share (more calls, or every call slower), and
+        "can't tell" is never wrong. LINE-A made 2x heavier read 1.00x (0.68-1.48) "within
+        noise" on its mean, against a base run whose LINE-A mean a busy host had stretched 1.35x
+        past the other runs', and 1.95x on its floor."""
         bases = [""] * len(rows)
         open_ = (CANT_TELL, SAME)  # the mean's verdicts a floor may replace
         if metric.name != METRICS["cpu"].name:
@@ -335,7 +329,12 @@ class SessionDiff:
             v = verdicts[i]
             if v.verdict in open_ and f.significant and math.isfinite(f.ratio) and _agree_on_a_change(v, f):
                 verdicts[i], bases[i] = f, FASTEST
-            elif host_moved_means and _contradict(v, f):
+                continue
+            if v.lo <= f.ratio <= v.hi:
+                continue  # the floor's ratio fits the mean's interval: no contradiction
+            change_beside_unchanged_floor = v.significant and f.verdict == SAME and host_moved_means
+            no_change_beside_changed_floor = v.verdict == SAME and f.significant
+            if change_beside_unchanged_floor or no_change_beside_changed_floor:
                 verdicts[i] = Verdict(v.ratio, v.p, CANT_TELL, v.lo, v.hi, "fastest")
         return bases, floor_shift
 

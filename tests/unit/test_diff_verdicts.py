@@ -271,6 +271,16 @@ def test_a_means_within_noise_that_the_fastest_calls_contradict_is_cant_tell() -
          (138.4, 487.4, 41.6, 105), (8.4, 1.5, 6.1, 35)], steps=35)  # fmt: skip
     line_a = _cpu_changes_by_line(a, b)[100]
     assert (line_a.verdict, line_a.why) == (CANT_TELL, "fastest") and line_a.hi < 1.5
+    # Another run of it, whose lines' means moved 1.59x (1.31-1.94) together and floors 1.37x:
+    # the shifts agree, and the mean's "within noise", 1.00x (0.69-1.45), still cannot stand
+    # beside the floor's 1.93x.
+    b = measured_cpu_session(
+        [(7953.2, 3106.0, 1035.9, 5313), (26452.8, 5835.1, 3825.5, 15840), (9031.3, 3012.8, 1272.0, 5280),
+         (127.4, 252.0, 52.0, 99), (8.8, 2.2, 6.4, 33)], steps=33)  # fmt: skip
+    shift = diff_sessions(a, b).judge(CPU)[0]
+    assert shift.fastest is not None and shift.lo <= shift.fastest[0] <= shift.hi
+    line_a = _cpu_changes_by_line(a, b)[100]
+    assert (line_a.verdict, line_a.why) == (CANT_TELL, "fastest") and line_a.hi < 1.5
 
 
 def test_a_run_of_too_few_counted_steps_judges_no_line_on_its_means() -> None:
