@@ -199,8 +199,9 @@ def _run_verdict_text(shift: RunShift) -> str:
         )
     if shift.basis:
         return (
-            f"the whole run is {shift.verdict} at its ops' fastest calls, which a busy host does not stretch "
-            "(a clock, the input, or a change on every line; its means could not tell)"
+            f"the whole run is {shift.verdict} at its ops' fastest calls, which preemptions do not stretch "
+            "(more work on every line, a clock, or every call waiting on a busy host, as ops with worker "
+            "threads do; its means could not tell)"
         )
     return f"the whole run is {shift.verdict} (the host, a clock, the input, or a change on every line)"
 

@@ -15,7 +15,7 @@
     var verdict = shift.verdict === "same" ? "the run as a whole did not change" :
       shift.verdict === "can't tell" && shift.why === "fastest" ? "can't tell whether the run as a whole changed: its means and its ops' fastest calls disagree (a busy host stretches the means, not the fastest calls)" :
       shift.verdict === "can't tell" ? "can't tell whether the run as a whole changed (its interval holds both no change and one of 1.2x)" :
-      shift.basis ? "the whole run is " + shift.verdict + " at its ops' fastest calls, which a busy host does not stretch (a clock, the input, or a change on every line; its means could not tell)" :
+      shift.basis ? "the whole run is " + shift.verdict + " at its ops' fastest calls, which preemptions do not stretch (more work on every line, a clock, or every call waiting on a busy host, as ops with worker threads do; its means could not tell)" :
       "the whole run is " + shift.verdict + " (the host, a clock, the input, or a change on every line)";
     var lines = shift.comparable === false ? "the whole run moved by 1.5x or more and its lines moved unevenly (the host's load changed several-fold between the runs?): too different to compare line by line" :
       shift.basis ? "lines are judged after the first factor (their means')" : "lines are judged after its factor";
