@@ -33,6 +33,7 @@ from typing import Any, Self
 from dlpt.capture import joining, native
 from dlpt.capture import running as running_profile
 from dlpt.capture.assemble import RawCapture, build_session, gpu_meta, start_meta
+from dlpt.capture.cpu_wait import ThreadWaits
 from dlpt.capture.flops.annotate import recorded_ops
 from dlpt.capture.forking import in_forked_child, started_elsewhere
 from dlpt.capture.host import DEFAULT_SAMPLE_HZ
@@ -206,6 +207,7 @@ class Profile:
             on_warm=weak_method(self, "_arm_timeline"),
             # The timeline's window closes when tracing stops: no untraced window inside it.
             first_window=self.timeline + 1,
+            waits=ThreadWaits(),
         )
         backward = BackwardRecords(C, backward_ops(self.nested_ops, self.flops))
         self._recorders = self._make_recorders(C, schedule, backward)

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dlpt.capture.cpu_wait import ThreadWaits
 from dlpt.capture.step_times import StepTimes
 from dlpt.capture.warmup import CUT, FIRST, Warmup
 
@@ -135,6 +136,7 @@ class _Counts:
     last_ns: int | None
     traced: StepTimes
     since_window: int
+    waited_ns: int  # of counted_ns, the step's thread waiting for a CPU (cpu_wait)
 
     def then(self, later: _Counts) -> _Counts:
         """These counts followed by ``later``'s (fewer than SAVED steps each side: the drop's
@@ -151,6 +153,7 @@ class _Counts:
             later.last_ns if later.last_ns is not None else self.last_ns,
             traced,
             self.since_window + later.since_window,
+            self.waited_ns + later.waited_ns,
         )
 
 
@@ -165,7 +168,9 @@ class StepSchedule:
     passed to the core (the timeline window opens at that boundary: its steps are counted ones).
     ``first_window``: counted steps traced before the first untraced window (at least
     FIRST_WINDOW; more when a timeline of that many steps is asked for: the window closes when
-    tracing stops)."""
+    tracing stops). ``waits``: the step thread's waits for a CPU (the profile's; None: unknown,
+    as in tests with a clock of their own), summed over the counted steps (``meta.step_time``'s
+    ``waited_ns``: the report's busy-host warning)."""
 
     def __init__(
         self,
@@ -180,6 +185,7 @@ class StepSchedule:
         clock: Callable[[], int] = time.perf_counter_ns,
         on_warm: Callable[[], Any] | None = None,
         first_window: int = FIRST_WINDOW,
+        waits: ThreadWaits | None = None,
     ) -> None:
         self.active = active
         self.calibrate = calibrate
@@ -187,6 +193,7 @@ class StepSchedule:
         self._cut, self._restore = cut, restore
         self._only = only
         self._clock = clock
+        self._waits = waits if waits is not None and waits.available else None
         self._on_warm = on_warm
         self._first_window = max(FIRST_WINDOW, first_window)
         self._timeline = first_window > 1  # a timeline window opens when the warm-up ends
@@ -221,6 +228,7 @@ class StepSchedule:
         self.restored_cut = False  # the drop counts again, since close (memory's peaks follow it)
         self.start_ns = self._last = 0
         self.counted_ns = 0  # wall time of counted steps
+        self.waited_ns = 0  # of which the step's thread waited for a CPU (with waits)
         self.first_counted_ns: int | None = None  # when the first counted step began
         self.last_counted_ns: int | None = None  # when the last counted step ended
         self.stop_ns = 0
@@ -233,7 +241,7 @@ class StepSchedule:
 
     def start(self) -> None:
         """The profile's own set-up is done: the program's time, and epoch 0, begin."""
-        self.start_ns = self._last = self._clock()
+        self.start_ns = self._mark()
 
     def begin_call(self) -> None:
         """An outermost call of the step_on function begins: the time since the last call (or
@@ -242,7 +250,7 @@ class StepSchedule:
             return
         self._end_epoch(False)
         self._in_call = True
-        self._last = self._clock()
+        self._mark()
 
     def on_step(self, source: str, began_ns: int | None = None) -> None:
         """A step just ended (``source``: "optimizer", "manual" or CALL; ``began_ns``, for a call,
@@ -258,12 +266,13 @@ class StepSchedule:
             # optimizer step that ended this step is not a step of its own (it is outside).
             self.source = source
             self._end_epoch(False)
-            self._last = self._clock()
+            self._mark()
             return
         self.source = source
         now = self._clock()
         began = began_ns if began_ns is not None else self._last
         wall = max(0, now - began)
+        waited = self._waits.since_mark() if self._waits is not None else 0
         self.seen += 1
         self.last_counted = False
         if not self.tracing:
@@ -293,17 +302,25 @@ class StepSchedule:
             self._cut_pending = said == CUT
             self._pending_extends = self.warmup.extends
             if said != FIRST:
-                self._count(wall, began, now)
+                self._count(wall, began, now, waited)
         self._in_call = False
         self._switch(self._wants_tracing())
-        self._last = self._clock()  # a switch's own time is the next step's, dropped with it
+        self._mark()  # a switch's own time is the next step's, dropped with it
 
-    def _count(self, wall: int, began: int, now: int) -> None:
+    def _mark(self) -> int:
+        """The next step (or the time before one) begins now: returns the clock's time."""
+        self._last = self._clock()
+        if self._waits is not None:
+            self._waits.mark()
+        return self._last
+
+    def _count(self, wall: int, began: int, now: int, waited: int) -> None:
         """The step that just ended counts (provisionally while the warm-up runs)."""
         self.last_counted = True
         self.counted += 1
         self._since_window += 1
         self.counted_ns += wall
+        self.waited_ns += min(waited, wall)
         if self.first_counted_ns is None:
             self.first_counted_ns = began
         self.last_counted_ns = now
@@ -324,7 +341,7 @@ class StepSchedule:
         self.last_cut, self.last_cut_extends = True, extend
         counts = self._counts()
         self._dropped = self._dropped.then(counts) if self._dropped is not None and extend else counts
-        self.counted = self._since_window = self.counted_ns = 0
+        self.counted = self._since_window = self.counted_ns = self.waited_ns = 0
         self.first_counted_ns = self.last_counted_ns = None
         self.traced = StepTimes(seed=1)
         self.paired = PairedWindows()
@@ -338,6 +355,7 @@ class StepSchedule:
             self.last_counted_ns,
             self.traced,
             self._since_window,
+            self.waited_ns,
         )
 
     def _restore_counted(self, dropped: _Counts) -> None:
@@ -348,6 +366,7 @@ class StepSchedule:
         self.warmup.restore_last_cut()
         d = dropped.then(self._counts())
         self.counted, self.counted_ns, self._since_window = d.counted, d.counted_ns, d.since_window
+        self.waited_ns = d.waited_ns
         self.first_counted_ns, self.last_counted_ns, self.traced = d.first_ns, d.last_ns, d.traced
         self.restored_cut = True
         self._dropped = None
@@ -372,6 +391,8 @@ class StepSchedule:
         stops the native core with the last epoch not counted)."""
         self.stop_ns = self._clock()
         self.paired.close()
+        if self._waits is not None:
+            self._waits.close()
         active = self.active is not None and self.counted >= self.active
         if self._cut_pending:  # the fall was at the last step: the steps before it stay counted
             self.warmup.keep_last_cut()
@@ -475,6 +496,7 @@ class StepSchedule:
             "switches": self.switches,
             "dropped": self.dropped,
             "counted_ns": self.counted_ns,
+            **({"waited_ns": self.waited_ns} if self._waits is not None else {}),
             "windows": [list(w) for w in self.windows],
             "paired": [dict(p, steps=list(p["steps"])) for p in self.paired.pairs],
             "paired_n": self.paired.n,

@@ -176,6 +176,7 @@ class StepTimes:
     switches: int | None = None
     dropped: int | None = None
     counted_ns: int | None = None
+    waited_ns: int | None = None  # of counted_ns, the step's thread waiting for a CPU
     windows: list[list[int]] | None = None
     traced: SavedStepTime | None = None
     untraced: SavedStepTime | None = None

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dlpt.analysis.communication import comm_facts
 from dlpt.analysis.finding import Finding
 from dlpt.analysis.inputs import Analysis, analyze
+from dlpt.analysis.report.busy_host import busy_host_facts
 from dlpt.analysis.report.compile_summary import attribution_facts, compile_summary
 from dlpt.analysis.report.gpu import (
     capture_facts,
@@ -88,6 +89,7 @@ def assemble_report(
     header: list[Fact] = [
         *oom_facts(a, units),  # an allocation failure leads: it is what ended the run
         *run_facts(meta, units, sep),
+        *busy_host_facts(meta, units),
         *one_outside_line([*once_facts(meta, units), *outside_facts(outside)]),
         *step_notes(meta),
         Fact("totals", f"{per}: {line}" if steps else f"totals: {line}"),

@@ -72,6 +72,7 @@ def _side(s: Side) -> dict[str, Any]:
         "program": s.program,
         "steps": s.steps,
         "step": _step(s),
+        "host": s.host_text,
         "scale": s.scale,
         "has_sources": s.has_sources,
         "total": _vector(s.total),

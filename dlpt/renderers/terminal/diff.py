@@ -92,6 +92,8 @@ def _header(d: DiffView, fmt: Fmt) -> list[RenderableType]:
     out: list[RenderableType] = [Text.assemble(("dlpt diff", "bold"), "  ", (metric.label, "dim"))]
     for tag, side in (("A", d.a), ("B", d.b)):
         steps = f", {side.steps} steps" if side.steps else ", no steps detected"
+        if side.host_text:
+            steps += f", {side.host_text}"
         out.append(
             Text.assemble(
                 (f"  {tag}  ", "bold"),

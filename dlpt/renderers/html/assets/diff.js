@@ -159,7 +159,7 @@
       h.appendChild(D.el("div", { className: "facts" },
         D.el("span", { className: "side-tag side-" + s, text: s.toUpperCase() }),
         D.el("span", { className: "fact-v mono", text: side.label }),
-        D.el("span", { className: "muted", text: side.program + (side.steps ? " \u00b7 " + side.steps + " steps" : " \u00b7 no steps detected") + (side.step ? " \u00b7 " + side.step : "") })));
+        D.el("span", { className: "muted", text: side.program + (side.steps ? " \u00b7 " + side.steps + " steps" : " \u00b7 no steps detected") + (side.step ? " \u00b7 " + side.step : "") + (side.host ? " \u00b7 " + side.host : "") })));
     });
     if (raw.step_change) {
       h.appendChild(D.el("div", { className: "muted", text: "step time change: " + raw.step_change + " (the step medians' 95% intervals " + (raw.step_change === "differs" ? "do not overlap: the host or the code; the run line and the lines say which)" : "overlap)") }));
