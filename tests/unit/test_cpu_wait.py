@@ -115,6 +115,24 @@ def test_the_counted_steps_wait_is_summed_cut_with_them_and_restored_with_them()
     assert "waited_ns" not in Run().s.times()  # unknown: not said
 
 
+def test_the_counted_steps_wait_follows_a_restored_drop() -> None:
+    """A fall too late to count from (test_schedule.late_fall's run, each step waiting 1 ms):
+    the restored steps' waits count again with them."""
+    r = WaitingRun()
+    ms = 20.0
+    for i in range(6):
+        r.step((30 - 2 * i) * MS, waited=MS)
+    for _ in range(20):
+        r.step(20 * MS, waited=MS)
+    while r.s.warmup.cuts < 2:
+        ms *= 0.97
+        r.step(int(ms * MS), waited=MS)
+    r.step(int(ms * MS), waited=MS)
+    r.s.close()
+    assert r.restored and r.s.counted >= 20
+    assert r.s.waited_ns == r.s.counted * MS
+
+
 def _with_wait(h: Any, waited_share: float | None) -> Session:
     d = flops_session(h).to_dict()
     counted = 40 * MS * STEPS
