@@ -2,9 +2,8 @@
 CONTENDED steps two child processes of the program spin beside it (as a DataLoader's workers
 filling their queues would), then they are stopped; the step's own work never changes, and it
 runs on one thread (no intra-op worker waits on a preempted thread, so only the step thread's
-waits for a CPU show the children). A warm-up
-rule that took a fall of the waits for a busy host's and not the program's would count those
-steps. ``python contend.py STEPS CONTENDED``."""
+waits for a CPU show the children). A warm-up rule that took a fall of the waits for a busy
+host's and not the program's would count those steps. ``python contend.py STEPS CONTENDED``."""
 
 import subprocess
 import sys

@@ -1,8 +1,9 @@
 """Whether the host was busy while the steps ran: the share of the counted steps' wall time
 that the step's thread spent ready to run, waiting for a CPU that other threads held
 (``meta.step_time.waited_ns``, :mod:`dlpt.capture.cpu_wait`). A program alone on its cores
-waits for none: ``examples/mlp_train.py`` waited 0-0.06% of its steps on this project's 2-core
-VM, and 50-54% with two processes spinning beside it (docs/numbers.md, "A busy host")."""
+waits little: ``examples/mlp_train.py`` waited 0-4.5% of its steps on this project's 2-core VM
+(dlpt's own sampler thread shares its cores), and 50-54% with two processes spinning beside it
+(docs/numbers.md, "A busy host")."""
 
 from __future__ import annotations
 

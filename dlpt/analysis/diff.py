@@ -34,7 +34,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlpt.analysis.cpu_wait import BUSY_SHARE, cpu_wait
+from dlpt.analysis.cpu_wait import CpuWait, cpu_wait
 from dlpt.analysis.diff_test import (
     CANT_TELL,
     FASTER,
@@ -159,18 +159,16 @@ class Side:
     step: StepTime | None = None  # that step's figures (its median's interval among them)
     cost: Calibration | None = None  # dlpt's cost in the run
     moments: bool = False  # per-step second moments saved (significance can be tested)
-    # The share of its counted steps' wall time its step thread waited for a CPU (a busy host;
-    # dlpt.analysis.cpu_wait), None where not measured.
-    waited: float | None = None
+    wait: CpuWait | None = None  # its step thread's wait for a CPU (None: not measured)
 
     @property
     def host_text(self) -> str:
         """ "busy host: waited for a CPU 51% of its steps", "quiet host (0.1%)", "" (unknown)."""
-        if self.waited is None:
+        if self.wait is None:
             return ""
-        if self.waited >= BUSY_SHARE:
-            return f"busy host: waited for a CPU {self.waited:.0%} of its steps"
-        return f"quiet host ({self.waited:.1%} waiting for a CPU)"
+        if self.wait.busy:
+            return f"busy host: waited for a CPU {self.wait.share:.0%} of its steps"
+        return f"quiet host ({self.wait.share:.1%} waiting for a CPU)"
 
 
 @dataclass(frozen=True)
@@ -488,7 +486,7 @@ def _side(label: str, session: Session, totals: dict[str, int], off: dict[str, i
         step if has_steps else None,
         cost,
         has_moments(session),
-        waited.share if (waited := cpu_wait(session.typed_meta)) is not None else None,
+        cpu_wait(session.typed_meta),
     )
 
 

@@ -92,8 +92,8 @@ def _side(s: Side, path: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {"path": path, "program": s.program, "steps": s.steps}
     if s.step_kind:
         out.update(step_ns=round(s.step_ns), step_kind=s.step_kind)
-    if s.waited is not None:
-        out["waited_share"] = round(s.waited, 4)
+    if s.wait is not None:
+        out["waited_share"] = round(s.wait.share, 4)
     return out
 
 
