@@ -9,6 +9,8 @@ construction, many times each, with how often it was right (docs/numbers.md quot
     python bench/verdicts.py ranks  --runs 10 [--busy 2] [--cases TEXT] # stragglers: two gloo ranks, one sleeping
     python bench/verdicts.py judge-ranks DIR                            # the stragglers table again from saved jobs
     python bench/verdicts.py verify --pairs 5 [--runs 3] [--busy 0]     # dlpt verify's exit status on lines.py pairs
+    python bench/verdicts.py suggest --runs 3 [--device cuda|cpu]       # suggestions' gains against applying them
+    python bench/verdicts.py judge-suggest DIR                          # the suggestions table again from saved runs
 
 ``--busy K`` runs K processes that spin on the CPU for the whole run (a host "with both cores
 busy" on a 2-core machine). Tables go to stdout and to bench/results/verdicts-<part>-<host>-<date>.md
@@ -309,6 +311,46 @@ def run_verify(args: argparse.Namespace) -> None:
     _write(part, "dlpt verify on pairs of known truth", rates, {"outcomes": raw}, notes)
 
 
+def run_suggest(args: argparse.Namespace) -> None:
+    import verdict_suggest as vs
+
+    root = Path(args.dir)
+    for case in [c for c in vs.CASES if args.device in ("all", c.device) and args.cases in c.name]:
+        for i in range(args.runs):
+            o = vs.run(case, root / case.name / str(i), args.steps, args.rounds)
+            print(f"{case.name} {i + 1}/{args.runs}: found {o.found} at line {o.at_line}, on fixed {o.on_fixed}, "
+                  f"estimate {o.estimate_ns / 1e6:.2f} ms, measured {o.measured_ns / 1e6:.2f} ms", flush=True)
+    (root / "runs.json").write_text(json.dumps(vars(args)))
+    judge_suggest(root)
+
+
+def judge_suggest(root: Path) -> None:
+    """The suggestions table of the runs saved under ``root`` (each case's runs in its folder)."""
+    import verdict_suggest as vs
+
+    meta = json.loads((root / "runs.json").read_text()) if (root / "runs.json").exists() else {}
+    rates: list[Rate] = []
+    rows, raw = [], {}
+    for case in vs.CASES:
+        outs = [vs.judge(case, d) for d in sorted((root / case.name).glob("*")) if (d / "paired.json").exists()]
+        if outs:
+            rates += vs.rates(case, outs)
+            rows.append(vs.summary(case, outs))
+            raw[case.name] = [o.__dict__ for o in outs]
+    notes = [
+        f"`python bench/verdicts.py suggest --runs {meta.get('runs', '?')} --device {meta.get('device', '?')} "
+        f"--steps {meta.get('steps', '?')} --rounds {meta.get('rounds', '?')}` on {platform.node()} "
+        f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')} {os.environ.get('VERDICTS_HOST', '')}: each case of "
+        "bench/known_answers/suggest.py profiled as it is and fixed, and the fix's gain measured by the program's "
+        "own clock, paired in one process (bench/verdict_suggest.py says when an estimate is right).",
+        "",
+        vs.SUMMARY_HEADER,
+        *rows,
+    ]
+    _write("suggest", "Suggestions' estimated gains against applying them", rates, {"outcomes": raw, "runs": meta},
+           notes)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="part", required=True)
@@ -338,6 +380,15 @@ def main() -> None:
     vf.add_argument("--busy", type=int, default=0)
     vf.add_argument("--device", default="cpu", help="where lines.py runs (cuda: on the GPU, judged by GPU time)")
     vf.add_argument("--dir", default="/tmp/dlpt-verdicts-verify")
+    sg = sub.add_parser("suggest")
+    sg.add_argument("--runs", type=int, default=3)
+    sg.add_argument("--device", default="all", choices=["all", "cuda", "cpu"])
+    sg.add_argument("--cases", default="", help="only the cases whose name holds this text")
+    sg.add_argument("--steps", type=int, default=150, help="steps of each profiled run")
+    sg.add_argument("--rounds", type=int, default=8, help="rounds of the paired measurement")
+    sg.add_argument("--dir", default="/tmp/dlpt-verdicts-suggest")
+    js = sub.add_parser("judge-suggest")
+    js.add_argument("dir")
     j = sub.add_parser("judge")
     j.add_argument("dir")
     jc = sub.add_parser("judge-cross")
@@ -357,6 +408,10 @@ def main() -> None:
         judge_gpu(Path(args.dir))
     elif args.part == "verify":
         run_verify(args)
+    elif args.part == "suggest":
+        run_suggest(args)
+    elif args.part == "judge-suggest":
+        judge_suggest(Path(args.dir))
     elif args.part == "judge":
         judge_diff(Path(args.dir))
     elif args.part == "judge-cross":

@@ -3,7 +3,9 @@
 # $OUT/verdicts.tar.gz (the device tool brings back at most 8 files):
 #   bash tools/device_verdicts.sh WHAT[,WHAT...]
 # WHAT: diff (bench/verdict_gpu.py DIFF_WORKLOAD, DIFF_ROUNDS rounds, judged there) |
-#       verify (bench/verdicts.py verify --device cuda, VERIFY_PAIRS pairs, VERIFY_RUNS runs)
+#       verify (bench/verdicts.py verify --device cuda, VERIFY_PAIRS pairs, VERIFY_RUNS runs) |
+#       suggest (bench/verdicts.py suggest --device cuda, SUGGEST_RUNS runs, SUGGEST_CASES cases; the
+#       saved runs packed too, for judge-suggest here)
 # Builds dlpt first where this machine has no build of it yet.
 set -o pipefail
 what=${1:-diff,verify}
@@ -30,4 +32,10 @@ fi
 if has verify; then
   timeout "${VERIFY_LIMIT:-300}" python3 bench/verdicts.py verify --device cuda --pairs "${VERIFY_PAIRS:-3}" \
     --runs "${VERIFY_RUNS:-2}" --busy 0 --dir /tmp/vv 2>&1 | tee "$LOG/verify.log" | grep -E "^pair|right\)" | tail -30
+fi
+if has suggest; then
+  rm -rf /tmp/sv
+  timeout "${SUGGEST_LIMIT:-420}" python3 bench/verdicts.py suggest --device cuda --runs "${SUGGEST_RUNS:-1}" \
+    --cases "${SUGGEST_CASES:-}" --dir /tmp/sv 2>&1 | tee "$LOG/suggest.log" | grep -vE "^\| case|^\|---" | tail -40
+  tar -czf "$OUT/suggest-runs.tar.gz" -C /tmp sv 2>/dev/null
 fi

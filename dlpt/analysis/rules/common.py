@@ -23,6 +23,7 @@ __all__ = [
     "per_step_text",
     "CALIBRATED_BASIS",
     "with_traced",
+    "own_cost_on",
 ]
 
 #: Added to a basis when the numbers were rescaled to the untraced step (dlpt.analysis.idle).
@@ -89,3 +90,23 @@ def with_traced(value_ns: float, traced_ns: float | None) -> str:
     if traced_ns is None or round(traced_ns) == round(value_ns):
         return ms(value_ns)
     return f"{ms(value_ns)} ({ms(traced_ns)} traced)"
+
+
+def own_cost_on(a: Analysis, calls_per_step: float) -> float | None:
+    """dlpt's own cost per step on ``calls_per_step`` op calls: the traced step's excess over the
+    untraced one, shared out over the step's op calls, since the op callbacks are what tracing
+    adds per call. The excess is the calibration's where it is measured well enough, else the
+    largest of the untraced windows' against their traced neighbours (fewer than the header
+    needs; the largest, since a gain is then the smaller); None without an untraced window."""
+    step_calls = a.totals.get("calls", 0) / a.per
+    if step_calls <= 0 or a.steps <= 0:
+        return None
+    untraced = a.untraced_step
+    if untraced is not None:
+        excess = a.traced_step_ns - untraced.median_ns
+    else:
+        windows = a.meta.step_time.paired if a.meta.step_time is not None else None
+        if not windows:
+            return None
+        excess = max(w.traced_ns - w.untraced_ns for w in windows)
+    return max(0.0, excess) * min(1.0, calls_per_step / step_calls)
