@@ -13,17 +13,18 @@ On the CPU (no kernels) the ops' time is the update's arithmetic, which multi-te
 not remove; what it removes is the Python of the per-parameter loop (``_single_tensor_adam``)
 between the ops. The host sampler measures it: the step's thread's time under the optimizer's
 step (``H``) beyond its ops' time (``C``), less dlpt's own cost on the optimizer's calls (``D``:
-the op callbacks run between the ops too; from the calibration). Gain: ``(H - C - D) x (1 - K /
-N)``, conservative again: multi-tensor code also saves the per-call dispatch inside ``C``. Without
-``D`` (dlpt's cost not measured) the gain is as traced, and the basis says it holds that cost:
+the op callbacks run between the ops too; from the calibration, or from its largest untraced
+window where it has fewer than the header needs). Gain: ``(H - C - D) x (1 - K / N)``,
+conservative again: multi-tensor code also saves the per-call dispatch inside ``C``. Without an
+untraced window there is no ``D``: the gain is as traced, and the evidence says it holds that cost;
 measured by bench/verdicts.py suggest, ``H - C`` alone promised 1.45-1.5x what ``foreach=True``
 gained. ``H`` is a count of host samples and ``C`` is exact, so their difference carries the
 count's noise (a count of c samples varies by sqrt(c)): the Python between the ops must stand
 ``PYTHON_Z`` deviations out of it. The README's command (SGD over 6 parameters) was promised
 184 µs a step from 236 µs of "Python between the ops" that was ±120 µs of sampling noise;
-``foreach=True`` gained 0 ± 20 µs there (the multi-tensor code has Python of its own, which a
-few parameters do not repay). Without the sampler (``--sample-hz 0``) there is no evidence, and
-no finding (issue 33: on the CPU no rule fired).
+``foreach=True`` gained -80 to +20 µs there in 8 runs (the multi-tensor code has Python of its
+own, which a few parameters do not repay). Without the sampler (``--sample-hz 0``) there is no
+evidence, and no finding (issue 33: on the CPU no rule fired).
 """
 
 from __future__ import annotations
