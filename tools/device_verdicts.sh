@@ -4,8 +4,9 @@
 #   bash tools/device_verdicts.sh WHAT[,WHAT...]
 # WHAT: diff (bench/verdict_gpu.py DIFF_WORKLOAD, DIFF_ROUNDS rounds, judged there) |
 #       verify (bench/verdicts.py verify --device cuda, VERIFY_PAIRS pairs, VERIFY_RUNS runs) |
-#       suggest (bench/verdicts.py suggest --device cuda, SUGGEST_RUNS runs, SUGGEST_CASES cases; the
-#       saved runs packed too, for judge-suggest here)
+#       suggest (bench/verdicts.py suggest --device cuda, SUGGEST_RUNS runs of each of SUGGEST_CASES
+#       (names, space-separated), within SUGGEST_LIMIT seconds; the saved runs packed too, for
+#       judge-suggest here)
 # Builds dlpt first where this machine has no build of it yet.
 set -o pipefail
 what=${1:-diff,verify}
@@ -34,8 +35,14 @@ if has verify; then
     --runs "${VERIFY_RUNS:-2}" --busy 0 --dir /tmp/vv 2>&1 | tee "$LOG/verify.log" | grep -E "^pair|right\)" | tail -30
 fi
 if has suggest; then
-  rm -rf /tmp/sv
-  timeout "${SUGGEST_LIMIT:-420}" python3 bench/verdicts.py suggest --device cuda --runs "${SUGGEST_RUNS:-1}" \
-    --cases "${SUGGEST_CASES:-}" --dir /tmp/sv 2>&1 | tee "$LOG/suggest.log" | grep -vE "^\| case|^\|---" | tail -40
-  tar -czf "$OUT/suggest-runs.tar.gz" -C /tmp sv 2>/dev/null
+  # One case at a time, its saved runs packed after each: a call cut by its limit keeps the cases
+  # it finished (the first GPU run lost all of them so), and judge-suggest reads them here.
+  rm -rf /tmp/sv; end=$((SECONDS + ${SUGGEST_LIMIT:-420}))
+  for c in ${SUGGEST_CASES:-sync loader launch fp32 attention optimizer pinned}; do
+    left=$((end - SECONDS)); [ "$left" -gt 20 ] || break
+    timeout "$left" python3 bench/verdicts.py suggest --device cuda --runs "${SUGGEST_RUNS:-1}" --cases "$c" \
+      --dir /tmp/sv 2>&1 | tee -a "$LOG/suggest.log" | grep -E "^[a-z_]+ [0-9]+/[0-9]+:"
+    tar -czf "$OUT/suggest-runs.tar.gz" -C /tmp sv 2>/dev/null
+  done
+  python3 bench/verdicts.py judge-suggest /tmp/sv 2>&1 | tee "$LOG/judge_suggest.txt" | grep -E "^\| [a-z]" | tail -30
 fi
