@@ -315,6 +315,7 @@ def run_suggest(args: argparse.Namespace) -> None:
     import verdict_suggest as vs
 
     root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
     for case in [c for c in vs.CASES if args.device in ("all", c.device) and args.cases in c.name]:
         for i in range(args.runs):
             o = vs.run(case, root / case.name / str(i), args.steps, args.rounds)

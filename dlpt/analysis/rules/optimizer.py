@@ -66,12 +66,8 @@ def optimizer_loop(a: Analysis) -> list[Finding]:
         cls = node.name[len(_PREFIX) :].split(".")[0]
         cpu = node.inclusive.get("cpu_ns", 0) / a.per
         if not node.inclusive.get("kernels"):
-            host = node.inclusive.get("host_ns", 0) / a.per
-            own = own_cost_on(a, node.inclusive.get("calls", 0) / a.per)
-            python = max(0.0, host - cpu - (own or 0.0))  # the loop's Python between the ops
-            gain = python * (1 - kinds / calls)
-            if host and significant(a, gain) and python >= PYTHON_Z * _sampling_noise(a, host):
-                out.append(_cpu_finding(a, node, cls, calls, kinds, cpu, host, own, gain))
+            found = _cpu_finding(a, node, cls, calls, kinds, cpu)
+            out.extend([found] if found is not None else [])
             continue
         gpu = node.inclusive.get("gpu_ns", 0) / a.per
         after = max(cpu * kinds / calls, gpu)
@@ -126,18 +122,15 @@ def _finding(
     )
 
 
-def _cpu_finding(
-    a: Analysis,
-    node: Node,
-    cls: str,
-    calls: float,
-    kinds: int,
-    cpu: float,
-    host: float,
-    own: float | None,
-    gain: float,
-) -> Finding:
+def _cpu_finding(a: Analysis, node: Node, cls: str, calls: float, kinds: int, cpu: float) -> Finding | None:
+    """The CPU run's finding (module docstring): the sampled Python between the ops, less dlpt's
+    own cost on them, when it stands out of the samples' noise and its gain is worth a line."""
+    host = node.inclusive.get("host_ns", 0) / a.per
+    own = own_cost_on(a, node.inclusive.get("calls", 0) / a.per)
     python = max(0.0, host - cpu - (own or 0.0))
+    gain = python * (1 - kinds / calls)
+    if not host or not significant(a, gain) or python < PYTHON_Z * _sampling_noise(a, host):
+        return None
     if own is None:
         less = "dlpt's own cost on its calls is in it (not measured in this run)"
     else:
