@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from dlpt.capture.warmup import MIN_KEPT
+
 from .helpers import Job, Result, run_many, write
 
 # Steps end at optimizer steps; each step sleeps for its "compute" (a sleep's time is what the
@@ -94,15 +96,21 @@ def test_a_fall_too_late_to_count_from_leaves_the_steps_before_it_counted(runs: 
     r, s = runs["late"]
     assert r.rc == 0, r.err
     steps = s["meta"]["steps"]
-    # Before: counted from the last cut, 1-3 of the 33 steps (a busy host's runs lost theirs so).
-    # The held stretch is 10 ms steps 2-25 less the script's own start-up (its first steps may
-    # fall too, and are cut: 17 counted in one run).
-    assert steps["profiled"] >= 12, steps
     warmup = steps["warmup"]
     if "too few to count from" in warmup["reason"]:
+        # Before: counted from the last cut, 1-3 of the 33 steps (a busy host's runs lost theirs
+        # so). The held stretch is 10 ms steps 2-25 less the script's own start-up (its first
+        # steps may fall too, and are cut: 17 counted in one run).
+        assert steps["profiled"] >= 12, steps
         assert "too few to count from" in _flat(r.out), warmup
-    else:  # the late fall went unseen (a loaded host's jitter hid it): nothing was cut late
-        assert warmup["steps"] <= 25, warmup
+    elif warmup["steps"] <= 25:  # the late fall went unseen (a loaded host's jitter hid it)
+        assert steps["profiled"] >= 12, steps
+    else:
+        # A loaded host's jitter showed the fall early enough to leave MIN_KEPT or more steps
+        # after it (7 of 33 once in six CI legs): the rule counts from that cut, and the header
+        # says they could not be shown steady.
+        assert steps["profiled"] >= MIN_KEPT, steps
+        assert "before they could be shown steady" in warmup["reason"], warmup
 
 
 def test_the_session_keeps_what_the_spreads_need(runs: dict) -> None:
