@@ -161,12 +161,14 @@ py::dict stop(bool last_counted) {
   out["gpu_comm_ns"] = comm;
   out["gpu_comm_exposed_ns"] = exposed;
   // Per device, the intervals between step marks: (start, end, recorded, busy, first, last,
-  // comm, exposed), CUPTI timestamps; first/last 0 when no work ran in the interval.
+  // carried_until, comm, exposed), CUPTI timestamps; first/last 0 when no work ran in the
+  // interval, carried_until 0 when none ran on into it (cct/busy.h StepBusy).
   py::dict steps;
   for (const auto& [dev, v] : r.steps) {
     py::list l;
     for (const StepBusy& sb : v)
-      l.append(py::make_tuple(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last, sb.comm_ns, sb.exposed_ns));
+      l.append(py::make_tuple(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last, sb.carried_until, sb.comm_ns,
+                              sb.exposed_ns));
     steps[py::str(std::to_string(dev))] = l;
   }
   out["gpu_steps"] = steps;

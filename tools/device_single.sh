@@ -21,8 +21,12 @@ if has build; then
   python3 -m pip install --no-build-isolation --no-deps -e . >"$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
 fi
 if has tests; then
-  timeout 480 python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests/gpu --ignore=tests/gpu/test_multirank.py 2>&1 \
-    | tee "$LOG/gpu_tests.log" | tail -25
+  timeout 480 python3 -m pytest -m gpu -q -rs -p no:cacheprovider --basetemp /tmp/pt tests/gpu \
+    --ignore=tests/gpu/test_multirank.py 2>&1 | tee "$LOG/gpu_tests.log" | tail -25
+  # The calibration test's sessions and the script's own step ends, to read its windows afterwards.
+  for d in /tmp/pt/test_untraced_and_traced*; do
+    [ -d "$d" ] && mkdir -p "$LOG/calib/${d##*/}" && cp "$d"/*.json "$LOG/calib/${d##*/}/" 2>/dev/null
+  done
 fi
 if has headers; then
   (cd "$LOG" && COLUMNS=120 timeout 150 python3 -m dlpt -o e.json "$OLDPWD/examples/gpu_gpt.py" --steps 300 >eager.txt 2>&1)

@@ -83,22 +83,31 @@ void BusyTracker::mark_step(uint64_t t, bool recorded, uint32_t epoch) {
 void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field) {
   if (marks_.empty()) return;
   if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
+  const bool busy = field == &StepAcc::busy;
   for (Span sp : merged) {
     if (sp.first >= cut) break;
     sp.second = std::min(sp.second, cut);
     long k = step_of(sp.first);
+    bool carried = false;  // the part began before its interval's mark
     if (k < 0) {
       if (sp.second <= marks_[0]) continue;
       sp.first = marks_[0];
       k = 0;
+      carried = true;
     }
     // A span across marks counts in each step for the part inside it.
     while (sp.first < sp.second) {
+      StepAcc& st = d.steps[k];
       const uint64_t step_end = static_cast<size_t>(k) + 1 < marks_.size() ? marks_[k + 1] : UINT64_MAX;
       const uint64_t part_end = std::min(sp.second, step_end);
-      d.steps[k].*field += part_end - sp.first;
+      // Work carried over, or a span that goes on from it (a fold's cut split it): the GPU
+      // was not idle there, waiting for the step's first work (dlpt.capture.native.gpu_steps).
+      if (busy && (carried || (st.carried_until != 0 && sp.first <= st.carried_until)))
+        st.carried_until = std::max(st.carried_until, part_end);
+      st.*field += part_end - sp.first;
       sp.first = part_end;
       ++k;
+      carried = true;
     }
   }
 }
@@ -219,6 +228,7 @@ std::map<uint32_t, std::vector<StepBusy>> BusyTracker::steps(const Epochs* epoch
           sb.first = d.steps[k].first;
           sb.last = d.steps[k].last;
         }
+        sb.carried_until = d.steps[k].carried_until;
       }
       v.push_back(sb);
     }

@@ -38,6 +38,8 @@ struct StepBusy {
   uint64_t comm_ns = 0;          // union of communication kernels inside it
   uint64_t exposed_ns = 0;       // ... the part of it with no other work running
   uint64_t first = 0, last = 0;  // first work start and last work end (0: no work)
+  uint64_t carried_until = 0;    // the GPU was busy from `start` until here with work that began
+                                 // before it, the previous step's (0: none)
 };
 
 class BusyTracker {
@@ -72,6 +74,7 @@ class BusyTracker {
  private:
   struct StepAcc {
     uint64_t busy = 0, comm = 0, exposed = 0, first = UINT64_MAX, last = 0;
+    uint64_t carried_until = 0;  // StepBusy::carried_until
   };
   struct Device {
     std::vector<Span> work, comm;  // pending, unmerged
@@ -83,7 +86,8 @@ class BusyTracker {
   void fold(Device& d, bool everything);
   /// The interval a time falls in (-1 before the first mark). Under mu_.
   long step_of(uint64_t t) const;
-  /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it.
+  /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it; for
+  /// `busy`, also where work carried over from before each interval's mark runs until.
   void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field);
   /// Files each open collective's exposure before `cut` against `work` (the device's other work,
   /// merged: everything after the previous cut), and closes those that end by it.

@@ -337,19 +337,26 @@ def gpu_steps(raw: dict[str, list[tuple[int, ...]]]) -> dict[str, list[dict[str,
     """Per device, each recorded step's GPU time line (docs/session-format.md, meta.gpu_steps):
     its span between host step boundaries, GPU busy time inside it, the idle time before its
     first and after its last GPU work, and its communication (and the exposed part of it) when
-    collectives ran. From stop()'s (start, end, recorded, busy, first, last[, comm, exposed])."""
+    collectives ran. From stop()'s (start, end, recorded, busy, first, last, carried_until[,
+    comm, exposed]).
+
+    The idle time before a step's first work starts where the work carried over from the step
+    before ends (``carried_until``): a GPU still running the last step's kernels when the host
+    starts the next step is not waiting for it (a program that loads its next batch while the
+    GPU works would read as stalled for the whole overlap)."""
     out: dict[str, list[dict[str, int]]] = {}
     for dev, intervals in raw.items():
         rows = []
-        for start, end, recorded, busy, first, last, *comm in intervals:
+        for start, end, recorded, busy, first, last, carried_until, *comm in intervals:
             if not recorded:
                 continue
             span = max(0, end - start)  # never negative in the session (meta.gpu_steps is typed)
             worked = bool(first and last)
+            idle_from = min(max(start, carried_until), end)
             row = {
                 "span_ns": span,
                 "busy_ns": busy,
-                "idle_before_ns": max(0, min(first, end) - start) if worked else span,
+                "idle_before_ns": max(0, min(first, end) - idle_from) if worked else end - idle_from,
                 "idle_after_ns": max(0, end - max(last, start)) if worked else 0,
             }
             if len(comm) == 2 and comm[0]:

@@ -92,17 +92,34 @@ def test_gpu_work_is_split_into_steps_at_the_marks():
     spans = [(0, 50, 120, False), (0, 150, 250, False), (0, 260, 270, True), (0, 350, 360, False)]
     steps = T.busy_steps(marks, spans)[0]
     assert steps == [
-        (100, 200, True, 70, 150, 250),  # 100-120 and 150-200 (first/last: spans starting inside)
-        (200, 300, True, 60, 260, 270),  # 200-250 and 260-270
-        (300, 400, False, 10, 350, 360),
-        (400, 500, True, 0, 0, 0),
+        # 100-120 and 150-200 (first/last: spans starting inside; 100-120 carried in from before)
+        (100, 200, True, 70, 150, 250, 120),
+        (200, 300, True, 60, 260, 270, 250),  # 200-250 (carried) and 260-270
+        (300, 400, False, 10, 350, 360, 0),
+        (400, 500, True, 0, 0, 0, 0),
     ]
     from dlpt.capture.native import gpu_steps
 
     rows = gpu_steps({"0": steps})["0"]
     assert [r["span_ns"] for r in rows] == [100, 100, 100]  # recorded intervals only
-    assert rows[0] == {"span_ns": 100, "busy_ns": 70, "idle_before_ns": 50, "idle_after_ns": 0}
+    # Idle before the first work: from where the carried work ends (120, 250), not the mark.
+    assert rows[0] == {"span_ns": 100, "busy_ns": 70, "idle_before_ns": 30, "idle_after_ns": 0}
+    assert rows[1] == {"span_ns": 100, "busy_ns": 60, "idle_before_ns": 10, "idle_after_ns": 30}
     assert rows[2] == {"span_ns": 100, "busy_ns": 0, "idle_before_ns": 100, "idle_after_ns": 0}
+
+
+def test_a_gpu_still_running_the_last_steps_work_is_not_waiting_for_the_next():
+    # A loader that prepares the next batch while the GPU works: the host starts step 2 at 100,
+    # the GPU runs step 1's work until 170, then idles until step 2's copy at 180.
+    marks = [(0, True), (100, True), (200, True), (300, False)]
+    spans = [(0, 20, 170, False), (0, 180, 290, False)]
+    steps = T.busy_steps(marks, spans)[0]
+    assert [s[6] for s in steps] == [0, 170, 290]  # 180-290 runs on, contiguous or not, from 200
+    from dlpt.capture.native import gpu_steps
+
+    rows = gpu_steps({"0": steps})["0"]
+    assert [r["idle_before_ns"] for r in rows] == [20, 10, 10]  # step 3: no work of its own, idle after 290
+    assert [r["busy_ns"] + r["idle_before_ns"] + r["idle_after_ns"] for r in rows] == [100, 100, 100]
 
 
 def test_sequence_ranges_answer_the_op_that_created_a_node():
