@@ -19,7 +19,8 @@ void mark(Session& s, bool ended_counted = true) {
                 ended_counted);
   if (!s.gpu.load(std::memory_order_relaxed)) return;
   if (const uint64_t t = cupti_now())
-    s.busy.mark_step(t, s.collecting.load(std::memory_order_relaxed), s.epochs.current());
+    s.busy.mark_step(t, s.collecting.load(std::memory_order_relaxed), s.epochs.current(),
+                     s.last_work_corr.load(std::memory_order_relaxed));
 }
 }  // namespace
 

@@ -68,6 +68,11 @@ class Session {
   std::atomic<uint64_t> last_forward_thread{0};
   /// Whether GPU capture (CUPTI) is on for this session.
   std::atomic<bool> gpu{false};
+  /// The correlation id of the latest work call (launch, copy, memset) to enter, on any
+  /// thread: a step mark reads it to tell the work launched before it (BusyTracker::mark_step).
+  /// Relaxed: the step's own thread sees its own launches; another thread's racing launch may
+  /// land on either side of the mark.
+  std::atomic<uint32_t> last_work_corr{0};
   /// Outermost forward ops defer their Python walk (OpMode::Lean, resolved from opts.op_mode and
   /// whether CUPTI attached). Set by start_capture before the op callbacks are installed.
   std::atomic<bool> lean_ops{false};

@@ -72,12 +72,19 @@ long BusyTracker::step_of(uint64_t t) const {
   return static_cast<long>(std::upper_bound(marks_.begin(), marks_.end(), t) - marks_.begin()) - 1;
 }
 
-void BusyTracker::mark_step(uint64_t t, bool recorded, uint32_t epoch) {
+void BusyTracker::mark_step(uint64_t t, bool recorded, uint32_t epoch, uint32_t corr_before) {
   std::lock_guard<std::mutex> lock(mu_);
   if (marks_.size() == kMaxMarks || (!marks_.empty() && t < marks_.back())) return;
   marks_.push_back(t);
   recorded_.push_back(recorded);
   epochs_.push_back(epoch);
+  // Two threads launching at a mark may store their ids out of order: never back.
+  marks_corr_.push_back(marks_corr_.empty() ? corr_before : std::max(corr_before, marks_corr_.back()));
+}
+
+long BusyTracker::launched_in(uint32_t corr) const {
+  if (corr == 0 || marks_corr_.empty() || marks_corr_.back() == 0) return -1;
+  return static_cast<long>(std::lower_bound(marks_corr_.begin(), marks_corr_.end(), corr) - marks_corr_.begin()) - 1;
 }
 
 void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field) {
@@ -112,7 +119,8 @@ void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint6
   }
 }
 
-void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm, const CollectiveTag* tag) {
+void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm, const CollectiveTag* tag,
+                      uint32_t corr) {
   if (end <= start) return;
   std::lock_guard<std::mutex> lock(mu_);
   Device& d = devices_[device];
@@ -136,8 +144,15 @@ void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm, 
   if (k >= 0) {
     if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
     StepAcc& st = d.steps[k];
-    st.first = std::min(st.first, start);
-    st.last = std::max(st.last, end);
+    const long launched = launched_in(corr);
+    if (launched >= 0 && launched < k) {
+      // Launched in an earlier step, queued behind its work (a host that prepares the next
+      // batch while the GPU runs): the GPU is busy with the past, not waiting for this step.
+      st.carried_until = std::max(st.carried_until, end);
+    } else {
+      st.first = std::min(st.first, start);
+      st.last = std::max(st.last, end);
+    }
   }
   start = std::max(start, d.folded_until);
   if (end <= start) return;

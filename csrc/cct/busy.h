@@ -38,8 +38,9 @@ struct StepBusy {
   uint64_t comm_ns = 0;          // union of communication kernels inside it
   uint64_t exposed_ns = 0;       // ... the part of it with no other work running
   uint64_t first = 0, last = 0;  // first work start and last work end (0: no work)
-  uint64_t carried_until = 0;    // the GPU was busy from `start` until here with work that began
-                                 // before it, the previous step's (0: none)
+  uint64_t carried_until = 0;    // the GPU was busy from `start` until here with work launched
+                                 // before it, the previous steps' (0: none); first/last are
+                                 // of the work launched inside it where launches are known
 };
 
 class BusyTracker {
@@ -47,13 +48,18 @@ class BusyTracker {
   using Span = std::pair<uint64_t, uint64_t>;
 
   /// [MT] Buffer-processing thread(s). `comm`: a collective-communication kernel; with `tag`,
-  /// it is also kept as a CollectiveRecord (collectives()).
-  void add(uint32_t device, uint64_t start, uint64_t end, bool comm = false, const CollectiveTag* tag = nullptr);
+  /// it is also kept as a CollectiveRecord (collectives()). `corr`: its launch's correlation
+  /// id (0: unknown), which tells the step it was launched in (mark_step's `corr_before`).
+  void add(uint32_t device, uint64_t start, uint64_t end, bool comm = false, const CollectiveTag* tag = nullptr,
+           uint32_t corr = 0);
   /// [MT] A step boundary at CUPTI time `t`; `recorded`: whether collection is on after it;
   /// `epoch`: the epoch running from it on (cct/epochs.h). Work is split into steps by these
   /// marks (host time: in a launch-bound step the GPU runs right behind the host, and that is
   /// when idle time inside a step matters).
-  void mark_step(uint64_t t, bool recorded, uint32_t epoch = 0);
+  /// `corr_before`: the latest correlation id launched before the mark (0: unknown). Ids only
+  /// grow, so work whose id is at most that was launched before the step: queued behind the
+  /// previous steps' work, it is theirs, not the step's first (StepBusy::carried_until).
+  void mark_step(uint64_t t, bool recorded, uint32_t epoch = 0, uint32_t corr_before = 0);
   /// Totals per device, everything folded (call after the final flush). With `epochs` of a run
   /// that ended epochs (Epochs::ever_ended), busy time is split by the interval it falls in:
   /// `busy_ns` is what fell in intervals of counted epochs, `busy_outside_ns` the rest (other
@@ -86,6 +92,9 @@ class BusyTracker {
   void fold(Device& d, bool everything);
   /// The interval a time falls in (-1 before the first mark). Under mu_.
   long step_of(uint64_t t) const;
+  /// The interval a launch of correlation id `corr` was made in (-1 before the first mark, or
+  /// unknown). Under mu_.
+  long launched_in(uint32_t corr) const;
   /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it; for
   /// `busy`, also where work carried over from before each interval's mark runs until.
   void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field);
@@ -104,6 +113,7 @@ class BusyTracker {
   std::vector<uint64_t> marks_;
   std::vector<bool> recorded_;
   std::vector<uint32_t> epochs_;  // the epoch running from each mark on
+  std::vector<uint32_t> marks_corr_;  // each mark's corr_before (never decreasing)
 };
 
 }  // namespace dlpt

@@ -99,6 +99,7 @@ void api_enter(Session& s, ThreadState& ts, uint8_t cls, uint32_t correlation_id
     const NodeId node = ts.api_context == kNoNode ? CorrelationTable::kOutsideWindow : ts.api_context;
     // The launch's epoch travels with its id: its activity is filed by it (cct/epochs.h).
     s.correlations.put(correlation_id, node, s.epochs.current());
+    s.last_work_corr.store(correlation_id, std::memory_order_relaxed);
     if (outer && ts.api_context != kNoNode) {
       ts.submitted.add(1);
       ts.api_submitted = true;
@@ -258,7 +259,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       if (k->graphNodeId != 0) ctx = replay_context(s, ctx, k->graphNodeId, ns);
       const auto [name_id, comm] = kernel_name_id(tree, k->name);
       const CollectiveTag tag{epoch, k->correlationId, name_id};
-      s.busy.add(k->deviceId, k->start, k->end, comm, &tag);
+      s.busy.add(k->deviceId, k->start, k->end, comm, &tag, k->correlationId);
       KernelConfig cfg;
       cfg.grid[0] = k->gridX;
       cfg.grid[1] = k->gridY;
@@ -282,7 +283,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       NodeId ctx = resolve(s, c->correlationId, ns, &epoch);
       if (ctx == kNoNode) return;
       if (c->graphNodeId != 0) ctx = replay_context(s, ctx, c->graphNodeId, ns);
-      s.busy.add(c->deviceId, c->start, c->end);
+      s.busy.add(c->deviceId, c->start, c->end, false, nullptr, c->correlationId);
       // Host side of the copy: the source for host-to-*, the destination for *-to-host.
       uint8_t host_kind = 0;
       if (c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || c->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA)
@@ -305,7 +306,7 @@ void process_record(Session& s, const CUpti_Activity* rec) {
       NodeId ctx = resolve(s, m->correlationId, ns, &epoch);
       if (ctx == kNoNode) return;
       if (m->graphNodeId != 0) ctx = replay_context(s, ctx, m->graphNodeId, ns);
-      s.busy.add(m->deviceId, m->start, m->end);
+      s.busy.add(m->deviceId, m->start, m->end, false, nullptr, m->correlationId);
       const NodeId n = leaf(tree, NodeKey{ctx, NodeKind::Memset, m->deviceId, 0});
       Metrics& mt = s.metrics(n, epoch);
       mt.add_duration(ns);

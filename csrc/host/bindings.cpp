@@ -111,17 +111,17 @@ py::dict result() {
   return d;
 }
 
-/// Test seam: IdleBlame fed with (kind, a, b, c, d) records in order — ("mark", t, recorded),
-/// ("work", device, start, end), ("sample", t, node, weight, gil), ("settle", now), ("cut", extend),
+/// Test seam: IdleBlame fed with (kind, a, b, c, d) records in order — ("mark", t, recorded,
+/// corr_before), ("work", device, start, end, corr), ("sample", t, node, weight, gil), ("settle", now), ("cut", extend),
 /// ("restore") — then
 /// finished.
 py::dict blame_seam(bool gpu, const std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t, uint64_t>>& ops) {
   IdleBlame b(gpu);
   for (const auto& [kind, a, x, y, z] : ops) {
     if (kind == "mark") {
-      b.mark(a, x != 0);
+      b.mark(a, x != 0, static_cast<uint32_t>(y));
     } else if (kind == "work") {
-      b.work(static_cast<uint32_t>(a), x, y);
+      b.work(static_cast<uint32_t>(a), x, y, static_cast<uint32_t>(z));
     } else if (kind == "sample") {
       b.sample(a, static_cast<NodeId>(x), y, z != 0);
     } else if (kind == "settle") {

@@ -177,7 +177,7 @@ void on_mark(Session& s, bool recorded, bool ended_counted) {
   }
   c->last_mark_ns = now;
   c->last_mark_recorded = recorded;
-  if (c->blame) c->blame->mark(now, recorded);
+  if (c->blame) c->blame->mark(now, recorded, s.last_work_corr.load(std::memory_order_relaxed));
   if (c->timeline) {
     c->timeline->mark(now, ticks(), recorded);
     detail::g_timeline.store(c->timeline->open(), std::memory_order_relaxed);
@@ -231,7 +231,7 @@ void on_activity(Session& s, EventKind kind, uint32_t device, uint32_t stream, u
                  uint64_t end, NodeId leaf) {
   Capture* c = live_for(s);
   if (c == nullptr) return;
-  if (c->blame) c->blame->work(device, start, end);
+  if (c->blame) c->blame->work(device, start, end, corr);
   if (c->timeline && c->timeline->keeps_activity(corr)) {
     Event e;
     e.kind = kind;

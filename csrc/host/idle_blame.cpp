@@ -19,10 +19,13 @@ const char* gap_name(Gap g) {
   return "?";
 }
 
-void IdleBlame::mark(uint64_t t, bool recorded) {
+void IdleBlame::mark(uint64_t t, bool recorded, uint32_t corr_before) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!intervals_.empty() && t < intervals_.back().start) t = intervals_.back().start;
-  intervals_.push_back(Interval{t, recorded, {}});
+  corr_before_ = std::max(corr_before_, corr_before);
+  Interval iv{t, recorded};
+  iv.corr_before = corr_before_;
+  intervals_.push_back(std::move(iv));
 }
 
 void IdleBlame::classify_open(bool counted) {
@@ -70,7 +73,7 @@ void IdleBlame::merge_steps(const BlameTotals& from, BlameTotals& into) {
   }
 }
 
-void IdleBlame::work(uint32_t device, uint64_t start, uint64_t end) {
+void IdleBlame::work(uint32_t device, uint64_t start, uint64_t end, uint32_t corr) {
   if (!gpu_ || end <= start) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (intervals_.empty() || start < intervals_.front().start) {
@@ -81,10 +84,14 @@ void IdleBlame::work(uint32_t device, uint64_t start, uint64_t end) {
     auto it = std::upper_bound(intervals_.begin(), intervals_.end(), start,
                                [](uint64_t t, const Interval& iv) { return t < iv.start; });
     Interval& iv = *(it - 1);
-    auto [w, inserted] = iv.work.try_emplace(device, Span{start, end});
-    if (!inserted) {
-      w->second.first = std::min(w->second.first, start);
-      w->second.second = std::max(w->second.second, end);
+    // Work launched before the interval's mark (queued behind the previous steps') keeps the
+    // GPU busy, but is not the step's first or last work: idle after it is still "before".
+    if (corr == 0 || corr > iv.corr_before) {
+      auto [w, inserted] = iv.work.try_emplace(device, Span{start, end});
+      if (!inserted) {
+        w->second.first = std::min(w->second.first, start);
+        w->second.second = std::max(w->second.second, end);
+      }
     }
   }
   Device& d = devices_[device];

@@ -67,7 +67,9 @@ class IdleBlame {
   /// `gpu`: classify against GPU work (else only the host sums are kept, steps resolve at once).
   explicit IdleBlame(bool gpu) : gpu_(gpu) {}
 
-  void mark(uint64_t t, bool recorded);
+  /// `corr_before`: the latest correlation id launched before the mark (0: unknown; see
+  /// BusyTracker::mark_step): work launched before it is the previous steps', not this one's.
+  void mark(uint64_t t, bool recorded, uint32_t corr_before = 0);
   /// The open interval is recorded only if it was and `counted` (it ended outside the steps).
   void classify_open(bool counted);
   /// The open interval is recorded or not (a switch right after the mark that opened it).
@@ -79,7 +81,8 @@ class IdleBlame {
   void cut(bool extend = false);
   /// The last cut is undone (Epochs::restore_last_cut): the steps it dropped are recorded again.
   void restore_last_cut();
-  void work(uint32_t device, uint64_t start, uint64_t end);
+  /// GPU work of a launch with correlation id `corr` (0: unknown, filed as the step's own).
+  void work(uint32_t device, uint64_t start, uint64_t end, uint32_t corr = 0);
   void sample(uint64_t t, NodeId node, uint64_t weight_ns, bool gil);
   /// Resolves closed steps that ended at least kSettleNs before `now`.
   void settle(uint64_t now);
@@ -101,7 +104,9 @@ class IdleBlame {
     uint64_t start;
     bool recorded;
     bool dropped = false;           // recorded until a cut dropped it (resolved into dropped_)
-    std::map<uint32_t, Span> work;  // device -> (first start, last end) of work starting inside
+    std::map<uint32_t, Span> work;  // device -> (first start, last end) of work starting inside,
+                                    // launched after the mark where launches are known
+    uint32_t corr_before = 0;       // mark()'s
   };
   struct Device {
     std::vector<Span> pending;  // unmerged
@@ -117,6 +122,7 @@ class IdleBlame {
   const bool gpu_;
   std::mutex mu_;
   std::deque<Interval> intervals_;  // unresolved; the last one is still open
+  uint32_t corr_before_ = 0;        // the latest mark's (never decreasing)
   std::deque<Sample> samples_;
   std::map<uint32_t, Device> devices_;
   BlameTotals totals_;

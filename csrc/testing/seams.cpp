@@ -49,11 +49,11 @@ std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, std::ve
 }
 
 std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>> busy_steps(
-    const std::vector<std::pair<uint64_t, bool>>& marks,
-    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans) {
+    const std::vector<std::tuple<uint64_t, bool, uint32_t>>& marks,
+    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool, uint32_t>>& spans) {
   BusyTracker t;
-  for (const auto& [ts, recorded] : marks) t.mark_step(ts, recorded);
-  for (const auto& [dev, start, end, comm] : spans) t.add(dev, start, end, comm);
+  for (const auto& [ts, recorded, corr_before] : marks) t.mark_step(ts, recorded, 0, corr_before);
+  for (const auto& [dev, start, end, comm, corr] : spans) t.add(dev, start, end, comm, nullptr, corr);
   t.totals();
   std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>> out;
   for (const auto& [dev, v] : t.steps()) {

@@ -3,6 +3,8 @@
 - a step that sleeps and then runs a Python loop before its first kernel: the GPU's idle time
   before its first kernel is blamed on those two lines, in proportion, and the data-loading
   suggestion cites the sleeping line instead of "the whole step";
+- a step that prepares its next batch while the GPU runs the last one's work: the GPU's wait for
+  the rest is the idle time before its first kernel, and the data-loading suggestion is made;
 - a step whose host spins in Python between two kernels: the idle time between kernels is blamed
   on the spinning line;
 - the timeline's Perfetto export is a valid trace with one flow from each launch to the kernel
@@ -15,6 +17,7 @@ too. Shapes and steps are fixed; each test takes a few seconds.
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -81,6 +84,43 @@ def test_idle_before_the_first_kernel_is_blamed_on_the_lines_that_ran() -> None:
     assert f"before its first kernel: host in test_host.py:{sleep} prepare" in header, header
     f = suggestion(s, "data_loader_stall")
     assert (f.file, f.line) == (HERE, sleep) and f"test_host.py:{sleep} prepare" in f.evidence
+
+
+def test_a_step_that_prepares_its_batch_while_the_gpu_runs_the_last_one_waits_for_the_rest() -> None:
+    """The host spins 3 ms on the next batch while the GPU runs the last step's ~1 ms of
+    matmuls (no sync): the GPU waits the rest, ~2 ms a step, before the step's first work. The
+    matmuls queued across the step's start are the last step's (launched before its mark), not
+    its first work: read as its own, the wait was 0 and nothing was suggested
+    (bench/verdicts.py suggest, the loader case)."""
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) / 64
+
+    def gpu_work() -> torch.Tensor:
+        y = a
+        for _ in range(6):
+            y = a @ y
+        return y.sum()
+
+    gpu_work()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        gpu_work()
+    end.record()
+    torch.cuda.synchronize()
+    gpu_ms = start.elapsed_time(end) / 10
+    assert 0.3 <= gpu_ms <= 2.0, gpu_ms  # the shape holds on this GPU
+    with dlpt.profile(sample_hz=1000, skip_first=SKIP) as prof:
+        for _ in range(SKIP + 3 * STEPS):
+            python_work(0.003)  # the next batch
+            gpu_work()
+            prof.step()
+    s = prof.session
+    rows = s.meta["gpu_steps"]["0"][1:]  # the first counted step starts with nothing queued
+    before = statistics.median(r["idle_before_ns"] for r in rows) / 1e6
+    assert abs(before - (3.0 - gpu_ms)) <= 0.5, (before, gpu_ms)
+    assert blamed(s, "before").get(line_of("loop", python_work), 0) >= 1.0
+    f = suggestion(s, "data_loader_stall")
+    assert 0.5 * (3.0 - gpu_ms) <= f.gain_ns / 1e6 <= 3.0, (f, gpu_ms)
 
 
 def test_idle_between_kernels_is_blamed_on_the_host_line_between_launches() -> None:

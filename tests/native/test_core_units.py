@@ -88,8 +88,8 @@ def test_collective_exposure_is_exact_across_folds_and_late_records():
 
 
 def test_gpu_work_is_split_into_steps_at_the_marks():
-    marks = [(100, True), (200, True), (300, False), (400, True), (500, False)]
-    spans = [(0, 50, 120, False), (0, 150, 250, False), (0, 260, 270, True), (0, 350, 360, False)]
+    marks = [(100, True, 0), (200, True, 0), (300, False, 0), (400, True, 0), (500, False, 0)]
+    spans = [(0, 50, 120, False, 0), (0, 150, 250, False, 0), (0, 260, 270, True, 0), (0, 350, 360, False, 0)]
     steps = T.busy_steps(marks, spans)[0]
     assert steps == [
         # 100-120 and 150-200 (first/last: spans starting inside; 100-120 carried in from before)
@@ -110,16 +110,21 @@ def test_gpu_work_is_split_into_steps_at_the_marks():
 
 def test_a_gpu_still_running_the_last_steps_work_is_not_waiting_for_the_next():
     # A loader that prepares the next batch while the GPU works: the host starts step 2 at 100,
-    # the GPU runs step 1's work until 170, then idles until step 2's copy at 180.
-    marks = [(0, True), (100, True), (200, True), (300, False)]
-    spans = [(0, 20, 170, False), (0, 180, 290, False)]
+    # the GPU runs step 1's work (launches 1-3) until 170, then idles until step 2's copy
+    # (launch 4) at 180. Launch 3 was queued: it starts at 120, after the mark.
+    marks = [(0, True, 0), (100, True, 3), (200, True, 4), (300, False, 4)]
+    spans = [(0, 20, 90, False, 1), (0, 90, 120, False, 2), (0, 120, 170, False, 3), (0, 180, 290, False, 4)]
     steps = T.busy_steps(marks, spans)[0]
-    assert [s[6] for s in steps] == [0, 170, 290]  # 180-290 runs on, contiguous or not, from 200
+    # Step 2's first work is its own (180), not launch 3's (120): the GPU was busy until 170.
+    assert [(s[4], s[6]) for s in steps] == [(20, 0), (180, 170), (0, 290)]
     from dlpt.capture.native import gpu_steps
 
     rows = gpu_steps({"0": steps})["0"]
     assert [r["idle_before_ns"] for r in rows] == [20, 10, 10]  # step 3: no work of its own, idle after 290
     assert [r["busy_ns"] + r["idle_before_ns"] + r["idle_after_ns"] for r in rows] == [100, 100, 100]
+    # Without launch ids (0: unknown) the queued launch reads as step 2's first work, as before.
+    unknown = T.busy_steps([(t, r, 0) for t, r, _ in marks], [(*s[:4], 0) for s in spans])[0]
+    assert unknown[1][4] == 120
 
 
 def test_sequence_ranges_answer_the_op_that_created_a_node():

@@ -400,6 +400,31 @@ def test_the_idle_blame_classifies_samples_against_gpu_work() -> None:
     assert out["steps"] == 1 and [n for n, _, _ in out["host"]] == [8]
 
 
+def test_the_idle_blame_files_work_launched_before_a_step_as_the_steps_before() -> None:
+    """Step 2 (100-200) starts with launch 2 of step 1 still queued (it runs 100-140); its own
+    first work (launch 3) runs 160-180. The host sample at 150 was taken while the GPU waited
+    for step 2's first work: "before", not "between" (launch ids 0: unknown, as before)."""
+
+    def ops(known: bool) -> list[tuple[str, int, int, int, int]]:
+        c = (lambda i: i) if known else (lambda i: 0)
+        return [
+            ("mark", 0, 1, 0, 0),
+            ("work", 0, 10, 30, c(1)),
+            ("mark", 100, 1, c(2), 0),
+            ("work", 0, 100, 140, c(2)),
+            ("work", 0, 160, 180, c(3)),
+            *[("sample", t, node, 5, 0) for t, node in ((120, 1), (150, 2), (170, 3), (190, 4))],
+            ("mark", 200, 0, c(3), 0),
+        ]
+
+    def gaps(known: bool) -> dict:
+        out = native.core()._testing.idle_blame(True, ops(known))
+        return {g: {node: ns for node, ns, _ in cells} for g, cells in out["devices"]["0"].items() if cells}
+
+    assert gaps(True) == {"busy": {1: 5, 3: 5}, "before": {2: 5}, "after": {4: 5}}
+    assert gaps(False)["between"] == {2: 5}
+
+
 def test_timeline_keeps_n_steps_and_counts_what_overflows_its_budget() -> None:
     C = native.core()
     C.start(False, [], False)
