@@ -86,7 +86,7 @@ def _raw(script: str) -> dict[str, Any]:
         "gpu_comm_exposed_ns": {"0": 5_000},
         # (start, end, recorded, busy, first, last) per step interval; a clock step backwards
         # (end < start) must not write a negative span.
-        "gpu_steps": {"0": [(100, 20_100, True, 9_000, 1_000, 19_000), (20_100, 20_000, True, 0, 0, 0)]},
+        "gpu_steps": {"0": [(100, 20_100, True, 9_000, 1_000, 19_000, 0), (20_100, 20_000, True, 0, 0, 0, 0)]},
         "counters": dict(COUNTERS),
         "gpu": True,
         "op_mode": "lean",
