@@ -83,7 +83,7 @@ void BusyTracker::mark_step(uint64_t t, bool recorded, uint32_t epoch, uint32_t 
 }
 
 long BusyTracker::launched_in(uint32_t corr) const {
-  if (corr == 0 || marks_corr_.empty() || marks_corr_.back() == 0) return -1;
+  if (corr == 0 || marks_corr_.empty() || marks_corr_.back() == 0) return kUnknownLaunch;
   return static_cast<long>(std::lower_bound(marks_corr_.begin(), marks_corr_.end(), corr) - marks_corr_.begin()) - 1;
 }
 
@@ -145,7 +145,7 @@ void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm, 
     if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
     StepAcc& st = d.steps[k];
     const long launched = launched_in(corr);
-    if (launched >= 0 && launched < k) {
+    if (launched != kUnknownLaunch && launched < k) {
       // Launched in an earlier step, queued behind its work (a host that prepares the next
       // batch while the GPU runs): the GPU is busy with the past, not waiting for this step.
       st.carried_until = std::max(st.carried_until, end);

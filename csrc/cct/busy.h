@@ -92,9 +92,10 @@ class BusyTracker {
   void fold(Device& d, bool everything);
   /// The interval a time falls in (-1 before the first mark). Under mu_.
   long step_of(uint64_t t) const;
-  /// The interval a launch of correlation id `corr` was made in (-1 before the first mark, or
-  /// unknown). Under mu_.
+  /// The interval a launch of correlation id `corr` was made in (-1 before the first mark;
+  /// kUnknownLaunch without ids). Under mu_.
   long launched_in(uint32_t corr) const;
+  static constexpr long kUnknownLaunch = -2;
   /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it; for
   /// `busy`, also where work carried over from before each interval's mark runs until.
   void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field);

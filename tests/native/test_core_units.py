@@ -122,6 +122,10 @@ def test_a_gpu_still_running_the_last_steps_work_is_not_waiting_for_the_next():
     rows = gpu_steps({"0": steps})["0"]
     assert [r["idle_before_ns"] for r in rows] == [20, 10, 10]  # step 3: no work of its own, idle after 290
     assert [r["busy_ns"] + r["idle_before_ns"] + r["idle_after_ns"] for r in rows] == [100, 100, 100]
+    # Work launched before the first mark (set-up) is no step's first work either.
+    set_up, own = (0, 110, 130, False, 5), (0, 150, 160, False, 6)
+    (first,) = T.busy_steps([(100, True, 5), (200, False, 6)], [set_up, own])[0]
+    assert (first[4], first[6]) == (150, 130)
     # Without launch ids (0: unknown) the queued launch reads as step 2's first work, as before.
     unknown = T.busy_steps([(t, r, 0) for t, r, _ in marks], [(*s[:4], 0) for s in spans])[0]
     assert unknown[1][4] == 120

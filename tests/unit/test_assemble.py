@@ -84,9 +84,11 @@ def _raw(script: str) -> dict[str, Any]:
         "gpu_busy_ns": {"0": 9_000},
         "gpu_comm_ns": {"0": 7_000},
         "gpu_comm_exposed_ns": {"0": 5_000},
-        # (start, end, recorded, busy, first, last) per step interval; a clock step backwards
-        # (end < start) must not write a negative span.
-        "gpu_steps": {"0": [(100, 20_100, True, 9_000, 1_000, 19_000, 0), (20_100, 20_000, True, 0, 0, 0, 0)]},
+        # (start, end, recorded, busy, first, last, carried_until) per step interval; a clock
+        # step backwards (end < start) must not write a negative span.
+        "gpu_steps": {
+            "0": [(100, 20_100, True, 9_000, 1_000, 19_000, 0), (20_100, 20_000, True, 0, 0, 0, 0)],
+        },
         "counters": dict(COUNTERS),
         "gpu": True,
         "op_mode": "lean",
