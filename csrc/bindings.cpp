@@ -167,8 +167,8 @@ py::dict stop(bool last_counted) {
   for (const auto& [dev, v] : r.steps) {
     py::list l;
     for (const StepBusy& sb : v)
-      l.append(py::make_tuple(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last, sb.carried_until, sb.comm_ns,
-                              sb.exposed_ns));
+      l.append(py::make_tuple(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last, sb.carried_until,
+                              sb.comm_ns, sb.exposed_ns));
     steps[py::str(std::to_string(dev))] = l;
   }
   out["gpu_steps"] = steps;

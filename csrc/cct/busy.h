@@ -113,7 +113,7 @@ class BusyTracker {
   std::map<uint32_t, Device> devices_;
   std::vector<uint64_t> marks_;
   std::vector<bool> recorded_;
-  std::vector<uint32_t> epochs_;  // the epoch running from each mark on
+  std::vector<uint32_t> epochs_;      // the epoch running from each mark on
   std::vector<uint32_t> marks_corr_;  // each mark's corr_before (never decreasing)
 };
 

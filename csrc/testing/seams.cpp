@@ -48,22 +48,24 @@ std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, std::ve
   return out;
 }
 
-std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>> busy_steps(
-    const std::vector<std::tuple<uint64_t, bool, uint32_t>>& marks,
-    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool, uint32_t>>& spans) {
+std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>>
+busy_steps(const std::vector<std::tuple<uint64_t, bool, uint32_t>>& marks,
+           const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool, uint32_t>>& spans) {
   BusyTracker t;
   for (const auto& [ts, recorded, corr_before] : marks) t.mark_step(ts, recorded, 0, corr_before);
   for (const auto& [dev, start, end, comm, corr] : spans) t.add(dev, start, end, comm, nullptr, corr);
   t.totals();
   std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>> out;
   for (const auto& [dev, v] : t.steps()) {
-    for (const StepBusy& sb : v) out[dev].emplace_back(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last, sb.carried_until);
+    for (const StepBusy& sb : v)
+      out[dev].emplace_back(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last, sb.carried_until);
   }
   return out;
 }
 
-std::map<uint32_t, std::tuple<uint64_t, uint64_t,
-                              std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>>>
+std::map<uint32_t,
+         std::tuple<uint64_t, uint64_t,
+                    std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>>>
 busy_epochs(const std::vector<bool>& classes, bool last_counted,
             const std::vector<std::pair<uint64_t, uint32_t>>& marks,
             const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans) {
@@ -73,8 +75,9 @@ busy_epochs(const std::vector<bool>& classes, bool last_counted,
   BusyTracker t;
   for (const auto& [ts, epoch] : marks) t.mark_step(ts, true, epoch);
   for (const auto& [dev, start, end, comm] : spans) t.add(dev, start, end, comm);
-  std::map<uint32_t, std::tuple<uint64_t, uint64_t,
-                                std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>>>
+  std::map<uint32_t,
+           std::tuple<uint64_t, uint64_t,
+                      std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>>>
       out;
   for (const auto& [dev, tot] : t.totals(&epochs)) {
     std::get<0>(out[dev]) = tot.busy_ns;
@@ -82,7 +85,8 @@ busy_epochs(const std::vector<bool>& classes, bool last_counted,
   }
   for (const auto& [dev, v] : t.steps(&epochs)) {
     for (const StepBusy& sb : v)
-      std::get<2>(out[dev]).emplace_back(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last, sb.carried_until);
+      std::get<2>(out[dev]).emplace_back(sb.start, sb.end, sb.recorded, sb.busy_ns, sb.first, sb.last,
+                                         sb.carried_until);
   }
   return out;
 }

@@ -19,16 +19,17 @@ std::map<uint32_t, std::tuple<uint64_t, uint64_t, uint64_t>> busy(
 /// BusyTracker steps: marks (t, recorded, corr_before) first, then spans (device, start, end,
 /// comm, corr) -> device -> per interval (start, end, recorded, busy, first, last,
 /// carried_until).
-std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>> busy_steps(
-    const std::vector<std::tuple<uint64_t, bool, uint32_t>>& marks,
-    const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool, uint32_t>>& spans);
+std::map<uint32_t, std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>>
+busy_steps(const std::vector<std::tuple<uint64_t, bool, uint32_t>>& marks,
+           const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool, uint32_t>>& spans);
 
 /// BusyTracker split by epochs: epochs 0, 1, ... end with `classes` (counted or not), the next
 /// one as `last_counted` (Epochs::finish); marks (t, epoch) and spans as in busy_steps -> device
 /// -> (busy of counted epochs' intervals, busy outside them, per interval (start, end, recorded,
 /// busy, first, last, carried_until)).
-std::map<uint32_t, std::tuple<uint64_t, uint64_t,
-                              std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>>>
+std::map<uint32_t,
+         std::tuple<uint64_t, uint64_t,
+                    std::vector<std::tuple<uint64_t, uint64_t, bool, uint64_t, uint64_t, uint64_t, uint64_t>>>>
 busy_epochs(const std::vector<bool>& classes, bool last_counted,
             const std::vector<std::pair<uint64_t, uint32_t>>& marks,
             const std::vector<std::tuple<uint32_t, uint64_t, uint64_t, bool>>& spans);
