@@ -112,10 +112,8 @@ py::dict result() {
 }
 
 /// Test seam: IdleBlame fed with (kind, a, b, c, d) records in order — ("mark", t, recorded,
-/// corr_before), ("work", device, start, end, corr), ("sample", t, node, weight, gil), ("settle", now), ("cut",
-/// extend),
-/// ("restore") — then
-/// finished.
+/// corr_before), ("work", device, start, end, corr), ("sample", t, node, weight, gil),
+/// ("settle", now), ("cut", extend), ("restore") — then finished.
 py::dict blame_seam(bool gpu, const std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t, uint64_t>>& ops) {
   IdleBlame b(gpu);
   for (const auto& [kind, a, x, y, z] : ops) {
