@@ -340,10 +340,10 @@ def gpu_steps(raw: dict[str, list[tuple[int, ...]]]) -> dict[str, list[dict[str,
     collectives ran. From stop()'s (start, end, recorded, busy, first, last, carried_until[,
     comm, exposed]).
 
-    The idle time before a step's first work starts where the work carried over from the step
-    before ends (``carried_until``): a GPU still running the last step's kernels when the host
-    starts the next step is not waiting for it (a program that loads its next batch while the
-    GPU works would read as stalled for the whole overlap)."""
+    A step's first and last work are of the work it launched, and the idle time before its
+    first work starts where the work launched before it ends (``carried_until``): a GPU still
+    running the last step's kernels, or ones it queued, when the host starts the next step is
+    not waiting for it, nor are they that step's first work (csrc/cct/busy.h)."""
     out: dict[str, list[dict[str, int]]] = {}
     for dev, intervals in raw.items():
         rows = []
