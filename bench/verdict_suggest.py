@@ -33,6 +33,7 @@ from verdict_runs import KNOWN, REPO, profile
 from dlpt.analysis.inputs import analyze
 from dlpt.analysis.suggest import derive
 from dlpt.model.session import Session
+from dlpt.model.stats import median_interval
 
 __all__ = ["CASES", "Case", "Outcome", "run", "judge", "rates", "summary"]
 
@@ -79,6 +80,8 @@ class Outcome:
     measured_ns: float  # what the fix gained per step, paired, the program's own clock
     step_ns: float  # the unfixed step, untraced, the program's own clock
     basis: str
+    measured_lo_ns: float = 0.0  # the 95% interval of that median over the paired rounds
+    measured_hi_ns: float = 0.0
 
 
 def marker_line(marker: str) -> int:
@@ -124,6 +127,7 @@ def judge(case: Case, out: Path) -> Outcome:
     """The outcome of the runs saved in ``out`` (:func:`run`)."""
     found = _findings(out / "as-is.json", case.rule)
     paired = json.loads((out / "paired.json").read_text())
+    lo, hi, _ = median_interval([r["unfixed_ns"] - r["fixed_ns"] for r in paired["rounds"]])
     best = max(found, key=lambda f: f["gain_ns"], default=None)
     line = marker_line(case.marker) if case.marker else 0
     return Outcome(
@@ -135,12 +139,24 @@ def judge(case: Case, out: Path) -> Outcome:
         measured_ns=paired["gain_ns"],
         step_ns=paired["unfixed_ns"],
         basis=best.get("basis", "") if best else "",
+        measured_lo_ns=lo,
+        measured_hi_ns=hi,
     )
 
 
 def worth(o: Outcome) -> bool:
     """Whether the fix gained enough to be worth suggesting (the truth, measured)."""
     return o.measured_ns >= WORTH * o.step_ns
+
+
+def truth_known(o: Outcome) -> bool:
+    """Whether the paired rounds settle :func:`worth`: the interval of their median difference
+    lies wholly on one side of the threshold. On a busy host the rounds can disagree by more
+    than the step (a 0.8 ms step "gaining" -5.4 ms): such a run has no truth to judge by."""
+    if o.measured_lo_ns == o.measured_hi_ns == 0.0:  # saved before the interval was kept
+        return True
+    threshold = WORTH * o.step_ns
+    return o.measured_lo_ns >= threshold or o.measured_hi_ns < threshold
 
 
 def estimate_right(case: Case, o: Outcome) -> bool:
@@ -159,8 +175,9 @@ def rates(case: Case, outcomes: list[Outcome]) -> list[Rate]:
              "upper": f"gain at most the estimate (+{BOUND_SLACK:.0%})",
              "lower": f"gain at least the estimate (-{BOUND_SLACK:.0%})"}[case.kind]
     name = f"{case.name} ({case.rule}, {case.device})"
-    gains = [o for o in outcomes if worth(o)]
-    little = [o for o in outcomes if not worth(o)]
+    known = [o for o in outcomes if truth_known(o)]
+    gains = [o for o in known if worth(o)]
+    little = [o for o in known if not worth(o)]
     found = [o for o in gains if o.found]
     rows = [
         Rate(name, f"suggested, at its line (the fix gained >= {WORTH:.0%})", sum(o.found and o.at_line for o in gains),
@@ -174,8 +191,13 @@ def rates(case: Case, outcomes: list[Outcome]) -> list[Rate]:
 
 
 def summary(case: Case, outcomes: list[Outcome]) -> str:
-    """One line: estimate and measured gain per run, and their ratio's median."""
-    pairs = ", ".join(f"{o.estimate_ns / 1e6:.2f}/{o.measured_ns / 1e6:.2f}" for o in outcomes)
+    """One line: estimate and measured gain per run (its rounds' interval; "?" where they leave
+    the truth open), and their ratio's median."""
+    pairs = ", ".join(
+        f"{o.estimate_ns / 1e6:.2f}/{o.measured_ns / 1e6:.2f}"
+        + ("" if truth_known(o) else f" ({o.measured_lo_ns / 1e6:.1f} to {o.measured_hi_ns / 1e6:.1f} ?)")
+        for o in outcomes
+    )
     ratios = [o.measured_ns / o.estimate_ns for o in outcomes if o.estimate_ns > 0]
     mid = f"{statistics.median(ratios):.2f}" if ratios else "-"
     step = statistics.median(o.step_ns for o in outcomes) / 1e6 if outcomes else 0

@@ -9,7 +9,7 @@ construction, many times each, with how often it was right (docs/numbers.md quot
     python bench/verdicts.py ranks  --runs 10 [--busy 2] [--cases TEXT] # stragglers: two gloo ranks, one sleeping
     python bench/verdicts.py judge-ranks DIR                            # the stragglers table again from saved jobs
     python bench/verdicts.py verify --pairs 5 [--runs 3] [--busy 0]     # dlpt verify's exit status on lines.py pairs
-    python bench/verdicts.py suggest --runs 3 [--device cuda|cpu]       # suggestions' gains against applying them
+    python bench/verdicts.py suggest --runs 3 [--device cuda|cpu] [--busy 0]  # suggestions' gains against applying them
     python bench/verdicts.py judge-suggest DIR                          # the suggestions table again from saved runs
 
 ``--busy K`` runs K processes that spin on the CPU for the whole run (a host "with both cores
@@ -316,11 +316,12 @@ def run_suggest(args: argparse.Namespace) -> None:
 
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)
-    for case in [c for c in vs.CASES if args.device in ("all", c.device) and args.cases in c.name]:
-        for i in range(args.runs):
-            o = vs.run(case, root / case.name / str(i), args.steps, args.rounds)
-            print(f"{case.name} {i + 1}/{args.runs}: found {o.found} at line {o.at_line}, on fixed {o.on_fixed}, "
-                  f"estimate {o.estimate_ns / 1e6:.2f} ms, measured {o.measured_ns / 1e6:.2f} ms", flush=True)
+    with busy_host(args.busy):  # the paired gain is measured on the same host as the profiles
+        for case in [c for c in vs.CASES if args.device in ("all", c.device) and args.cases in c.name]:
+            for i in range(args.runs):
+                o = vs.run(case, root / case.name / str(i), args.steps, args.rounds)
+                print(f"{case.name} {i + 1}/{args.runs}: found {o.found} at line {o.at_line}, on fixed {o.on_fixed}, "
+                      f"estimate {o.estimate_ns / 1e6:.2f} ms, measured {o.measured_ns / 1e6:.2f} ms", flush=True)
     (root / "runs.json").write_text(json.dumps(vars(args)))
     judge_suggest(root)
 
@@ -340,7 +341,8 @@ def judge_suggest(root: Path) -> None:
             raw[case.name] = [o.__dict__ for o in outs]
     notes = [
         f"`python bench/verdicts.py suggest --runs {meta.get('runs', '?')} --device {meta.get('device', '?')} "
-        f"--steps {meta.get('steps', '?')} --rounds {meta.get('rounds', '?')}` on {platform.node()} "
+        f"--steps {meta.get('steps', '?')} --rounds {meta.get('rounds', '?')} --busy {meta.get('busy', 0)}` on "
+        f"{platform.node()} "
         f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')} {os.environ.get('VERDICTS_HOST', '')}: each case of "
         "bench/known_answers/suggest.py profiled as it is and fixed, and the fix's gain measured by the program's "
         "own clock, paired in one process (bench/verdict_suggest.py says when an estimate is right).",
@@ -348,8 +350,8 @@ def judge_suggest(root: Path) -> None:
         vs.SUMMARY_HEADER,
         *rows,
     ]
-    _write("suggest", "Suggestions' estimated gains against applying them", rates, {"outcomes": raw, "runs": meta},
-           notes)
+    part = "suggest-busy" if meta.get("busy") else "suggest"
+    _write(part, "Suggestions' estimated gains against applying them", rates, {"outcomes": raw, "runs": meta}, notes)
 
 
 def main() -> None:
@@ -387,6 +389,7 @@ def main() -> None:
     sg.add_argument("--cases", default="", help="only the cases whose name holds this text")
     sg.add_argument("--steps", type=int, default=150, help="steps of each profiled run")
     sg.add_argument("--rounds", type=int, default=8, help="rounds of the paired measurement")
+    sg.add_argument("--busy", type=int, default=0)
     sg.add_argument("--dir", default="/tmp/dlpt-verdicts-suggest")
     js = sub.add_parser("judge-suggest")
     js.add_argument("dir")
