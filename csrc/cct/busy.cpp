@@ -90,33 +90,45 @@ long BusyTracker::launched_in(uint32_t corr) const {
 void BusyTracker::add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field) {
   if (marks_.empty()) return;
   if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
-  const bool busy = field == &StepAcc::busy;
   for (Span sp : merged) {
     if (sp.first >= cut) break;
     sp.second = std::min(sp.second, cut);
     long k = step_of(sp.first);
-    bool carried = false;  // the part began before its interval's mark
     if (k < 0) {
       if (sp.second <= marks_[0]) continue;
       sp.first = marks_[0];
       k = 0;
-      carried = true;
     }
     // A span across marks counts in each step for the part inside it.
     while (sp.first < sp.second) {
-      StepAcc& st = d.steps[k];
       const uint64_t step_end = static_cast<size_t>(k) + 1 < marks_.size() ? marks_[k + 1] : UINT64_MAX;
       const uint64_t part_end = std::min(sp.second, step_end);
-      // Work carried over, or a span that goes on from it (a fold's cut split it): the GPU
-      // was not idle there, waiting for the step's first work (dlpt.capture.native.gpu_steps).
-      if (busy && (carried || (st.carried_until != 0 && sp.first <= st.carried_until)))
-        st.carried_until = std::max(st.carried_until, part_end);
-      st.*field += part_end - sp.first;
+      d.steps[k].*field += part_end - sp.first;
       sp.first = part_end;
       ++k;
-      carried = true;
     }
   }
+}
+
+void BusyTracker::file_step_edges(Device& d, uint64_t start, uint64_t end, uint32_t corr) {
+  if (marks_.empty()) return;
+  if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
+  const long k = step_of(start);
+  if (k >= 0) {
+    StepAcc& st = d.steps[k];
+    const long launched = launched_in(corr);
+    if (launched != kUnknownLaunch && launched < k) {
+      // Launched in an earlier step, queued behind its work (a host that prepares the next
+      // batch while the GPU runs): the GPU is busy with the past, not waiting for this step.
+      st.carried_until = std::max(st.carried_until, end);
+    } else {
+      st.first = std::min(st.first, start);
+      st.last = std::max(st.last, end);
+    }
+  }
+  // The later marks it runs past: those steps begin with the GPU busy with it, not idle.
+  for (size_t j = static_cast<size_t>(k + 1); j < marks_.size() && marks_[j] < end; ++j)
+    d.steps[j].carried_until = std::max(d.steps[j].carried_until, end);
 }
 
 void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm, const CollectiveTag* tag,
@@ -140,20 +152,7 @@ void BusyTracker::add(uint32_t device, uint64_t start, uint64_t end, bool comm, 
       ++collectives_over_limit_;
     }
   }
-  const long k = step_of(start);
-  if (k >= 0) {
-    if (d.steps.size() < marks_.size()) d.steps.resize(marks_.size());
-    StepAcc& st = d.steps[k];
-    const long launched = launched_in(corr);
-    if (launched != kUnknownLaunch && launched < k) {
-      // Launched in an earlier step, queued behind its work (a host that prepares the next
-      // batch while the GPU runs): the GPU is busy with the past, not waiting for this step.
-      st.carried_until = std::max(st.carried_until, end);
-    } else {
-      st.first = std::min(st.first, start);
-      st.last = std::max(st.last, end);
-    }
-  }
+  file_step_edges(d, start, end, corr);
   start = std::max(start, d.folded_until);
   if (end <= start) return;
   (comm ? d.comm : d.work).emplace_back(start, end);

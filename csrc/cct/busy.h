@@ -38,9 +38,10 @@ struct StepBusy {
   uint64_t comm_ns = 0;          // union of communication kernels inside it
   uint64_t exposed_ns = 0;       // ... the part of it with no other work running
   uint64_t first = 0, last = 0;  // first work start and last work end (0: no work)
-  uint64_t carried_until = 0;    // the GPU was busy from `start` until here with work launched
-                                 // before it, the previous steps' (0: none); first/last are
-                                 // of the work launched inside it where launches are known
+  uint64_t carried_until = 0;    // the latest end of the previous steps' work in it: started
+                                 // before `start`, or launched before it and queued (0: none);
+                                 // may lie past `end`. first/last are of the work launched
+                                 // inside it where launches are known
 };
 
 class BusyTracker {
@@ -96,8 +97,11 @@ class BusyTracker {
   /// kUnknownLaunch without ids). Under mu_.
   long launched_in(uint32_t corr) const;
   static constexpr long kUnknownLaunch = -2;
-  /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it; for
-  /// `busy`, also where work carried over from before each interval's mark runs until.
+  /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it.
+  /// Files one record's edges: first/last of the step it was launched in (where it starts, with
+  /// launches unknown), carried_until of the steps it was queued into or runs on into. Takes
+  /// the record whole, before any fold clips it. Under mu_.
+  void file_step_edges(Device& d, uint64_t start, uint64_t end, uint32_t corr);
   void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field);
   /// Files each open collective's exposure before `cut` against `work` (the device's other work,
   /// merged: everything after the previous cut), and closes those that end by it.

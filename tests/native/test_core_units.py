@@ -131,6 +131,31 @@ def test_a_gpu_still_running_the_last_steps_work_is_not_waiting_for_the_next():
     assert unknown[1][4] == 120
 
 
+def test_step_edges_are_the_records_whole_across_folds():
+    # Over two folds' worth of records, some running across marks, some arriving thousands of
+    # records late (after a fold cut their start): each step's first/last and carried_until are
+    # those of the records themselves, wherever a fold cut them.
+    rng = random.Random(5)
+    marks = [(m, True, 0) for m in range(1000, 600_000, 1000)]
+    spans, t = [], 0
+    for i in range(140_000):
+        t += rng.randint(3, 5)  # gaps between most records: the folds cut between them
+        spans.append((0, t, t + (rng.randint(500, 2500) if i % 500 == 0 else rng.randint(1, 2)), False, 0))
+    for i in range(50_000, 120_000, 3_001):
+        spans.insert(i + 20_000, spans.pop(i))
+    got = T.busy_steps(marks, spans)[0]
+    first, last, carried = {}, {}, {}
+    for _, a, b, _, _ in spans:
+        k = a // 1000  # the interval after mark k (marks at 1000, 2000, ...)
+        if k >= 1:
+            first[k], last[k] = min(first.get(k, a), a), max(last.get(k, b), b)
+        for j in range(k + 1, b // 1000 + (b % 1000 > 0)):
+            carried[j] = max(carried.get(j, 0), b)
+    assert [(s[4], s[5], s[6]) for s in got] == [
+        (first.get(k, 0), last.get(k, 0), carried.get(k, 0)) for k in range(1, len(got) + 1)
+    ]
+
+
 def test_sequence_ranges_answer_the_op_that_created_a_node():
     adds = [(10, 1), (13, 2), (13, 3), (20, 4)]  # equal numbers: the last op wins
     assert T.seq_ranges(adds, [9, 10, 12, 13, 19, 20, 99]) == [-1, 1, 1, 3, 3, 4, 4]
