@@ -61,6 +61,7 @@ ThreadState* Session::attach_thread(uint64_t os_tid) {
       ThreadState* ts = idle_.back();
       idle_.pop_back();
       ts->recycle(os_tid);  // under the lock: the sampler reads os_tid under it
+      thread_attaches_.fetch_add(1, std::memory_order_release);
       return ts;
     }
   }
@@ -68,6 +69,7 @@ ThreadState* Session::attach_thread(uint64_t os_tid) {
   ThreadState* raw = ts.get();
   std::lock_guard<std::mutex> lock(threads_mu_);
   threads_.push_back(std::move(ts));
+  thread_attaches_.fetch_add(1, std::memory_order_release);
   return raw;
 }
 

@@ -98,6 +98,9 @@ class Session {
   void retire_thread(ThreadState* ts);
   /// [MT] How many thread states this session made (bounded by the threads alive at once).
   size_t thread_states();
+  /// [MT] How many times a thread state was attached (made or recycled) so far: a reader that
+  /// found no state for a thread looks again only when this moved (Sampler::sample_thread).
+  uint64_t thread_attaches() const { return thread_attaches_.load(std::memory_order_acquire); }
   /// [MT] Calls `fn` on every thread state of this session (under the registry lock).
   template <typename Fn>
   void for_each_thread(Fn&& fn) {
@@ -109,6 +112,9 @@ class Session {
   std::mutex threads_mu_;
   std::vector<std::unique_ptr<ThreadState>> threads_;
   std::vector<ThreadState*> idle_;  // states of threads that ended, owned by threads_
+  // Bumped under threads_mu_ after the state is in threads_: a reader that sees the new count
+  // finds the state when it takes the lock.
+  std::atomic<uint64_t> thread_attaches_{0};
 };
 
 /// [MT] The running session, or nullptr. Callbacks load it once and use that pointer throughout.

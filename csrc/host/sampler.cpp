@@ -24,8 +24,6 @@ constexpr size_t kMaxThreads = 256;
 /// adds up to the wall time. A tick later than this (the process was stopped, the machine
 /// suspended) counts only this much.
 constexpr uint64_t kMaxWeightNs = 200'000'000;
-/// How often (in ticks) a thread without a known ThreadState is looked up again for its scopes.
-constexpr uint64_t kScopeLookupTicks = 64;
 
 /// The kernel's CPU-time clock of thread `tid`: what pthread_getcpuclockid builds from a
 /// pthread_t (CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD on ~tid << 3), made from the kernel id so that
@@ -256,9 +254,15 @@ void Sampler::sample_thread(const RemoteThread& t, uint64_t weight_ns, uint64_t 
     return;
   }
   if (nf == 0) return;
-  if (tt.scopes == nullptr && (tt.scopes_looked == 0 || tick_no_ - tt.scopes_looked >= kScopeLookupTicks)) {
-    tt.scopes = find_scopes(t.tid);
-    tt.scopes_looked = tick_no_;
+  // A thread without a known state is looked up again as soon as any state was attached: its
+  // first scope is usually what attaches one, and its samples from then on belong under it (a
+  // lookup every 64 ticks left up to 64 ms of a scope's time outside it).
+  if (tt.scopes == nullptr) {
+    const uint64_t attaches = session_->thread_attaches();
+    if (attaches != tt.scopes_attaches) {
+      tt.scopes = find_scopes(t.tid);
+      tt.scopes_attaches = attaches;
+    }
   }
   MirroredScope scopes[ScopeMirror::kMaxScopes];
   int nscopes = 0;

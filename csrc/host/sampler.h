@@ -125,7 +125,7 @@ class Sampler {
     uint64_t cpu_ns = 0;  // last CPU time read (0: none yet)
     uint64_t seen = 0;    // tick of the last sighting
     ScopeMirror* scopes = nullptr;
-    uint64_t scopes_looked = 0;  // tick of the last lookup of `scopes`
+    uint64_t scopes_attaches = UINT64_MAX;  // Session::thread_attaches() at the last lookup
   };
 
   void run();
