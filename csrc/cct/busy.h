@@ -97,11 +97,11 @@ class BusyTracker {
   /// kUnknownLaunch without ids). Under mu_.
   long launched_in(uint32_t corr) const;
   static constexpr long kUnknownLaunch = -2;
-  /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it.
   /// Files one record's edges: first/last of the step it was launched in (where it starts, with
   /// launches unknown), carried_until of the steps it was queued into or runs on into. Takes
   /// the record whole, before any fold clips it. Under mu_.
   void file_step_edges(Device& d, uint64_t start, uint64_t end, uint32_t corr);
+  /// Adds the length of `merged` (sorted, disjoint) inside each interval to `field` of it.
   void add_to_steps(Device& d, const std::vector<Span>& merged, uint64_t cut, uint64_t StepAcc::* field);
   /// Files each open collective's exposure before `cut` against `work` (the device's other work,
   /// merged: everything after the previous cut), and closes those that end by it.
