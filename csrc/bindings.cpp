@@ -16,6 +16,7 @@
 #include "host/bindings.h"
 #include "pcsampling/bindings.h"
 #include "testing/seams.h"
+#include "trend.h"
 
 namespace py = pybind11;
 
@@ -267,6 +268,16 @@ PYBIND11_MODULE(_C, m) {
     d["requested"] = st.requested;
     return d;
   });
+
+  m.def(
+      "pairwise_trend",
+      [](const std::vector<double>& values) {
+        // Holds the GIL: a couple of microseconds, and releasing it at a step's end would let
+        // other threads in ahead of the program's.
+        const dlpt::PairwiseTrend t = dlpt::pairwise_trend(values);
+        return py::make_tuple(t.slope, t.kendall_s);
+      },
+      py::arg("values"), "Theil-Sen slope and Kendall's S of a series (dlpt/capture/warmup.py).");
 
   // Unit-test seams (tests/native/test_core_units.py): the core's data structures in isolation.
   py::module_ t = m.def_submodule("_testing", "synthetic-input drivers of the native data structures");

@@ -4,7 +4,7 @@ Keep in step with bindings.cpp: the node tuple's fields are named by
 dlpt.capture.native.RawNode / RawMetrics, which unpack it.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from signal import Handlers
 from types import CodeType, FrameType
 from typing import NotRequired, TypedDict
@@ -217,6 +217,7 @@ def anchors_enable(
 ) -> None: ...
 def anchors_disable() -> None: ...
 def anchors_stats() -> dict[str, int]: ...
+def pairwise_trend(values: Sequence[float]) -> tuple[float, int]: ...
 def floor_records() -> int: ...
 
 # Memory capture (csrc/memory/memory_bindings.cpp; read by dlpt.capture.memory).

@@ -56,6 +56,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from dlpt.capture import native
+
 __all__ = [
     "Warmup",
     "LONG_WINDOW",
@@ -116,38 +118,43 @@ COUNTED = "counted"  # counted for good (the warm-up is over)
 def theil_sen_slope(values: Sequence[float]) -> float:
     """The median of the slopes between every pair of points (x = 0, 1, ...): a trend that a
     few outliers do not move."""
-    n = len(values)
-    slopes = [(values[j] - values[i]) / (j - i) for i in range(n) for j in range(i + 1, n)]
-    return float(statistics.median(slopes)) if slopes else 0.0
+    return _pairwise_trend(values)[0]
 
 
-def _mann_kendall_falls(values: Sequence[float]) -> bool:
-    """Whether ``values`` fall beyond chance (one-sided, :data:`Z_ONE_SIDED`): Kendall's S (pairs
-    that rose minus pairs that fell) at or below minus that many of its standard deviations under
-    no trend."""
-    n = len(values)
-    if n < 3:
-        return False
-    s = sum((values[j] > values[i]) - (values[j] < values[i]) for i in range(n) for j in range(i + 1, n))
-    return s < 0 and -s >= Z_ONE_SIDED * math.sqrt(n * (n - 1) * (2 * n + 5) / 18)
+def _pairwise_trend(values: Sequence[float]) -> tuple[float, int]:
+    """The Theil-Sen slope of ``values`` and Kendall's S (pairs that rose minus pairs that
+    fell), from one pass over their pairs in the native core (csrc/trend.h): the tests run at
+    every step end on the program's thread, where in Python they cost a 32-step window ~100 µs."""
+    return native.core().pairwise_trend(values)
+
+
+def _kendall_falls(n: int, s: int) -> bool:
+    """Whether Kendall's S of ``n`` values says they fall beyond chance (Mann-Kendall's test,
+    one-sided, :data:`Z_ONE_SIDED`): S at or below minus that many of its standard deviations
+    under no trend."""
+    return n >= 3 and s < 0 and -s >= Z_ONE_SIDED * math.sqrt(n * (n - 1) * (2 * n + 5) / 18)
+
+
+def _falls_really(values: Sequence[float], median: float) -> bool:
+    """Whether ``values`` fall by a material amount (the Theil-Sen slope across them, against
+    :data:`MATERIAL` of ``median``) that is also real (:func:`_kendall_falls`)."""
+    slope, s = _pairwise_trend(values)
+    return -slope * (len(values) - 1) >= MATERIAL * median and _kendall_falls(len(values), s)
 
 
 def falls(values: Sequence[float]) -> bool:
     """Whether step times ``values`` (oldest first) fall by a real and material amount (see the
-    module docstring): in the times themselves or in their blocks' fastest."""
+    module docstring): in the times themselves or in their blocks' fastest (from the first
+    block to the last)."""
     if len(values) < MIN_WINDOW:
         return False
     median = statistics.median(values)
     if median <= 0:
         return False
-    across = -theil_sen_slope(values) * (len(values) - 1)
-    if across >= MATERIAL * median and _mann_kendall_falls(values):
+    if _falls_really(values, median):
         return True
     fastest = _fastest_of_blocks(values)
-    if len(fastest) < 4:
-        return False
-    across = -theil_sen_slope(fastest) * (len(fastest) - 1)  # from the first block to the last
-    return across >= MATERIAL * median and _mann_kendall_falls(fastest)
+    return len(fastest) >= 4 and _falls_really(fastest, median)
 
 
 def _fastest_of_blocks(values: Sequence[float]) -> list[float]:

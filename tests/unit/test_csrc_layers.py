@@ -26,8 +26,9 @@ CSRC = Path(__file__).resolve().parents[2] / "csrc"
 LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
     (
         "base",
-        "thread-contract markers, node ids, the clock, counters, options, dlpt's own threads",
-        ("common.h", "clock", "counters.h", "options", "own_threads"),
+        "thread-contract markers, node ids, the clock, counters, options, dlpt's own threads, the"
+        " warm-up's trend statistics",
+        ("common.h", "clock", "counters.h", "options", "own_threads", "trend"),
     ),
     ("ending", "the end of the process after a signal: a C handler, a grace without the GIL", ("ending/",)),
     ("cct", "the calling-context tree and what hangs on it (epochs, busy time, correlation)", ("cct/",)),
