@@ -194,7 +194,8 @@ def run_steps(args: argparse.Namespace) -> None:
     waited = {k: [r["waited"] for r in v] for k, v in raw.items()}
     notes = [
         f"`python bench/verdicts.py steps --runs {args.runs} --busy {args.busy}` on {platform.node()} "
-        f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}. Steps counted per run: "
+        f"({os.cpu_count()} cores, Linux {platform.release()}: the scheduler decides how long a thread"
+        f" that sleeps or runs briefly waits beside spinners), {time.strftime('%Y-%m-%d')}. Steps counted per run: "
         + "; ".join(f"{k}: {v}" for k, v in counted.items()),
         "The share of the counted steps' wall time the step's thread waited for a CPU, per run: "
         + "; ".join(f"{k}: {v}" for k, v in waited.items()),
