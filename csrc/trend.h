@@ -1,7 +1,7 @@
 // The warm-up's statistics on a window of step times (dlpt/capture/warmup.py), native because
 // they run at every step end on the program's thread while the warm-up lasts: over 32 steps the
-// 496 pairwise slopes cost the step ~100 µs in Python (a 2 ms CPU step grew 5% over the window,
-// enough to hide a real fall of that size), ~2 µs here.
+// 496 pairwise slopes cost the step ~100 µs in Python (a 2 ms CPU step grew 3-5% across the
+// window, offsetting about the 5% fall the test looks for), ~2 µs here (docs/overhead.md).
 #pragma once
 
 #include <cstdint>
